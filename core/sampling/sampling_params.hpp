@@ -1,0 +1,33 @@
+#pragma once
+/// Per-request sampling settings. Defaults are greedy-free sampling as OpenAI's API does
+/// (temperature 1); temperature 0 means greedy.
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/types.hpp"
+
+namespace inflight {
+
+struct sampling_params {
+  float temperature = 1.0f;         ///< 0 = greedy (arg-max)
+  int top_k = 0;                    ///< 0 or < 0 = off
+  float top_p = 1.0f;               ///< 1 = off
+  float min_p = 0.0f;               ///< 0 = off
+  float repetition_penalty = 1.0f;  ///< 1 = off; over prompt and output tokens
+  float presence_penalty = 0.0f;    ///< over output tokens
+  float frequency_penalty = 0.0f;   ///< over output tokens
+  std::optional<std::uint64_t> seed;  ///< reproducible sampling when set
+  int max_tokens = 16;
+  bool ignore_eos = false;
+  std::vector<token_id> stop_token_ids;
+  int logprobs = 0;                 ///< number of top logprobs to return (0 = none)
+
+  bool is_greedy() const { return temperature <= 0.0f; }
+  bool has_penalties() const {
+    return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f;
+  }
+};
+
+}  // namespace inflight

@@ -1,0 +1,57 @@
+#pragma once
+/// One engine step as a value: the scheduler's plan (a ragged batch) and the
+/// executor's result. See kernels/cpu/llama.hpp for how the backend flattens it.
+
+#include <cstdint>
+#include <vector>
+
+#include "core/sampling/sampling_params.hpp"
+#include "core/types.hpp"
+
+namespace inflight {
+
+/// One scheduled sequence in a step.
+struct seq_step {
+  seq_id id = 0;
+  std::vector<token_id> tokens;      ///< to process now: one for a decode, a chunk for a prefill
+  int start_position = 0;            ///< position of tokens[0] (= tokens already in the KV cache)
+  std::vector<block_id> block_table; ///< covers positions [0, start_position + tokens.size())
+  bool do_sample = false;            ///< sample a token after the last of `tokens`
+  sampling_params params;            ///< used when do_sample
+  std::uint64_t sample_index = 0;    ///< number of tokens sampled before (seeds the RNG stream)
+  /// Tokens the penalties look at (prompt + generated) when params.has_penalties();
+  /// generated ones start at `num_prompt_tokens`.
+  std::vector<token_id> history;
+  int num_prompt_tokens = 0;
+};
+
+struct step_plan {
+  std::uint64_t step_id = 0;
+  std::vector<seq_step> seqs;
+
+  int num_tokens() const {
+    int n = 0;
+    for (const auto& s : seqs) n += static_cast<int>(s.tokens.size());
+    return n;
+  }
+};
+
+struct top_logprob {
+  token_id token = 0;
+  float logprob = 0.0f;
+};
+
+struct sampled_token {
+  seq_id id = 0;
+  token_id token = 0;
+  float logprob = 0.0f;                  ///< of the chosen token (log-softmax of raw logits)
+  std::vector<top_logprob> top_logprobs; ///< when params.logprobs > 0
+};
+
+struct step_result {
+  std::uint64_t step_id = 0;
+  std::vector<sampled_token> tokens;  ///< one per seq_step with do_sample, in plan order
+  double backend_seconds = 0.0;       ///< time spent inside the backend
+};
+
+}  // namespace inflight

@@ -1,0 +1,114 @@
+#pragma once
+/// The Llama forward pass over a ragged batch, on the CPU (fp32, OpenBLAS GEMMs).
+/// Raw pointers in; no engine types. This is the numerical reference every other
+/// backend is compared with.
+///
+/// The ragged batch flattens the tokens of every scheduled sequence:
+///
+///   tokens:      | s0: t0 t1 t2 t3 (prefill chunk) | s1: t0 (decode) | s2: t0 t1 |
+///   query_start:   0                                 4                 5          7
+///
+/// Each token carries its position and its KV slot (block * block_size + offset).
+/// Sequence s attends, for its token at position p, to keys at positions 0..p read
+/// through its block table row.
+
+#include <cstdint>
+#include <vector>
+
+namespace inflight::kernels::cpu {
+
+struct llama_shape {
+  int dim = 0;
+  int hidden_dim = 0;
+  int num_layers = 0;
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  int vocab_size = 0;
+  float norm_eps = 1e-5f;
+  float rope_theta = 10000.0f;
+  bool rope_interleaved = true;  ///< pairs (2i,2i+1); false: (i, i+head_dim/2)
+  // Llama-3 rope scaling (factor <= 0: off)
+  float rope_factor = 0.0f;
+  float rope_low_freq_factor = 1.0f;
+  float rope_high_freq_factor = 4.0f;
+  int rope_original_max_position = 8192;
+};
+
+struct llama_layer_view {
+  const float* attn_norm = nullptr;
+  const float* wq = nullptr;  ///< [num_heads*head_dim x dim]
+  const float* wk = nullptr;  ///< [num_kv_heads*head_dim x dim]
+  const float* wv = nullptr;
+  const float* wo = nullptr;  ///< [dim x num_heads*head_dim]
+  const float* bq = nullptr;  ///< optional biases
+  const float* bk = nullptr;
+  const float* bv = nullptr;
+  const float* ffn_norm = nullptr;
+  const float* w_gate = nullptr;  ///< [hidden x dim]
+  const float* w_down = nullptr;  ///< [dim x hidden]
+  const float* w_up = nullptr;    ///< [hidden x dim]
+};
+
+struct llama_weights_view {
+  const float* token_embedding = nullptr;  ///< [vocab x dim]
+  const llama_layer_view* layers = nullptr;
+  const float* final_norm = nullptr;
+  const float* classifier = nullptr;       ///< [vocab x dim]
+};
+
+/// Paged KV memory: per layer, [num_blocks][block_size][num_kv_heads][head_dim].
+struct paged_kv_view {
+  float* const* k = nullptr;  ///< one pointer per layer
+  float* const* v = nullptr;
+  int num_blocks = 0;
+  int block_size = 16;
+};
+
+struct ragged_batch_view {
+  int num_tokens = 0;
+  const std::int32_t* token_ids = nullptr;     ///< [num_tokens]
+  const std::int32_t* positions = nullptr;     ///< [num_tokens]
+  const std::int32_t* slot_mapping = nullptr;  ///< [num_tokens] where each token's K/V is written
+  int num_seqs = 0;
+  const std::int32_t* query_start = nullptr;   ///< [num_seqs + 1]
+  const std::int32_t* block_tables = nullptr;  ///< [num_seqs x block_table_stride]
+  int block_table_stride = 0;
+  int num_logits = 0;
+  const std::int32_t* logit_indices = nullptr; ///< [num_logits] flattened token indices
+};
+
+/// Scratch memory, grown on demand and reused across steps.
+struct llama_workspace {
+  std::vector<float> x, xb, q, k, v, attn, hb, hb2, logits_in;
+};
+
+/// Runs every layer over the batch, writes K/V into the cache and
+/// `logits[num_logits x vocab]` for the requested tokens.
+void llama_forward(const llama_shape& shape, const llama_weights_view& weights,
+                   const paged_kv_view& kv, const ragged_batch_view& batch,
+                   llama_workspace& ws, float* logits);
+
+// ---- the individual kernels (CPU twins of kernels/cuda) ----
+
+/// out[t] = table[ids[t]] for each of n tokens, rows of `dim`.
+void embedding_gather(float* out, const float* table, const std::int32_t* ids, int n, int dim);
+/// out[t] = x[t] / rms(x[t]) * w, for n rows of `dim`.
+void rmsnorm(float* out, const float* x, const float* w, int n, int dim, float eps);
+/// y[n x out] = x[n x in] * W^T with W [out x in] (+ bias when not null).
+void linear(float* y, const float* x, const float* w, const float* bias, int n, int in, int out);
+/// Rotates q [n x num_heads x head_dim] and k [n x num_kv_heads x head_dim] in place.
+void rope(float* q, float* k, const std::int32_t* positions, int n, const llama_shape& shape);
+/// Inverse frequency of pair i (Llama-3 scaling applied when configured).
+float rope_inv_freq(int pair, const llama_shape& shape);
+/// gate[i] = silu(gate[i]) * up[i] over n values.
+void silu_mul(float* gate, const float* up, std::int64_t n);
+/// Scatters k/v rows [n x kv_dim] into the cache at slot_mapping.
+void kv_write(float* k_cache, float* v_cache, const float* k, const float* v,
+              const std::int32_t* slot_mapping, int n, int kv_dim);
+/// Causal paged attention over a ragged batch: out [num_tokens x num_heads*head_dim].
+void paged_attention(float* out, const float* q, const float* k_cache, const float* v_cache,
+                     const ragged_batch_view& batch, int block_size, int num_heads,
+                     int num_kv_heads, int head_dim);
+
+}  // namespace inflight::kernels::cpu

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs inflight's build and test dependencies from Debian's packages.
+# Idempotent: packages already present are left alone.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config
+  libcaf-dev            # actors (CAF 0.17)
+  libboost-dev          # Beast / Asio (header-only)
+  libtomlplusplus-dev   # deployment TOML
+  catch2                # tests (Catch2 v2)
+  libopenblas-dev       # CPU GEMMs
+  libcli11-dev          # command line
+  nlohmann-json3-dev    # JSON
+  libspdlog-dev libfmt-dev
+  libpcre2-dev          # tokenizer.json pre-tokenization
+  curl                  # SSE test script
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
