@@ -18,7 +18,8 @@ struct seq_step {
   std::vector<block_id> block_table; ///< covers positions [0, start_position + tokens.size())
   bool do_sample = false;            ///< sample a token after the last of `tokens`
   sampling_params params;            ///< used when do_sample
-  std::uint64_t sample_index = 0;    ///< number of tokens sampled before (seeds the RNG stream)
+  std::uint64_t seed = 0;            ///< the request's RNG seed (params.seed, or drawn at arrival)
+  std::uint64_t sample_index = 0;    ///< number of tokens sampled before (position in the RNG stream)
   /// Tokens the penalties look at (prompt + generated) when params.has_penalties();
   /// generated ones start at `num_prompt_tokens`.
   std::vector<token_id> history;

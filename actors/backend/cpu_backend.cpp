@@ -1,0 +1,147 @@
+#include "actors/backend/cpu_backend.hpp"
+
+#include <chrono>
+
+#include "core/sampling/sampler.hpp"
+
+namespace inflight {
+
+kernels::cpu::llama_shape to_kernel_shape(const model_config& c) {
+  kernels::cpu::llama_shape s;
+  s.dim = c.dim;
+  s.hidden_dim = c.hidden_dim;
+  s.num_layers = c.num_layers;
+  s.num_heads = c.num_heads;
+  s.num_kv_heads = c.num_kv_heads;
+  s.head_dim = c.head_dim;
+  s.vocab_size = c.vocab_size;
+  s.norm_eps = c.norm_eps;
+  s.rope_theta = c.rope_theta;
+  s.rope_interleaved = c.rope == rope_style::interleaved;
+  if (c.scaling.enabled) {
+    s.rope_factor = c.scaling.factor;
+    s.rope_low_freq_factor = c.scaling.low_freq_factor;
+    s.rope_high_freq_factor = c.scaling.high_freq_factor;
+    s.rope_original_max_position = c.scaling.original_max_position;
+  }
+  return s;
+}
+
+std::int64_t kv_bytes_per_token(const model_config& c, int dtype_bytes) {
+  return 2ll * c.num_layers * c.num_kv_heads * c.head_dim * dtype_bytes;
+}
+
+namespace {
+
+const float* data_or_null(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
+
+}  // namespace
+
+result<std::unique_ptr<cpu_backend>> cpu_backend::create(std::shared_ptr<const model_weights> weights,
+                                                         const kv_cache_options& kv) {
+  if (!weights) return make_error(errc::invalid_argument, "cpu backend: no weights");
+  if (kv.block_size <= 0) return make_error(errc::invalid_argument, "kv block_size must be > 0");
+  const auto per_block = kv_bytes_per_token(weights->config, sizeof(float)) * kv.block_size;
+  const std::int64_t num_blocks = kv.num_blocks > 0 ? kv.num_blocks : kv.num_bytes / per_block;
+  if (num_blocks <= 0) {
+    return make_error(errc::invalid_argument, "kv cache: budget of " + std::to_string(kv.num_bytes) +
+                                                  " bytes holds no block of " + std::to_string(per_block) + " bytes");
+  }
+  return std::unique_ptr<cpu_backend>(new cpu_backend(std::move(weights), int(num_blocks), kv.block_size));
+}
+
+cpu_backend::cpu_backend(std::shared_ptr<const model_weights> weights, int num_blocks, int block_size)
+    : weights_(std::move(weights)), num_blocks_(num_blocks), block_size_(block_size) {
+  const auto& c = weights_->config;
+  shape_ = to_kernel_shape(c);
+  for (const auto& l : weights_->layers) {
+    layer_views_.push_back({l.attn_norm.data(), l.wq.data(), l.wk.data(), l.wv.data(), l.wo.data(), data_or_null(l.bq),
+                            data_or_null(l.bk), data_or_null(l.bv), l.ffn_norm.data(), l.w_gate.data(),
+                            l.w_down.data(), l.w_up.data()});
+  }
+  const auto layer_floats = std::size_t(num_blocks_) * block_size_ * c.kv_dim();
+  k_cache_.assign(c.num_layers, std::vector<float>(layer_floats));
+  v_cache_.assign(c.num_layers, std::vector<float>(layer_floats));
+  for (int l = 0; l < c.num_layers; ++l) {
+    k_ptrs_.push_back(k_cache_[l].data());
+    v_ptrs_.push_back(v_cache_[l].data());
+  }
+}
+
+result<void> cpu_backend::flatten(const step_plan& plan) {
+  token_ids_.clear();
+  positions_.clear();
+  slots_.clear();
+  logit_indices_.clear();
+  query_start_.assign(1, 0);
+  block_table_stride_ = 1;
+  for (const auto& s : plan.seqs) block_table_stride_ = std::max<int>(block_table_stride_, s.block_table.size());
+  block_tables_.assign(plan.seqs.size() * block_table_stride_, 0);
+  for (std::size_t i = 0; i < plan.seqs.size(); ++i) {
+    const auto& s = plan.seqs[i];
+    const auto end = std::int64_t(s.start_position) + std::int64_t(s.tokens.size());
+    if (s.tokens.empty() || s.start_position < 0 || end > std::int64_t(s.block_table.size()) * block_size_) {
+      return make_error(errc::invalid_argument, "step plan: sequence " + std::to_string(s.id) +
+                                                    " has no tokens or its block table does not cover them");
+    }
+    for (const auto blk : s.block_table) {
+      if (blk < 0 || blk >= num_blocks_) return make_error(errc::invalid_argument, "step plan: bad block id");
+    }
+    std::copy(s.block_table.begin(), s.block_table.end(), block_tables_.begin() + i * block_table_stride_);
+    for (std::size_t j = 0; j < s.tokens.size(); ++j) {
+      const int pos = s.start_position + int(j);
+      if (s.tokens[j] < 0 || s.tokens[j] >= shape_.vocab_size) {
+        return make_error(errc::invalid_argument, "step plan: token id " + std::to_string(s.tokens[j]) +
+                                                      " outside the vocabulary");
+      }
+      token_ids_.push_back(s.tokens[j]);
+      positions_.push_back(pos);
+      slots_.push_back(s.block_table[pos / block_size_] * block_size_ + pos % block_size_);
+    }
+    query_start_.push_back(std::int32_t(token_ids_.size()));
+    if (s.do_sample) logit_indices_.push_back(std::int32_t(token_ids_.size()) - 1);
+  }
+  return {};
+}
+
+result<std::span<const float>> cpu_backend::forward(const step_plan& plan) {
+  if (auto ok = flatten(plan); !ok) return std::unexpected(ok.error());
+  kernels::cpu::ragged_batch_view b;
+  b.num_tokens = int(token_ids_.size());
+  b.token_ids = token_ids_.data();
+  b.positions = positions_.data();
+  b.slot_mapping = slots_.data();
+  b.num_seqs = int(plan.seqs.size());
+  b.query_start = query_start_.data();
+  b.block_tables = block_tables_.data();
+  b.block_table_stride = block_table_stride_;
+  b.num_logits = int(logit_indices_.size());
+  b.logit_indices = logit_indices_.data();
+  const auto& w = *weights_;
+  const kernels::cpu::llama_weights_view wv{w.token_embedding.data(), layer_views_.data(), w.final_norm.data(),
+                                            w.classifier_data()};
+  const kernels::cpu::paged_kv_view kv{k_ptrs_.data(), v_ptrs_.data(), num_blocks_, block_size_};
+  logits_.resize(std::size_t(b.num_logits) * shape_.vocab_size);
+  if (b.num_tokens > 0) kernels::cpu::llama_forward(shape_, wv, kv, b, workspace_, logits_.data());
+  return std::span<const float>(logits_);
+}
+
+result<step_result> cpu_backend::execute(const step_plan& plan) {
+  const auto start = std::chrono::steady_clock::now();
+  auto logits = forward(plan);
+  if (!logits) return std::unexpected(logits.error());
+  step_result out;
+  out.step_id = plan.step_id;
+  std::size_t row = 0;
+  for (const auto& s : plan.seqs) {
+    if (!s.do_sample) continue;
+    auto logits_row = logits->subspan(row++ * shape_.vocab_size, shape_.vocab_size);
+    auto token = sample(logits_row, s.params, s.history, s.num_prompt_tokens, s.seed, s.sample_index);
+    token.id = s.id;
+    out.tokens.push_back(std::move(token));
+  }
+  out.backend_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+}  // namespace inflight

@@ -1,0 +1,59 @@
+#pragma once
+/// The CPU backend: core's backend interface over kernels/cpu (fp32, OpenBLAS).
+/// Owns the weights' kernel views, the paged KV memory and the step workspace.
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/model/model_weights.hpp"
+#include "kernels/cpu/llama.hpp"
+
+namespace inflight {
+
+struct kv_cache_options {
+  int block_size = 16;
+  int num_blocks = 0;          ///< used when > 0
+  std::int64_t num_bytes = 0;  ///< otherwise the byte budget decides
+};
+
+/// Kernel shape of a model configuration.
+kernels::cpu::llama_shape to_kernel_shape(const model_config& config);
+
+/// Bytes of K and V for one token across all layers at `dtype_bytes` per value.
+std::int64_t kv_bytes_per_token(const model_config& config, int dtype_bytes);
+
+class cpu_backend final : public backend {
+ public:
+  static result<std::unique_ptr<cpu_backend>> create(std::shared_ptr<const model_weights> weights,
+                                                     const kv_cache_options& kv);
+
+  result<step_result> execute(const step_plan& plan) override;
+  /// Runs the forward pass only: logits [num sampled seqs x vocab], in plan order.
+  result<std::span<const float>> forward(const step_plan& plan);
+
+  const model_config& config() const override { return weights_->config; }
+  int num_kv_blocks() const override { return num_blocks_; }
+  int block_size() const override { return block_size_; }
+  std::string name() const override { return "cpu"; }
+
+ private:
+  cpu_backend(std::shared_ptr<const model_weights> weights, int num_blocks, int block_size);
+  result<void> flatten(const step_plan& plan);
+
+  std::shared_ptr<const model_weights> weights_;
+  int num_blocks_;
+  int block_size_;
+  kernels::cpu::llama_shape shape_;
+  std::vector<kernels::cpu::llama_layer_view> layer_views_;
+  std::vector<std::vector<float>> k_cache_, v_cache_;
+  std::vector<float*> k_ptrs_, v_ptrs_;
+  kernels::cpu::llama_workspace workspace_;
+  // The flattened ragged batch of the current step.
+  std::vector<std::int32_t> token_ids_, positions_, slots_, query_start_, block_tables_, logit_indices_;
+  int block_table_stride_ = 0;
+  std::vector<float> logits_;
+};
+
+}  // namespace inflight

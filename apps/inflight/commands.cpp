@@ -1,0 +1,17 @@
+#include "apps/inflight/commands.hpp"
+
+#include <iostream>
+
+namespace inflight::app {
+
+void add_commands(CLI::App& app) {
+  add_generate_command(app);
+  add_make_model_command(app);
+}
+
+void fail(const std::string& message) {
+  std::cerr << "inflight: " << message << "\n";
+  throw CLI::RuntimeError(1);
+}
+
+}  // namespace inflight::app

@@ -1,0 +1,204 @@
+#include "kernels/cpu/llama.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+namespace inflight::kernels::cpu {
+
+void embedding_gather(float* out, const float* table, const std::int32_t* ids, int n, int dim) {
+  for (int t = 0; t < n; ++t) std::copy_n(table + std::int64_t(ids[t]) * dim, dim, out + std::int64_t(t) * dim);
+}
+
+void rmsnorm(float* out, const float* x, const float* w, int n, int dim, float eps) {
+#pragma omp parallel for if (n > 16)
+  for (int t = 0; t < n; ++t) {
+    const float* row = x + std::int64_t(t) * dim;
+    float ss = 0.0f;
+    for (int i = 0; i < dim; ++i) ss += row[i] * row[i];
+    const float scale = 1.0f / std::sqrt(ss / float(dim) + eps);
+    float* o = out + std::int64_t(t) * dim;
+    for (int i = 0; i < dim; ++i) o[i] = w[i] * (scale * row[i]);
+  }
+}
+
+void linear(float* y, const float* x, const float* w, const float* bias, int n, int in, int out) {
+  float beta = 0.0f;
+  if (bias != nullptr) {
+    for (int t = 0; t < n; ++t) std::copy_n(bias, out, y + std::int64_t(t) * out);
+    beta = 1.0f;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, w, in, beta, y, out);
+}
+
+float rope_inv_freq(int pair, const llama_shape& s) {
+  const float freq = std::pow(s.rope_theta, -2.0f * float(pair) / float(s.head_dim));
+  if (s.rope_factor <= 0.0f) return freq;
+  // Llama-3: long wavelengths are slowed by `factor`, short ones kept, the band between smoothed.
+  const float low_wavelen = float(s.rope_original_max_position) / s.rope_low_freq_factor;
+  const float high_wavelen = float(s.rope_original_max_position) / s.rope_high_freq_factor;
+  const float wavelen = 2.0f * std::numbers::pi_v<float> / freq;
+  if (wavelen < high_wavelen) return freq;
+  if (wavelen > low_wavelen) return freq / s.rope_factor;
+  const float smooth = (float(s.rope_original_max_position) / wavelen - s.rope_low_freq_factor) /
+                       (s.rope_high_freq_factor - s.rope_low_freq_factor);
+  return (1.0f - smooth) * freq / s.rope_factor + smooth * freq;
+}
+
+namespace {
+
+void rotate_heads(float* v, int num_heads, const float* cos_t, const float* sin_t, const llama_shape& s) {
+  const int half = s.head_dim / 2;
+  for (int h = 0; h < num_heads; ++h) {
+    float* head = v + std::int64_t(h) * s.head_dim;
+    for (int j = 0; j < half; ++j) {
+      const int a = s.rope_interleaved ? 2 * j : j;
+      const int b = s.rope_interleaved ? 2 * j + 1 : j + half;
+      const float x0 = head[a], x1 = head[b];
+      head[a] = x0 * cos_t[j] - x1 * sin_t[j];
+      head[b] = x0 * sin_t[j] + x1 * cos_t[j];
+    }
+  }
+}
+
+}  // namespace
+
+void rope(float* q, float* k, const std::int32_t* positions, int n, const llama_shape& s) {
+  const int half = s.head_dim / 2;
+  std::vector<float> inv_freq(half);
+  for (int j = 0; j < half; ++j) inv_freq[j] = rope_inv_freq(j, s);
+#pragma omp parallel for if (n > 16)
+  for (int t = 0; t < n; ++t) {
+    std::vector<float> cos_t(half), sin_t(half);
+    for (int j = 0; j < half; ++j) {
+      const float angle = float(positions[t]) * inv_freq[j];
+      cos_t[j] = std::cos(angle);
+      sin_t[j] = std::sin(angle);
+    }
+    rotate_heads(q + std::int64_t(t) * s.num_heads * s.head_dim, s.num_heads, cos_t.data(), sin_t.data(), s);
+    rotate_heads(k + std::int64_t(t) * s.num_kv_heads * s.head_dim, s.num_kv_heads, cos_t.data(), sin_t.data(), s);
+  }
+}
+
+void silu_mul(float* gate, const float* up, std::int64_t n) {
+#pragma omp parallel for if (n > 65536)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void kv_write(float* k_cache, float* v_cache, const float* k, const float* v, const std::int32_t* slot_mapping,
+              int n, int kv_dim) {
+  for (int t = 0; t < n; ++t) {
+    const std::int64_t slot = slot_mapping[t];
+    std::copy_n(k + std::int64_t(t) * kv_dim, kv_dim, k_cache + slot * kv_dim);
+    std::copy_n(v + std::int64_t(t) * kv_dim, kv_dim, v_cache + slot * kv_dim);
+  }
+}
+
+void paged_attention(float* out, const float* q, const float* k_cache, const float* v_cache,
+                     const ragged_batch_view& b, int block_size, int num_heads, int num_kv_heads, int head_dim) {
+  std::vector<int> seq_of_token(b.num_tokens);
+  for (int s = 0; s < b.num_seqs; ++s) {
+    for (int t = b.query_start[s]; t < b.query_start[s + 1]; ++t) seq_of_token[t] = s;
+  }
+  const int group = num_heads / num_kv_heads;
+  const int kv_dim = num_kv_heads * head_dim;
+  const float scale = 1.0f / std::sqrt(float(head_dim));
+  const std::int64_t work = std::int64_t(b.num_tokens) * num_heads;
+#pragma omp parallel
+  {
+    std::vector<float> scores;
+#pragma omp for schedule(dynamic, 4)
+    for (std::int64_t item = 0; item < work; ++item) {
+      const int t = int(item / num_heads), h = int(item % num_heads);
+      const int s = seq_of_token[t];
+      const int num_keys = b.positions[t] + 1;  // causal: keys at positions 0..p
+      const std::int32_t* table = b.block_tables + std::int64_t(s) * b.block_table_stride;
+      const float* qh = q + std::int64_t(t) * num_heads * head_dim + std::int64_t(h) * head_dim;
+      const std::int64_t head_off = std::int64_t(h / group) * head_dim;
+      scores.resize(num_keys);
+      float max_score = -INFINITY;
+      for (int p = 0; p < num_keys; ++p) {
+        const std::int64_t slot = std::int64_t(table[p / block_size]) * block_size + p % block_size;
+        const float* kp = k_cache + slot * kv_dim + head_off;
+        float dot = 0.0f;
+        for (int i = 0; i < head_dim; ++i) dot += qh[i] * kp[i];
+        scores[p] = dot * scale;
+        max_score = std::max(max_score, scores[p]);
+      }
+      float sum = 0.0f;
+      for (int p = 0; p < num_keys; ++p) {
+        scores[p] = std::exp(scores[p] - max_score);
+        sum += scores[p];
+      }
+      float* oh = out + std::int64_t(t) * num_heads * head_dim + std::int64_t(h) * head_dim;
+      std::fill_n(oh, head_dim, 0.0f);
+      for (int p = 0; p < num_keys; ++p) {
+        const std::int64_t slot = std::int64_t(table[p / block_size]) * block_size + p % block_size;
+        const float* vp = v_cache + slot * kv_dim + head_off;
+        const float weight = scores[p] / sum;
+        for (int i = 0; i < head_dim; ++i) oh[i] += weight * vp[i];
+      }
+    }
+  }
+}
+
+namespace {
+
+void grow(std::vector<float>& v, std::int64_t n) {
+  if (std::int64_t(v.size()) < n) v.resize(std::size_t(n));
+}
+
+/// One transformer layer over all tokens of the step; x is updated in place.
+void layer_forward(const llama_shape& s, const llama_layer_view& w, float* k_cache, float* v_cache,
+                   const paged_kv_view& kv, const ragged_batch_view& b, llama_workspace& ws) {
+  const int n = b.num_tokens, d = s.dim, qd = s.num_heads * s.head_dim, kvd = s.num_kv_heads * s.head_dim;
+  rmsnorm(ws.xb.data(), ws.x.data(), w.attn_norm, n, d, s.norm_eps);
+  linear(ws.q.data(), ws.xb.data(), w.wq, w.bq, n, d, qd);
+  linear(ws.k.data(), ws.xb.data(), w.wk, w.bk, n, d, kvd);
+  linear(ws.v.data(), ws.xb.data(), w.wv, w.bv, n, d, kvd);
+  rope(ws.q.data(), ws.k.data(), b.positions, n, s);
+  kv_write(k_cache, v_cache, ws.k.data(), ws.v.data(), b.slot_mapping, n, kvd);
+  paged_attention(ws.attn.data(), ws.q.data(), k_cache, v_cache, b, kv.block_size, s.num_heads, s.num_kv_heads,
+                  s.head_dim);
+  // Residual adds ride on the GEMM: x += attn * wo^T.
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, d, qd, 1.0f, ws.attn.data(), qd, w.wo, qd, 1.0f,
+              ws.x.data(), d);
+  rmsnorm(ws.xb.data(), ws.x.data(), w.ffn_norm, n, d, s.norm_eps);
+  linear(ws.hb.data(), ws.xb.data(), w.w_gate, nullptr, n, d, s.hidden_dim);
+  linear(ws.hb2.data(), ws.xb.data(), w.w_up, nullptr, n, d, s.hidden_dim);
+  silu_mul(ws.hb.data(), ws.hb2.data(), std::int64_t(n) * s.hidden_dim);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, d, s.hidden_dim, 1.0f, ws.hb.data(), s.hidden_dim,
+              w.w_down, s.hidden_dim, 1.0f, ws.x.data(), d);
+}
+
+}  // namespace
+
+void llama_forward(const llama_shape& s, const llama_weights_view& w, const paged_kv_view& kv,
+                   const ragged_batch_view& b, llama_workspace& ws, float* logits) {
+  const std::int64_t n = b.num_tokens, d = s.dim;
+  grow(ws.x, n * d);
+  grow(ws.xb, n * d);
+  grow(ws.q, n * s.num_heads * s.head_dim);
+  grow(ws.k, n * s.num_kv_heads * s.head_dim);
+  grow(ws.v, n * s.num_kv_heads * s.head_dim);
+  grow(ws.attn, n * s.num_heads * s.head_dim);
+  grow(ws.hb, n * s.hidden_dim);
+  grow(ws.hb2, n * s.hidden_dim);
+  embedding_gather(ws.x.data(), w.token_embedding, b.token_ids, b.num_tokens, s.dim);
+  for (int l = 0; l < s.num_layers; ++l) layer_forward(s, w.layers[l], kv.k[l], kv.v[l], kv, b, ws);
+  if (b.num_logits == 0) return;
+  // Only the rows that are sampled go through the final norm and the classifier.
+  grow(ws.logits_in, std::int64_t(b.num_logits) * d);
+  for (int i = 0; i < b.num_logits; ++i) {
+    std::copy_n(ws.x.data() + std::int64_t(b.logit_indices[i]) * d, d, ws.xb.data() + std::int64_t(i) * d);
+  }
+  rmsnorm(ws.logits_in.data(), ws.xb.data(), w.final_norm, b.num_logits, s.dim, s.norm_eps);
+  linear(logits, ws.logits_in.data(), w.classifier, nullptr, b.num_logits, s.dim, s.vocab_size);
+}
+
+}  // namespace inflight::kernels::cpu
