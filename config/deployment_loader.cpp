@@ -1,0 +1,310 @@
+#include "config/deployment_loader.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+namespace inflight::config {
+namespace {
+
+using setter = std::function<result<void>(deployment&, const toml::node&)>;
+
+struct key_spec {
+  std::string expected;  ///< for messages
+  setter set;
+};
+
+std::string describe(const toml::node& n) {
+  std::ostringstream ss;
+  if (n.is_string()) {
+    ss << '"' << n.as_string()->get() << '"';
+  } else if (n.is_value()) {
+    n.visit([&](const auto& v) {
+      if constexpr (toml::is_value<decltype(v)>) ss << v.get();
+    });
+  } else {
+    ss << (n.is_table() ? "a table" : "an array");
+  }
+  return ss.str();
+}
+
+std::unexpected<error> bad_value(const std::string& key, const toml::node& n, const std::string& expected) {
+  return std::unexpected(error{errc::invalid_argument,
+                               "config key '" + key + "': got " + describe(n) + ", expected " + expected});
+}
+
+/// Integer setting within [lo, hi].
+template <class S, class T>
+key_spec integer(S deployment::*section, T S::*member, std::int64_t lo, std::int64_t hi, std::string key) {
+  std::string expected = "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  return {expected, [=](deployment& d, const toml::node& n) -> result<void> {
+            auto v = n.value<std::int64_t>();
+            if (!n.is_integer() || !v || *v < lo || *v > hi) return bad_value(key, n, expected);
+            (d.*section).*member = static_cast<T>(*v);
+            return {};
+          }};
+}
+
+template <class S, class T>
+key_spec number(S deployment::*section, T S::*member, double lo, double hi, std::string key) {
+  std::ostringstream ss;
+  ss << "a number in [" << lo << ", " << hi << "]";
+  std::string expected = ss.str();
+  return {expected, [=](deployment& d, const toml::node& n) -> result<void> {
+            auto v = n.value<double>();
+            if (!(n.is_floating_point() || n.is_integer()) || !v || !std::isfinite(*v) || *v < lo || *v > hi) {
+              return bad_value(key, n, expected);
+            }
+            (d.*section).*member = static_cast<T>(*v);
+            return {};
+          }};
+}
+
+template <class S>
+key_spec text(S deployment::*section, std::string S::*member, std::vector<std::string> choices, std::string key) {
+  std::string expected = "a string";
+  if (!choices.empty()) {
+    expected = "one of";
+    for (const auto& c : choices) expected += " \"" + c + "\"";
+  }
+  return {expected, [=](deployment& d, const toml::node& n) -> result<void> {
+            if (!n.is_string()) return bad_value(key, n, expected);
+            const auto& s = n.as_string()->get();
+            if (!choices.empty() && std::find(choices.begin(), choices.end(), s) == choices.end()) {
+              return bad_value(key, n, expected);
+            }
+            (d.*section).*member = s;
+            return {};
+          }};
+}
+
+key_spec bytes(std::int64_t engine_settings::*member, std::string key) {
+  std::string expected = "a size in bytes (an integer, or a string like \"256MiB\" or \"2GiB\")";
+  return {expected, [=](deployment& d, const toml::node& n) -> result<void> {
+            result<std::int64_t> v = make_error(errc::invalid_argument, "");
+            if (auto i = n.value<std::int64_t>(); n.is_integer() && i) v = *i;
+            if (n.is_string()) v = parse_bytes(n.as_string()->get());
+            if (!v || *v <= 0) return bad_value(key, n, expected);
+            d.engine.*member = *v;
+            return {};
+          }};
+}
+
+template <class T>
+key_spec dummy_int(T dummy_shape::*member, std::int64_t lo, std::int64_t hi, std::string key) {
+  std::string expected = "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  return {expected, [=](deployment& d, const toml::node& n) -> result<void> {
+            auto v = n.value<std::int64_t>();
+            if (!n.is_integer() || !v || *v < lo || *v > hi) return bad_value(key, n, expected);
+            d.model.dummy.*member = static_cast<T>(*v);
+            return {};
+          }};
+}
+
+const std::map<std::string, key_spec>& specs() {
+  using D = deployment;
+  static const std::map<std::string, key_spec> table = [] {
+    std::map<std::string, key_spec> t;
+    auto add = [&](const std::string& key, auto make) { t.emplace(key, make(key)); };
+    add("server.host", [](auto k) { return text(&D::server, &server_settings::host, {}, k); });
+    add("server.port", [](auto k) { return integer(&D::server, &server_settings::port, 0, 65535, k); });
+    add("server.io_threads", [](auto k) { return integer(&D::server, &server_settings::io_threads, 1, 256, k); });
+    add("server.max_body_bytes",
+        [](auto k) { return integer(&D::server, &server_settings::max_body_bytes, 1024, 1ll << 32, k); });
+    add("server.max_waiting_requests",
+        [](auto k) { return integer(&D::server, &server_settings::max_waiting_requests, 1, 1 << 24, k); });
+    add("server.request_timeout_s",
+        [](auto k) { return number(&D::server, &server_settings::request_timeout_s, 0.0, 1e7, k); });
+    add("server.idle_timeout_s",
+        [](auto k) { return number(&D::server, &server_settings::idle_timeout_s, 0.1, 1e7, k); });
+    add("server.shutdown_grace_s",
+        [](auto k) { return number(&D::server, &server_settings::shutdown_grace_s, 0.0, 3600.0, k); });
+    add("server.ws_max_queued_messages",
+        [](auto k) { return integer(&D::server, &server_settings::ws_max_queued_messages, 1, 1 << 20, k); });
+    add("model.path", [](auto k) { return text(&D::model, &model_settings::path, {}, k); });
+    add("model.format",
+        [](auto k) { return text(&D::model, &model_settings::format, {"auto", "llama2c", "hf", "dummy"}, k); });
+    add("model.tokenizer", [](auto k) { return text(&D::model, &model_settings::tokenizer, {}, k); });
+    add("model.name", [](auto k) { return text(&D::model, &model_settings::name, {}, k); });
+    add("model.dtype", [](auto k) {
+      return text(&D::model, &model_settings::dtype, {"auto", "float32", "bfloat16", "float16"}, k);
+    });
+    add("model.max_context", [](auto k) { return integer(&D::model, &model_settings::max_context, 0, 1 << 22, k); });
+    add("model.chat_template", [](auto k) { return text(&D::model, &model_settings::chat_template, {}, k); });
+    add("model.config_json", [](auto k) { return text(&D::model, &model_settings::config_json, {}, k); });
+    add("model.dummy.hidden_size", [](auto k) { return dummy_int(&dummy_shape::hidden_size, 2, 1 << 16, k); });
+    add("model.dummy.intermediate_size",
+        [](auto k) { return dummy_int(&dummy_shape::intermediate_size, 1, 1 << 18, k); });
+    add("model.dummy.num_layers", [](auto k) { return dummy_int(&dummy_shape::num_layers, 1, 1024, k); });
+    add("model.dummy.num_heads", [](auto k) { return dummy_int(&dummy_shape::num_heads, 1, 1024, k); });
+    add("model.dummy.num_kv_heads", [](auto k) { return dummy_int(&dummy_shape::num_kv_heads, 1, 1024, k); });
+    add("model.dummy.head_dim", [](auto k) { return dummy_int(&dummy_shape::head_dim, 0, 1024, k); });
+    add("model.dummy.vocab_size", [](auto k) { return dummy_int(&dummy_shape::vocab_size, 259, 1 << 20, k); });
+    add("model.dummy.max_position", [](auto k) { return dummy_int(&dummy_shape::max_position, 16, 1 << 22, k); });
+    add("model.dummy.seed", [](auto k) { return dummy_int(&dummy_shape::seed, 0, INT64_MAX, k); });
+    add("model.dummy.tied_embeddings", [](auto k) -> key_spec {
+      return {"a boolean", [k](deployment& d, const toml::node& n) -> result<void> {
+                if (!n.is_boolean()) return bad_value(k, n, "a boolean");
+                d.model.dummy.tied_embeddings = n.as_boolean()->get();
+                return {};
+              }};
+    });
+    add("model.dummy.rope_theta", [](auto k) -> key_spec {
+      return {"a positive number", [k](deployment& d, const toml::node& n) -> result<void> {
+                auto v = n.value<double>();
+                if (!(n.is_floating_point() || n.is_integer()) || !v || *v <= 0) {
+                  return bad_value(k, n, "a positive number");
+                }
+                d.model.dummy.rope_theta = float(*v);
+                return {};
+              }};
+    });
+    add("engine.backend", [](auto k) { return text(&D::engine, &engine_settings::backend, {"cpu", "cuda"}, k); });
+    add("engine.threads", [](auto k) { return integer(&D::engine, &engine_settings::threads, 0, 1024, k); });
+    add("engine.block_size", [](auto k) { return integer(&D::engine, &engine_settings::block_size, 1, 1024, k); });
+    add("engine.kv_memory", [](auto k) { return bytes(&engine_settings::kv_memory_bytes, k); });
+    add("engine.kv_blocks", [](auto k) { return integer(&D::engine, &engine_settings::kv_blocks, 0, 1 << 26, k); });
+    add("engine.gpu_memory_utilization",
+        [](auto k) { return number(&D::engine, &engine_settings::gpu_memory_utilization, 0.05, 0.99, k); });
+    add("engine.max_num_seqs",
+        [](auto k) { return integer(&D::engine, &engine_settings::max_num_seqs, 1, 1 << 16, k); });
+    add("engine.max_num_batched_tokens",
+        [](auto k) { return integer(&D::engine, &engine_settings::max_num_batched_tokens, 1, 1 << 22, k); });
+    add("scheduler.policy", [](auto k) { return text(&D::scheduler, &scheduler_settings::policy, {}, k); });
+    add("scheduler.plugin_dir", [](auto k) { return text(&D::scheduler, &scheduler_settings::plugin_dir, {}, k); });
+    add("logging.level", [](auto k) {
+      return text(&D::logging, &logging_settings::level, {"trace", "debug", "info", "warn", "error"}, k);
+    });
+    return t;
+  }();
+  return table;
+}
+
+result<void> apply_key(deployment& d, const std::string& key, const toml::node& value) {
+  const auto& table = specs();
+  auto it = table.find(key);
+  if (it == table.end()) {
+    return make_error(errc::invalid_argument, "unknown config key '" + key + "' (known keys: see config/default.toml)");
+  }
+  return it->second.set(d, value);
+}
+
+/// A [scheduler.<policy>] table goes to the plugin as JSON text.
+result<void> apply_policy_table(deployment& d, const std::string& policy, const toml::table& table) {
+  std::ostringstream ss;
+  ss << toml::json_formatter{table};
+  d.scheduler.policy_settings[policy] = ss.str();
+  return {};
+}
+
+result<void> apply_table(deployment& d, const toml::table& table, const std::string& prefix) {
+  for (const auto& [k, node] : table) {
+    const std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+    if (prefix == "scheduler" && node.is_table()) {
+      if (auto ok = apply_policy_table(d, std::string(k.str()), *node.as_table()); !ok) return ok;
+      continue;
+    }
+    if (node.is_table()) {
+      if (auto ok = apply_table(d, *node.as_table(), key); !ok) return ok;
+      continue;
+    }
+    if (auto ok = apply_key(d, key, node); !ok) return ok;
+  }
+  return {};
+}
+
+result<void> check_consistency(const deployment& d) {
+  const auto& s = d.model.dummy;
+  if (s.num_heads % s.num_kv_heads != 0) {
+    return make_error(errc::invalid_argument, "model.dummy.num_heads must be a multiple of model.dummy.num_kv_heads");
+  }
+  if (s.head_dim == 0 && s.hidden_size % s.num_heads != 0) {
+    return make_error(errc::invalid_argument, "model.dummy.hidden_size must be a multiple of model.dummy.num_heads");
+  }
+  return {};
+}
+
+}  // namespace
+
+result<std::int64_t> parse_bytes(const std::string& text) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (...) {
+    return make_error(errc::invalid_argument, "not a size: '" + text + "'");
+  }
+  std::string unit = text.substr(used);
+  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
+  static const std::map<std::string, double> units = {
+      {"", 1},       {"B", 1},       {"KB", 1e3},          {"MB", 1e6},          {"GB", 1e9},
+      {"TB", 1e12},  {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+  auto it = units.find(unit);
+  if (it == units.end() || !std::isfinite(value) || value < 0 || value * it->second > 9e18) {
+    return make_error(errc::invalid_argument, "not a size: '" + text + "' (use B, KB, MB, GB, KiB, MiB, GiB)");
+  }
+  return static_cast<std::int64_t>(value * it->second);
+}
+
+result<deployment> parse_deployment(const std::string& toml_text, const std::string& source_name) {
+  deployment d;
+  try {
+    auto table = toml::parse(toml_text, source_name);
+    if (auto ok = apply_table(d, table, ""); !ok) return std::unexpected(ok.error());
+  } catch (const toml::parse_error& e) {
+    std::ostringstream ss;
+    ss << source_name << ":" << e.source().begin.line << ":" << e.source().begin.column << ": " << e.description();
+    return make_error(errc::invalid_argument, ss.str());
+  }
+  if (auto ok = check_consistency(d); !ok) return std::unexpected(ok.error());
+  return d;
+}
+
+result<deployment> load_deployment(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) return make_error(errc::io_error, path.string() + ": cannot open config file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto d = parse_deployment(ss.str(), path.string());
+  if (!d) return d;
+  const auto base = path.parent_path();
+  auto resolve = [&](std::string& p) {
+    if (!p.empty() && std::filesystem::path(p).is_relative() && std::filesystem::exists(base / p)) {
+      p = (base / p).lexically_normal().string();
+    }
+  };
+  resolve(d->model.path);
+  resolve(d->model.tokenizer);
+  resolve(d->model.config_json);
+  resolve(d->scheduler.plugin_dir);
+  return d;
+}
+
+result<void> apply_override(deployment& d, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return make_error(errc::invalid_argument, "--set expects key=value, got '" + assignment + "'");
+  }
+  const std::string key = assignment.substr(0, eq), value = assignment.substr(eq + 1);
+  toml::table doc;
+  try {
+    doc = toml::parse("v = " + value);
+  } catch (const toml::parse_error&) {
+    doc = toml::table{{"v", value}};  // a bare word is a string: --set model.format=hf
+  }
+  if (auto ok = apply_key(d, key, *doc.get("v")); !ok) return ok;
+  return check_consistency(d);
+}
+
+std::vector<std::string> known_keys() {
+  std::vector<std::string> keys;
+  for (const auto& [k, spec] : specs()) keys.push_back(k + " (" + spec.expected + ")");
+  return keys;
+}
+
+}  // namespace inflight::config

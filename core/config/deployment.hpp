@@ -1,0 +1,81 @@
+#pragma once
+/// A deployment: everything a TOML file under config/ describes. Plain structs with
+/// the defaults of config/default.toml; config/ is the one place that reads TOML.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace inflight {
+
+struct server_settings {
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  int io_threads = 2;
+  std::int64_t max_body_bytes = 1 << 20;  ///< larger bodies get 413
+  int max_waiting_requests = 256;         ///< beyond this, new requests get 503
+  double request_timeout_s = 600.0;       ///< per-request deadline (0 = none)
+  double idle_timeout_s = 60.0;           ///< keep-alive connections idle longer are closed
+  double shutdown_grace_s = 10.0;         ///< streams in flight get this long on SIGINT/SIGTERM
+  int ws_max_queued_messages = 1024;      ///< per-connection WebSocket send queue bound
+};
+
+/// Shape of a random-weight model (format = "dummy").
+struct dummy_shape {
+  int hidden_size = 256;
+  int intermediate_size = 688;
+  int num_layers = 4;
+  int num_heads = 8;
+  int num_kv_heads = 4;
+  int head_dim = 0;  ///< 0 = hidden_size / num_heads
+  int vocab_size = 259;  ///< the byte-level tokenizer's vocabulary (3 specials + 256 bytes)
+  int max_position = 2048;
+  float rope_theta = 10000.0f;
+  bool tied_embeddings = true;
+  std::uint64_t seed = 0;
+};
+
+struct model_settings {
+  std::string path;                ///< llama2.c .bin, or a Hugging Face model folder; empty = dummy
+  std::string format = "auto";     ///< auto | llama2c | hf | dummy
+  std::string tokenizer;           ///< tokenizer file or folder; empty = next to the model / byte-level
+  std::string name;                ///< served model name; empty = derived from the path
+  std::string dtype = "auto";      ///< auto | float32 | bfloat16 | float16
+  int max_context = 0;             ///< 0 = the model's own
+  std::string chat_template;       ///< empty = detect from tokenizer_config.json
+  std::string config_json;         ///< format = dummy: shape from this config.json instead of [model.dummy]
+  dummy_shape dummy;
+};
+
+struct engine_settings {
+  std::string backend = "cpu";     ///< cpu | cuda
+  int threads = 0;                 ///< CPU threads (0 = all cores)
+  int block_size = 16;             ///< tokens per KV block
+  std::int64_t kv_memory_bytes = 256ll << 20;  ///< KV budget when kv_blocks = 0
+  int kv_blocks = 0;               ///< explicit block count (overrides kv_memory)
+  double gpu_memory_utilization = 0.9;
+  int max_num_seqs = 64;
+  int max_num_batched_tokens = 512;
+};
+
+struct scheduler_settings {
+  std::string policy = "splitfuse";
+  std::string plugin_dir;          ///< empty = the built-in plugin directory
+  /// [scheduler.<policy>] tables as JSON objects, by policy name.
+  std::map<std::string, std::string> policy_settings;
+};
+
+struct logging_settings {
+  std::string level = "info";      ///< trace | debug | info | warn | error
+};
+
+struct deployment {
+  server_settings server;
+  model_settings model;
+  engine_settings engine;
+  scheduler_settings scheduler;
+  logging_settings logging;
+};
+
+}  // namespace inflight

@@ -1,0 +1,102 @@
+#include <catch2/catch.hpp>
+
+#include "config/deployment_loader.hpp"
+
+using namespace inflight;
+using namespace inflight::config;
+
+TEST_CASE("an empty document gives the defaults", "[config]") {
+  auto d = parse_deployment("");
+  REQUIRE(d.has_value());
+  CHECK(d->server.port == 8000);
+  CHECK(d->engine.block_size == 16);
+  CHECK(d->scheduler.policy == "splitfuse");
+  CHECK(d->engine.kv_memory_bytes == 256ll << 20);
+}
+
+TEST_CASE("every shipped deployment file loads", "[config]") {
+  for (const char* name : {"default.toml", "cpu-small.toml", "gpu-8b.toml"}) {
+    INFO(name);
+    auto d = load_deployment(std::filesystem::path(INFLIGHT_SOURCE_DIR) / "config" / name);
+    REQUIRE(d.has_value());
+  }
+  auto gpu = load_deployment(std::filesystem::path(INFLIGHT_SOURCE_DIR) / "config" / "gpu-8b.toml");
+  CHECK(gpu->engine.backend == "cuda");
+  CHECK(gpu->model.dummy.num_kv_heads == 8);
+  CHECK_FALSE(gpu->model.dummy.tied_embeddings);
+}
+
+TEST_CASE("values are read into their settings", "[config]") {
+  auto d = parse_deployment(R"(
+[server]
+port = 9001
+request_timeout_s = 5
+[engine]
+kv_memory = "1.5GiB"
+max_num_seqs = 8
+[scheduler]
+policy = "fcfs"
+[scheduler.fcfs]
+chunk = 32
+name = "x"
+)");
+  REQUIRE(d.has_value());
+  CHECK(d->server.port == 9001);
+  CHECK(d->server.request_timeout_s == 5.0);
+  CHECK(d->engine.kv_memory_bytes == std::int64_t(1.5 * 1073741824.0));
+  CHECK(d->engine.max_num_seqs == 8);
+  CHECK(d->scheduler.policy == "fcfs");
+  CHECK(d->scheduler.policy_settings.at("fcfs").find("\"chunk\"") != std::string::npos);
+}
+
+TEST_CASE("errors name the key, the value and what was expected", "[config]") {
+  auto unknown = parse_deployment("[engine]\nmax_num_seq = 4\n");
+  REQUIRE_FALSE(unknown.has_value());
+  CHECK_THAT(unknown.error().message, Catch::Contains("engine.max_num_seq"));
+
+  auto wrong_type = parse_deployment("[engine]\nmax_num_seqs = \"many\"\n");
+  REQUIRE_FALSE(wrong_type.has_value());
+  CHECK_THAT(wrong_type.error().message, Catch::Contains("engine.max_num_seqs") && Catch::Contains("\"many\"") &&
+                                             Catch::Contains("an integer"));
+
+  auto out_of_range = parse_deployment("[server]\nport = 70000\n");
+  REQUIRE_FALSE(out_of_range.has_value());
+  CHECK_THAT(out_of_range.error().message, Catch::Contains("70000") && Catch::Contains("65535"));
+
+  auto bad_choice = parse_deployment("[engine]\nbackend = \"tpu\"\n");
+  REQUIRE_FALSE(bad_choice.has_value());
+  CHECK_THAT(bad_choice.error().message, Catch::Contains("\"cpu\"") && Catch::Contains("\"cuda\""));
+
+  auto syntax = parse_deployment("[engine\n", "bad.toml");
+  REQUIRE_FALSE(syntax.has_value());
+  CHECK_THAT(syntax.error().message, Catch::Contains("bad.toml:1"));
+
+  auto heads = parse_deployment("[model.dummy]\nnum_heads = 6\nnum_kv_heads = 4\n");
+  REQUIRE_FALSE(heads.has_value());
+  CHECK_THAT(heads.error().message, Catch::Contains("num_kv_heads"));
+}
+
+TEST_CASE("--set overrides keys with typed values", "[config]") {
+  deployment d;
+  REQUIRE(apply_override(d, "engine.max_num_seqs=64").has_value());
+  CHECK(d.engine.max_num_seqs == 64);
+  REQUIRE(apply_override(d, "model.format=hf").has_value());
+  CHECK(d.model.format == "hf");
+  REQUIRE(apply_override(d, "model.path=\"/tmp/a b.bin\"").has_value());
+  CHECK(d.model.path == "/tmp/a b.bin");
+  REQUIRE(apply_override(d, "engine.kv_memory=64MiB").has_value());
+  CHECK(d.engine.kv_memory_bytes == 64ll << 20);
+  CHECK_FALSE(apply_override(d, "engine.max_num_seqs=-3").has_value());
+  CHECK_FALSE(apply_override(d, "engine.nope=1").has_value());
+  CHECK_FALSE(apply_override(d, "no_equals_sign").has_value());
+}
+
+TEST_CASE("sizes parse with binary and decimal units", "[config]") {
+  CHECK(parse_bytes("1024").value() == 1024);
+  CHECK(parse_bytes("2KiB").value() == 2048);
+  CHECK(parse_bytes("1MB").value() == 1000000);
+  CHECK(parse_bytes("0.5GiB").value() == 536870912);
+  CHECK_FALSE(parse_bytes("12 parsecs").has_value());
+  CHECK_FALSE(parse_bytes("-1GiB").has_value());
+  CHECK_FALSE(parse_bytes("").has_value());
+}
