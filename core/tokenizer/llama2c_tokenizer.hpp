@@ -1,0 +1,95 @@
+#pragma once
+/// The llama2.c tokenizer (tokenizer.bin), encoding and decoding exactly as llama2.c
+/// run.c does.
+///
+/// File layout (little-endian):
+///
+///   int32 max_token_length
+///   vocab_size times: float32 score | int32 length | length bytes (the piece)
+///
+/// The file does not store the vocabulary size; the model header does.
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/tokenizer/tokenizer.hpp"
+#include "core/types.hpp"
+
+namespace inflight {
+
+class llama2c_tokenizer final : public tokenizer {
+ public:
+  static constexpr token_id unk_token = 0;
+  static constexpr token_id bos_token = 1;
+  static constexpr token_id eos_token = 2;
+  /// Byte fallback: byte b is token b + byte_token_offset (pieces "<0x00>".."<0xFF>").
+  static constexpr token_id byte_token_offset = 3;
+  /// Files larger than this are refused before being read.
+  static constexpr std::uintmax_t max_file_bytes = std::uintmax_t{1} << 30;
+
+  /// Reads the first `vocab_size` tokens of a tokenizer.bin (the model header's
+  /// vocab_size); bytes after them are ignored, as llama2.c does.
+  static result<std::unique_ptr<llama2c_tokenizer>> load(const std::filesystem::path& path,
+                                                          int vocab_size);
+  /// Reads every token up to the end of the file (for use without a model).
+  static result<std::unique_ptr<llama2c_tokenizer>> load(const std::filesystem::path& path);
+  /// Parses the file contents; `vocab_size` empty means "until the end of `bytes`".
+  static result<std::unique_ptr<llama2c_tokenizer>> parse(std::string_view bytes,
+                                                           std::optional<int> vocab_size);
+
+  llama2c_tokenizer(const llama2c_tokenizer&) = delete;
+  llama2c_tokenizer& operator=(const llama2c_tokenizer&) = delete;
+
+  /// BOS (when `add_bos`), the dummy-prefix " " (when `text` is not empty), one token
+  /// per UTF-8 character (bytes as fallback), then highest-score pair merges.
+  std::vector<token_id> encode(std::string_view text, bool add_bos) const override;
+  /// The piece; after BOS without its leading space; "<0xNN>" as that byte; BOS and
+  /// EOS (and ids outside the vocabulary) as "".
+  std::string token_bytes(token_id prev, token_id token) const override;
+  std::string piece(token_id token) const override;
+  int vocab_size() const override { return static_cast<int>(pieces_.size()); }
+  std::optional<token_id> bos_id() const override { return bos_token; }
+  std::vector<token_id> eos_ids() const override { return {eos_token}; }
+
+  /// Merge score of a token (0 for ids outside the vocabulary).
+  float score(token_id token) const;
+  /// The token whose piece is exactly `piece` (the lowest id if the file repeats one).
+  std::optional<token_id> find(std::string_view piece) const;
+  /// max_token_length from the file header.
+  int max_token_length() const { return max_token_length_; }
+
+ private:
+  llama2c_tokenizer() = default;
+
+  /// Lets the piece map be queried with a string_view without building a string.
+  struct piece_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+
+  void index_pieces();
+  /// The run.c pre-merge tokens: one per character, or one per byte of it.
+  void append_characters(std::string_view text, std::vector<token_id>& tokens) const;
+  /// Merges adjacent pairs, best score first (leftmost on ties), until none merges.
+  void merge_pairs(std::vector<token_id>& tokens) const;
+  token_id byte_token(unsigned char byte) const;
+
+  int max_token_length_ = 0;
+  std::size_t longest_piece_ = 0;
+  std::vector<std::string> pieces_;
+  std::vector<float> scores_;
+  /// Decoded text of each token: byte tokens as their byte, BOS/EOS empty.
+  std::vector<std::string> texts_;
+  std::unordered_map<std::string, token_id, piece_hash, std::equal_to<>> ids_;
+};
+
+}  // namespace inflight
