@@ -7,6 +7,9 @@ namespace inflight::app {
 void add_commands(CLI::App& app) {
   add_generate_command(app);
   add_make_model_command(app);
+  auto* bench = app.add_subcommand("bench", "Benchmarks: forward steps, offline engine runs, serving");
+  bench->require_subcommand(1);
+  add_bench_forward_command(*bench);
 }
 
 void fail(const std::string& message) {

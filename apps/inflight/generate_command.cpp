@@ -1,83 +1,150 @@
-// `inflight generate`: streams a completion to stdout, timings to stderr.
-#include <chrono>
+// `inflight generate`: runs prompts through the engine; a single prompt streams to
+// stdout as tokens are produced, several are printed as each finishes. Timings
+// (TTFT, TPOT, tokens/s) go to stderr.
+#include <condition_variable>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
-#include <random>
+#include <mutex>
 
-#include "actors/backend/cpu_backend.hpp"
+#include "actors/engine.hpp"
 #include "apps/inflight/commands.hpp"
-#include "core/model/llama2c.hpp"
-#include "core/sampling/sampler.hpp"
-#include "core/tokenizer/llama2c_tokenizer.hpp"
+#include "config/deployment_loader.hpp"
 
 namespace inflight::app {
 namespace {
 
 struct generate_options {
+  std::string config_path;
+  std::vector<std::string> overrides;
   std::string model_path;
   std::string tokenizer_path;
   std::string prompt;
+  std::string prompts_file;
+  int num_prompts = 1;
   sampling_params params;
-  std::uint64_t seed = 0;
-  bool has_seed = false;
+  std::optional<std::uint64_t> seed;
 };
 
-using clock_type = std::chrono::steady_clock;
+/// Collects one request's output; prints it live when `is_streaming`.
+class print_sink final : public request_sink {
+ public:
+  print_sink(std::string prompt, bool is_streaming, std::mutex& mutex, std::condition_variable& cv, int& num_done)
+      : prompt_(std::move(prompt)), is_streaming_(is_streaming), mutex_(mutex), cv_(cv), num_done_(num_done) {}
 
-double seconds_since(clock_type::time_point t) {
-  return std::chrono::duration<double>(clock_type::now() - t).count();
+  void on_token(const token_event& ev) override {
+    std::lock_guard lock(mutex_);
+    text_ += ev.text;
+    if (is_streaming_) std::cout << ev.text << std::flush;
+  }
+
+  void on_finish(const finish_event& ev) override {
+    std::lock_guard lock(mutex_);
+    text_ += ev.text;
+    if (is_streaming_) std::cout << ev.text << std::flush;
+    finish_ = ev;
+    ++num_done_;
+    cv_.notify_all();
+  }
+
+  const std::string& prompt() const { return prompt_; }
+  const std::string& text() const { return text_; }
+  const finish_event& finish() const { return finish_; }
+
+ private:
+  std::string prompt_;
+  bool is_streaming_;
+  std::mutex& mutex_;
+  std::condition_variable& cv_;
+  int& num_done_;
+  std::string text_;
+  finish_event finish_;
+};
+
+std::vector<std::string> read_prompts(const generate_options& o) {
+  std::vector<std::string> prompts;
+  if (!o.prompts_file.empty()) {
+    std::ifstream in(o.prompts_file);
+    if (!in) fail("cannot open " + o.prompts_file);
+    for (std::string line; std::getline(in, line);) prompts.push_back(line);
+  } else {
+    for (int i = 0; i < o.num_prompts; ++i) prompts.push_back(o.prompt);
+  }
+  if (prompts.empty()) fail("no prompts");
+  return prompts;
 }
 
-void run_generate(generate_options& o) {
-  auto weights = load_llama2c(o.model_path);
-  if (!weights) fail(weights.error().message);
-  auto tok = llama2c_tokenizer::load(o.tokenizer_path, weights->config.vocab_size);
-  if (!tok) fail(tok.error().message);
-  const int max_seq_len = weights->config.max_seq_len;
-  auto shared = std::make_shared<const model_weights>(std::move(*weights));
-  const int block_size = 16;
-  auto be = cpu_backend::create(shared, {block_size, (max_seq_len + block_size - 1) / block_size, 0});
-  if (!be) fail(be.error().message);
-  if (auto ok = try_validate(o.params); !ok) fail(ok.error().message);
-
-  std::vector<token_id> tokens = (*tok)->encode(o.prompt, true);
-  const int num_prompt = int(tokens.size());
-  if (num_prompt >= max_seq_len) fail("prompt of " + std::to_string(num_prompt) + " tokens exceeds the context");
-  seq_step st;
-  st.start_position = 0;
-  for (int b = 0; b * block_size < max_seq_len; ++b) st.block_table.push_back(b);
-  st.do_sample = true;
-  st.params = o.params;
-  st.seed = o.has_seed ? o.seed : std::random_device{}();
-  st.num_prompt_tokens = num_prompt;
-
-  incremental_decoder decoder(**tok);
-  std::cout << o.prompt << std::flush;
-  const auto start = clock_type::now();
-  double ttft = 0.0;
-  int num_generated = 0;
-  st.tokens = tokens;
-  while (num_generated < o.params.max_tokens && int(tokens.size()) < max_seq_len) {
-    if (o.params.has_penalties()) st.history = tokens;
-    st.sample_index = std::uint64_t(num_generated);
-    step_plan plan;
-    plan.seqs.push_back(st);
-    auto r = (*be)->execute(plan);
-    if (!r) fail(r.error().message);
-    const token_id next = r->tokens.at(0).token;
-    if (num_generated++ == 0) ttft = seconds_since(start);
-    if (is_stop_token(next, o.params, (*tok)->eos_ids()) || next == (*tok)->bos_id()) break;
-    tokens.push_back(next);
-    std::cout << decoder.push(next) << std::flush;
-    st.start_position = int(tokens.size()) - 1;
-    st.tokens = {next};
+deployment make_deployment(const generate_options& o) {
+  deployment d;
+  if (!o.config_path.empty()) {
+    auto loaded = config::load_deployment(o.config_path);
+    if (!loaded) fail(loaded.error().message);
+    d = *loaded;
   }
-  std::cout << decoder.flush() << "\n";
-  const double total = seconds_since(start);
-  const double tpot = num_generated > 1 ? (total - ttft) / (num_generated - 1) : 0.0;
-  std::fprintf(stderr, "prompt tokens: %d, generated tokens: %d\n", num_prompt, num_generated);
-  std::fprintf(stderr, "TTFT: %.2f ms, TPOT: %.3f ms, decode: %.1f tokens/s, end-to-end: %.1f tokens/s\n",
-               ttft * 1e3, tpot * 1e3, tpot > 0 ? 1.0 / tpot : 0.0, total > 0 ? num_generated / total : 0.0);
+  for (const auto& s : o.overrides) {
+    if (auto ok = config::apply_override(d, s); !ok) fail(ok.error().message);
+  }
+  if (!o.model_path.empty()) d.model.path = o.model_path;
+  if (!o.tokenizer_path.empty()) d.model.tokenizer = o.tokenizer_path;
+  return d;
+}
+
+void print_summary(const std::vector<std::shared_ptr<print_sink>>& sinks, double wall_s) {
+  int num_tokens = 0;
+  double ttft = 0, tpot = 0;
+  for (const auto& s : sinks) {
+    num_tokens += s->finish().completion_tokens;
+    ttft += s->finish().timings.ttft_ms;
+    tpot += s->finish().timings.tpot_ms;
+  }
+  const double n = double(sinks.size());
+  const auto& f = sinks.front()->finish();
+  std::fprintf(stderr, "requests: %zu, prompt tokens: %d (first), generated tokens: %d\n", sinks.size(),
+               f.prompt_tokens, num_tokens);
+  std::fprintf(stderr, "TTFT: %.2f ms, TPOT: %.3f ms (%.1f tokens/s per request), throughput: %.1f tokens/s\n",
+               ttft / n, tpot / n, tpot > 0 ? 1e3 * n / tpot : 0.0, wall_s > 0 ? num_tokens / wall_s : 0.0);
+}
+
+void run_generate(const generate_options& o) {
+  const auto d = make_deployment(o);
+  auto model = load_model(d.model);
+  if (!model) fail(model.error().message);
+  auto eng = engine::start(d, std::move(*model));
+  if (!eng) fail(eng.error().message);
+  const auto prompts = read_prompts(o);
+  std::mutex mutex;
+  std::condition_variable cv;
+  int num_done = 0;
+  const bool is_streaming = prompts.size() == 1;
+  std::vector<std::shared_ptr<print_sink>> sinks;
+  const auto start = std::chrono::steady_clock::now();
+  for (const auto& prompt : prompts) {
+    generate_request req;
+    const auto& tok = *(*eng)->model().tok;
+    req.prompt = tok.encode(prompt, tok.adds_bos());
+    req.params = o.params;
+    req.params.seed = o.seed;
+    auto sink = std::make_shared<print_sink>(prompt, is_streaming, mutex, cv, num_done);
+    if (is_streaming) std::cout << prompt << std::flush;
+    if (auto id = (*eng)->submit(std::move(req), sink); !id) fail(id.error().message);
+    sinks.push_back(std::move(sink));
+  }
+  {
+    std::unique_lock lock(mutex);
+    cv.wait(lock, [&] { return num_done == int(sinks.size()); });
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  (*eng)->shutdown(0.0);
+  for (std::size_t i = 0; i < sinks.size(); ++i) {
+    const auto& s = *sinks[i];
+    if (is_streaming) {
+      std::cout << "\n";
+    } else {
+      std::cout << "[" << i << "] " << s.prompt() << s.text() << "\n";
+    }
+    if (s.finish().reason == finish_reason::error) std::cerr << "request " << i << ": " << s.finish().message << "\n";
+  }
+  print_summary(sinks, wall);
 }
 
 }  // namespace
@@ -85,10 +152,15 @@ void run_generate(generate_options& o) {
 void add_generate_command(CLI::App& app) {
   auto o = std::make_shared<generate_options>();
   o->params.max_tokens = 256;
-  auto* cmd = app.add_subcommand("generate", "Generate text for a prompt, streamed to stdout");
-  cmd->add_option("--model", o->model_path, "llama2.c checkpoint (.bin)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--tokenizer", o->tokenizer_path, "llama2.c tokenizer.bin")->required()->check(CLI::ExistingFile);
+  auto* cmd = app.add_subcommand("generate", "Generate text for prompts through the engine");
+  cmd->add_option("--config", o->config_path, "deployment TOML (default: built-in defaults)");
+  cmd->add_option("--set", o->overrides, "override a config key: --set engine.max_num_seqs=8");
+  cmd->add_option("--model", o->model_path, "llama2.c checkpoint or Hugging Face folder");
+  cmd->add_option("--tokenizer", o->tokenizer_path, "tokenizer file");
   cmd->add_option("--prompt", o->prompt, "prompt text");
+  cmd->add_option("--n-prompts", o->num_prompts, "run the prompt this many times concurrently")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--prompts-file", o->prompts_file, "one prompt per line, all run concurrently");
   cmd->add_option("--max-tokens", o->params.max_tokens, "tokens to generate")->check(CLI::PositiveNumber);
   cmd->add_option("--temperature", o->params.temperature, "0 = greedy")->capture_default_str();
   cmd->add_option("--top-k", o->params.top_k, "keep the k most likely tokens (0 = off)");
@@ -97,9 +169,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--repetition-penalty", o->params.repetition_penalty, "1 = off");
   cmd->add_option("--presence-penalty", o->params.presence_penalty, "0 = off");
   cmd->add_option("--frequency-penalty", o->params.frequency_penalty, "0 = off");
-  cmd->add_option("--seed", o->seed, "sampling seed (reproducible)")->each([o](const std::string&) {
-    o->has_seed = true;
-  });
+  cmd->add_option("--seed", o->seed, "sampling seed (reproducible)");
   cmd->add_flag("--ignore-eos", o->params.ignore_eos, "do not stop at end-of-sequence tokens");
   cmd->callback([o] { run_generate(*o); });
 }

@@ -1,10 +1,78 @@
-// `inflight make-model`: writes a random-weight model of a given shape.
+// `inflight make-model`: writes a random-weight model of a named or given shape, or
+// converts a llama2.c checkpoint, as a llama2.c checkpoint or a Hugging Face folder.
+#include <iostream>
+
 #include "apps/inflight/commands.hpp"
+#include "core/model/dummy_model.hpp"
+#include "core/model/hf_writer.hpp"
+#include "core/model/llama2c.hpp"
+#include "core/model/shapes.hpp"
 
 namespace inflight::app {
+namespace {
+
+struct make_model_options {
+  std::string shape = "bench-20M";
+  std::string from;  // an existing llama2.c checkpoint to convert
+  std::string format = "llama2c";
+  std::string dtype = "f32";
+  std::string out;
+  std::uint64_t seed = 0;
+  int vocab_size = 0;
+  int max_seq_len = 0;
+};
+
+model_weights weights_for(const make_model_options& o) {
+  if (!o.from.empty()) {
+    auto w = load_llama2c(o.from);
+    if (!w) fail(w.error().message);
+    return std::move(*w);
+  }
+  auto config = named_shape(o.shape);
+  if (!config) {
+    std::string names;
+    for (const auto& n : shape_names()) names += " " + n;
+    fail("unknown shape '" + o.shape + "'; known:" + names);
+  }
+  if (o.vocab_size > 0) config->vocab_size = o.vocab_size;
+  if (o.max_seq_len > 0) config->max_seq_len = o.max_seq_len;
+  auto w = make_dummy_weights(*config, o.seed);
+  if (!w) fail(w.error().message);
+  return std::move(*w);
+}
+
+void run_make_model(const make_model_options& o) {
+  const auto w = weights_for(o);
+  if (o.format == "llama2c") {
+    if (auto ok = write_llama2c(w, o.out); !ok) fail(ok.error().message);
+  } else {
+    const auto dtype = o.dtype == "bf16" ? tensor_dtype::bf16 : o.dtype == "f16" ? tensor_dtype::f16 : tensor_dtype::f32;
+    generation_ids ids;
+    if (w.config.architecture == "llama2.c") ids = {{2}, 1};  // llama2.c tokenizers: BOS 1, EOS 2
+    if (auto ok = write_hf_model_folder(w, o.out, dtype, ids); !ok) fail(ok.error().message);
+  }
+  std::cerr << "wrote " << o.out << " (" << o.format << ", " << w.config.num_parameters() << " parameters)\n";
+}
+
+}  // namespace
 
 void add_make_model_command(CLI::App& app) {
-  (void)app;
+  auto o = std::make_shared<make_model_options>();
+  auto* cmd = app.add_subcommand("make-model", "Write a random-weight (or converted) model for tests and benchmarks");
+  cmd->add_option("--shape", o->shape, "bench-20M | bench-110M | llama-3.2-1b | llama-3.1-8b")->capture_default_str();
+  cmd->add_option("--from", o->from, "convert this llama2.c checkpoint instead of drawing random weights")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--format", o->format, "llama2c (a .bin file) | hf (a folder)")
+      ->check(CLI::IsMember({"llama2c", "hf"}))
+      ->capture_default_str();
+  cmd->add_option("--dtype", o->dtype, "hf tensor dtype: f32 | bf16 | f16")
+      ->check(CLI::IsMember({"f32", "bf16", "f16"}))
+      ->capture_default_str();
+  cmd->add_option("--seed", o->seed, "random seed")->capture_default_str();
+  cmd->add_option("--vocab-size", o->vocab_size, "override the shape's vocabulary size");
+  cmd->add_option("--max-seq-len", o->max_seq_len, "override the shape's context length");
+  cmd->add_option("--out", o->out, "output file (llama2c) or folder (hf)")->required();
+  cmd->callback([o] { run_make_model(*o); });
 }
 
 }  // namespace inflight::app

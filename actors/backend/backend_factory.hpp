@@ -1,0 +1,18 @@
+#pragma once
+/// Creates the backend a deployment names ([engine] backend = "cpu" | "cuda").
+
+#include <memory>
+
+#include "core/backend.hpp"
+#include "core/config/deployment.hpp"
+#include "core/model/model_weights.hpp"
+
+namespace inflight {
+
+result<std::unique_ptr<backend>> make_backend(const engine_settings& settings,
+                                              std::shared_ptr<const model_weights> weights);
+
+/// True when this build has the CUDA backend.
+bool has_cuda_backend();
+
+}  // namespace inflight

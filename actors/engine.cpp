@@ -1,0 +1,171 @@
+#include "actors/engine.hpp"
+
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "actors/backend/backend_factory.hpp"
+#include "actors/executor_actor.hpp"
+#include "actors/kv_allocator_actor.hpp"
+#include "actors/request_actor.hpp"
+#include "actors/scheduler_actor.hpp"
+#include "core/sampling/sampler.hpp"
+
+#ifndef INFLIGHT_DEFAULT_PLUGIN_DIR
+#define INFLIGHT_DEFAULT_PLUGIN_DIR "plugins"
+#endif
+
+namespace inflight {
+
+struct engine::impl {
+  deployment settings;
+  loaded_model model;
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  scheduler_actor sched;
+  executor_actor exec;
+  kv_allocator_actor kv;
+  std::shared_ptr<engine_metrics> metrics = std::make_shared<engine_metrics>();
+  std::shared_ptr<shared_gauges> gauges = std::make_shared<shared_gauges>();
+  std::shared_ptr<std::atomic<int>> num_live = std::make_shared<std::atomic<int>>(0);
+  std::atomic<request_id> next_id{1};
+  std::atomic<bool> is_accepting{true};
+  std::atomic<bool> is_stopped{false};
+  engine_snapshot last_snapshot;
+  std::mutex snapshot_mutex;
+};
+
+namespace {
+
+std::string plugin_dir_of(const scheduler_settings& s) {
+  if (!s.plugin_dir.empty()) return s.plugin_dir;
+  if (const char* env = std::getenv("INFLIGHT_PLUGIN_DIR")) return env;
+  return INFLIGHT_DEFAULT_PLUGIN_DIR;
+}
+
+result<policy> load_policy(const scheduler_settings& s) {
+  policy_settings settings;
+  if (auto it = s.policy_settings.find(s.policy); it != s.policy_settings.end()) {
+    auto parsed = try_parse_policy_settings(it->second);
+    if (!parsed) return std::unexpected(parsed.error());
+    settings = std::move(*parsed);
+  }
+  return policy::try_load(plugin_dir_of(s), s.policy, settings);
+}
+
+result<scheduler> make_scheduler(const deployment& d, const loaded_model& m, int num_blocks, int block_size) {
+  auto pool = block_pool::try_create(num_blocks, block_size);
+  if (!pool) return std::unexpected(pool.error());
+  auto pol = load_policy(d.scheduler);
+  if (!pol) return std::unexpected(pol.error());
+  scheduler_config c;
+  c.max_num_batched_tokens = d.engine.max_num_batched_tokens;
+  c.max_num_seqs = d.engine.max_num_seqs;
+  c.max_seq_len = m.max_context;
+  c.eos_token_ids = m.eos_ids;
+  c.seed = std::random_device{}();
+  return scheduler::try_create(c, std::move(*pool), std::move(*pol), engine_now);
+}
+
+}  // namespace
+
+engine::engine(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+
+engine::~engine() { shutdown(0.0); }
+
+result<std::unique_ptr<engine>> engine::start(const deployment& d, loaded_model model) {
+  auto p = std::make_unique<impl>();
+  p->settings = d;
+  auto be = make_backend(d.engine, model.weights);
+  if (!be) return std::unexpected(be.error());
+  const int num_blocks = (*be)->num_kv_blocks(), block_size = (*be)->block_size();
+  auto sched = make_scheduler(d, model, num_blocks, block_size);
+  if (!sched) return std::unexpected(sched.error());
+  p->model = std::move(model);
+  p->cfg.set("scheduler.max-threads", std::max<std::size_t>(2, std::thread::hardware_concurrency()));
+  p->sys = std::make_unique<caf::actor_system>(p->cfg);
+  auto owned_backend = std::make_shared<std::unique_ptr<backend>>(std::move(*be));
+  p->exec = p->sys->spawn<caf::detached>(executor_fn, owned_backend);
+  p->kv = p->sys->spawn(kv_allocator_fn, num_blocks, block_size);
+  auto owned_sched = std::make_shared<std::optional<scheduler>>(std::move(*sched));
+  p->sched = p->sys->spawn(scheduler_fn, owned_sched, p->exec, p->kv, p->metrics, p->gauges);
+  return std::unique_ptr<engine>(new engine(std::move(p)));
+}
+
+result<request_id> engine::submit(generate_request request, std::shared_ptr<request_sink> sink) {
+  auto& p = *impl_;
+  if (!p.is_accepting) return make_error(errc::unsupported, "the server is shutting down");
+  if (request.prompt.empty()) return make_error(errc::invalid_argument, "the prompt is empty");
+  const int max_context = p.model.max_context;
+  if (int(request.prompt.size()) >= max_context) {
+    return make_error(errc::invalid_argument, "the prompt has " + std::to_string(request.prompt.size()) +
+                                                  " tokens, but the model's context is " +
+                                                  std::to_string(max_context) + " tokens (including the output)");
+  }
+  const int vocab = p.model.weights->config.vocab_size;
+  for (auto t : request.prompt) {
+    if (t < 0 || t >= vocab) {
+      return make_error(errc::invalid_argument, "token id " + std::to_string(t) + " is outside the vocabulary");
+    }
+  }
+  if (auto ok = try_validate(request.params); !ok) return std::unexpected(ok.error());
+  const int waiting = *p.num_live - p.gauges->num_running;
+  if (waiting >= p.settings.server.max_waiting_requests) {
+    return make_error(errc::out_of_memory, "the waiting queue is full (" + std::to_string(waiting) +
+                                               " requests; server.max_waiting_requests)");
+  }
+  const request_id id = p.next_id++;
+  seq_request seq{id, request.prompt, request.params, request.priority};
+  request_context ctx{id, std::move(request), std::move(sink), p.model.tok, p.model.eos_ids, p.metrics, p.num_live,
+                      engine_now()};
+  ++*p.num_live;
+  auto actor = p.sys->spawn(request_fn, std::move(ctx), p.sched);
+  caf::anon_send(p.sched, submit_atom::value, std::move(seq), actor);
+  return id;
+}
+
+void engine::cancel(request_id id) {
+  if (!impl_->is_stopped) caf::anon_send(impl_->sched, cancel_atom::value, id);
+}
+
+engine_snapshot engine::snapshot() const {
+  auto& p = *impl_;
+  std::lock_guard lock(p.snapshot_mutex);
+  if (p.is_stopped) return p.last_snapshot;
+  caf::scoped_actor self{*p.sys};
+  self->request(p.sched, std::chrono::seconds(10), snapshot_atom::value)
+      .receive([&](engine_snapshot& s) { p.last_snapshot = s; }, [](caf::error&) {});
+  return p.last_snapshot;
+}
+
+void engine::shutdown(double grace_s) {
+  auto& p = *impl_;
+  if (p.is_stopped) return;
+  p.is_accepting = false;
+  caf::anon_send(p.sched, drain_atom::value);
+  using clock = std::chrono::steady_clock;
+  const auto wait_until = [&](clock::time_point deadline) {
+    while (*p.num_live > 0 && clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  };
+  wait_until(clock::now() + std::chrono::microseconds(std::int64_t(grace_s * 1e6)));
+  caf::anon_send(p.sched, abort_atom::value);
+  wait_until(clock::now() + std::chrono::seconds(30));
+  snapshot();
+  std::lock_guard lock(p.snapshot_mutex);
+  p.is_stopped = true;
+  caf::anon_send_exit(p.sched, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(p.kv, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(p.exec, caf::exit_reason::user_shutdown);
+  p.sched = nullptr;
+  p.kv = nullptr;
+  p.exec = nullptr;
+  p.sys.reset();  // waits for every actor
+}
+
+bool engine::is_healthy() const { return impl_->gauges->is_healthy && !impl_->is_stopped; }
+const loaded_model& engine::model() const { return impl_->model; }
+const deployment& engine::settings() const { return impl_->settings; }
+engine_metrics& engine::metrics() { return *impl_->metrics; }
+std::string engine::render_metrics() const { return impl_->metrics->render(impl_->model.name, snapshot().gauges); }
+
+}  // namespace inflight

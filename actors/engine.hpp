@@ -1,0 +1,107 @@
+#pragma once
+/// The in-process engine: starts the actors for a deployment, takes requests and
+/// streams their events to a sink. The gateway, `inflight generate` and
+/// `inflight bench offline` all drive the engine through this API.
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config/deployment.hpp"
+#include "core/error.hpp"
+#include "core/metrics/metrics.hpp"
+#include "core/model/model_loader.hpp"
+#include "core/sched/sequence.hpp"
+#include "core/sched/step_plan.hpp"
+
+namespace inflight {
+
+using request_id = seq_id;
+
+struct generate_request {
+  std::vector<token_id> prompt;        ///< already tokenized (BOS included when the model wants it)
+  sampling_params params;
+  std::vector<std::string> stop;       ///< stop strings (not included in the output)
+  int priority = 0;                    ///< larger = more important (priority policy)
+  double timeout_s = 0.0;              ///< deadline from submission (0 = none)
+};
+
+/// Times of one request, from the engine's clock.
+struct request_timings {
+  double queue_ms = 0.0;   ///< submission -> first scheduled
+  double ttft_ms = 0.0;    ///< submission -> first token
+  double tpot_ms = 0.0;    ///< (e2e - ttft) / (output tokens - 1)
+  double e2e_ms = 0.0;     ///< submission -> finish
+};
+
+struct token_event {
+  std::string text;                    ///< new text (may be empty while a character or stop string is pending)
+  std::vector<token_id> token_ids;     ///< the token(s) of this event
+  std::vector<sampled_token> logprobs; ///< one per token when logprobs were asked for
+  int index = 0;                       ///< number of tokens before this event
+};
+
+struct finish_event {
+  finish_reason reason = finish_reason::stop;
+  std::string message;                 ///< for error / aborted
+  std::string text;                    ///< text released at the end (held bytes)
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+  request_timings timings;
+};
+
+/// Receives a request's events, on an engine thread: implementations must be
+/// thread-safe and must not block (post to the connection's own executor).
+class request_sink {
+ public:
+  virtual ~request_sink() = default;
+  virtual void on_token(const token_event& event) = 0;
+  /// Called exactly once, last.
+  virtual void on_finish(const finish_event& event) = 0;
+};
+
+struct engine_snapshot {
+  engine_gauges gauges;
+  std::uint64_t num_steps = 0;
+  int num_free_blocks = 0;
+  int num_blocks = 0;
+  double backend_seconds = 0.0;   ///< total time inside the backend
+  double engine_seconds = 0.0;    ///< total time of steps, end to end (plan -> applied)
+  double batch_size_sum = 0.0;    ///< sum over steps of sequences per step
+  double kv_usage_sum = 0.0;      ///< sum over steps of KV usage
+};
+
+class engine {
+ public:
+  /// Loads nothing itself: `model` comes from load_model().
+  static result<std::unique_ptr<engine>> start(const deployment& d, loaded_model model);
+  ~engine();
+  engine(const engine&) = delete;
+  engine& operator=(const engine&) = delete;
+
+  /// Queues a request; its events go to `sink`. Refused (invalid_argument) for an
+  /// empty or too long prompt or bad parameters, (out_of_memory) when the waiting
+  /// queue is full, (unsupported) while shutting down.
+  result<request_id> submit(generate_request request, std::shared_ptr<request_sink> sink);
+  /// Stops a request within one step; its sink gets on_finish(cancelled).
+  void cancel(request_id id);
+  engine_snapshot snapshot() const;
+  /// Stops admitting, lets running requests finish for up to `grace_s`, cancels the
+  /// rest, then stops the actors. Idempotent.
+  void shutdown(double grace_s);
+  /// False after a fatal backend error.
+  bool is_healthy() const;
+  const loaded_model& model() const;
+  const deployment& settings() const;
+  engine_metrics& metrics();
+  std::string render_metrics() const;
+
+  struct impl;
+
+ private:
+  explicit engine(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace inflight

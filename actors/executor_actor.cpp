@@ -1,0 +1,23 @@
+#include "actors/executor_actor.hpp"
+
+namespace inflight {
+
+executor_actor::behavior_type executor_fn(executor_actor::stateful_pointer<executor_state> self,
+                                          std::shared_ptr<std::unique_ptr<backend>> be) {
+  self->state.be = std::move(*be);
+  return {
+      [self](execute_atom, const step_plan& plan) -> step_outcome {
+        step_outcome out;
+        auto r = self->state.be->execute(plan);
+        if (r) {
+          out.result = std::move(*r);
+        } else {
+          out.result.step_id = plan.step_id;
+          out.error = r.error().message;
+        }
+        return out;
+      },
+  };
+}
+
+}  // namespace inflight

@@ -1,0 +1,49 @@
+#pragma once
+/// Errors at the edge: the OpenAI error envelope and the one mapping from
+/// inflight::errc to an HTTP status.
+
+#include <expected>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+
+namespace inflight::gateway {
+
+/// An error as a client sees it: {"error": {"message", "type", "param", "code"}}.
+struct api_error {
+  int status = 500;       ///< HTTP status
+  std::string type;       ///< "invalid_request_error", "not_found_error", ...
+  std::string message;
+  std::string param;      ///< the request field at fault ("" = none)
+  std::string code;       ///< machine-readable code ("" = none)
+};
+
+template <class T>
+using api_result = std::expected<T, api_error>;
+
+/// The status and type for an engine error code; the one place that maps errc to HTTP.
+api_error to_api_error(const error& e, std::string param = {});
+
+/// 400 invalid_request_error naming `param`.
+api_error bad_request(std::string message, std::string param = {}, std::string code = {});
+/// 404 (unknown route or model).
+api_error not_found(std::string message, std::string code = {});
+/// 405 for a route that exists under another method.
+api_error method_not_allowed(std::string message);
+/// 413 for a body over server.max_body_bytes.
+api_error payload_too_large(long long limit);
+/// 503 while shutting down or when the queue is full.
+api_error unavailable(std::string message, std::string code = {});
+
+/// {"message", "type", "param", "code"} (param / code null when empty).
+nlohmann::json error_object(const api_error& e);
+/// {"error": error_object(e)}.
+nlohmann::json error_body(const api_error& e);
+
+/// Serialises JSON for the wire: invalid UTF-8 inside strings (a token that is half a
+/// character) becomes U+FFFD instead of throwing.
+std::string dump_json(const nlohmann::json& j);
+
+}  // namespace inflight::gateway

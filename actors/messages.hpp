@@ -1,0 +1,80 @@
+#pragma once
+/// Atoms and typed interfaces of the engine's actors (CAF 0.17).
+///
+///   request actor --submit/cancel/finish--> scheduler actor --execute--> executor actor
+///         ^                                      |   (reserve/release: kv-allocator actor)
+///         +------------- token / finished -------+
+
+#include <caf/all.hpp>
+
+#include "actors/engine.hpp"
+#include "core/kv/block_pool.hpp"
+#include "core/sched/scheduler.hpp"
+#include "core/sched/step_plan.hpp"
+
+namespace inflight {
+
+using submit_atom = caf::atom_constant<caf::atom("submit")>;
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+using finish_atom = caf::atom_constant<caf::atom("finish")>;
+using execute_atom = caf::atom_constant<caf::atom("execute")>;
+using step_atom = caf::atom_constant<caf::atom("step")>;
+using token_atom = caf::atom_constant<caf::atom("token")>;
+using finished_atom = caf::atom_constant<caf::atom("finished")>;
+using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
+using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
+using drain_atom = caf::atom_constant<caf::atom("drain")>;
+using abort_atom = caf::atom_constant<caf::atom("abort")>;
+using reserve_atom = caf::atom_constant<caf::atom("reserve")>;
+
+/// The executor's reply: a result, or the backend's error message.
+struct step_outcome {
+  step_result result;
+  std::string error;  ///< non-empty: the step failed
+};
+
+/// One kv-allocator round trip: the step's releases and reservations together.
+using kv_request = kv_ops;
+
+struct kv_reply {
+  std::string error;                           ///< non-empty: refused, nothing changed
+  std::vector<std::vector<block_id>> tables;   ///< per reservation, the whole table
+  int num_free_blocks = 0;
+};
+
+/// A token for a request actor, with when its sequence was first scheduled.
+struct token_message {
+  sampled_token token;
+  double first_scheduled_s = 0.0;
+};
+
+using executor_actor = caf::typed_actor<caf::replies_to<execute_atom, step_plan>::with<step_outcome>>;
+
+using kv_allocator_actor = caf::typed_actor<caf::replies_to<reserve_atom, kv_request>::with<kv_reply>>;
+
+using request_actor = caf::typed_actor<caf::reacts_to<token_atom, token_message>,
+                                       caf::reacts_to<finished_atom, seq_event>,
+                                       caf::reacts_to<deadline_atom>,
+                                       caf::reacts_to<cancel_atom>>;
+
+using scheduler_actor = caf::typed_actor<caf::reacts_to<submit_atom, seq_request, request_actor>,
+                                         caf::reacts_to<cancel_atom, seq_id>,
+                                         caf::reacts_to<finish_atom, seq_id, seq_event>,
+                                         caf::reacts_to<step_atom>,
+                                         caf::reacts_to<drain_atom>,
+                                         caf::reacts_to<abort_atom>,
+                                         caf::replies_to<snapshot_atom>::with<engine_snapshot>>;
+
+/// Seconds on the engine's monotonic clock.
+double engine_now();
+
+}  // namespace inflight
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::step_plan)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::step_outcome)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::kv_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::kv_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::token_message)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::seq_event)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::seq_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::engine_snapshot)

@@ -1,0 +1,178 @@
+#include "actors/scheduler_actor.hpp"
+
+namespace inflight {
+namespace {
+
+using self_ptr = scheduler_actor::stateful_pointer<scheduler_state>;
+
+void maybe_step(self_ptr self);
+
+/// Sends each event to the request actor that owns its sequence.
+void route(self_ptr self, const std::vector<seq_event>& events, double step_start) {
+  auto& st = self->state;
+  for (const auto& ev : events) {
+    auto it = st.routes.find(ev.id);
+    if (it == st.routes.end()) continue;
+    if (ev.type == seq_event::kind::token) {
+      self->send(it->second.actor, token_atom::value,
+                 token_message{ev.token, it->second.first_scheduled_s.value_or(step_start)});
+    } else {
+      self->send(it->second.actor, finished_atom::value, ev);
+      st.routes.erase(it);
+    }
+  }
+}
+
+void finish_one(self_ptr self, seq_id id, finish_reason reason, const std::string& message) {
+  auto ev = self->state.sched->finish(id, reason, message);
+  if (ev) route(self, {*ev}, engine_now());
+}
+
+void update_gauges(self_ptr self) {
+  auto& st = self->state;
+  st.gauges->num_running = st.sched->num_running();
+}
+
+void on_step_done(self_ptr self, step_outcome& out, double start, int num_seqs, int num_tokens) {
+  auto& st = self->state;
+  st.is_step_in_flight = false;
+  std::vector<seq_event> events;
+  if (!out.error.empty()) {
+    st.gauges->is_healthy = false;
+    events = st.sched->fail_step("backend error: " + out.error);
+  } else if (auto applied = st.sched->apply(out.result); applied) {
+    events = std::move(*applied);
+  } else {
+    events = st.sched->fail_step("engine error: " + applied.error().message);
+  }
+  const double end = engine_now();
+  auto& t = st.totals;
+  ++t.num_steps;
+  t.backend_seconds += out.result.backend_seconds;
+  t.engine_seconds += end - start;
+  t.batch_size_sum += num_seqs;
+  t.kv_usage_sum += st.sched->kv_usage();
+  st.metrics->iteration_tokens.observe(num_tokens);
+  route(self, events, start);
+  update_gauges(self);
+  maybe_step(self);
+}
+
+/// Copies the allocator's block tables into the plan, checking them against the
+/// scheduler's own ledger: the two must agree exactly.
+std::string adopt_tables(step_plan& plan, const kv_request& req, const kv_reply& reply) {
+  if (!reply.error.empty()) return "kv allocator refused the step: " + reply.error;
+  std::unordered_map<seq_id, const std::vector<block_id>*> tables;
+  for (std::size_t i = 0; i < req.reservations.size() && i < reply.tables.size(); ++i) {
+    tables[req.reservations[i].id] = &reply.tables[i];
+  }
+  for (auto& s : plan.seqs) {
+    auto it = tables.find(s.id);
+    if (it == tables.end() || *it->second != s.block_table) {
+      return "kv allocator and scheduler disagree on the blocks of sequence " + std::to_string(s.id);
+    }
+  }
+  return {};
+}
+
+void execute(self_ptr self, step_plan plan, double start) {
+  auto& st = self->state;
+  const int num_seqs = int(plan.seqs.size()), num_tokens = plan.num_tokens();
+  self->request(st.executor, caf::infinite, execute_atom::value, std::move(plan))
+      .then([self, start, num_seqs, num_tokens](step_outcome& out) {
+        on_step_done(self, out, start, num_seqs, num_tokens);
+      });
+}
+
+void maybe_step(self_ptr self) {
+  auto& st = self->state;
+  if (st.is_step_in_flight || !st.sched->has_work()) return;
+  const double start = engine_now();
+  auto plan = st.sched->schedule();
+  if (!plan) {
+    route(self, st.sched->fail_step(plan.error().message), start);
+    return;
+  }
+  if (plan->seqs.empty()) {
+    // Nothing fits this instant (e.g. a static batch still draining): look again soon.
+    self->delayed_send(self, std::chrono::milliseconds(1), step_atom::value);
+    return;
+  }
+  for (const auto& s : plan->seqs) {
+    auto it = st.routes.find(s.id);
+    if (it != st.routes.end() && !it->second.first_scheduled_s) it->second.first_scheduled_s = start;
+  }
+  st.is_step_in_flight = true;
+  kv_request req = st.sched->take_kv_log();
+  self->request(st.kv, caf::infinite, reserve_atom::value, req)
+      .then([self, req, plan = std::move(*plan), start](kv_reply& reply) mutable {
+        if (auto problem = adopt_tables(plan, req, reply); !problem.empty()) {
+          self->state.is_step_in_flight = false;
+          self->state.gauges->is_healthy = false;
+          route(self, self->state.sched->fail_step(problem), start);
+          return;
+        }
+        execute(self, std::move(plan), start);
+      });
+}
+
+void on_submit(self_ptr self, seq_request& req, request_actor actor) {
+  auto& st = self->state;
+  const seq_id id = req.id;
+  if (!st.is_accepting) {
+    seq_event ev{id, seq_event::kind::finished, {}, finish_reason::aborted, "the server is shutting down", 0};
+    self->send(actor, finished_atom::value, ev);
+    return;
+  }
+  if (auto ok = st.sched->submit(std::move(req)); !ok) {
+    seq_event ev{id, seq_event::kind::finished, {}, finish_reason::error, ok.error().message, 0};
+    self->send(actor, finished_atom::value, ev);
+    return;
+  }
+  st.routes[id] = {std::move(actor), std::nullopt};
+  maybe_step(self);
+}
+
+engine_snapshot make_snapshot(self_ptr self) {
+  auto& st = self->state;
+  engine_snapshot s = st.totals;
+  const auto& sched = *st.sched;
+  s.gauges.num_requests_running = sched.num_running();
+  s.gauges.num_requests_waiting = sched.num_waiting();
+  s.gauges.kv_cache_usage = sched.kv_usage();
+  s.gauges.num_preemptions = sched.num_preemptions();
+  s.gauges.num_rejected_decisions = sched.num_rejected_decisions();
+  s.num_free_blocks = sched.num_free_blocks();
+  s.num_blocks = sched.pool().num_blocks();
+  return s;
+}
+
+}  // namespace
+
+scheduler_actor::behavior_type scheduler_fn(self_ptr self, std::shared_ptr<std::optional<scheduler>> sched,
+                                            executor_actor executor, kv_allocator_actor kv,
+                                            std::shared_ptr<engine_metrics> metrics,
+                                            std::shared_ptr<shared_gauges> gauges) {
+  auto& st = self->state;
+  st.sched = std::move(*sched);
+  st.executor = std::move(executor);
+  st.kv = std::move(kv);
+  st.metrics = std::move(metrics);
+  st.gauges = std::move(gauges);
+  return {
+      [self](submit_atom, seq_request& req, request_actor actor) { on_submit(self, req, std::move(actor)); },
+      [self](cancel_atom, seq_id id) { finish_one(self, id, finish_reason::cancelled, "cancelled"); },
+      [self](finish_atom, seq_id id, const seq_event& ev) { finish_one(self, id, ev.reason, ev.message); },
+      [self](step_atom) { maybe_step(self); },
+      [self](drain_atom) { self->state.is_accepting = false; },
+      [self](abort_atom) {
+        self->state.is_accepting = false;
+        std::vector<seq_id> ids;
+        for (const auto& [id, r] : self->state.routes) ids.push_back(id);
+        for (auto id : ids) finish_one(self, id, finish_reason::aborted, "the server is shutting down");
+      },
+      [self](snapshot_atom) { return make_snapshot(self); },
+  };
+}
+
+}  // namespace inflight

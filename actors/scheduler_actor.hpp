@@ -1,0 +1,43 @@
+#pragma once
+/// The scheduler actor: owns the queues (core `scheduler`) and runs the iteration
+/// loop. Per step: plan -> one kv-allocator round trip -> executor -> apply -> route
+/// tokens to request actors.
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+
+#include "actors/messages.hpp"
+
+namespace inflight {
+
+/// Gauges the engine facade reads without a round trip.
+struct shared_gauges {
+  std::atomic<int> num_running{0};
+  std::atomic<bool> is_healthy{true};
+};
+
+struct scheduler_state {
+  struct route {
+    request_actor actor;
+    std::optional<double> first_scheduled_s;
+  };
+  std::optional<scheduler> sched;
+  executor_actor executor;
+  kv_allocator_actor kv;
+  std::shared_ptr<engine_metrics> metrics;
+  std::shared_ptr<shared_gauges> gauges;
+  std::unordered_map<seq_id, route> routes;
+  bool is_step_in_flight = false;
+  bool is_accepting = true;
+  engine_snapshot totals;
+  static inline const char* name = "scheduler";
+};
+
+scheduler_actor::behavior_type scheduler_fn(scheduler_actor::stateful_pointer<scheduler_state> self,
+                                            std::shared_ptr<std::optional<scheduler>> sched, executor_actor executor,
+                                            kv_allocator_actor kv, std::shared_ptr<engine_metrics> metrics,
+                                            std::shared_ptr<shared_gauges> gauges);
+
+}  // namespace inflight

@@ -1,0 +1,99 @@
+// `inflight bench forward`: forward-step time of the backend alone for ragged batches
+// (decode steps at a given context, and one prefill), no scheduler or actors.
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+
+#include "actors/backend/cpu_backend.hpp"
+#include "apps/inflight/commands.hpp"
+#include "core/model/dummy_model.hpp"
+#include "core/model/llama2c.hpp"
+#include "core/model/shapes.hpp"
+
+namespace inflight::app {
+namespace {
+
+struct bench_forward_options {
+  std::string model;
+  std::string shape = "bench-20M";
+  std::vector<int> batches = {1, 8, 32};
+  int context = 256;
+  int steps = 20;
+  int prefill = 512;
+};
+
+std::shared_ptr<const model_weights> bench_weights(const bench_forward_options& o) {
+  auto w = o.model.empty() ? [&]() -> result<model_weights> {
+    auto c = named_shape(o.shape);
+    if (!c) return make_error(errc::invalid_argument, "unknown shape " + o.shape);
+    return make_dummy_weights(*c, 0);
+  }()
+                           : load_llama2c(o.model);
+  if (!w) fail(w.error().message);
+  return std::make_shared<const model_weights>(std::move(*w));
+}
+
+/// A plan where each of `batch` sequences processes `tokens` tokens from `start`.
+step_plan make_plan(int batch, int start, int tokens, int blocks_per_seq, int block_size, bool do_sample) {
+  step_plan plan;
+  for (int s = 0; s < batch; ++s) {
+    seq_step st;
+    st.id = seq_id(s);
+    st.tokens.assign(tokens, 3 + (s % 100));
+    st.start_position = start;
+    for (int b = 0; b < blocks_per_seq; ++b) st.block_table.push_back(s * blocks_per_seq + b);
+    st.do_sample = do_sample;
+    st.params.temperature = 0.0f;
+    plan.seqs.push_back(std::move(st));
+  }
+  (void)block_size;
+  return plan;
+}
+
+double time_step(cpu_backend& be, const step_plan& plan) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = be.execute(plan);
+  if (!r) fail(r.error().message);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void run_bench_forward(const bench_forward_options& o) {
+  auto weights = bench_weights(o);
+  const int block_size = 16;
+  const int max_batch = *std::max_element(o.batches.begin(), o.batches.end());
+  const int blocks_per_seq = (std::max(o.context + o.steps, o.prefill) + block_size - 1) / block_size;
+  auto be = cpu_backend::create(weights, {block_size, max_batch * blocks_per_seq, 0});
+  if (!be) fail(be.error().message);
+  const auto& c = weights->config;
+  std::printf("model: dim %d, %d layers, %d heads (%d kv), vocab %d\n", c.dim, c.num_layers, c.num_heads,
+              c.num_kv_heads, c.vocab_size);
+  std::printf("%-8s %-10s %-14s %-14s\n", "batch", "context", "step ms", "tokens/s");
+  for (int batch : o.batches) {
+    // Fill each sequence's cache up to `context`, then time decode steps after it.
+    time_step(**be, make_plan(batch, 0, o.context, blocks_per_seq, block_size, false));
+    double total = 0.0;
+    for (int i = 0; i < o.steps; ++i) {
+      total += time_step(**be, make_plan(batch, o.context + i, 1, blocks_per_seq, block_size, true));
+    }
+    const double step = total / o.steps;
+    std::printf("%-8d %-10d %-14.3f %-14.1f\n", batch, o.context, step * 1e3, batch / step);
+  }
+  const double prefill = time_step(**be, make_plan(1, 0, o.prefill, blocks_per_seq, block_size, true));
+  std::printf("prefill of %d tokens: %.2f ms (%.0f tokens/s)\n", o.prefill, prefill * 1e3, o.prefill / prefill);
+}
+
+}  // namespace
+
+void add_bench_forward_command(CLI::App& bench) {
+  auto o = std::make_shared<bench_forward_options>();
+  auto* cmd = bench.add_subcommand("forward", "Time backend forward steps for ragged batches (no scheduler)");
+  cmd->add_option("--model", o->model, "llama2.c checkpoint (default: random weights of --shape)");
+  cmd->add_option("--shape", o->shape, "shape for random weights")->capture_default_str();
+  cmd->add_option("--batch", o->batches, "batch sizes")->delimiter(',')->capture_default_str();
+  cmd->add_option("--context", o->context, "tokens already in each sequence's cache")->capture_default_str();
+  cmd->add_option("--steps", o->steps, "decode steps timed per batch size")->capture_default_str();
+  cmd->add_option("--prefill", o->prefill, "prompt length of the timed prefill")->capture_default_str();
+  cmd->callback([o] { run_bench_forward(*o); });
+}
+
+}  // namespace inflight::app

@@ -1,0 +1,132 @@
+#include "core/metrics/metrics.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace inflight {
+namespace {
+
+std::string number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+std::string escape_label(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+void header(std::string& out, const std::string& name, const std::string& help, const char* type) {
+  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+void sample(std::string& out, const std::string& name, const std::string& labels, double value) {
+  out += name + "{" + labels + "} " + number(value) + "\n";
+}
+
+const std::vector<double> latency_buckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25, 0.5,
+                                             0.75,  1.0,   2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0};
+const std::vector<double> token_buckets = {1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+
+}  // namespace
+
+histogram::histogram(std::vector<double> upper_bounds)
+    : bounds_(std::move(upper_bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void histogram::observe(double value) {
+  const auto bucket = std::lower_bound(bounds_.begin(), bounds_.end(), value) - bounds_.begin();
+  std::lock_guard lock(mutex_);
+  ++counts_[bucket];
+  sum_ += value;
+  ++count_;
+}
+
+std::uint64_t histogram::count() const {
+  std::lock_guard lock(mutex_);
+  return count_;
+}
+
+double histogram::sum() const {
+  std::lock_guard lock(mutex_);
+  return sum_;
+}
+
+void histogram::render(std::string& out, const std::string& name, const std::string& help,
+                       const std::string& labels) const {
+  header(out, name, help, "histogram");
+  std::lock_guard lock(mutex_);
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i <= bounds_.size(); ++i) {
+    cumulative += counts_[i];
+    const std::string le = i < bounds_.size() ? number(bounds_[i]) : "+Inf";
+    sample(out, name + "_bucket", labels + ",le=\"" + le + "\"", double(cumulative));
+  }
+  sample(out, name + "_sum", labels, sum_);
+  sample(out, name + "_count", labels, double(count_));
+}
+
+engine_metrics::engine_metrics()
+    : time_to_first_token(latency_buckets),
+      inter_token_latency(latency_buckets),
+      e2e_request_latency(latency_buckets),
+      request_queue_time(latency_buckets),
+      iteration_tokens(token_buckets) {}
+
+void engine_metrics::count_finished(const std::string& reason) {
+  std::lock_guard lock(mutex_);
+  ++finished_[reason];
+}
+
+std::uint64_t engine_metrics::num_finished(const std::string& reason) const {
+  std::lock_guard lock(mutex_);
+  auto it = finished_.find(reason);
+  return it == finished_.end() ? 0 : it->second;
+}
+
+std::string engine_metrics::render(const std::string& model_name, const engine_gauges& g) const {
+  const std::string labels = "model_name=\"" + escape_label(model_name) + "\"";
+  std::string out;
+  auto gauge = [&](const std::string& name, const std::string& help, double v) {
+    header(out, "inflight:" + name, help, "gauge");
+    sample(out, "inflight:" + name, labels, v);
+  };
+  auto counter = [&](const std::string& name, const std::string& help, double v) {
+    header(out, "inflight:" + name, help, "counter");
+    sample(out, "inflight:" + name, labels, v);
+  };
+  gauge("num_requests_running", "Requests being scheduled (running).", g.num_requests_running);
+  gauge("num_requests_waiting", "Requests waiting to be scheduled.", g.num_requests_waiting);
+  gauge("kv_cache_usage_perc", "Fraction of KV-cache blocks in use (1 = 100%).", g.kv_cache_usage);
+  counter("num_preemptions_total", "Preemptions (by recompute).", double(g.num_preemptions));
+  counter("prompt_tokens_total", "Prompt tokens processed.", double(prompt_tokens_total.load()));
+  counter("generation_tokens_total", "Tokens generated.", double(generation_tokens_total.load()));
+  counter("policy_decisions_rejected_total", "Policy decision entries clipped or refused by the engine.",
+          double(g.num_rejected_decisions));
+  header(out, "inflight:request_success_total", "Finished requests by finish reason.", "counter");
+  {
+    std::lock_guard lock(mutex_);
+    for (const char* reason : {"stop", "length", "abort", "error"}) {
+      auto it = finished_.find(reason);
+      sample(out, "inflight:request_success_total", labels + ",finished_reason=\"" + reason + "\"",
+             it == finished_.end() ? 0.0 : double(it->second));
+    }
+  }
+  time_to_first_token.render(out, "inflight:time_to_first_token_seconds", "Time to first token.", labels);
+  inter_token_latency.render(out, "inflight:inter_token_latency_seconds", "Time between output tokens.", labels);
+  e2e_request_latency.render(out, "inflight:e2e_request_latency_seconds", "End-to-end request latency.", labels);
+  request_queue_time.render(out, "inflight:request_queue_time_seconds", "Time waiting before first scheduled.",
+                            labels);
+  iteration_tokens.render(out, "inflight:iteration_tokens_total", "Tokens per engine step.", labels);
+  return out;
+}
+
+}  // namespace inflight

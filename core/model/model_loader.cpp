@@ -1,0 +1,122 @@
+#include "core/model/model_loader.hpp"
+
+#include <filesystem>
+
+#include "core/model/dummy_model.hpp"
+#include "core/model/hf_model.hpp"
+#include "core/model/llama2c.hpp"
+#include "core/tokenizer/byte_tokenizer.hpp"
+#include "core/tokenizer/llama2c_tokenizer.hpp"
+
+namespace inflight {
+namespace fs = std::filesystem;
+
+model_config dummy_model_config(const dummy_shape& s) {
+  model_config c;
+  c.architecture = "LlamaForCausalLM";
+  c.dim = s.hidden_size;
+  c.hidden_dim = s.intermediate_size;
+  c.num_layers = s.num_layers;
+  c.num_heads = s.num_heads;
+  c.num_kv_heads = s.num_kv_heads;
+  c.head_dim = s.head_dim > 0 ? s.head_dim : s.hidden_size / s.num_heads;
+  c.vocab_size = s.vocab_size;
+  c.max_seq_len = s.max_position;
+  c.rope_theta = s.rope_theta;
+  c.rope = rope_style::half;
+  c.tied_embeddings = s.tied_embeddings;
+  return c;
+}
+
+std::string resolve_format(const model_settings& settings) {
+  if (settings.format != "auto") return settings.format;
+  if (settings.path.empty()) return "dummy";
+  return fs::is_directory(settings.path) ? "hf" : "llama2c";
+}
+
+namespace {
+
+std::string stem_name(const std::string& path) {
+  auto p = fs::path(path);
+  if (p.has_filename() && p.filename() != ".") return fs::is_directory(p) ? p.filename().string() : p.stem().string();
+  return p.parent_path().filename().string();
+}
+
+result<loaded_model> load_llama2c_model(const model_settings& s) {
+  auto w = load_llama2c(s.path);
+  if (!w) return std::unexpected(w.error());
+  std::string tok_path = s.tokenizer;
+  if (tok_path.empty()) {
+    const auto dir = fs::path(s.path).parent_path();
+    for (const char* name : {"tokenizer.bin", "tok512.bin"}) {
+      if (fs::exists(dir / name)) tok_path = (dir / name).string();
+    }
+  }
+  if (tok_path.empty()) {
+    return make_error(errc::not_found, s.path + ": no tokenizer.bin next to the checkpoint; set model.tokenizer");
+  }
+  auto tok = llama2c_tokenizer::load(tok_path, w->config.vocab_size);
+  if (!tok) return std::unexpected(tok.error());
+  loaded_model m;
+  m.format = "llama2c";
+  m.description = "llama2.c checkpoint " + s.path;
+  // llama2.c models emit BOS between stories: it ends a generation like EOS.
+  m.eos_ids = {llama2c_tokenizer::eos_token, llama2c_tokenizer::bos_token};
+  m.tok = std::move(*tok);
+  m.weights = std::make_shared<const model_weights>(std::move(*w));
+  return m;
+}
+
+result<loaded_model> load_hf(const model_settings& s) {
+  auto hf = try_load_hf_model(s.path);
+  if (!hf) return std::unexpected(hf.error());
+  loaded_model m;
+  m.format = "hf";
+  m.description = "Hugging Face model folder " + s.path;
+  m.eos_ids = hf->eos_ids;
+  // tokenizer.json support plugs in here; until a folder has one, bytes stand in.
+  m.tok = std::make_shared<byte_tokenizer>(hf->weights.config.vocab_size);
+  m.weights = std::make_shared<const model_weights>(std::move(hf->weights));
+  return m;
+}
+
+result<loaded_model> load_dummy(const model_settings& s) {
+  model_config c = dummy_model_config(s.dummy);
+  if (!s.config_json.empty()) {
+    auto parsed = try_load_hf_config(s.config_json);
+    if (!parsed) return std::unexpected(parsed.error());
+    c = *parsed;
+  }
+  if (c.vocab_size < byte_tokenizer::min_vocab_size) {
+    return make_error(errc::invalid_argument, "dummy model: vocab_size must be at least 259 for the byte tokenizer");
+  }
+  auto w = make_dummy_weights(c, s.dummy.seed);
+  if (!w) return std::unexpected(w.error());
+  loaded_model m;
+  m.format = "dummy";
+  m.description = "DUMMY random weights (seed " + std::to_string(s.dummy.seed) + ") with a byte-level tokenizer: " +
+                  "output is noise; set model.path to serve a real model";
+  m.tok = std::make_shared<byte_tokenizer>(c.vocab_size);
+  m.eos_ids = m.tok->eos_ids();
+  m.weights = std::make_shared<const model_weights>(std::move(*w));
+  return m;
+}
+
+}  // namespace
+
+result<loaded_model> load_model(const model_settings& settings) {
+  const std::string format = resolve_format(settings);
+  result<loaded_model> m = make_error(errc::invalid_argument, "unknown model.format '" + format + "'");
+  if (format == "llama2c") m = load_llama2c_model(settings);
+  if (format == "hf") m = load_hf(settings);
+  if (format == "dummy") m = load_dummy(settings);
+  if (!m) return m;
+  const auto& c = m->weights->config;
+  m->max_context = settings.max_context > 0 ? std::min(settings.max_context, c.max_seq_len) : c.max_seq_len;
+  m->name = !settings.name.empty() ? settings.name : format == "dummy" ? "dummy" : stem_name(settings.path);
+  m->description += " (" + std::to_string(c.num_layers) + " layers, dim " + std::to_string(c.dim) + ", " +
+                    std::to_string(c.num_parameters() / 1000) + "K parameters)";
+  return m;
+}
+
+}  // namespace inflight
