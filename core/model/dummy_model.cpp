@@ -1,0 +1,113 @@
+#include "core/model/dummy_model.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <new>
+#include <thread>
+#include <vector>
+
+#include "core/model/hf_model.hpp"
+
+namespace inflight {
+
+namespace {
+
+constexpr std::size_t chunk_size = std::size_t(1) << 16;
+
+std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// One chunk: its own stream, derived from (seed, tensor, chunk), so threads can fill
+// chunks in any order and the result does not change.
+void fill_normal_chunk(float* out, std::size_t count, std::uint64_t seed, std::size_t tensor,
+                       std::size_t chunk) {
+  std::uint64_t state = seed;
+  state = splitmix64(state) ^ (std::uint64_t(tensor) * 0xd1b54a32d192ed03ull);
+  state = splitmix64(state) ^ (std::uint64_t(chunk) * 0x8cb92ba72f3d8dd7ull);
+  constexpr double two_pi = 6.283185307179586;
+  for (std::size_t i = 0; i < count; i += 2) {
+    // Box-Muller on 53-bit uniforms; u1 in (0, 1] keeps the log finite.
+    const double u1 = double((splitmix64(state) >> 11) + 1) * 0x1p-53;
+    const double u2 = double(splitmix64(state) >> 11) * 0x1p-53;
+    const double radius = std::sqrt(-2.0 * std::log(u1)) * dummy_weight_std;
+    out[i] = float(radius * std::cos(two_pi * u2));
+    if (i + 1 < count) out[i + 1] = float(radius * std::sin(two_pi * u2));
+  }
+}
+
+struct fill_job {
+  std::vector<float>* values;
+  std::size_t tensor;
+  std::size_t chunk;
+};
+
+void run_jobs(const std::vector<fill_job>& jobs, std::uint64_t seed) {
+  std::atomic<std::size_t> next{0};
+  const auto work = [&] {
+    for (std::size_t j = next++; j < jobs.size(); j = next++) {
+      const auto& job = jobs[j];
+      const std::size_t begin = job.chunk * chunk_size;
+      const std::size_t count = std::min(chunk_size, job.values->size() - begin);
+      fill_normal_chunk(job.values->data() + begin, count, seed, job.tensor, job.chunk);
+    }
+  };
+  const std::size_t num_threads =
+      std::min<std::size_t>({std::max(1u, std::thread::hardware_concurrency()), 16, jobs.size() / 16 + 1});
+  std::vector<std::jthread> threads;
+  for (std::size_t t = 1; t < num_threads; ++t) threads.emplace_back(work);
+  work();
+}
+
+}  // namespace
+
+result<model_weights> make_dummy_weights(const model_config& config, std::uint64_t seed) {
+  if (auto ok = try_check_shape(config); !ok) return std::unexpected(ok.error());
+  const std::size_t dim = std::size_t(config.dim), hidden = std::size_t(config.hidden_dim);
+  const std::size_t q = std::size_t(config.q_dim()), kv = std::size_t(config.kv_dim());
+  const std::size_t vocab = std::size_t(config.vocab_size);
+  model_weights w;
+  w.config = config;
+  std::vector<std::vector<float>*> random;  // in a fixed order: the tensor index seeds its stream
+  try {
+    w.token_embedding.resize(vocab * dim);
+    random.push_back(&w.token_embedding);
+    w.layers.resize(std::size_t(config.num_layers));
+    for (auto& layer : w.layers) {
+      layer.attn_norm.assign(dim, 1.0f);
+      layer.ffn_norm.assign(dim, 1.0f);
+      for (auto* m : {&layer.wq, &layer.wo}) m->resize(q * dim);
+      for (auto* m : {&layer.wk, &layer.wv}) m->resize(kv * dim);
+      for (auto* m : {&layer.w_gate, &layer.w_up, &layer.w_down}) m->resize(hidden * dim);
+      random.insert(random.end(), {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up,
+                                   &layer.w_down});
+      if (config.attention_bias) {
+        layer.bq.resize(q);
+        layer.bk.resize(kv);
+        layer.bv.resize(kv);
+        random.insert(random.end(), {&layer.bq, &layer.bk, &layer.bv});
+      }
+    }
+    w.final_norm.assign(dim, 1.0f);
+    if (!config.tied_embeddings) {
+      w.classifier.resize(vocab * dim);
+      random.push_back(&w.classifier);
+    }
+  } catch (const std::bad_alloc&) {
+    return make_error(errc::out_of_memory, "not enough memory for dummy weights of " +
+                                               std::to_string(config.num_parameters()) + " parameters");
+  }
+  std::vector<fill_job> jobs;
+  for (std::size_t t = 0; t < random.size(); ++t) {
+    const std::size_t num_chunks = (random[t]->size() + chunk_size - 1) / chunk_size;
+    for (std::size_t c = 0; c < num_chunks; ++c) jobs.push_back({random[t], t, c});
+  }
+  run_jobs(jobs, seed);
+  return w;
+}
+
+}  // namespace inflight
