@@ -6,6 +6,7 @@
 #include "core/model/hf_model.hpp"
 #include "core/model/llama2c.hpp"
 #include "core/tokenizer/byte_tokenizer.hpp"
+#include "core/tokenizer/hf_tokenizer.hpp"
 #include "core/tokenizer/llama2c_tokenizer.hpp"
 
 namespace inflight {
@@ -67,15 +68,46 @@ result<loaded_model> load_llama2c_model(const model_settings& s) {
   return m;
 }
 
+/// The tokenizer of a model folder: model.tokenizer, else the folder's tokenizer.json.
+result<std::shared_ptr<const tokenizer>> load_folder_tokenizer(const model_settings& s, int vocab_size,
+                                                               loaded_model& m) {
+  const fs::path explicit_path = s.tokenizer;
+  if (!s.tokenizer.empty() && explicit_path.extension() == ".bin") {
+    auto tok = llama2c_tokenizer::load(explicit_path, vocab_size);
+    if (!tok) return std::unexpected(tok.error());
+    return std::shared_ptr<const tokenizer>(std::move(*tok));
+  }
+  const fs::path dir = s.tokenizer.empty() ? fs::path(s.path) : explicit_path;
+  if (!fs::is_directory(dir) || !fs::exists(dir / "tokenizer.json")) {
+    if (!s.tokenizer.empty()) {
+      auto tok = hf_tokenizer::try_load_files(explicit_path);
+      if (!tok) return std::unexpected(tok.error());
+      return std::shared_ptr<const tokenizer>(std::move(*tok));
+    }
+    return make_error(errc::not_found, s.path + ": no tokenizer.json in the model folder; set model.tokenizer");
+  }
+  auto tok = hf_tokenizer::try_load(dir);
+  if (!tok) return std::unexpected(tok.error());
+  m.bos_text = (*tok)->bos_token();
+  m.eos_text = (*tok)->eos_token();
+  if (s.chat_template.empty() && !(*tok)->chat_template().empty()) {
+    auto chat = chat_template::try_detect((*tok)->chat_template());
+    if (!chat) return std::unexpected(chat.error());
+    m.chat = std::move(*chat);
+  }
+  return std::shared_ptr<const tokenizer>(std::move(*tok));
+}
+
 result<loaded_model> load_hf(const model_settings& s) {
   auto hf = try_load_hf_model(s.path);
   if (!hf) return std::unexpected(hf.error());
   loaded_model m;
   m.format = "hf";
   m.description = "Hugging Face model folder " + s.path;
-  m.eos_ids = hf->eos_ids;
-  // tokenizer.json support plugs in here; until a folder has one, bytes stand in.
-  m.tok = std::make_shared<byte_tokenizer>(hf->weights.config.vocab_size);
+  auto tok = load_folder_tokenizer(s, hf->weights.config.vocab_size, m);
+  if (!tok) return std::unexpected(tok.error());
+  m.tok = std::move(*tok);
+  m.eos_ids = !hf->eos_ids.empty() ? hf->eos_ids : m.tok->eos_ids();
   m.weights = std::make_shared<const model_weights>(std::move(hf->weights));
   return m;
 }
@@ -111,6 +143,11 @@ result<loaded_model> load_model(const model_settings& settings) {
   if (format == "hf") m = load_hf(settings);
   if (format == "dummy") m = load_dummy(settings);
   if (!m) return m;
+  if (!settings.chat_template.empty()) {
+    auto chat = chat_template::try_from_name(settings.chat_template);
+    if (!chat) return std::unexpected(chat.error());
+    m->chat = std::move(*chat);
+  }
   const auto& c = m->weights->config;
   m->max_context = settings.max_context > 0 ? std::min(settings.max_context, c.max_seq_len) : c.max_seq_len;
   m->name = !settings.name.empty() ? settings.name : format == "dummy" ? "dummy" : stem_name(settings.path);

@@ -9,6 +9,7 @@
 #include "core/config/deployment.hpp"
 #include "core/error.hpp"
 #include "core/model/model_weights.hpp"
+#include "core/tokenizer/chat_template.hpp"
 #include "core/tokenizer/tokenizer.hpp"
 
 namespace inflight {
@@ -21,6 +22,10 @@ struct loaded_model {
   std::string description;          ///< one line for the start-up log
   std::vector<token_id> eos_ids;
   int max_context = 0;
+  /// The chat template (model.chat_template, or detected from tokenizer_config.json);
+  /// empty for models without one: chat then uses a plain "role: content" layout.
+  std::optional<chat_template> chat;
+  std::string bos_text, eos_text;   ///< special-token text the chat template may use
 };
 
 /// Model config of a dummy shape.

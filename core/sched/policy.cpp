@@ -1,0 +1,149 @@
+#include "core/sched/policy.hpp"
+
+#include <dlfcn.h>
+
+#include <array>
+#include <cctype>
+
+#include <nlohmann/json.hpp>
+
+namespace inflight {
+namespace {
+
+bool is_valid_policy_name(std::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
+std::string dl_error_text() {
+  const char* text = dlerror();
+  return text != nullptr ? text : "unknown dlopen error";
+}
+
+}  // namespace
+
+result<policy_settings> try_parse_policy_settings(std::string_view json_object) {
+  if (json_object.find_first_not_of(" \t\r\n") == std::string_view::npos) return policy_settings{};
+  auto parsed = nlohmann::json::parse(json_object, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded() || !parsed.is_object())
+    return make_error(errc::invalid_argument, "policy settings must be a JSON object, got: " +
+                                                  std::string(json_object.substr(0, 80)));
+  policy_settings out;
+  for (const auto& [key, value] : parsed.items())
+    out.emplace_back(key, value.is_string() ? value.get<std::string>() : value.dump());
+  return out;
+}
+
+std::string policy_file_name(std::string_view name) {
+  return "inflight_policy_" + std::string(name) + ".so";
+}
+
+result<policy> policy::try_load(const std::filesystem::path& plugin_dir, std::string_view name,
+                                const policy_settings& settings) {
+  // The name becomes a file name: refuse anything that could leave the plugin dir.
+  if (!is_valid_policy_name(name))
+    return make_error(errc::invalid_argument, "invalid policy name '" + std::string(name) +
+                                                  "': use letters, digits, '_' or '-'");
+  auto file = plugin_dir / policy_file_name(name);
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec))
+    return make_error(errc::not_found, "policy '" + std::string(name) + "' not found: no file " +
+                                           file.string());
+  return try_load_file(file, settings);
+}
+
+result<policy> policy::try_load_file(const std::filesystem::path& file,
+                                     const policy_settings& settings) {
+  void* library = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr)
+    return make_error(errc::io_error,
+                      "cannot load policy plugin " + file.string() + ": " + dl_error_text());
+  dlerror();
+  void* symbol = dlsym(library, INFLIGHT_POLICY_ENTRY_SYMBOL);
+  if (symbol == nullptr) {
+    dlclose(library);
+    return make_error(errc::not_found, "policy plugin " + file.string() +
+                                           " does not export the symbol '" +
+                                           INFLIGHT_POLICY_ENTRY_SYMBOL + "'");
+  }
+  auto entry = reinterpret_cast<inflight_policy_entry_fn>(symbol);
+  auto created = try_create(entry(), file.string(), settings, library);
+  if (!created) dlclose(library);
+  return created;
+}
+
+result<policy> policy::try_from_vtable(const inflight_policy_vtable* vtable,
+                                       const policy_settings& settings) {
+  return try_create(vtable, "vtable", settings, nullptr);
+}
+
+result<policy> policy::try_create(const inflight_policy_vtable* vtable, std::string origin,
+                                  const policy_settings& settings, void* library) {
+  if (vtable == nullptr)
+    return make_error(errc::invalid_argument, "policy plugin " + origin + " returned no vtable");
+  if (vtable->abi_version != INFLIGHT_POLICY_ABI_VERSION)
+    return make_error(errc::unsupported,
+                      "policy plugin " + origin + " was built for policy ABI version " +
+                          std::to_string(vtable->abi_version) + ", this engine needs version " +
+                          std::to_string(INFLIGHT_POLICY_ABI_VERSION) + ": rebuild it against " +
+                          "this engine's inflight_policy.h");
+  if (vtable->create == nullptr || vtable->destroy == nullptr || vtable->decide == nullptr)
+    return make_error(errc::invalid_argument,
+                      "policy plugin " + origin + " has a null create, destroy or decide");
+  std::vector<inflight_policy_setting> c_settings;
+  for (const auto& [key, value] : settings) c_settings.push_back({key.c_str(), value.c_str()});
+  std::array<char, 512> message{};
+  void* state = nullptr;
+  auto status = vtable->create(c_settings.data(), c_settings.size(), &state, message.data(),
+                               message.size());
+  message.back() = '\0';
+  std::string name = vtable->name != nullptr ? vtable->name : "unnamed";
+  if (status != INFLIGHT_POLICY_OK)
+    return make_error(errc::invalid_argument, "policy '" + name + "' (" + origin +
+                                                  ") refused its settings: " + message.data());
+  policy p;
+  p.vtable_ = vtable;
+  p.state_ = state;
+  p.library_ = library;
+  p.name_ = std::move(name);
+  p.origin_ = std::move(origin);
+  return p;
+}
+
+policy::policy(policy&& other) noexcept { *this = std::move(other); }
+
+policy& policy::operator=(policy&& other) noexcept {
+  if (this == &other) return *this;
+  reset();
+  vtable_ = std::exchange(other.vtable_, nullptr);
+  state_ = std::exchange(other.state_, nullptr);
+  library_ = std::exchange(other.library_, nullptr);
+  name_ = std::move(other.name_);
+  origin_ = std::move(other.origin_);
+  return *this;
+}
+
+policy::~policy() { reset(); }
+
+void policy::reset() {
+  if (vtable_ != nullptr) vtable_->destroy(state_);
+  if (library_ != nullptr) dlclose(library_);
+  vtable_ = nullptr;
+  state_ = nullptr;
+  library_ = nullptr;
+}
+
+result<void> policy::decide(const inflight_sched_view& view, inflight_decision& decision) {
+  if (vtable_ == nullptr) return make_error(errc::internal, "policy used after move");
+  decision.num_scheduled = 0;
+  decision.num_preempt = 0;
+  if (vtable_->decide(state_, &view, &decision) != INFLIGHT_POLICY_OK)
+    return make_error(errc::internal, "policy '" + name_ + "' failed to decide step " +
+                                          std::to_string(view.step_id));
+  return {};
+}
+
+}  // namespace inflight

@@ -1,0 +1,230 @@
+#include "core/sched/scheduler.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+namespace inflight {
+namespace {
+
+double steady_seconds() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+// splitmix64: spreads (engine seed, sequence id) into an independent per-request seed.
+std::uint64_t mix_seed(std::uint64_t seed, std::uint64_t id) {
+  std::uint64_t z = seed + 0x9E3779B97F4A7C15ull * (id + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+template <class Queue>
+void erase_id(Queue& queue, seq_id id) {
+  auto it = std::find(queue.begin(), queue.end(), id);
+  if (it != queue.end()) queue.erase(it);
+}
+
+}  // namespace
+
+scheduler::scheduler(const scheduler_config& config, block_pool pool, policy pol, clock_fn clock)
+    : config_(config), pool_(std::move(pool)), policy_(std::move(pol)), clock_(std::move(clock)) {
+  if (!clock_) clock_ = steady_seconds;
+  max_context_ = pool_.num_blocks() * pool_.block_size();
+  if (config_.max_seq_len > 0) max_context_ = std::min(max_context_, config_.max_seq_len);
+}
+
+result<scheduler> scheduler::try_create(const scheduler_config& config, block_pool pool,
+                                        policy pol, clock_fn clock) {
+  if (config.max_num_batched_tokens < 1)
+    return make_error(errc::invalid_argument, "max_num_batched_tokens must be at least 1, got " +
+                                                  std::to_string(config.max_num_batched_tokens));
+  if (config.max_num_seqs < 1)
+    return make_error(errc::invalid_argument,
+                      "max_num_seqs must be at least 1, got " + std::to_string(config.max_num_seqs));
+  if (config.max_seq_len < 0)
+    return make_error(errc::invalid_argument, "max_seq_len must not be negative");
+  return scheduler(config, std::move(pool), std::move(pol), std::move(clock));
+}
+
+const sequence* scheduler::find(seq_id id) const {
+  auto it = seqs_.find(id);
+  return it == seqs_.end() ? nullptr : &it->second;
+}
+
+result<void> scheduler::submit(seq_request request) {
+  std::string who = "request " + std::to_string(request.id);
+  if (seqs_.contains(request.id))
+    return make_error(errc::invalid_argument, who + ": a live sequence already has this id");
+  if (request.prompt.empty()) return make_error(errc::invalid_argument, who + ": empty prompt");
+  if (request.params.max_tokens < 1)
+    return make_error(errc::invalid_argument, who + ": max_tokens must be at least 1, got " +
+                                                  std::to_string(request.params.max_tokens));
+  if (static_cast<int>(request.prompt.size()) > max_context_)
+    return make_error(errc::invalid_argument,
+                      who + ": prompt has " + std::to_string(request.prompt.size()) +
+                          " tokens, the context holds " + std::to_string(max_context_));
+  sequence seq;
+  seq.id = request.id;
+  seq.prompt = std::move(request.prompt);
+  seq.priority = request.priority;
+  seq.params = std::move(request.params);
+  seq.seed = seq.params.seed.value_or(mix_seed(config_.seed, seq.id));
+  seq.times.arrival = now();
+  waiting_.push_back(seq.id);
+  seqs_.emplace(seq.id, std::move(seq));
+  ++counters_.num_submitted;
+  return {};
+}
+
+result<seq_event> scheduler::finish(seq_id id, finish_reason reason, std::string message) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end())
+    return make_error(errc::not_found, "sequence " + std::to_string(id) + " is not live");
+  return finish_sequence(it->second, reason, std::move(message));
+}
+
+seq_event scheduler::finish_sequence(sequence& seq, finish_reason reason, std::string message) {
+  seq_event event;
+  event.id = seq.id;
+  event.type = seq_event::kind::finished;
+  event.reason = reason;
+  event.message = std::move(message);
+  event.num_generated_tokens = seq.num_generated_tokens();
+  const seq_id id = seq.id;  // `seq` dangles after the erase below
+  pool_.release(id);
+  kv_log_.releases.push_back(id);
+  erase_id(running_, id);
+  erase_id(waiting_, id);
+  ++counters_.num_finished;
+  seqs_.erase(id);
+  return event;
+}
+
+result<step_plan> scheduler::schedule() {
+  if (pending_)
+    return make_error(errc::internal, "schedule() called while step " +
+                                          std::to_string(pending_->step_id) + " is not applied");
+  step_plan plan;
+  plan.step_id = next_step_id_;
+  if (!has_work()) return plan;
+  std::vector<grant> grants = decide_and_validate(plan.step_id);
+  std::vector<reservation> reservations;
+  for (const auto& g : grants)
+    reservations.push_back({g.id, seqs_.at(g.id).num_computed_tokens + g.num_tokens});
+  // One call for the whole step; validation already made sure it fits.
+  kv_log_.reservations = reservations;
+  if (auto reserved = pool_.try_reserve(reservations); !reserved)
+    return make_error(errc::internal, "block reservation failed after validation: " +
+                                          reserved.error().message);
+  pending_step pending{plan.step_id, {}};
+  for (const auto& g : grants) {
+    sequence& seq = seqs_.at(g.id);
+    if (seq.status != seq_status::running) admit(seq);
+    plan.seqs.push_back(make_seq_step(seq, g.num_tokens));
+    pending.entries.push_back({g.id, g.num_tokens, plan.seqs.back().do_sample});
+  }
+  if (plan.seqs.empty()) return plan;
+  ++next_step_id_;
+  ++counters_.num_steps;
+  pending_ = std::move(pending);
+  return plan;
+}
+
+void scheduler::admit(sequence& seq) {
+  erase_id(waiting_, seq.id);
+  running_.push_back(seq.id);
+  seq.status = seq_status::running;
+  if (!seq.times.first_scheduled) seq.times.first_scheduled = now();
+}
+
+seq_step scheduler::make_seq_step(sequence& seq, int num_tokens) {
+  seq_step step;
+  step.id = seq.id;
+  step.start_position = seq.num_computed_tokens;
+  step.tokens.reserve(static_cast<std::size_t>(num_tokens));
+  for (int i = 0; i < num_tokens; ++i) step.tokens.push_back(seq.token_at(step.start_position + i));
+  auto table = pool_.block_table(seq.id);
+  step.block_table.assign(table.begin(), table.end());
+  // Sample only when the chunk reaches the end of the known tokens: a recompute of
+  // already generated tokens never samples them again.
+  step.do_sample = step.start_position + num_tokens == seq.num_tokens();
+  step.params = seq.params;
+  step.params.seed = seq.seed;
+  step.sample_index = static_cast<std::uint64_t>(seq.num_generated_tokens());
+  step.num_prompt_tokens = seq.num_prompt_tokens();
+  if (step.do_sample && seq.params.has_penalties()) step.history = seq.all_tokens();
+  return step;
+}
+
+result<std::vector<seq_event>> scheduler::apply(const step_result& result) {
+  if (!pending_) return make_error(errc::invalid_argument, "apply() without a scheduled step");
+  if (result.step_id != pending_->step_id)
+    return make_error(errc::invalid_argument, "step result " + std::to_string(result.step_id) +
+                                                  " does not match pending step " +
+                                                  std::to_string(pending_->step_id));
+  std::size_t num_samples = 0;
+  for (const auto& e : pending_->entries) {
+    if (!e.do_sample) continue;
+    if (num_samples >= result.tokens.size() || result.tokens[num_samples].id != e.id)
+      return make_error(errc::invalid_argument, "step result " + std::to_string(result.step_id) +
+                                                    " lacks the sampled token of sequence " +
+                                                    std::to_string(e.id));
+    ++num_samples;
+  }
+  std::vector<seq_event> events;
+  std::size_t k = 0;
+  for (const auto& e : pending_->entries) {
+    const sampled_token* token = e.do_sample ? &result.tokens[k++] : nullptr;
+    auto it = seqs_.find(e.id);
+    // Finished (cancelled, stopped) while the step ran: its result is dropped.
+    if (it == seqs_.end() || it->second.status != seq_status::running) continue;
+    it->second.num_computed_tokens += e.num_tokens;
+    if (token != nullptr) append_token(it->second, *token, events);
+  }
+  pending_.reset();
+  return events;
+}
+
+bool scheduler::append_token(sequence& seq, const sampled_token& token,
+                             std::vector<seq_event>& events) {
+  seq.generated.push_back(token.token);
+  double t = now();
+  if (!seq.times.first_token) seq.times.first_token = t;
+  seq.times.last_token = t;
+  seq_event event;
+  event.id = seq.id;
+  event.type = seq_event::kind::token;
+  event.token = token;
+  event.num_generated_tokens = seq.num_generated_tokens();
+  events.push_back(std::move(event));
+  auto reason = check_stop(seq, token.token);
+  if (!reason) return false;
+  events.push_back(finish_sequence(seq, *reason, {}));
+  return true;
+}
+
+std::optional<finish_reason> scheduler::check_stop(const sequence& seq, token_id token) const {
+  const auto& stops = seq.params.stop_token_ids;
+  if (std::find(stops.begin(), stops.end(), token) != stops.end()) return finish_reason::stop;
+  const auto& eos = config_.eos_token_ids;
+  if (!seq.params.ignore_eos && std::find(eos.begin(), eos.end(), token) != eos.end())
+    return finish_reason::stop;
+  if (seq.num_generated_tokens() >= seq.params.max_tokens) return finish_reason::length;
+  if (seq.num_tokens() >= max_context_) return finish_reason::length;
+  return std::nullopt;
+}
+
+std::vector<seq_event> scheduler::fail_step(const std::string& message) {
+  std::vector<seq_event> events;
+  if (!pending_) return events;
+  for (const auto& e : pending_->entries) {
+    auto it = seqs_.find(e.id);
+    if (it == seqs_.end()) continue;
+    events.push_back(finish_sequence(it->second, finish_reason::error, message));
+  }
+  pending_.reset();
+  return events;
+}
+
+}  // namespace inflight

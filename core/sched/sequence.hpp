@@ -1,0 +1,71 @@
+#pragma once
+/// One request's state inside the scheduler. There is no prefill or decode phase:
+/// num_computed_tokens catches up with num_tokens() (prompt + generated) under the
+/// step's token budget; a decode is simply a sequence one token behind.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/sampling/sampling_params.hpp"
+#include "core/types.hpp"
+
+namespace inflight {
+
+enum class seq_status { waiting, running, preempted, finished };
+
+enum class finish_reason {
+  stop,       ///< a stop token was sampled (or the request actor matched a stop string)
+  length,     ///< max_tokens reached or the context is full
+  cancelled,  ///< the client went away or asked to cancel
+  aborted,    ///< the engine gave up on it (shutdown, deadline)
+  error,      ///< the backend failed on its step
+};
+
+const char* to_string(seq_status status);
+const char* to_string(finish_reason reason);
+
+/// What a caller submits.
+struct seq_request {
+  seq_id id = 0;
+  std::vector<token_id> prompt;
+  sampling_params params;
+  int priority = 0;  ///< larger = more important
+};
+
+/// Times on the scheduler's clock, in seconds.
+struct seq_timestamps {
+  double arrival = 0.0;
+  std::optional<double> first_scheduled;
+  std::optional<double> first_token;
+  std::optional<double> last_token;
+  std::optional<double> finished;
+};
+
+struct sequence {
+  seq_id id = 0;
+  std::vector<token_id> prompt;
+  std::vector<token_id> generated;
+  int num_computed_tokens = 0;  ///< tokens whose K/V are in the cache
+  seq_status status = seq_status::waiting;
+  int priority = 0;
+  sampling_params params;
+  std::uint64_t seed = 0;       ///< params.seed, or one the scheduler derived; fixed for life
+  seq_timestamps times;
+  int num_preemptions = 0;
+  std::optional<finish_reason> finish;
+
+  int num_prompt_tokens() const { return static_cast<int>(prompt.size()); }
+  int num_generated_tokens() const { return static_cast<int>(generated.size()); }
+  int num_tokens() const { return num_prompt_tokens() + num_generated_tokens(); }
+  /// Tokens still to compute: the rest of the prompt (or a recompute), or 1 for a decode.
+  int num_tokens_needed() const { return num_tokens() - num_computed_tokens; }
+  /// Token at position `pos` of prompt + generated.
+  token_id token_at(int pos) const;
+  /// prompt + generated, in order.
+  std::vector<token_id> all_tokens() const;
+  bool is_finished() const { return status == seq_status::finished; }
+};
+
+}  // namespace inflight

@@ -1,0 +1,140 @@
+/* inflight scheduling-policy plugin ABI (plain C).
+ *
+ * A policy is a shared library `inflight_policy_<name>.so` that exports one symbol:
+ *
+ *     const inflight_policy_vtable* inflight_policy_entry(void);
+ *
+ * The engine owns the mechanism (queues, token budget, KV blocks, validation); the
+ * policy owns the choice: which sequences get how many tokens this step, and whom to
+ * preempt. Every call gets a read-only view and writes into arrays the engine owns.
+ * The engine validates every decision: a bad decision can make scheduling worse but
+ * never corrupts the engine's state.
+ *
+ * Compatibility: the engine refuses a table whose `abi_version` differs from
+ * INFLIGHT_POLICY_ABI_VERSION. New fields are only ever appended, with a version bump.
+ */
+#ifndef INFLIGHT_POLICY_H
+#define INFLIGHT_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define INFLIGHT_POLICY_ABI_VERSION 1u
+#define INFLIGHT_POLICY_ENTRY_SYMBOL "inflight_policy_entry"
+
+#if defined(_WIN32)
+#define INFLIGHT_POLICY_EXPORT __declspec(dllexport)
+#else
+#define INFLIGHT_POLICY_EXPORT __attribute__((visibility("default")))
+#endif
+
+/** Status of a plugin call. */
+typedef enum inflight_policy_status {
+  INFLIGHT_POLICY_OK = 0,
+  INFLIGHT_POLICY_ERROR = 1
+} inflight_policy_status;
+
+/** Where a sequence is. */
+typedef enum inflight_seq_state {
+  INFLIGHT_SEQ_WAITING = 0,   /**< never scheduled yet */
+  INFLIGHT_SEQ_RUNNING = 1,   /**< admitted: holds KV blocks */
+  INFLIGHT_SEQ_PREEMPTED = 2  /**< lost its blocks; recomputes prompt + generated tokens */
+} inflight_seq_state;
+
+/** One live sequence as the policy sees it. */
+typedef struct inflight_seq_info {
+  uint64_t seq_id;
+  int32_t state;                 /**< an inflight_seq_state */
+  int32_t priority;              /**< larger = more important; default 0 */
+  double arrival_time;           /**< seconds on the engine's clock */
+  int32_t num_prompt_tokens;
+  int32_t num_tokens;            /**< prompt + generated */
+  int32_t num_computed_tokens;   /**< tokens already in the KV cache */
+  int32_t num_generated_tokens;
+  int32_t max_tokens;            /**< generation limit of the request */
+  int32_t num_blocks_held;
+  int32_t num_tokens_needed;     /**< num_tokens - num_computed_tokens: 1 for a decode */
+} inflight_seq_info;
+
+/** Limits of one step. */
+typedef struct inflight_sched_budget {
+  int32_t max_num_batched_tokens; /**< token budget of the step */
+  int32_t max_num_seqs;           /**< most sequences in a step and most running at once */
+  int32_t num_free_blocks;        /**< KV blocks free before this step */
+  int32_t num_total_blocks;
+  int32_t block_size;             /**< tokens per KV block */
+} inflight_sched_budget;
+
+/** Read-only view of the queues; valid only during decide(). */
+typedef struct inflight_sched_view {
+  uint64_t step_id;
+  const inflight_seq_info* running; /**< in admission order */
+  size_t num_running;
+  const inflight_seq_info* waiting; /**< queue order: preempted first, then arrivals */
+  size_t num_waiting;
+  inflight_sched_budget budget;
+} inflight_sched_view;
+
+/** One grant: `num_tokens` of sequence `seq_id` are processed this step. */
+typedef struct inflight_schedule_entry {
+  uint64_t seq_id;
+  int32_t num_tokens;
+} inflight_schedule_entry;
+
+/** The policy's answer, written into arrays the engine owns. The engine processes
+ *  `preempt` first, then `scheduled` in order (earlier entries get blocks first). */
+typedef struct inflight_decision {
+  inflight_schedule_entry* scheduled;
+  size_t scheduled_capacity;   /**< = num_running + num_waiting */
+  size_t num_scheduled;        /**< set by the policy */
+  uint64_t* preempt;           /**< running sequences to preempt (recompute later) */
+  size_t preempt_capacity;     /**< = num_running */
+  size_t num_preempt;          /**< set by the policy */
+} inflight_decision;
+
+/** One `key = value` setting from the deployment file (strings; the policy parses). */
+typedef struct inflight_policy_setting {
+  const char* key;
+  const char* value;
+} inflight_policy_setting;
+
+/** The table a plugin exports. `abi_version` stays the first field forever. */
+typedef struct inflight_policy_vtable {
+  uint32_t abi_version;  /**< INFLIGHT_POLICY_ABI_VERSION the plugin was built with */
+  const char* name;
+  /** Creates a policy instance; on failure writes a message into error (capacity
+   *  error_capacity, NUL-terminated) and returns INFLIGHT_POLICY_ERROR. */
+  inflight_policy_status (*create)(const inflight_policy_setting* settings, size_t num_settings,
+                                   void** out_state, char* error, size_t error_capacity);
+  void (*destroy)(void* state);
+  /** Fills `decision`; the engine has zeroed num_scheduled and num_preempt. */
+  inflight_policy_status (*decide)(void* state, const inflight_sched_view* view,
+                                   inflight_decision* decision);
+} inflight_policy_vtable;
+
+/** New KV blocks `seq` needs to compute `num_tokens` more tokens. */
+static inline int32_t inflight_blocks_needed(const inflight_seq_info* seq, int32_t num_tokens,
+                                             int32_t block_size) {
+  int32_t total = seq->num_computed_tokens + num_tokens;
+  int32_t blocks = (total + block_size - 1) / block_size;
+  return blocks > seq->num_blocks_held ? blocks - seq->num_blocks_held : 0;
+}
+
+/** Most tokens `seq` can compute if it gets `num_free_blocks` more blocks (may be <= 0). */
+static inline int32_t inflight_tokens_fitting(const inflight_seq_info* seq, int32_t num_free_blocks,
+                                              int32_t block_size) {
+  return (seq->num_blocks_held + num_free_blocks) * block_size - seq->num_computed_tokens;
+}
+
+/** The one exported symbol. */
+typedef const inflight_policy_vtable* (*inflight_policy_entry_fn)(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* INFLIGHT_POLICY_H */

@@ -1,0 +1,237 @@
+#pragma once
+// Test harness for the scheduler: a fake backend whose KV memory holds token ids and
+// whose sampled token is a hash of what the sequence reads back through its block
+// table. A wrong block table, a block shared by mistake or a wrong recompute changes
+// the outputs, so "same tokens as when run alone" checks all of them at once.
+
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/sched/scheduler.hpp"
+
+namespace inflight::test {
+
+inline std::string plugin_dir() { return INFLIGHT_TEST_PLUGIN_DIR; }
+
+inline policy load_policy(const std::string& name, const policy_settings& settings = {}) {
+  auto p = policy::try_load(plugin_dir(), name, settings);
+  INFO((p ? std::string() : p.error().message));
+  REQUIRE(p.has_value());
+  return std::move(*p);
+}
+
+inline scheduler_config make_config(int max_num_batched_tokens, int max_num_seqs, int max_seq_len = 0) {
+  scheduler_config c;
+  c.max_num_batched_tokens = max_num_batched_tokens;
+  c.max_num_seqs = max_num_seqs;
+  c.max_seq_len = max_seq_len;
+  return c;
+}
+
+/// A clock that ticks once per call: arrivals are strictly ordered.
+inline scheduler::clock_fn counting_clock() {
+  auto t = std::make_shared<double>(0.0);
+  return [t] { return *t += 1.0; };
+}
+
+inline scheduler make_scheduler(const scheduler_config& config, int num_blocks, int block_size,
+                                policy pol) {
+  auto pool = block_pool::try_create(num_blocks, block_size);
+  REQUIRE(pool.has_value());
+  auto s = scheduler::try_create(config, std::move(*pool), std::move(pol), counting_clock());
+  REQUIRE(s.has_value());
+  return std::move(*s);
+}
+
+class fake_backend {
+ public:
+  fake_backend(int num_blocks, int block_size, int vocab)
+      : block_size_(block_size), vocab_(vocab), kv_(static_cast<std::size_t>(num_blocks * block_size), -1) {}
+
+  result<step_result> execute(const step_plan& plan) {
+    step_result out;
+    out.step_id = plan.step_id;
+    for (const auto& s : plan.seqs) {
+      int end = s.start_position + static_cast<int>(s.tokens.size());
+      if (static_cast<int>(s.block_table.size()) * block_size_ < end)
+        return make_error(errc::internal, "block table too short for sequence " + std::to_string(s.id));
+      for (std::size_t i = 0; i < s.tokens.size(); ++i) kv_[slot(s, s.start_position + static_cast<int>(i))] = s.tokens[i];
+      if (!s.do_sample) continue;
+      std::uint64_t h = 1469598103934665603ull;
+      for (int p = 0; p < end; ++p) {
+        token_id t = kv_[slot(s, p)];
+        if (t < 0) return make_error(errc::internal, "read an unwritten KV slot");
+        h = (h ^ static_cast<std::uint64_t>(t)) * 1099511628211ull;
+      }
+      out.tokens.push_back({s.id, static_cast<token_id>((h >> 17) % static_cast<std::uint64_t>(vocab_)), 0.0f, {}});
+    }
+    return out;
+  }
+
+ private:
+  std::size_t slot(const seq_step& s, int pos) const {
+    return static_cast<std::size_t>(s.block_table[static_cast<std::size_t>(pos / block_size_)] * block_size_ +
+                                    pos % block_size_);
+  }
+  int block_size_;
+  int vocab_;
+  std::vector<token_id> kv_;
+};
+
+/// Everything every step must satisfy.
+inline void check_step_invariants(const scheduler& s, const step_plan& plan) {
+  REQUIRE(plan.num_tokens() <= s.config().max_num_batched_tokens);
+  REQUIRE(static_cast<int>(plan.seqs.size()) <= s.config().max_num_seqs);
+  REQUIRE(s.num_running() <= s.config().max_num_seqs);
+  std::set<seq_id> ids;
+  for (const auto& st : plan.seqs) {
+    REQUIRE(ids.insert(st.id).second);
+    REQUIRE(!st.tokens.empty());
+  }
+  auto ok = s.pool().check_invariants();
+  INFO((ok ? std::string() : ok.error().message));
+  REQUIRE(ok.has_value());
+  // every block table belongs to exactly one running sequence, and covers its tokens
+  REQUIRE(s.pool().num_sequences() == s.num_running());
+  for (seq_id id : s.running()) {
+    const sequence* seq = s.find(id);
+    REQUIRE(seq != nullptr);
+    REQUIRE(seq->status == seq_status::running);
+    REQUIRE(s.pool().num_blocks_held(id) * s.pool().block_size() >= seq->num_computed_tokens);
+    for (block_id b : s.pool().block_table(id)) REQUIRE(s.pool().ref_count(b) == 1);
+  }
+  for (seq_id id : s.waiting()) REQUIRE(!s.pool().has_table(id));
+}
+
+struct random_run_options {
+  std::string policy_name = "fcfs";
+  policy_settings settings;
+  std::uint64_t seed = 1;
+  int num_arrival_steps = 600;
+  int max_steps = 20000;
+  int vocab = 32;
+  bool expect_no_rejections = true;
+};
+
+struct random_run_result {
+  std::map<seq_id, seq_request> requests;
+  std::map<seq_id, std::vector<token_id>> outputs;
+  std::map<seq_id, finish_reason> reasons;
+  scheduler_counters counters;
+  int max_context = 0;
+  int num_steps = 0;
+};
+
+/// Runs a request to completion alone in a roomy engine: the reference output.
+inline std::vector<token_id> run_alone(const seq_request& request, int max_context, int vocab) {
+  scheduler_config config;
+  config.max_num_batched_tokens = 64;
+  config.max_num_seqs = 1;
+  config.max_seq_len = max_context;
+  const int num_blocks = 64, block_size = 4;
+  auto s = make_scheduler(config, num_blocks, block_size, load_policy("fcfs"));
+  fake_backend backend(num_blocks, block_size, vocab);
+  REQUIRE(s.submit(request).has_value());
+  std::vector<token_id> out;
+  while (s.has_work()) {
+    auto plan = s.schedule();
+    REQUIRE(plan.has_value());
+    auto res = backend.execute(*plan);
+    REQUIRE(res.has_value());
+    auto events = s.apply(*res);
+    REQUIRE(events.has_value());
+    for (const auto& e : *events)
+      if (e.type == seq_event::kind::token) out.push_back(e.token.token);
+  }
+  return out;
+}
+
+/// Random arrivals, prompt lengths, max_tokens, priorities and cancellations on a tiny
+/// KV pool that forces preemption; checks the invariants after every step.
+inline random_run_result run_random(const random_run_options& opt) {
+  std::mt19937_64 rng(opt.seed);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  scheduler_config config;
+  config.max_num_batched_tokens = pick(4, 40);
+  config.max_num_seqs = pick(1, 6);
+  config.max_seq_len = 40;
+  const int block_size = 4;
+  const int num_blocks = pick(10, 16);  // 40..64 tokens: a few sequences at most
+  auto s = make_scheduler(config, num_blocks, block_size, load_policy(opt.policy_name, opt.settings));
+  fake_backend backend(num_blocks, block_size, opt.vocab);
+  random_run_result r;
+  r.max_context = s.max_context();
+  seq_id next_id = 1;
+  for (int step = 0; step < opt.max_steps; ++step) {
+    if (step >= opt.num_arrival_steps && !s.has_work()) break;
+    if (step < opt.num_arrival_steps && pick(0, 2) == 0) {
+      seq_request req;
+      req.id = next_id++;
+      for (int i = pick(1, 30); i > 0; --i) req.prompt.push_back(pick(1, opt.vocab - 1));
+      req.params.max_tokens = pick(1, 20);
+      if (pick(0, 1) == 0) req.params.stop_token_ids = {0};
+      req.priority = pick(0, 3);
+      r.requests[req.id] = req;
+      REQUIRE(s.submit(req).has_value());
+    }
+    if (pick(0, 29) == 0 && s.has_work()) {
+      seq_id victim = static_cast<seq_id>(pick(1, static_cast<int>(next_id)));
+      if (s.find(victim) != nullptr) {
+        auto ev = s.cancel(victim);
+        REQUIRE(ev.has_value());
+        r.reasons[victim] = finish_reason::cancelled;
+      }
+    }
+    auto plan = s.schedule();
+    REQUIRE(plan.has_value());
+    check_step_invariants(s, *plan);
+    if (plan->seqs.empty()) {
+      REQUIRE(!s.has_work());  // progress: work always yields a step
+      continue;
+    }
+    auto res = backend.execute(*plan);
+    INFO((res ? std::string() : res.error().message));
+    REQUIRE(res.has_value());
+    auto events = s.apply(*res);
+    REQUIRE(events.has_value());
+    for (const auto& e : *events) {
+      if (e.type == seq_event::kind::token) r.outputs[e.id].push_back(e.token.token);
+      else r.reasons[e.id] = e.reason;
+    }
+    check_step_invariants(s, step_plan{});
+    if (opt.expect_no_rejections) {
+      INFO(s.last_rejection());
+      REQUIRE(s.num_rejected_decisions() == 0);
+    }
+    ++r.num_steps;
+  }
+  REQUIRE(!s.has_work());
+  REQUIRE(s.pool().num_free_blocks() == num_blocks);
+  REQUIRE(s.pool().num_sequences() == 0);
+  r.counters = s.counters();
+  return r;
+}
+
+/// Every request finished, and its tokens are those it produces alone (a prefix of
+/// them when it was cancelled).
+inline void check_against_solo_runs(const random_run_result& r, int vocab) {
+  for (const auto& [id, req] : r.requests) {
+    INFO("sequence " << id);
+    REQUIRE(r.reasons.contains(id));
+    auto alone = run_alone(req, r.max_context, vocab);
+    const auto& got = r.outputs.contains(id) ? r.outputs.at(id) : std::vector<token_id>{};
+    if (r.reasons.at(id) == finish_reason::cancelled) {
+      REQUIRE(got.size() <= alone.size());
+      REQUIRE(std::equal(got.begin(), got.end(), alone.begin()));
+    } else {
+      REQUIRE(got == alone);
+    }
+  }
+}
+
+}  // namespace inflight::test
