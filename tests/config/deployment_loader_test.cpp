@@ -76,7 +76,7 @@ TEST_CASE("errors name the key, the value and what was expected", "[config]") {
   CHECK_THAT(heads.error().message, Catch::Contains("num_kv_heads"));
 }
 
-TEST_CASE("--set overrides keys with typed values", "[config]") {
+TEST_CASE("command-line overrides (--set) set keys with typed values", "[config]") {
   deployment d;
   REQUIRE(apply_override(d, "engine.max_num_seqs=64").has_value());
   CHECK(d.engine.max_num_seqs == 64);
