@@ -13,7 +13,7 @@ void embedding_gather(float* out, const float* table, const std::int32_t* ids, i
 }
 
 void rmsnorm(float* out, const float* x, const float* w, int n, int dim, float eps) {
-#pragma omp parallel for if (n > 16)
+#pragma omp parallel for if (n > 64)
   for (int t = 0; t < n; ++t) {
     const float* row = x + std::int64_t(t) * dim;
     float ss = 0.0f;
@@ -69,7 +69,7 @@ void rope(float* q, float* k, const std::int32_t* positions, int n, const llama_
   const int half = s.head_dim / 2;
   std::vector<float> inv_freq(half);
   for (int j = 0; j < half; ++j) inv_freq[j] = rope_inv_freq(j, s);
-#pragma omp parallel for if (n > 16)
+#pragma omp parallel for if (n > 64)
   for (int t = 0; t < n; ++t) {
     std::vector<float> cos_t(half), sin_t(half);
     for (int j = 0; j < half; ++j) {
@@ -83,7 +83,7 @@ void rope(float* q, float* k, const std::int32_t* positions, int n, const llama_
 }
 
 void silu_mul(float* gate, const float* up, std::int64_t n) {
-#pragma omp parallel for if (n > 65536)
+#pragma omp parallel for if (n > (1 << 20))
   for (std::int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
     gate[i] = g / (1.0f + std::exp(-g)) * up[i];
@@ -109,7 +109,10 @@ void paged_attention(float* out, const float* q, const float* k_cache, const flo
   const int kv_dim = num_kv_heads * head_dim;
   const float scale = 1.0f / std::sqrt(float(head_dim));
   const std::int64_t work = std::int64_t(b.num_tokens) * num_heads;
-#pragma omp parallel
+  std::int64_t num_key_reads = 0;
+  for (int t = 0; t < b.num_tokens; ++t) num_key_reads += b.positions[t] + 1;
+  // Small steps stay on one thread: waking a team costs more than it saves.
+#pragma omp parallel if (num_key_reads * num_heads * head_dim > (1 << 18))
   {
     std::vector<float> scores;
 #pragma omp for schedule(dynamic, 4)
