@@ -68,22 +68,35 @@ result<loaded_model> load_llama2c_model(const model_settings& s) {
   return m;
 }
 
+/// A tokenizer named by path: llama2.c tokenizer.bin, tokenizer.json, or a folder
+/// holding one. Its vocabulary must fit the model's.
+result<std::shared_ptr<const tokenizer>> load_tokenizer_path(const fs::path& path, int vocab_size) {
+  result<std::shared_ptr<const tokenizer>> tok = make_error(errc::internal, "");
+  if (path.extension() == ".bin") {
+    auto t = llama2c_tokenizer::load(path);
+    if (!t) return std::unexpected(t.error());
+    tok = std::shared_ptr<const tokenizer>(std::move(*t));
+  } else {
+    auto t = fs::is_directory(path) ? hf_tokenizer::try_load(path) : hf_tokenizer::try_load_files(path);
+    if (!t) return std::unexpected(t.error());
+    tok = std::shared_ptr<const tokenizer>(std::move(*t));
+  }
+  if ((*tok)->vocab_size() > vocab_size) {
+    return make_error(errc::invalid_argument, path.string() + ": the tokenizer has " +
+                                                  std::to_string((*tok)->vocab_size()) +
+                                                  " tokens but the model's vocab_size is " + std::to_string(vocab_size));
+  }
+  return tok;
+}
+
 /// The tokenizer of a model folder: model.tokenizer, else the folder's tokenizer.json.
 result<std::shared_ptr<const tokenizer>> load_folder_tokenizer(const model_settings& s, int vocab_size,
                                                                loaded_model& m) {
-  const fs::path explicit_path = s.tokenizer;
-  if (!s.tokenizer.empty() && explicit_path.extension() == ".bin") {
-    auto tok = llama2c_tokenizer::load(explicit_path, vocab_size);
-    if (!tok) return std::unexpected(tok.error());
-    return std::shared_ptr<const tokenizer>(std::move(*tok));
+  if (!s.tokenizer.empty() && !(fs::is_directory(s.tokenizer) && fs::exists(fs::path(s.tokenizer) / "tokenizer.json"))) {
+    return load_tokenizer_path(s.tokenizer, vocab_size);
   }
-  const fs::path dir = s.tokenizer.empty() ? fs::path(s.path) : explicit_path;
-  if (!fs::is_directory(dir) || !fs::exists(dir / "tokenizer.json")) {
-    if (!s.tokenizer.empty()) {
-      auto tok = hf_tokenizer::try_load_files(explicit_path);
-      if (!tok) return std::unexpected(tok.error());
-      return std::shared_ptr<const tokenizer>(std::move(*tok));
-    }
+  const fs::path dir = s.tokenizer.empty() ? fs::path(s.path) : fs::path(s.tokenizer);
+  if (!fs::exists(dir / "tokenizer.json")) {
     return make_error(errc::not_found, s.path + ": no tokenizer.json in the model folder; set model.tokenizer");
   }
   auto tok = hf_tokenizer::try_load(dir);
@@ -119,16 +132,22 @@ result<loaded_model> load_dummy(const model_settings& s) {
     if (!parsed) return std::unexpected(parsed.error());
     c = *parsed;
   }
-  if (c.vocab_size < byte_tokenizer::min_vocab_size) {
+  loaded_model m;
+  m.format = "dummy";
+  if (!s.tokenizer.empty()) {
+    auto tok = load_tokenizer_path(s.tokenizer, c.vocab_size);
+    if (!tok) return std::unexpected(tok.error());
+    m.tok = std::move(*tok);
+  } else if (c.vocab_size < byte_tokenizer::min_vocab_size) {
     return make_error(errc::invalid_argument, "dummy model: vocab_size must be at least 259 for the byte tokenizer");
+  } else {
+    m.tok = std::make_shared<byte_tokenizer>(c.vocab_size);
   }
   auto w = make_dummy_weights(c, s.dummy.seed);
   if (!w) return std::unexpected(w.error());
-  loaded_model m;
-  m.format = "dummy";
-  m.description = "DUMMY random weights (seed " + std::to_string(s.dummy.seed) + ") with a byte-level tokenizer: " +
-                  "output is noise; set model.path to serve a real model";
-  m.tok = std::make_shared<byte_tokenizer>(c.vocab_size);
+  m.description = "DUMMY random weights (seed " + std::to_string(s.dummy.seed) + ") with " +
+                  (s.tokenizer.empty() ? std::string("a byte-level tokenizer") : "tokenizer " + s.tokenizer) +
+                  ": output is noise; set model.path to serve a real model";
   m.eos_ids = m.tok->eos_ids();
   m.weights = std::make_shared<const model_weights>(std::move(*w));
   return m;
