@@ -4,6 +4,9 @@
 #include <omp.h>
 
 #include "actors/backend/cpu_backend.hpp"
+#ifdef INFLIGHT_HAS_CUDA
+#include "actors/backend/cuda_backend.hpp"
+#endif
 
 namespace inflight {
 
@@ -17,8 +20,20 @@ bool has_cuda_backend() {
 
 result<std::unique_ptr<backend>> make_backend(const engine_settings& s, std::shared_ptr<const model_weights> weights) {
   if (s.backend == "cuda") {
+#ifdef INFLIGHT_HAS_CUDA
+    cuda_backend_options o;
+    o.block_size = s.block_size;
+    o.num_kv_blocks = s.kv_blocks;
+    o.gpu_memory_utilization = s.gpu_memory_utilization;
+    o.max_num_seqs = s.max_num_seqs;
+    o.max_num_batched_tokens = s.max_num_batched_tokens;
+    auto be = cuda_backend::create(std::move(weights), o);
+    if (!be) return std::unexpected(be.error());
+    return std::unique_ptr<backend>(std::move(*be));
+#else
     return make_error(errc::unsupported, "engine.backend = \"cuda\": this build has no CUDA backend; "
                                          "use engine.backend = \"cpu\"");
+#endif
   }
   if (s.backend != "cpu") return make_error(errc::invalid_argument, "unknown engine.backend '" + s.backend + "'");
   if (s.threads > 0) {

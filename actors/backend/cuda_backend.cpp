@@ -1,0 +1,170 @@
+#ifdef INFLIGHT_HAS_CUDA
+
+#include "actors/backend/cuda_backend.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "actors/backend/cpu_backend.hpp"
+#include "core/sampling/sampler.hpp"
+
+namespace inflight {
+
+namespace {
+
+error to_error(const kernels::cuda::status& st) { return error{errc::backend_error, "cuda: " + st.describe()}; }
+
+const float* data_or_null(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
+
+/// Rows the GPU's greedy sampler answers exactly as core's sampler would.
+bool is_gpu_sampled(const sampling_params& p) {
+  return p.temperature < min_temperature && !p.has_penalties() && p.logprobs == 0;
+}
+
+}  // namespace
+
+result<std::unique_ptr<cuda_backend>> cuda_backend::create(std::shared_ptr<const model_weights> weights,
+                                                           const cuda_backend_options& o) {
+  if (!weights) return make_error(errc::invalid_argument, "cuda backend: no weights");
+  if (o.block_size <= 0) return make_error(errc::invalid_argument, "kv block_size must be > 0");
+  if (!(o.gpu_memory_utilization > 0.0 && o.gpu_memory_utilization <= 1.0)) {
+    return make_error(errc::invalid_argument, "engine.gpu_memory_utilization must be in (0, 1]");
+  }
+  const auto& c = weights->config;
+  std::vector<kernels::cpu::llama_layer_view> layers;
+  for (const auto& l : weights->layers) {
+    layers.push_back({l.attn_norm.data(), l.wq.data(), l.wk.data(), l.wv.data(), l.wo.data(), data_or_null(l.bq),
+                      data_or_null(l.bk), data_or_null(l.bv), l.ffn_norm.data(), l.w_gate.data(), l.w_down.data(),
+                      l.w_up.data()});
+  }
+  const kernels::cpu::llama_weights_view view{weights->token_embedding.data(), layers.data(),
+                                              weights->final_norm.data(), weights->classifier_data()};
+  kernels::cuda::runner_options ro;
+  ro.dt = o.use_fp16 ? kernels::cuda::dtype::f16 : kernels::cuda::dtype::bf16;
+  ro.device = o.device;
+  ro.block_size = o.block_size;
+  ro.num_kv_blocks = o.num_kv_blocks;
+  ro.gpu_memory_utilization = o.gpu_memory_utilization;
+  ro.max_context = o.max_context > 0 ? o.max_context : (c.max_seq_len > 0 ? c.max_seq_len : 4096);
+  ro.max_num_seqs = std::max(1, o.max_num_seqs);
+  ro.max_num_tokens = std::max(1, o.max_num_batched_tokens);
+  ro.use_graphs = o.use_graphs;
+  std::unique_ptr<kernels::cuda::llama_runner> runner;
+  if (auto st = kernels::cuda::llama_runner::try_create(to_kernel_shape(c), view, ro, runner); !st.is_ok()) {
+    return std::unexpected(to_error(st));
+  }
+  return std::unique_ptr<cuda_backend>(new cuda_backend(std::move(weights), std::move(runner)));
+}
+
+cuda_backend::cuda_backend(std::shared_ptr<const model_weights> weights,
+                           std::unique_ptr<kernels::cuda::llama_runner> runner)
+    : weights_(std::move(weights)), runner_(std::move(runner)) {}
+
+result<void> cuda_backend::flatten(const step_plan& plan) {
+  const int block_size = runner_->block_size(), num_blocks = runner_->num_kv_blocks();
+  token_ids_.clear();
+  positions_.clear();
+  slots_.clear();
+  logit_indices_.clear();
+  query_start_.assign(1, 0);
+  block_table_stride_ = 1;
+  for (const auto& s : plan.seqs) block_table_stride_ = std::max<int>(block_table_stride_, int(s.block_table.size()));
+  block_tables_.assign(plan.seqs.size() * std::size_t(block_table_stride_), 0);
+  for (std::size_t i = 0; i < plan.seqs.size(); ++i) {
+    const auto& s = plan.seqs[i];
+    const auto end = std::int64_t(s.start_position) + std::int64_t(s.tokens.size());
+    if (s.tokens.empty() || s.start_position < 0 || end > std::int64_t(s.block_table.size()) * block_size) {
+      return make_error(errc::invalid_argument, "step plan: sequence " + std::to_string(s.id) +
+                                                    " has no tokens or its block table does not cover them");
+    }
+    if (end > runner_->max_context()) {
+      return make_error(errc::invalid_argument, "step plan: sequence " + std::to_string(s.id) +
+                                                    " runs past the context of " +
+                                                    std::to_string(runner_->max_context()));
+    }
+    for (const auto blk : s.block_table) {
+      if (blk < 0 || blk >= num_blocks) return make_error(errc::invalid_argument, "step plan: bad block id");
+    }
+    std::copy(s.block_table.begin(), s.block_table.end(), block_tables_.begin() + std::ptrdiff_t(i) * block_table_stride_);
+    for (std::size_t j = 0; j < s.tokens.size(); ++j) {
+      const int pos = s.start_position + int(j);
+      if (s.tokens[j] < 0 || s.tokens[j] >= weights_->config.vocab_size) {
+        return make_error(errc::invalid_argument, "step plan: token id " + std::to_string(s.tokens[j]) +
+                                                      " outside the vocabulary");
+      }
+      token_ids_.push_back(s.tokens[j]);
+      positions_.push_back(pos);
+      slots_.push_back(s.block_table[std::size_t(pos / block_size)] * block_size + pos % block_size);
+    }
+    query_start_.push_back(std::int32_t(token_ids_.size()));
+    if (s.do_sample) logit_indices_.push_back(std::int32_t(token_ids_.size()) - 1);
+  }
+  return {};
+}
+
+result<void> cuda_backend::run(const step_plan& plan) {
+  if (auto ok = flatten(plan); !ok) return std::unexpected(ok.error());
+  kernels::cpu::ragged_batch_view b;
+  b.num_tokens = int(token_ids_.size());
+  b.token_ids = token_ids_.data();
+  b.positions = positions_.data();
+  b.slot_mapping = slots_.data();
+  b.num_seqs = int(plan.seqs.size());
+  b.query_start = query_start_.data();
+  b.block_tables = block_tables_.data();
+  b.block_table_stride = block_table_stride_;
+  b.num_logits = int(logit_indices_.size());
+  b.logit_indices = logit_indices_.data();
+  greedy_tokens_.assign(logit_indices_.size(), 0);
+  greedy_logprobs_.assign(logit_indices_.size(), 0.0f);
+  if (auto st = runner_->forward(b, greedy_tokens_.data(), greedy_logprobs_.data()); !st.is_ok()) {
+    return std::unexpected(to_error(st));
+  }
+  return {};
+}
+
+result<std::span<const float>> cuda_backend::forward(const step_plan& plan) {
+  if (auto ok = run(plan); !ok) return std::unexpected(ok.error());
+  const int rows = int(logit_indices_.size());
+  logits_.resize(std::size_t(rows) * std::size_t(weights_->config.vocab_size));
+  if (auto st = runner_->copy_logits(logits_.data(), rows); !st.is_ok()) return std::unexpected(to_error(st));
+  return std::span<const float>(logits_);
+}
+
+result<step_result> cuda_backend::execute(const step_plan& plan) {
+  const auto start = std::chrono::steady_clock::now();
+  if (auto ok = run(plan); !ok) return std::unexpected(ok.error());
+  const auto vocab = std::size_t(weights_->config.vocab_size);
+  const bool needs_host_rows = std::ranges::any_of(plan.seqs, [](const seq_step& s) {
+    return s.do_sample && !is_gpu_sampled(s.params);
+  });
+  if (needs_host_rows) {
+    logits_.resize(logit_indices_.size() * vocab);
+    if (auto st = runner_->copy_logits(logits_.data(), int(logit_indices_.size())); !st.is_ok()) {
+      return std::unexpected(to_error(st));
+    }
+  }
+  step_result out;
+  out.step_id = plan.step_id;
+  std::size_t row = 0;
+  for (const auto& s : plan.seqs) {
+    if (!s.do_sample) continue;
+    sampled_token token;
+    if (is_gpu_sampled(s.params)) {
+      token.token = greedy_tokens_[row];
+      token.logprob = greedy_logprobs_[row];
+    } else {
+      const std::span<const float> logits_row(logits_.data() + row * vocab, vocab);
+      token = sample(logits_row, s.params, s.history, s.num_prompt_tokens, s.seed, s.sample_index);
+    }
+    ++row;
+    token.id = s.id;
+    out.tokens.push_back(std::move(token));
+  }
+  out.backend_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+}  // namespace inflight
+
+#endif  // INFLIGHT_HAS_CUDA

@@ -1,0 +1,65 @@
+#pragma once
+/// The CUDA backend: core's backend interface over kernels/cuda (bf16 weights and
+/// activations, fp32 accumulation, cuBLAS GEMMs, paged attention, decode graphs).
+/// Greedy rows are sampled on the GPU (only token ids and logprobs come back); rows that
+/// need penalties, temperature sampling or top logprobs are copied to the host and go
+/// through core's sampler, so seeded draws match the CPU backend's.
+/// Built only where nvcc is found (INFLIGHT_HAS_CUDA).
+
+#ifdef INFLIGHT_HAS_CUDA
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/model/model_weights.hpp"
+#include "kernels/cuda/llama_runner.hpp"
+
+namespace inflight {
+
+struct cuda_backend_options {
+  int block_size = 16;
+  int num_kv_blocks = 0;                ///< > 0: exactly this many; else sized from the free memory
+  double gpu_memory_utilization = 0.9;  ///< share of the device memory the process may hold
+  int max_num_seqs = 64;                ///< workspace and graph sizes (grown on demand)
+  int max_num_batched_tokens = 512;
+  int max_context = 0;                  ///< 0 = the model's max_seq_len (4096 when unknown)
+  bool use_graphs = true;               ///< CUDA graphs for decode-only steps
+  bool use_fp16 = false;                ///< fp16 instead of bf16 storage
+  int device = 0;
+};
+
+class cuda_backend final : public backend {
+ public:
+  static result<std::unique_ptr<cuda_backend>> create(std::shared_ptr<const model_weights> weights,
+                                                      const cuda_backend_options& options);
+
+  result<step_result> execute(const step_plan& plan) override;
+  /// Runs the forward pass and copies the logits [num sampled seqs x vocab], in plan order.
+  result<std::span<const float>> forward(const step_plan& plan);
+
+  const model_config& config() const override { return weights_->config; }
+  int num_kv_blocks() const override { return runner_->num_kv_blocks(); }
+  int block_size() const override { return runner_->block_size(); }
+  std::string name() const override { return "cuda"; }
+  /// Whether the last step replayed a CUDA graph (decode-only steps).
+  bool last_step_used_graph() const { return runner_->last_used_graph(); }
+
+ private:
+  cuda_backend(std::shared_ptr<const model_weights> weights, std::unique_ptr<kernels::cuda::llama_runner> runner);
+  result<void> flatten(const step_plan& plan);
+  result<void> run(const step_plan& plan);
+
+  std::shared_ptr<const model_weights> weights_;
+  std::unique_ptr<kernels::cuda::llama_runner> runner_;
+  // The flattened ragged batch of the current step.
+  std::vector<std::int32_t> token_ids_, positions_, slots_, query_start_, block_tables_, logit_indices_;
+  int block_table_stride_ = 0;
+  std::vector<std::int32_t> greedy_tokens_;
+  std::vector<float> greedy_logprobs_, logits_;
+};
+
+}  // namespace inflight
+
+#endif  // INFLIGHT_HAS_CUDA

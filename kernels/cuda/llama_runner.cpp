@@ -1,0 +1,206 @@
+// llama_runner set-up: weight upload (fused QKV and gate/up), workspace, KV sizing.
+#include "kernels/cuda/llama_runner.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace inflight::kernels::cuda {
+namespace {
+
+constexpr std::size_t blas_workspace_bytes = 32u << 20;
+constexpr std::int64_t staging_floats = 16ll << 20;
+// Left free beside the KV cache for graphs, cuBLAS internals and the CUDA context's growth.
+constexpr std::int64_t kv_reserve_bytes = 256ll << 20;
+
+int round_up_to_graph_size(int n) {
+  for (const int b : graph_batch_sizes) {
+    if (n <= b) return b;
+  }
+  return n;
+}
+
+}  // namespace
+
+llama_runner::llama_runner(const cpu::llama_shape& shape, const runner_options& options)
+    : shape_(shape), options_(options) {
+  block_table_stride_ = (options.max_context + options.block_size - 1) / options.block_size;
+  // Flash-decoding splits: 512 keys each, at most 16 (longer contexts get longer splits).
+  partials_view_.num_splits = std::clamp((options.max_context + 511) / 512, 1, 16);
+  partials_view_.split_size = (options.max_context + partials_view_.num_splits - 1) / partials_view_.num_splits;
+}
+
+llama_runner::~llama_runner() {
+  destroy_graphs();
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+void llama_runner::destroy_graphs() {
+  for (auto& [size, exec] : graphs_) cudaGraphExecDestroy(exec);
+  graphs_.clear();
+}
+
+status llama_runner::try_create(const cpu::llama_shape& shape, const cpu::llama_weights_view& weights,
+                                const runner_options& options, std::unique_ptr<llama_runner>& out) {
+  if (shape.head_dim % 2 != 0 || shape.head_dim > max_head_dim || shape.num_kv_heads <= 0 ||
+      shape.num_heads % shape.num_kv_heads != 0) {
+    return status::failure("cuda runner: head_dim must be even and <= 256, num_heads a multiple of num_kv_heads",
+                           __FILE__, __LINE__);
+  }
+  if (options.block_size <= 0 || options.max_context <= 0 || options.max_num_seqs <= 0) {
+    return status::failure("cuda runner: block_size, max_context and max_num_seqs must be > 0", __FILE__, __LINE__);
+  }
+  out.reset(new llama_runner(shape, options));
+  llama_runner& r = *out;
+  INFLIGHT_CUDA_CHECK(cudaSetDevice(options.device));
+  INFLIGHT_CUDA_CHECK(cudaStreamCreateWithFlags(&r.stream_, cudaStreamNonBlocking));
+  INFLIGHT_TRY_STATUS(blas::try_create(r.stream_, blas_workspace_bytes, r.blas_));
+  INFLIGHT_TRY_STATUS(r.upload(weights));
+  capacity cap;
+  cap.seqs = round_up_to_graph_size(options.max_num_seqs);
+  cap.tokens = std::max(options.max_num_tokens, cap.seqs);
+  INFLIGHT_TRY_STATUS(r.allocate_workspace(cap));
+  return r.allocate_kv();
+}
+
+status llama_runner::upload_matrix(device_buffer& dst, std::int64_t offset, const float* src, std::int64_t n) {
+  auto* base = dst.as<std::byte>() + offset * std::int64_t(dtype_bytes(options_.dt));
+  for (std::int64_t done = 0; done < n; done += staging_floats) {
+    const std::int64_t chunk = std::min(staging_floats, n - done);
+    // Stream order keeps the next copy into the staging buffer behind this conversion.
+    INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(staging_.as(), src + done, std::size_t(chunk) * sizeof(float),
+                                        cudaMemcpyHostToDevice, stream_));
+    INFLIGHT_TRY_STATUS(convert_from_f32(options_.dt, base + done * std::int64_t(dtype_bytes(options_.dt)),
+                                         staging_.as<float>(), chunk, stream_));
+  }
+  return status::ok();
+}
+
+namespace {
+
+status upload_floats(device_buffer& dst, const float* src, std::int64_t n, cudaStream_t stream) {
+  INFLIGHT_TRY_STATUS(dst.try_allocate(std::size_t(n) * sizeof(float)));
+  INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(dst.as(), src, std::size_t(n) * sizeof(float), cudaMemcpyHostToDevice, stream));
+  return status::ok();
+}
+
+}  // namespace
+
+status llama_runner::upload(const cpu::llama_weights_view& w) {
+  const std::int64_t d = shape_.dim, h = shape_.hidden_dim, qd = std::int64_t(shape_.num_heads) * shape_.head_dim;
+  const std::int64_t kvd = std::int64_t(shape_.num_kv_heads) * shape_.head_dim, el = dtype_bytes(options_.dt);
+  INFLIGHT_TRY_STATUS(staging_.try_allocate(std::size_t(staging_floats) * sizeof(float)));
+  INFLIGHT_TRY_STATUS(embedding_.try_allocate(std::size_t(shape_.vocab_size * d * el)));
+  INFLIGHT_TRY_STATUS(upload_matrix(embedding_, 0, w.token_embedding, shape_.vocab_size * d));
+  is_tied_ = w.classifier == w.token_embedding;
+  if (!is_tied_) {
+    INFLIGHT_TRY_STATUS(classifier_.try_allocate(std::size_t(shape_.vocab_size * d * el)));
+    INFLIGHT_TRY_STATUS(upload_matrix(classifier_, 0, w.classifier, shape_.vocab_size * d));
+  }
+  INFLIGHT_TRY_STATUS(upload_floats(final_norm_, w.final_norm, d, stream_));
+  std::vector<float> inv_freq(std::size_t(shape_.head_dim / 2));
+  for (int j = 0; j < shape_.head_dim / 2; ++j) inv_freq[std::size_t(j)] = cpu::rope_inv_freq(j, shape_);
+  INFLIGHT_TRY_STATUS(upload_floats(inv_freq_, inv_freq.data(), std::int64_t(inv_freq.size()), stream_));
+  // The pageable source of inv_freq must outlive its copy.
+  INFLIGHT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  layers_.resize(std::size_t(shape_.num_layers));
+  for (int l = 0; l < shape_.num_layers; ++l) {
+    const auto& src = w.layers[l];
+    auto& dst = layers_[std::size_t(l)];
+    INFLIGHT_TRY_STATUS(upload_floats(dst.attn_norm, src.attn_norm, d, stream_));
+    INFLIGHT_TRY_STATUS(upload_floats(dst.ffn_norm, src.ffn_norm, d, stream_));
+    INFLIGHT_TRY_STATUS(dst.wqkv.try_allocate(std::size_t((qd + 2 * kvd) * d * el)));
+    INFLIGHT_TRY_STATUS(upload_matrix(dst.wqkv, 0, src.wq, qd * d));
+    INFLIGHT_TRY_STATUS(upload_matrix(dst.wqkv, qd * d, src.wk, kvd * d));
+    INFLIGHT_TRY_STATUS(upload_matrix(dst.wqkv, (qd + kvd) * d, src.wv, kvd * d));
+    if (src.bq != nullptr || src.bk != nullptr || src.bv != nullptr) {
+      std::vector<float> bias(std::size_t(qd + 2 * kvd), 0.0f);
+      if (src.bq != nullptr) std::copy_n(src.bq, qd, bias.begin());
+      if (src.bk != nullptr) std::copy_n(src.bk, kvd, bias.begin() + qd);
+      if (src.bv != nullptr) std::copy_n(src.bv, kvd, bias.begin() + qd + kvd);
+      INFLIGHT_TRY_STATUS(upload_floats(dst.bqkv, bias.data(), std::int64_t(bias.size()), stream_));
+      INFLIGHT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+    INFLIGHT_TRY_STATUS(dst.wo.try_allocate(std::size_t(d * qd * el)));
+    INFLIGHT_TRY_STATUS(upload_matrix(dst.wo, 0, src.wo, d * qd));
+    INFLIGHT_TRY_STATUS(dst.w_gate_up.try_allocate(std::size_t(2 * h * d * el)));
+    INFLIGHT_TRY_STATUS(upload_matrix(dst.w_gate_up, 0, src.w_gate, h * d));
+    INFLIGHT_TRY_STATUS(upload_matrix(dst.w_gate_up, h * d, src.w_up, h * d));
+    INFLIGHT_TRY_STATUS(dst.w_down.try_allocate(std::size_t(d * h * el)));
+    INFLIGHT_TRY_STATUS(upload_matrix(dst.w_down, 0, src.w_down, d * h));
+  }
+  INFLIGHT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  staging_.reset();
+  return status::ok();
+}
+
+llama_runner::batch_layout llama_runner::layout() const {
+  batch_layout b;
+  b.ids = 0;
+  b.positions = b.ids + cap_.tokens;
+  b.slots = b.positions + cap_.tokens;
+  b.logit_rows = b.slots + cap_.tokens;
+  b.query_start = b.logit_rows + cap_.seqs;
+  b.tiles = b.query_start + cap_.seqs + 1;
+  b.tables = b.tiles + 3ll * cap_.tiles;
+  b.size = b.tables + std::int64_t(cap_.seqs) * block_table_stride_;
+  return b;
+}
+
+status llama_runner::allocate_workspace(capacity cap) {
+  destroy_graphs();  // they read the old addresses
+  cap.tiles = cap.tokens / prefill_tile_tokens + cap.seqs;
+  cap_ = cap;
+  const std::size_t el = dtype_bytes(options_.dt), t = std::size_t(cap.tokens), s = std::size_t(cap.seqs);
+  const std::size_t d = std::size_t(shape_.dim), h = std::size_t(shape_.hidden_dim);
+  const std::size_t qd = std::size_t(shape_.num_heads) * std::size_t(shape_.head_dim);
+  INFLIGHT_TRY_STATUS(x_.try_allocate(t * d * sizeof(float)));
+  INFLIGHT_TRY_STATUS(xb_.try_allocate(t * d * el));
+  INFLIGHT_TRY_STATUS(qkv_.try_allocate(t * std::size_t(qkv_dim()) * el));
+  INFLIGHT_TRY_STATUS(attn_.try_allocate(t * qd * el));
+  INFLIGHT_TRY_STATUS(delta_.try_allocate(t * d * el));
+  INFLIGHT_TRY_STATUS(gate_up_.try_allocate(t * 2 * h * el));
+  INFLIGHT_TRY_STATUS(hidden_.try_allocate(t * h * el));
+  INFLIGHT_TRY_STATUS(logits_in_.try_allocate(s * d * el));
+  INFLIGHT_TRY_STATUS(logits_.try_allocate(s * std::size_t(shape_.vocab_size) * sizeof(float)));
+  const auto num_partials = decode_partials_floats(cap.seqs, shape_.num_heads, shape_.head_dim,
+                                                   partials_view_.num_splits);
+  INFLIGHT_TRY_STATUS(partials_.try_allocate(std::size_t(num_partials) * sizeof(float)));
+  const std::int64_t rows = std::int64_t(cap.seqs) * shape_.num_heads * partials_view_.num_splits;
+  partials_view_.out = partials_.as<float>();
+  partials_view_.max = partials_view_.out + rows * shape_.head_dim;
+  partials_view_.sum = partials_view_.max + rows;
+  INFLIGHT_TRY_STATUS(sampled_tokens_.try_allocate(s * sizeof(std::int32_t)));
+  INFLIGHT_TRY_STATUS(sampled_logprobs_.try_allocate(s * sizeof(float)));
+  INFLIGHT_TRY_STATUS(results_host_.try_allocate(2 * s * sizeof(float), true));
+  const auto batch_ints = std::size_t(layout().size);
+  INFLIGHT_TRY_STATUS(batch_dev_.try_allocate(batch_ints * sizeof(std::int32_t)));
+  INFLIGHT_TRY_STATUS(batch_host_.try_allocate(batch_ints * sizeof(std::int32_t), true));
+  return status::ok();
+}
+
+status llama_runner::allocate_kv() {
+  const std::int64_t per_block = std::int64_t(options_.block_size) * shape_.num_kv_heads * shape_.head_dim *
+                                 std::int64_t(dtype_bytes(options_.dt)) * 2 * shape_.num_layers;
+  std::int64_t num_blocks = options_.num_kv_blocks;
+  if (num_blocks <= 0) {
+    std::size_t free_bytes = 0, total_bytes = 0;
+    INFLIGHT_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    const auto held_elsewhere = double(total_bytes) * (1.0 - options_.gpu_memory_utilization);
+    const auto budget = std::int64_t(double(free_bytes) - held_elsewhere) - kv_reserve_bytes;
+    num_blocks = per_block > 0 ? budget / per_block - 1 : 0;  // one block is the padding rows' scratch
+    if (num_blocks <= 0) {
+      return status::failure("cuda runner: gpu_memory_utilization " + std::to_string(options_.gpu_memory_utilization) +
+                                 " leaves no memory for the KV cache (" + std::to_string(free_bytes >> 20) +
+                                 " MiB free of " + std::to_string(total_bytes >> 20) + " MiB after the weights)",
+                             __FILE__, __LINE__);
+    }
+  }
+  num_blocks_ = int(std::min<std::int64_t>(num_blocks, 1ll << 30));
+  INFLIGHT_TRY_STATUS(kv_.try_allocate(std::size_t(num_blocks_ + 1) * std::size_t(per_block)));
+  // Zeroed so that never-written slots hold finite values.
+  INFLIGHT_CUDA_CHECK(cudaMemsetAsync(kv_.as(), 0, kv_.bytes(), stream_));
+  INFLIGHT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return status::ok();
+}
+
+}  // namespace inflight::kernels::cuda

@@ -1,0 +1,122 @@
+#pragma once
+/// The Llama forward pass on one CUDA device: bf16/fp16 weights with fused QKV and
+/// gate/up projections, a paged KV cache sized from the free device memory, the step
+/// workspace, and CUDA graphs of decode-only steps at padded batch sizes.
+/// Raw host arrays in (kernels/cpu's views), no engine types.
+///
+/// Device batch buffer (int32, fixed offsets so a captured graph reads the same
+/// addresses every step; one host-to-device copy per step):
+///
+///   | token_ids | positions | slots | logit_rows | query_start | tiles (3 per tile) | block tables [seqs x stride] |
+///     cap_tokens  cap_tokens  cap_tok  cap_seqs     cap_seqs+1    3*cap_tiles          copied up to the used rows
+///
+/// KV cache: per layer K then V, each [num_blocks + 1][block_size][num_kv_heads][head_dim];
+/// the extra last block absorbs the K/V writes of the padding rows of a graph batch.
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "kernels/cpu/llama.hpp"
+#include "kernels/cuda/device_buffer.hpp"
+#include "kernels/cuda/gemm.hpp"
+#include "kernels/cuda/kernels.hpp"
+
+namespace inflight::kernels::cuda {
+
+struct runner_options {
+  dtype dt = dtype::bf16;
+  int device = 0;
+  int block_size = 16;
+  int num_kv_blocks = 0;                ///< > 0: exactly this many; else from the memory left
+  double gpu_memory_utilization = 0.9;  ///< share of the device's memory the process may hold
+  int max_context = 4096;               ///< every position is below this
+  int max_num_seqs = 64;                ///< sequences per step (more grows the workspace)
+  int max_num_tokens = 512;             ///< tokens per step (more grows the workspace)
+  bool use_graphs = true;
+};
+
+/// Padded batch sizes of the decode graphs.
+inline constexpr int graph_batch_sizes[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+
+class llama_runner {
+ public:
+  /// Uploads `weights` (fp32 host arrays, converted on the device), allocates the
+  /// workspace, then the KV cache.
+  static status try_create(const cpu::llama_shape& shape, const cpu::llama_weights_view& weights,
+                           const runner_options& options, std::unique_ptr<llama_runner>& out);
+  ~llama_runner();
+  llama_runner(const llama_runner&) = delete;
+  llama_runner& operator=(const llama_runner&) = delete;
+
+  /// Runs one step: every layer over the batch, K/V written into the cache, logits for
+  /// batch.logit_indices, and greedy sampling of them: tokens[k] and logprobs[k] for
+  /// logit row k (host arrays of batch.num_logits). The logits stay on the device.
+  status forward(const cpu::ragged_batch_view& batch, std::int32_t* tokens, float* logprobs);
+  /// Copies the logits rows of the last forward ([num_logits x vocab] fp32) to `host`.
+  status copy_logits(float* host, int num_logits);
+
+  int num_kv_blocks() const { return num_blocks_; }
+  int block_size() const { return options_.block_size; }
+  int max_context() const { return options_.max_context; }
+  /// Whether the last forward replayed a CUDA graph.
+  bool last_used_graph() const { return last_used_graph_; }
+  /// Bytes of device memory of the KV cache.
+  std::int64_t kv_bytes() const { return std::int64_t(kv_.bytes()); }
+
+ private:
+  struct layer_buffers {
+    device_buffer attn_norm, ffn_norm, wqkv, bqkv, wo, w_gate_up, w_down;
+  };
+  struct capacity {
+    int tokens = 0, seqs = 0, tiles = 0;
+  };
+
+  /// Offsets (in int32) of the sections of the batch buffer at the current capacity.
+  struct batch_layout {
+    std::int64_t ids, positions, slots, logit_rows, query_start, tiles, tables, size;
+  };
+
+  llama_runner(const cpu::llama_shape& shape, const runner_options& options);
+  batch_layout layout() const;
+  status ensure_capacity(int num_tokens, int num_seqs);
+  status upload(const cpu::llama_weights_view& weights);
+  status upload_matrix(device_buffer& dst, std::int64_t offset, const float* src, std::int64_t n);
+  status allocate_workspace(capacity cap);
+  status allocate_kv();
+  status check_batch(const cpu::ragged_batch_view& batch) const;
+  status stage_batch(const cpu::ragged_batch_view& batch, int padded_seqs);
+  status run_device(int num_tokens, int num_seqs, int num_tiles, int num_logits, bool is_decode);
+  status run_layer(int l, int n, int num_seqs, int num_tiles, bool is_decode);
+  status launch_graph(int padded_seqs);
+  void destroy_graphs();
+  int qkv_dim() const { return (shape_.num_heads + 2 * shape_.num_kv_heads) * shape_.head_dim; }
+
+  cpu::llama_shape shape_;
+  runner_options options_;
+  cudaStream_t stream_ = nullptr;
+  blas blas_;
+  // Weights.
+  device_buffer embedding_, classifier_, final_norm_, inv_freq_, staging_;
+  std::vector<layer_buffers> layers_;
+  bool is_tied_ = true;
+  // KV cache.
+  device_buffer kv_;
+  int num_blocks_ = 0;
+  int block_table_stride_ = 0;
+  // Workspace.
+  capacity cap_;
+  device_buffer x_, xb_, qkv_, attn_, delta_, gate_up_, hidden_, logits_in_, logits_, partials_;
+  device_buffer sampled_tokens_, sampled_logprobs_, batch_dev_, batch_host_, results_host_;
+  decode_partials partials_view_;
+  // The staged step.
+  std::vector<int> logit_rows_;  ///< device logits row of each requested logit
+  int staged_tiles_ = 0;
+  bool last_used_graph_ = false;
+  std::map<int, cudaGraphExec_t> graphs_;
+};
+
+}  // namespace inflight::kernels::cuda

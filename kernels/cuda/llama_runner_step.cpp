@@ -1,0 +1,248 @@
+// llama_runner steps: batch staging, the layer sequence, and decode graphs.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "kernels/cuda/llama_runner.hpp"
+
+namespace inflight::kernels::cuda {
+namespace {
+
+std::byte* at(const device_buffer& b, std::int64_t elems, std::size_t el) {
+  return b.as<std::byte>() + elems * std::int64_t(el);
+}
+
+constexpr int largest_graph_batch = graph_batch_sizes[std::size(graph_batch_sizes) - 1];
+
+status bad_batch(const std::string& what) { return status::failure("cuda runner: " + what, __FILE__, __LINE__); }
+
+}  // namespace
+
+status llama_runner::ensure_capacity(int num_tokens, int num_seqs) {
+  if (num_tokens <= cap_.tokens && num_seqs <= cap_.seqs) return status::ok();
+  capacity cap = cap_;
+  cap.seqs = std::max(cap.seqs, num_seqs);
+  cap.tokens = std::max({cap.tokens, num_tokens, cap.seqs});
+  INFLIGHT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return allocate_workspace(cap);
+}
+
+status llama_runner::check_batch(const cpu::ragged_batch_view& b) const {
+  if (b.num_seqs <= 0 || b.query_start[0] != 0 || b.query_start[b.num_seqs] != b.num_tokens) {
+    return bad_batch("query_start does not cover the tokens");
+  }
+  const std::int64_t num_slots = std::int64_t(num_blocks_) * options_.block_size;
+  for (int s = 0; s < b.num_seqs; ++s) {
+    if (b.query_start[s + 1] <= b.query_start[s]) return bad_batch("a sequence without tokens");
+    int last = 0;
+    for (int t = b.query_start[s]; t < b.query_start[s + 1]; ++t) {
+      if (b.token_ids[t] < 0 || b.token_ids[t] >= shape_.vocab_size) return bad_batch("token id outside the vocabulary");
+      if (b.positions[t] < 0 || b.positions[t] >= options_.max_context) {
+        return bad_batch("position " + std::to_string(b.positions[t]) + " outside the context of " +
+                         std::to_string(options_.max_context));
+      }
+      if (b.slot_mapping[t] < 0 || b.slot_mapping[t] >= num_slots) return bad_batch("KV slot outside the cache");
+      last = std::max(last, b.positions[t]);
+    }
+    const int num_needed = last / options_.block_size + 1;
+    if (num_needed > b.block_table_stride) return bad_batch("block table shorter than the positions");
+    for (int i = 0; i < num_needed; ++i) {
+      const auto blk = b.block_tables[std::int64_t(s) * b.block_table_stride + i];
+      if (blk < 0 || blk >= num_blocks_) return bad_batch("block id outside the cache");
+    }
+  }
+  for (int k = 0; k < b.num_logits; ++k) {
+    if (b.logit_indices[k] < 0 || b.logit_indices[k] >= b.num_tokens) return bad_batch("logit index outside the batch");
+  }
+  return status::ok();
+}
+
+status llama_runner::stage_batch(const cpu::ragged_batch_view& b, int padded_seqs) {
+  const auto lay = layout();
+  auto* h = batch_host_.as<std::int32_t>();
+  const int n = b.num_tokens, rows = std::max(padded_seqs, b.num_seqs);
+  const std::int32_t trash_block = num_blocks_;
+  std::copy_n(b.token_ids, n, h + lay.ids);
+  std::copy_n(b.positions, n, h + lay.positions);
+  std::copy_n(b.slot_mapping, n, h + lay.slots);
+  std::copy_n(b.query_start, b.num_seqs + 1, h + lay.query_start);
+  // Padding rows (graphs only): one token at position 0 of a sequence in the scratch block.
+  for (int t = n; t < rows; ++t) {
+    h[lay.ids + t] = 0;
+    h[lay.positions + t] = 0;
+    h[lay.slots + t] = trash_block * options_.block_size;
+    h[lay.query_start + t + 1] = t + 1;
+  }
+  logit_rows_.assign(b.logit_indices, b.logit_indices + b.num_logits);
+  if (padded_seqs > 0) {
+    for (int r = 0; r < padded_seqs; ++r) h[lay.logit_rows + r] = r;  // every row: the graph is fixed
+  } else {
+    std::copy_n(b.logit_indices, b.num_logits, h + lay.logit_rows);
+    for (int k = 0; k < b.num_logits; ++k) logit_rows_[std::size_t(k)] = k;
+  }
+  staged_tiles_ = 0;
+  for (int s = 0; s < b.num_seqs; ++s) {
+    for (int first = b.query_start[s]; first < b.query_start[s + 1]; first += prefill_tile_tokens) {
+      std::int32_t* tile = h + lay.tiles + 3 * staged_tiles_++;
+      tile[0] = s;
+      tile[1] = first;
+      tile[2] = std::min(first + prefill_tile_tokens, b.query_start[s + 1]);
+    }
+  }
+  const int copy_width = std::min(b.block_table_stride, block_table_stride_);
+  for (int s = 0; s < rows; ++s) {
+    std::int32_t* row = h + lay.tables + std::int64_t(s) * block_table_stride_;
+    std::fill_n(row, block_table_stride_, trash_block);
+    if (s < b.num_seqs) std::copy_n(b.block_tables + std::int64_t(s) * b.block_table_stride, copy_width, row);
+  }
+  const auto num_ints = lay.tables + std::int64_t(rows) * block_table_stride_;
+  INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(batch_dev_.as(), h, std::size_t(num_ints) * sizeof(std::int32_t),
+                                      cudaMemcpyHostToDevice, stream_));
+  return status::ok();
+}
+
+status llama_runner::run_layer(int l, int n, int num_seqs, int num_tiles, bool is_decode) {
+  const auto& w = layers_[std::size_t(l)];
+  const auto lay = layout();
+  const auto* dev = batch_dev_.as<std::int32_t>();
+  const dtype dt = options_.dt;
+  const std::size_t el = dtype_bytes(dt);
+  const int d = shape_.dim, hd = shape_.head_dim, qd = shape_.num_heads * hd, kvd = shape_.num_kv_heads * hd;
+  const int qkv = qkv_dim(), hidden = shape_.hidden_dim;
+  const std::int64_t layer_elems = std::int64_t(num_blocks_ + 1) * options_.block_size * kvd;
+  void* k_cache = at(kv_, 2ll * l * layer_elems, el);
+  void* v_cache = at(kv_, (2ll * l + 1) * layer_elems, el);
+
+  INFLIGHT_TRY_STATUS(add_rmsnorm(dt, xb_.as(), x_.as<float>(), l > 0 ? delta_.as() : nullptr, w.attn_norm.as<float>(),
+                                  nullptr, n, d, shape_.norm_eps, true, stream_));
+  INFLIGHT_TRY_STATUS(blas_.linear(dt, xb_.as(), w.wqkv.as(), qkv_.as(), false, n, d, qkv));
+  if (w.bqkv.as() != nullptr) INFLIGHT_TRY_STATUS(add_bias(dt, qkv_.as(), w.bqkv.as<float>(), n, qkv, qkv, stream_));
+  INFLIGHT_TRY_STATUS(rope(dt, qkv_.as(), qkv, dev + lay.positions, inv_freq_.as<float>(), n, shape_.num_heads,
+                           shape_.num_kv_heads, hd, shape_.rope_interleaved, stream_));
+  INFLIGHT_TRY_STATUS(kv_write(dt, k_cache, v_cache, qkv_.as(), qkv, qd, qd + kvd, dev + lay.slots, n, kvd, stream_));
+  attention_args a;
+  a.dt = dt;
+  a.out = attn_.as();
+  a.q = qkv_.as();
+  a.q_stride = qkv;
+  a.k_cache = k_cache;
+  a.v_cache = v_cache;
+  a.positions = dev + lay.positions;
+  a.query_start = dev + lay.query_start;
+  a.block_tables = dev + lay.tables;
+  a.block_table_stride = block_table_stride_;
+  a.num_tokens = n;
+  a.num_seqs = num_seqs;
+  a.block_size = options_.block_size;
+  a.num_heads = shape_.num_heads;
+  a.num_kv_heads = shape_.num_kv_heads;
+  a.head_dim = hd;
+  a.scale = 1.0f / std::sqrt(float(hd));
+  if (is_decode) {
+    INFLIGHT_TRY_STATUS(attention_decode(a, partials_view_, stream_));
+  } else {
+    INFLIGHT_TRY_STATUS(attention_prefill(a, dev + lay.tiles, num_tiles, stream_));
+  }
+  INFLIGHT_TRY_STATUS(blas_.linear(dt, attn_.as(), w.wo.as(), delta_.as(), false, n, qd, d));
+  INFLIGHT_TRY_STATUS(add_rmsnorm(dt, xb_.as(), x_.as<float>(), delta_.as(), w.ffn_norm.as<float>(), nullptr, n, d,
+                                  shape_.norm_eps, true, stream_));
+  INFLIGHT_TRY_STATUS(blas_.linear(dt, xb_.as(), w.w_gate_up.as(), gate_up_.as(), false, n, d, 2 * hidden));
+  INFLIGHT_TRY_STATUS(silu_mul(dt, hidden_.as(), gate_up_.as(), n, hidden, stream_));
+  return blas_.linear(dt, hidden_.as(), w.w_down.as(), delta_.as(), false, n, hidden, d);
+}
+
+status llama_runner::run_device(int n, int num_seqs, int num_tiles, int num_logits, bool is_decode) {
+  const auto lay = layout();
+  const auto* dev = batch_dev_.as<std::int32_t>();
+  const dtype dt = options_.dt;
+  INFLIGHT_TRY_STATUS(embedding_gather(dt, x_.as<float>(), embedding_.as(), dev + lay.ids, n, shape_.dim, stream_));
+  for (int l = 0; l < shape_.num_layers; ++l) INFLIGHT_TRY_STATUS(run_layer(l, n, num_seqs, num_tiles, is_decode));
+  if (num_logits == 0) return status::ok();
+  // Only the sampled rows get the last residual add, the final norm and the classifier.
+  INFLIGHT_TRY_STATUS(add_rmsnorm(dt, logits_in_.as(), x_.as<float>(), shape_.num_layers > 0 ? delta_.as() : nullptr,
+                                  final_norm_.as<float>(), dev + lay.logit_rows, num_logits, shape_.dim,
+                                  shape_.norm_eps, false, stream_));
+  const void* classifier = is_tied_ ? embedding_.as() : classifier_.as();
+  INFLIGHT_TRY_STATUS(blas_.linear(dt, logits_in_.as(), classifier, logits_.as(), true, num_logits, shape_.dim,
+                                   shape_.vocab_size));
+  return greedy_sample(logits_.as<float>(), num_logits, shape_.vocab_size, sampled_tokens_.as<std::int32_t>(),
+                       sampled_logprobs_.as<float>(), stream_);
+}
+
+status llama_runner::launch_graph(int padded_seqs) {
+  auto it = graphs_.find(padded_seqs);
+  if (it == graphs_.end()) {
+    INFLIGHT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    const auto captured = run_device(padded_seqs, padded_seqs, 0, padded_seqs, true);
+    cudaGraph_t graph = nullptr;
+    const auto end_rc = cudaStreamEndCapture(stream_, &graph);
+    if (!captured.is_ok()) {
+      if (graph != nullptr) cudaGraphDestroy(graph);
+      return captured;
+    }
+    INFLIGHT_CUDA_CHECK(end_rc);
+    cudaGraphExec_t exec = nullptr;
+    const auto inst_rc = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    INFLIGHT_CUDA_CHECK(inst_rc);
+    it = graphs_.emplace(padded_seqs, exec).first;
+  }
+  INFLIGHT_CUDA_CHECK(cudaGraphLaunch(it->second, stream_));
+  return status::ok();
+}
+
+status llama_runner::forward(const cpu::ragged_batch_view& b, std::int32_t* tokens, float* logprobs) {
+  last_used_graph_ = false;
+  logit_rows_.clear();
+  if (b.num_tokens <= 0) return status::ok();
+  INFLIGHT_TRY_STATUS(check_batch(b));
+  INFLIGHT_TRY_STATUS(ensure_capacity(b.num_tokens, std::max(b.num_seqs, b.num_logits)));
+  const bool is_decode = b.num_tokens == b.num_seqs;  // with check_batch: one token per sequence
+  int padded = 0;
+  if (is_decode && options_.use_graphs && b.num_seqs <= largest_graph_batch) {
+    for (const int size : graph_batch_sizes) {
+      if (b.num_seqs <= size) {
+        padded = size;
+        break;
+      }
+    }
+    if (padded > cap_.seqs) padded = 0;
+  }
+  INFLIGHT_TRY_STATUS(stage_batch(b, padded));
+  int num_rows = b.num_logits;
+  if (padded > 0) {
+    INFLIGHT_TRY_STATUS(launch_graph(padded));
+    last_used_graph_ = true;
+    num_rows = padded;
+  } else {
+    INFLIGHT_TRY_STATUS(run_device(b.num_tokens, b.num_seqs, staged_tiles_, b.num_logits, is_decode));
+  }
+  auto* host_tokens = results_host_.as<std::int32_t>();
+  auto* host_logprobs = reinterpret_cast<float*>(host_tokens + cap_.seqs);
+  if (num_rows > 0) {
+    INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(host_tokens, sampled_tokens_.as(), std::size_t(num_rows) * 4,
+                                        cudaMemcpyDeviceToHost, stream_));
+    INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(host_logprobs, sampled_logprobs_.as(), std::size_t(num_rows) * 4,
+                                        cudaMemcpyDeviceToHost, stream_));
+  }
+  INFLIGHT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  for (int k = 0; k < b.num_logits; ++k) {
+    tokens[k] = host_tokens[logit_rows_[std::size_t(k)]];
+    logprobs[k] = host_logprobs[logit_rows_[std::size_t(k)]];
+  }
+  return status::ok();
+}
+
+status llama_runner::copy_logits(float* host, int num_logits) {
+  if (num_logits > int(logit_rows_.size())) return bad_batch("copy_logits: more rows than the last step has");
+  const std::size_t row_bytes = std::size_t(shape_.vocab_size) * sizeof(float);
+  for (int k = 0; k < num_logits; ++k) {
+    const auto* src = logits_.as<std::byte>() + std::size_t(logit_rows_[std::size_t(k)]) * row_bytes;
+    INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(host + std::int64_t(k) * shape_.vocab_size, src, row_bytes,
+                                        cudaMemcpyDeviceToHost, stream_));
+  }
+  INFLIGHT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return status::ok();
+}
+
+}  // namespace inflight::kernels::cuda

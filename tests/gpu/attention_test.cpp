@@ -1,0 +1,176 @@
+// Paged attention kernels (decode split-K and prefill tiles) against the CPU's
+// paged_attention over random ragged batches: odd block sizes, GQA 1/4/8, long contexts.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "kernels/cpu/llama.hpp"
+#include "tests/gpu/gpu_test_util.hpp"
+
+using namespace inflight;
+using namespace inflight::test::gpu;
+
+namespace {
+
+struct attention_case {
+  int block_size, num_heads, num_kv_heads, head_dim;
+  std::vector<int> contexts;  ///< tokens per sequence after this step
+  std::vector<int> queries;   ///< query tokens per sequence (the last ones of its context)
+};
+
+struct ragged {
+  std::vector<std::int32_t> positions, query_start, block_tables, tiles;
+  int stride = 0, num_blocks = 0, num_tokens = 0;
+};
+
+ragged make_batch(const attention_case& c, std::mt19937& rng) {
+  ragged r;
+  r.query_start.push_back(0);
+  for (const int ctx : c.contexts) r.stride = std::max(r.stride, (ctx + c.block_size - 1) / c.block_size);
+  r.num_blocks = r.stride * int(c.contexts.size()) + 3;
+  std::vector<std::int32_t> blocks(std::size_t(r.num_blocks));
+  std::iota(blocks.begin(), blocks.end(), 0);
+  std::shuffle(blocks.begin(), blocks.end(), rng);  // tables point anywhere in the cache
+  r.block_tables.assign(c.contexts.size() * std::size_t(r.stride), 0);
+  std::size_t next = 0;
+  for (std::size_t s = 0; s < c.contexts.size(); ++s) {
+    for (int i = 0; i < (c.contexts[s] + c.block_size - 1) / c.block_size; ++i) {
+      r.block_tables[s * std::size_t(r.stride) + std::size_t(i)] = blocks[next++];
+    }
+    const int first = r.query_start.back();
+    for (int p = c.contexts[s] - c.queries[s]; p < c.contexts[s]; ++p) r.positions.push_back(p);
+    r.query_start.push_back(first + c.queries[s]);
+    for (int t = first; t < r.query_start.back(); t += kc::prefill_tile_tokens) {
+      r.tiles.insert(r.tiles.end(), {std::int32_t(s), t, std::min(t + kc::prefill_tile_tokens, r.query_start.back())});
+    }
+  }
+  r.num_tokens = r.query_start.back();
+  return r;
+}
+
+/// Runs the case through the CPU, the prefill kernel and (all queries of 1) the decode kernel.
+void check_case(const attention_case& c, kc::dtype dt, std::mt19937& rng, int split_size = 0) {
+  const auto r = make_batch(c, rng);
+  const int qd = c.num_heads * c.head_dim, kvd = c.num_kv_heads * c.head_dim;
+  const auto q = rounded(random_floats(std::size_t(r.num_tokens) * qd, rng), dt);
+  const auto k_cache = rounded(random_floats(std::size_t(r.num_blocks) * c.block_size * kvd, rng), dt);
+  const auto v_cache = rounded(random_floats(k_cache.size(), rng), dt);
+  kernels::cpu::ragged_batch_view b;
+  b.num_tokens = r.num_tokens;
+  b.positions = r.positions.data();
+  b.num_seqs = int(c.contexts.size());
+  b.query_start = r.query_start.data();
+  b.block_tables = r.block_tables.data();
+  b.block_table_stride = r.stride;
+  std::vector<float> want(std::size_t(r.num_tokens) * qd);
+  kernels::cpu::paged_attention(want.data(), q.data(), k_cache.data(), v_cache.data(), b, c.block_size, c.num_heads,
+                                c.num_kv_heads, c.head_dim);
+
+  auto d_q = upload(q, dt), d_k = upload(k_cache, dt), d_v = upload(v_cache, dt);
+  auto d_pos = upload_i32(r.positions), d_qs = upload_i32(r.query_start), d_tables = upload_i32(r.block_tables);
+  auto d_tiles = upload_i32(r.tiles);
+  kc::device_buffer d_out;
+  require_ok(d_out.try_allocate(want.size() * 2));
+  kc::attention_args a;
+  a.dt = dt;
+  a.out = d_out.as();
+  a.q = d_q.as();
+  a.q_stride = qd;
+  a.k_cache = d_k.as();
+  a.v_cache = d_v.as();
+  a.positions = d_pos.as<std::int32_t>();
+  a.query_start = d_qs.as<std::int32_t>();
+  a.block_tables = d_tables.as<std::int32_t>();
+  a.block_table_stride = r.stride;
+  a.num_tokens = r.num_tokens;
+  a.num_seqs = int(c.contexts.size());
+  a.block_size = c.block_size;
+  a.num_heads = c.num_heads;
+  a.num_kv_heads = c.num_kv_heads;
+  a.head_dim = c.head_dim;
+  a.scale = 1.0f / std::sqrt(float(c.head_dim));
+  require_ok(kc::attention_prefill(a, d_tiles.as<std::int32_t>(), int(r.tiles.size() / 3), nullptr));
+  {
+    INFO("prefill kernel");
+    require_close(download(d_out, want.size(), dt), want, tolerance(dt));
+  }
+  if (!std::all_of(c.queries.begin(), c.queries.end(), [](int n) { return n == 1; })) return;
+  const int max_ctx = *std::max_element(c.contexts.begin(), c.contexts.end());
+  kc::decode_partials part;
+  part.split_size = split_size > 0 ? split_size : 512;
+  part.num_splits = (max_ctx + part.split_size - 1) / part.split_size + 1;  // one more than needed: must be skipped
+  kc::device_buffer d_part;
+  const auto floats = kc::decode_partials_floats(a.num_seqs, c.num_heads, c.head_dim, part.num_splits);
+  require_ok(d_part.try_allocate(std::size_t(floats) * 4));
+  const std::int64_t rows = std::int64_t(a.num_seqs) * c.num_heads * part.num_splits;
+  part.out = d_part.as<float>();
+  part.max = part.out + rows * c.head_dim;
+  part.sum = part.max + rows;
+  REQUIRE(cudaMemset(d_out.as(), 0, d_out.bytes()) == cudaSuccess);
+  require_ok(kc::attention_decode(a, part, nullptr));
+  INFO("decode kernel, split size " << part.split_size);
+  require_close(download(d_out, want.size(), dt), want, tolerance(dt));
+}
+
+}  // namespace
+
+TEST_CASE("decode attention matches the CPU over GQA ratios, block sizes and splits", "[gpu]") {
+  require_device();
+  std::mt19937 rng(11);
+  for (const auto dt : {kc::dtype::bf16, kc::dtype::f16}) {
+    for (const int group : {1, 4, 8}) {
+      for (const int head_dim : {64, 128, 80, 256, 6}) {
+        for (const int block_size : {16, 5, 32}) {
+          DYNAMIC_SECTION(name_of(dt) << " group " << group << " head_dim " << head_dim << " block " << block_size) {
+            attention_case c{block_size, 2 * group, 2, head_dim, {}, {}};
+            for (int s = 0; s < 7; ++s) {
+              c.contexts.push_back(1 + int(rng() % 700));
+              c.queries.push_back(1);
+            }
+            c.contexts[0] = 1;                 // a first token: one key
+            c.contexts[1] = block_size;        // exactly one full block
+            check_case(c, dt, rng, 0);
+            check_case(c, dt, rng, 37);        // many splits, partial warps
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("decode attention over 8k contexts", "[gpu]") {
+  require_device();
+  std::mt19937 rng(12);
+  attention_case c{16, 32, 8, 128, {8192, 8191, 4097, 1}, {1, 1, 1, 1}};
+  check_case(c, kc::dtype::bf16, rng, 512);
+  check_case(c, kc::dtype::bf16, rng, 8192);  // one split: no merge across splits
+}
+
+TEST_CASE("prefill attention matches the CPU over ragged chunks", "[gpu]") {
+  require_device();
+  std::mt19937 rng(13);
+  for (const auto dt : {kc::dtype::bf16, kc::dtype::f16}) {
+    for (const int group : {1, 4, 8}) {
+      for (const int head_dim : {64, 128, 96, 256}) {
+        for (const int block_size : {16, 7}) {
+          DYNAMIC_SECTION(name_of(dt) << " group " << group << " head_dim " << head_dim << " block " << block_size) {
+            attention_case c{block_size, group, 1, head_dim, {}, {}};
+            // A fresh prompt, a later chunk, decodes and odd chunk sizes, all in one batch.
+            c.contexts = {1, 17, 33, 300, 129, 64, 5};
+            c.queries = {1, 17, 31, 45, 1, 16, 3};
+            check_case(c, dt, rng);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("prefill attention: a chunk deep into an 8k context", "[gpu]") {
+  require_device();
+  std::mt19937 rng(14);
+  attention_case c{16, 32, 8, 128, {8192, 2000}, {61, 200}};
+  check_case(c, kc::dtype::bf16, rng);
+}

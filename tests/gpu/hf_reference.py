@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Compares inflight's forward pass with Hugging Face transformers' LlamaForCausalLM.
+
+Writes a model folder with `inflight make-model --format hf` (stories260K converted, or
+random weights of a named shape), then for a few prompts given as token ids:
+
+  * fp32, CPU backend: inflight's greedy tokens must equal transformers' greedy
+    generate(), and its logits match to fp32 tolerance;
+  * bf16, CUDA backend (when built and a GPU is present): every step's logits are
+    compared with transformers' fp32 logits on the same tokens (teacher forcing): the
+    top-1 must agree (or tie within bf16 tolerance) and the error stay within it. The
+    same numbers for transformers' own bf16 run are printed beside them.
+
+inflight's side comes from build/bin/inflight_forward_dump (tests/gpu/forward_dump.cpp).
+Exit status 0 when every check passes. Needs torch and transformers.
+"""
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+import torch
+from transformers import LlamaForCausalLM
+
+
+def run_inflight(dump, model_dir, backend, prompts, steps):
+    cmd = [dump, "--model", model_dir, "--backend", backend, "--steps", str(steps)]
+    for p in prompts:
+        cmd += ["--prompt-ids", ",".join(str(t) for t in p)]
+    done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return json.loads(done.stdout)["results"]
+
+
+def reference_logits(model, ids, device):
+    """Logits at every position of `ids` (row i predicts token i + 1), as fp32 on the CPU."""
+    with torch.no_grad():
+        return model(torch.tensor([ids], device=device)).logits[0].float().cpu()
+
+
+def compare_steps(results, model, device, tol):
+    """Per step: max |error| relative to the row's scale, and top-1 agreement."""
+    worst, num_steps, num_agree = 0.0, 0, 0
+    for r in results:
+        full = r["prompt"] + r["tokens"]
+        ref = reference_logits(model, full[:-1], device)
+        for step, row in enumerate(r["logits"]):
+            want = ref[len(r["prompt"]) - 1 + step]
+            got = torch.tensor(row)
+            scale = 1.0 + want.abs().max().item()
+            worst = max(worst, (got - want).abs().max().item() / scale)
+            top, mine = int(want.argmax()), int(got.argmax())
+            num_steps += 1
+            num_agree += int(top == mine or (want[top] - want[mine]).item() <= tol * scale)
+    return worst, num_agree, num_steps
+
+
+def greedy_tokens(model, prompt, steps, device):
+    with torch.no_grad():
+        out = model.generate(torch.tensor([prompt], device=device), max_new_tokens=steps, do_sample=False,
+                             min_new_tokens=steps, pad_token_id=0)
+    return out[0, len(prompt):].tolist()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default="build", help="inflight build folder (bin/inflight, bin/inflight_forward_dump)")
+    ap.add_argument("--from", dest="source", default=os.path.join(os.path.dirname(__file__),
+                                                                  "../../../shared/models/stories260K/stories260K.bin"),
+                    help="llama2.c checkpoint to convert ('' = random weights of --shape)")
+    ap.add_argument("--shape", default="bench-20M", help="named shape for random weights")
+    ap.add_argument("--vocab-size", type=int, default=2048, help="random weights: vocabulary size")
+    ap.add_argument("--steps", type=int, default=16, help="greedy tokens per prompt")
+    ap.add_argument("--cuda", choices=["auto", "on", "off"], default="auto")
+    ap.add_argument("--bf16-tol", type=float, default=0.05, help="relative logit tolerance of the bf16 GPU path")
+    args = ap.parse_args()
+
+    inflight = os.path.join(args.build, "bin", "inflight")
+    dump = os.path.join(args.build, "bin", "inflight_forward_dump")
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = os.path.join(tmp, "model")
+        cmd = [inflight, "make-model", "--format", "hf", "--dtype", "f32", "--out", folder]
+        if args.source:
+            cmd += ["--from", args.source]
+        else:
+            cmd += ["--shape", args.shape, "--vocab-size", str(args.vocab_size), "--max-seq-len", "512"]
+        subprocess.run(cmd, check=True)
+        model = LlamaForCausalLM.from_pretrained(folder, torch_dtype=torch.float32).eval()
+        vocab = model.config.vocab_size
+        rng = random.Random(0)
+        prompts = [[1], [1] + [rng.randrange(3, vocab) for _ in range(6)], [1] + [rng.randrange(3, vocab) for _ in range(32)]]
+
+        cpu = run_inflight(dump, folder, "cpu", prompts, args.steps)
+        for p, r in zip(prompts, cpu):
+            want = greedy_tokens(model, p, args.steps, "cpu")
+            same = want == r["tokens"]
+            ok &= same
+            print(f"fp32 cpu   prompt[{len(p)}]: greedy {'equal' if same else 'DIFFER'}: hf {want} inflight {r['tokens']}")
+        worst, agree, steps = compare_steps(cpu, model, "cpu", 1e-4)
+        ok &= worst <= 1e-3 and agree == steps
+        print(f"fp32 cpu   logits: worst relative error {worst:.2e}, top-1 {agree}/{steps}")
+
+        use_cuda = args.cuda == "on" or (args.cuda == "auto" and torch.cuda.is_available())
+        if use_cuda:
+            gpu = run_inflight(dump, folder, "cuda", prompts, args.steps)
+            ref = model.to("cuda")
+            worst, agree, steps = compare_steps(gpu, ref, "cuda", args.bf16_tol)
+            ok &= worst <= args.bf16_tol and agree == steps
+            print(f"bf16 cuda  logits vs hf fp32: worst relative error {worst:.2e}, top-1 {agree}/{steps}")
+            hf_bf16 = LlamaForCausalLM.from_pretrained(folder, torch_dtype=torch.bfloat16).to("cuda").eval()
+            hf_runs = []
+            for p in prompts:
+                toks = greedy_tokens(hf_bf16, p, args.steps, "cuda")
+                full = p + toks
+                logits = reference_logits(hf_bf16, full[:-1], "cuda")[len(p) - 1:]
+                hf_runs.append({"prompt": p, "tokens": toks, "logits": logits.tolist()})
+            worst_hf, agree_hf, steps_hf = compare_steps(hf_runs, ref, "cuda", args.bf16_tol)
+            print(f"bf16 hf    logits vs hf fp32: worst relative error {worst_hf:.2e}, top-1 {agree_hf}/{steps_hf}"
+                  " (for scale)")
+        else:
+            print("cuda: skipped (no GPU or --cuda off)")
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
