@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CONFIG ?= config/default.toml
 CMAKE_FLAGS ?=
 
-.PHONY: deps configure build test-setup test run asan clean
+.PHONY: deps configure build test-setup test sanitize-core run asan clean
 
 deps:
 	./scripts/install-deps.sh
@@ -22,13 +22,21 @@ test-setup:
 
 test: build test-setup
 	cd $(BUILD) && ctest --output-on-failure --timeout 600 -LE gpu -j $(JOBS)
+	$(MAKE) sanitize-core
+
+# The core, kernel and backend tests again under AddressSanitizer + UBSan.
+sanitize-core: deps
+	cmake -S . -B build-asan -G Ninja -DINFLIGHT_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DINFLIGHT_CUDA=OFF
+	cmake --build build-asan -j $(JOBS) --target inflight_core_tests inflight_kernel_tests inflight_backend_tests
+	cd build-asan && ctest --output-on-failure --timeout 900 -L 'core|kernels|backend' -j $(JOBS)
 
 run: build
 	$(BUILD)/bin/inflight serve --config $(CONFIG)
 
-# Core and kernel tests under AddressSanitizer + UndefinedBehaviorSanitizer.
-asan:
-	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DINFLIGHT_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DINFLIGHT_CUDA=OFF"
+# Every test under AddressSanitizer + UndefinedBehaviorSanitizer.
+asan: test-setup
+	$(MAKE) build BUILD=build-asan-all CMAKE_FLAGS="-DINFLIGHT_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DINFLIGHT_CUDA=OFF"
+	cd build-asan-all && ctest --output-on-failure --timeout 900 -LE gpu -j $(JOBS)
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-asan-all
