@@ -15,6 +15,7 @@ packages=(
   libspdlog-dev libfmt-dev
   libpcre2-dev          # tokenizer.json pre-tokenization
   curl                  # SSE test script
+  gnuplot-nox           # inflight bench serve --plot
 )
 
 missing=()

@@ -1,0 +1,153 @@
+#include "actors/gateway/completion_call.hpp"
+
+#include "actors/gateway/sse.hpp"
+
+namespace inflight::gateway {
+
+using nlohmann::json;
+
+completion_call::completion_call(gateway_state& state, openai_request request, post_fn post, emit_fn emit)
+    : state_(state),
+      engine_(state.eng()),
+      model_(state.model()),
+      request_(std::move(request)),
+      post_(std::move(post)),
+      emit_(std::move(emit)) {}
+
+std::optional<api_error> completion_call::try_start() {
+  meta_ = {make_response_id(request_.is_chat ? "chatcmpl-" : "cmpl-"), unix_now(), model_.name};
+  const int num_choices = request_.num_choices();
+  choices_.resize(static_cast<std::size_t>(num_choices));
+  auto self = shared_from_this();
+  for (int i = 0; i < num_choices; ++i) {
+    auto req = request_.choice_request(i);
+    choices_[i].prev = req.prompt.back();
+    auto sink = std::make_shared<posting_sink>(
+        post_, [self, i](const token_event& ev) { self->on_token(i, ev); },
+        [self, i](const finish_event& ev) { self->on_finish(i, ev); });
+    auto id = engine_.submit(std::move(req), std::move(sink));
+    if (!id) {
+      // All or nothing: the choices already queued are cancelled and their events ignored.
+      is_cancelled_ = true;
+      emit_ = nullptr;
+      for (int j = 0; j < i; ++j) engine_.cancel(choices_[j].id);
+      return to_api_error(id.error());
+    }
+    choices_[i].id = *id;
+    state_.add_live_request();
+  }
+  emit_start();
+  return std::nullopt;
+}
+
+void completion_call::cancel() {
+  if (is_cancelled_) return;
+  is_cancelled_ = true;
+  for (const auto& c : choices_)
+    if (!c.is_finished) engine_.cancel(c.id);
+}
+
+std::string completion_call::prompt_text(int index) const {
+  return detokenize(model_, request_.prompts[static_cast<std::size_t>(index / request_.n)]);
+}
+
+void completion_call::emit_start() {
+  for (int i = 0; i < int(choices_.size()); ++i) {
+    if (request_.echo) choices_[i].text = prompt_text(i);
+    if (!request_.stream) continue;
+    if (request_.is_chat) {
+      emit_({200, sse_event(chat_chunk(meta_, i, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr)), false});
+    } else if (request_.echo) {
+      emit_({200, sse_event(completion_chunk(meta_, i, choices_[i].text, nullptr, nullptr)), false});
+    }
+  }
+}
+
+json completion_call::logprobs_of(choice_state& c, const std::vector<sampled_token>& tokens) {
+  if (!request_.has_logprobs || tokens.empty()) return nullptr;
+  const int num_top = request_.num_top_logprobs;
+  json out = request_.is_chat ? chat_logprobs_content(model_, c.prev, tokens, num_top)
+                              : completion_logprobs(model_, c.prev, tokens, num_top, int(c.text.size()));
+  c.prev = tokens.back().token;
+  return out;
+}
+
+void completion_call::emit_delta(int index, const std::string& text, const std::vector<sampled_token>& logprobs,
+                                 const char* finish_reason) {
+  auto& c = choices_[index];
+  json lp = logprobs_of(c, logprobs);
+  if (!request_.stream) {
+    if (!lp.is_null()) {
+      if (c.logprobs.is_null()) {
+        c.logprobs = lp;
+      } else if (request_.is_chat) {
+        for (auto& entry : lp) c.logprobs.push_back(std::move(entry));
+      } else {
+        for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"})
+          for (auto& v : lp[key]) c.logprobs[key].push_back(std::move(v));
+      }
+    }
+    c.text += text;
+    return;
+  }
+  c.text += text;
+  if (text.empty() && lp.is_null() && !finish_reason) return;
+  if (request_.is_chat) {
+    json delta = text.empty() && finish_reason ? json::object() : json{{"content", text}};
+    json chat_lp = lp.is_null() ? json(nullptr) : json{{"content", lp}};
+    emit_({200, sse_event(chat_chunk(meta_, index, delta, chat_lp, finish_reason)), false});
+  } else {
+    emit_({200, sse_event(completion_chunk(meta_, index, text, lp, finish_reason)), false});
+  }
+}
+
+void completion_call::on_token(int index, const token_event& ev) {
+  if (!emit_ || choices_[index].is_finished) return;
+  if (request_.has_logprobs || !ev.text.empty()) emit_delta(index, ev.text, ev.logprobs, nullptr);
+}
+
+void completion_call::on_finish(int index, const finish_event& ev) {
+  auto& c = choices_[index];
+  if (c.is_finished) return;
+  c.is_finished = true;
+  c.finish = ev;
+  ++num_finished_;
+  state_.remove_live_request();
+  if (!emit_) return;
+  if (ev.reason == finish_reason::error) {
+    if (request_.stream)
+      emit_({200, sse_event(error_body(api_error{500, "internal_server_error", ev.message, {}, "engine_error"})), false});
+  } else {
+    emit_delta(index, ev.text, {}, finish_reason_name(ev.reason));
+  }
+  if (is_done()) finish_all();
+}
+
+void completion_call::finish_all() {
+  int num_prompt = 0, num_completion = 0;
+  for (int i = 0; i < int(choices_.size()); ++i) {
+    if (i % request_.n == 0) num_prompt += choices_[i].finish.prompt_tokens;
+    num_completion += choices_[i].finish.completion_tokens;
+  }
+  const json usage = usage_json(num_prompt, num_completion);
+  if (request_.stream) {
+    std::string tail;
+    if (request_.include_usage) tail += sse_event(usage_chunk(meta_, request_.is_chat, usage));
+    tail += sse_done;
+    emit_({200, std::move(tail), true});
+    return;
+  }
+  std::vector<choice_result> results;
+  for (const auto& c : choices_) {
+    if (c.finish.reason == finish_reason::error) {
+      emit_({500, dump_json(error_body(api_error{500, "internal_server_error", c.finish.message, {}, "engine_error"})),
+             true});
+      return;
+    }
+    results.push_back({c.text, c.logprobs, finish_reason_name(c.finish.reason)});
+  }
+  json body = request_.is_chat ? chat_response(meta_, results, usage) : completion_response(meta_, results, usage);
+  emit_({200, dump_json(body), true});
+}
+
+}  // namespace inflight::gateway

@@ -1,0 +1,73 @@
+#pragma once
+/// One /v1/completions or /v1/chat/completions call: submits its choices (prompts x n)
+/// to the engine and turns their events into SSE chunks or one JSON response. Runs on
+/// the connection's strand (events arrive through posting_sink); knows no sockets.
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/gateway/errors.hpp"
+#include "actors/gateway/gateway_state.hpp"
+#include "actors/gateway/openai_request.hpp"
+#include "actors/gateway/openai_response.hpp"
+#include "actors/gateway/posting_sink.hpp"
+
+namespace inflight::gateway {
+
+class completion_call : public std::enable_shared_from_this<completion_call> {
+ public:
+  /// Bytes for the client: SSE events while streaming; the whole body (with `status`)
+  /// otherwise. `is_last` marks the end of the response.
+  struct output {
+    int status = 200;
+    std::string bytes;
+    bool is_last = false;
+  };
+  using emit_fn = std::function<void(output)>;
+
+  completion_call(gateway_state& state, openai_request request, post_fn post, emit_fn emit);
+
+  /// Submits every choice. On error nothing was emitted and nothing stays queued: the
+  /// caller answers with the error. On success a stream's first events (the chat role,
+  /// echoed prompts) have been emitted.
+  std::optional<api_error> try_start();
+  /// The client went away: cancels the choices still running (each finishes within a step).
+  void cancel();
+  bool is_streaming() const { return request_.stream; }
+  bool is_done() const { return num_finished_ == int(choices_.size()) && !choices_.empty(); }
+
+ private:
+  struct choice_state {
+    request_id id = 0;
+    bool is_finished = false;
+    std::string text;
+    token_id prev = -1;               ///< last token, for logprob token texts
+    nlohmann::json logprobs;          ///< accumulated (non-streaming)
+    finish_event finish;
+  };
+
+  void on_token(int index, const token_event& ev);
+  void on_finish(int index, const finish_event& ev);
+  void emit_start();
+  void emit_delta(int index, const std::string& text, const std::vector<sampled_token>& logprobs,
+                  const char* finish_reason);
+  void finish_all();
+  nlohmann::json logprobs_of(choice_state& c, const std::vector<sampled_token>& tokens);
+  std::string prompt_text(int index) const;
+
+  gateway_state& state_;
+  engine& engine_;
+  const served_model& model_;
+  openai_request request_;
+  post_fn post_;
+  emit_fn emit_;
+  response_meta meta_;
+  std::vector<choice_state> choices_;
+  int num_finished_ = 0;
+  bool is_cancelled_ = false;
+};
+
+}  // namespace inflight::gateway

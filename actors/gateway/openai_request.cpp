@@ -1,0 +1,337 @@
+#include "actors/gateway/openai_request.hpp"
+
+#include <climits>
+#include <cmath>
+#include <optional>
+
+#include "core/sampling/sampler.hpp"
+
+namespace inflight::gateway {
+
+using nlohmann::json;
+
+namespace {
+
+using opt_error = std::optional<api_error>;
+
+/// The field, or nullptr when it is absent or null (null means "default", as OpenAI's API does).
+const json* field(const json& body, const char* key) {
+  auto it = body.find(key);
+  return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
+opt_error read_float(const json& body, const char* key, float& out) {
+  const json* v = field(body, key);
+  if (!v) return {};
+  if (!v->is_number()) return bad_request(std::string(key) + " must be a number", key);
+  const double d = v->get<double>();
+  if (!std::isfinite(d) || std::abs(d) > 1e30) return bad_request(std::string(key) + " is out of range", key);
+  out = static_cast<float>(d);
+  return {};
+}
+
+opt_error read_integer(const json& body, const char* key, long long lo, long long hi, long long& out) {
+  const json* v = field(body, key);
+  if (!v) return {};
+  const std::string name(key);
+  double value = 0.0;
+  if (v->is_number_unsigned()) {
+    const auto u = v->get<std::uint64_t>();
+    value = u > std::uint64_t(LLONG_MAX) ? 1e19 : double(u);
+    if (u <= std::uint64_t(hi)) out = static_cast<long long>(u);
+  } else if (v->is_number_integer()) {
+    out = v->get<std::int64_t>();
+    value = double(out);
+  } else if (v->is_number_float() && std::isfinite(v->get<double>()) && std::floor(v->get<double>()) == v->get<double>()) {
+    value = v->get<double>();
+    if (value >= double(lo) && value <= double(hi)) out = static_cast<long long>(value);
+  } else {
+    return bad_request(name + " must be an integer", key);
+  }
+  if (value < double(lo)) return bad_request(name + " must be at least " + std::to_string(lo), key);
+  if (value > double(hi)) return bad_request(name + " must be at most " + std::to_string(hi), key);
+  return {};
+}
+
+opt_error read_int(const json& body, const char* key, long long lo, long long hi, int& out) {
+  long long v = out;
+  if (auto e = read_integer(body, key, lo, hi, v)) return e;
+  out = static_cast<int>(v);
+  return {};
+}
+
+opt_error read_bool(const json& body, const char* key, bool& out) {
+  const json* v = field(body, key);
+  if (!v) return {};
+  if (!v->is_boolean()) return bad_request(std::string(key) + " must be a boolean", key);
+  out = v->get<bool>();
+  return {};
+}
+
+opt_error read_string(const json& body, const char* key, std::string& out) {
+  const json* v = field(body, key);
+  if (!v) return {};
+  if (!v->is_string()) return bad_request(std::string(key) + " must be a string", key);
+  out = v->get<std::string>();
+  return {};
+}
+
+api_error context_error(std::size_t num_tokens, const served_model& m, const char* param) {
+  return bad_request("the prompt has " + std::to_string(num_tokens) + " tokens, but the model's context is " +
+                         std::to_string(m.max_context) + " tokens (prompt and output together)",
+                     param, "context_length_exceeded");
+}
+
+api_result<std::vector<token_id>> token_list(const json& list, const served_model& m, const char* param) {
+  std::vector<token_id> ids;
+  for (const auto& v : list) {
+    if (!v.is_number_integer()) return std::unexpected(bad_request(std::string(param) + " must hold integers", param));
+    const auto id = v.get<std::int64_t>();
+    if (id < 0 || id >= m.vocab_size) {
+      return std::unexpected(bad_request(std::string(param) + " holds token id " + std::to_string(id) +
+                                             ", outside the vocabulary [0, " + std::to_string(m.vocab_size) + ")",
+                                         param));
+    }
+    ids.push_back(static_cast<token_id>(id));
+  }
+  return ids;
+}
+
+api_result<std::vector<token_id>> text_prompt(const json& v, const served_model& m, bool add_special) {
+  const auto& text = v.get_ref<const std::string&>();
+  if (!is_valid_utf8(text)) return std::unexpected(bad_request("prompt is not valid UTF-8", "prompt", "invalid_utf8"));
+  return tokenize_text(m, text, add_special);
+}
+
+/// prompt: a string, a list of strings, a list of token ids or a list of token-id lists.
+api_result<std::vector<std::vector<token_id>>> parse_prompts(const json& p, const served_model& m, bool add_special) {
+  const auto shape_error = [] {
+    return std::unexpected(bad_request(
+        "prompt must be a string, a list of strings, a list of token ids or a list of token-id lists", "prompt"));
+  };
+  std::vector<std::vector<token_id>> out;
+  if (p.is_string()) {
+    auto ids = text_prompt(p, m, add_special);
+    if (!ids) return std::unexpected(ids.error());
+    out.push_back(std::move(*ids));
+  } else if (!p.is_array() || p.empty()) {
+    if (p.is_array()) return std::unexpected(bad_request("prompt must not be empty", "prompt"));
+    return shape_error();
+  } else if (p.front().is_number()) {
+    auto ids = token_list(p, m, "prompt");
+    if (!ids) return std::unexpected(ids.error());
+    out.push_back(std::move(*ids));
+  } else {
+    for (const auto& item : p) {
+      if (!item.is_string() && !item.is_array()) return shape_error();
+      auto ids = item.is_string() ? text_prompt(item, m, add_special) : token_list(item, m, "prompt");
+      if (!ids) return std::unexpected(ids.error());
+      out.push_back(std::move(*ids));
+    }
+  }
+  for (const auto& ids : out) {
+    if (ids.empty()) return std::unexpected(bad_request("prompt must not be empty", "prompt"));
+    if (int(ids.size()) >= m.max_context) return std::unexpected(context_error(ids.size(), m, "prompt"));
+  }
+  return out;
+}
+
+/// content: a string, null, or a list of {"type": "text", "text": ...} parts.
+api_result<std::string> message_content(const json& c) {
+  if (c.is_null()) return std::string();
+  if (c.is_string()) return c.get<std::string>();
+  if (!c.is_array()) return std::unexpected(bad_request("messages[].content must be a string or a list of parts", "messages"));
+  std::string text;
+  for (const auto& part : c) {
+    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
+      return std::unexpected(bad_request("messages[].content parts must be {\"type\": \"text\", \"text\": ...}", "messages"));
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+api_result<std::vector<chat_message>> parse_messages(const json& msgs) {
+  if (!msgs.is_array()) return std::unexpected(bad_request("messages must be a list", "messages"));
+  if (msgs.empty()) return std::unexpected(bad_request("messages must not be empty", "messages"));
+  std::vector<chat_message> out;
+  for (const auto& m : msgs) {
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
+      return std::unexpected(bad_request("each message must be an object with a string role", "messages"));
+    auto content = message_content(m.contains("content") ? m["content"] : json());
+    if (!content) return std::unexpected(content.error());
+    if (!is_valid_utf8(*content)) return std::unexpected(bad_request("messages are not valid UTF-8", "messages", "invalid_utf8"));
+    out.push_back({m["role"].get<std::string>(), std::move(*content)});
+  }
+  return out;
+}
+
+api_result<std::vector<std::vector<token_id>>> parse_chat_prompt(const json& body, const served_model& m) {
+  auto msgs = parse_messages(body["messages"]);
+  if (!msgs) return std::unexpected(msgs.error());
+  bool add_generation_prompt = true;
+  if (auto e = read_bool(body, "add_generation_prompt", add_generation_prompt)) return std::unexpected(*e);
+  auto ids = try_tokenize_chat(m, *msgs, add_generation_prompt);
+  if (!ids) return std::unexpected(to_api_error(ids.error(), "messages"));
+  if (ids->empty()) return std::unexpected(bad_request("messages render to an empty prompt", "messages"));
+  if (int(ids->size()) >= m.max_context) return std::unexpected(context_error(ids->size(), m, "messages"));
+  return std::vector<std::vector<token_id>>{std::move(*ids)};
+}
+
+opt_error parse_stop(const json& body, std::vector<std::string>& out) {
+  const json* v = field(body, "stop");
+  if (!v) return {};
+  const auto add = [&](const json& s) -> opt_error {
+    if (!s.is_string()) return bad_request("stop must be a string or a list of strings", "stop");
+    if (s.get_ref<const std::string&>().empty()) return bad_request("stop strings must not be empty", "stop");
+    out.push_back(s.get<std::string>());
+    return {};
+  };
+  if (!v->is_array()) return add(*v);
+  if (v->size() > 16) return bad_request("stop may hold at most 16 strings", "stop");
+  for (const auto& s : *v)
+    if (auto e = add(s)) return e;
+  return {};
+}
+
+opt_error parse_sampling(const json& body, const served_model& m, sampling_params& p) {
+  if (auto e = read_float(body, "temperature", p.temperature)) return e;
+  if (auto e = read_float(body, "top_p", p.top_p)) return e;
+  if (auto e = read_int(body, "top_k", -1, INT_MAX, p.top_k)) return e;
+  if (auto e = read_float(body, "min_p", p.min_p)) return e;
+  if (auto e = read_float(body, "presence_penalty", p.presence_penalty)) return e;
+  if (auto e = read_float(body, "frequency_penalty", p.frequency_penalty)) return e;
+  if (auto e = read_float(body, "repetition_penalty", p.repetition_penalty)) return e;
+  if (auto e = read_bool(body, "ignore_eos", p.ignore_eos)) return e;
+  if (const json* v = field(body, "seed")) {
+    long long seed = 0;
+    if (auto e = read_integer(body, "seed", LLONG_MIN, LLONG_MAX, seed)) return e;
+    (void)v;
+    p.seed = static_cast<std::uint64_t>(seed);
+  }
+  if (const json* v = field(body, "stop_token_ids")) {
+    if (!v->is_array()) return bad_request("stop_token_ids must be a list of token ids", "stop_token_ids");
+    auto ids = token_list(*v, m, "stop_token_ids");
+    if (!ids) return ids.error();
+    p.stop_token_ids = std::move(*ids);
+  }
+  return {};
+}
+
+/// completions: logprobs is an int (top alternatives); chat: logprobs bool + top_logprobs.
+opt_error parse_logprobs(const json& body, api_kind kind, openai_request& r) {
+  const json* v = field(body, "logprobs");
+  const bool is_flag = kind == api_kind::chat || (v && v->is_boolean());
+  if (!is_flag) {
+    if (!v) return {};
+    r.has_logprobs = true;
+    return read_int(body, "logprobs", 0, max_top_logprobs, r.num_top_logprobs);
+  }
+  if (auto e = read_bool(body, "logprobs", r.has_logprobs)) return e;
+  if (auto e = read_int(body, "top_logprobs", 0, max_top_logprobs, r.num_top_logprobs)) return e;
+  if (field(body, "top_logprobs") && !r.has_logprobs)
+    return bad_request("top_logprobs needs logprobs set to true", "top_logprobs");
+  return {};
+}
+
+opt_error parse_options(const json& body, const served_model& m, openai_request& r) {
+  if (auto e = read_int(body, "n", 1, max_choices, r.n)) return e;
+  if (r.num_choices() > max_choices)
+    return bad_request("n times the number of prompts must be at most " + std::to_string(max_choices), "n");
+  if (auto e = read_bool(body, "stream", r.stream)) return e;
+  if (const json* so = field(body, "stream_options")) {
+    if (!so->is_object()) return bad_request("stream_options must be an object", "stream_options");
+    if (auto e = read_bool(*so, "include_usage", r.include_usage)) return e;
+  }
+  if (r.kind == api_kind::completion)
+    if (auto e = read_bool(body, "echo", r.echo)) return e;
+  if (auto e = read_int(body, "priority", -1000000000LL, 1000000000LL, r.base.priority)) return e;
+  if (auto e = read_string(body, "user", r.user)) return e;
+  if (auto e = parse_stop(body, r.base.stop)) return e;
+  if (auto e = parse_logprobs(body, r.kind, r)) return e;
+  auto& p = r.base.params;
+  if (auto e = parse_sampling(body, m, p)) return e;
+  p.logprobs = r.has_logprobs ? std::max(1, r.num_top_logprobs) : 0;
+  std::size_t longest = 0;
+  for (const auto& ids : r.prompts) longest = std::max(longest, ids.size());
+  p.max_tokens = r.is_chat ? m.max_context - int(longest) : 16;
+  if (auto e = read_int(body, "max_tokens", 1, INT_MAX, p.max_tokens)) return e;
+  if (r.kind == api_kind::chat)
+    if (auto e = read_int(body, "max_completion_tokens", 1, INT_MAX, p.max_tokens)) return e;
+  if (auto ok = try_validate(p); !ok) {
+    const auto& msg = ok.error().message;
+    return bad_request(msg, msg.substr(0, msg.find(' ')));
+  }
+  return {};
+}
+
+}  // namespace
+
+generate_request openai_request::choice_request(int index) const {
+  generate_request out = base;
+  out.prompt = prompts[static_cast<std::size_t>(index / n)];
+  if (out.params.seed) *out.params.seed += static_cast<std::uint64_t>(index % n);
+  return out;
+}
+
+api_result<openai_request> try_parse_request(const json& body, api_kind kind, const served_model& m) {
+  if (!body.is_object()) return std::unexpected(bad_request("the request body must be a JSON object"));
+  openai_request r;
+  r.kind = kind;
+  std::string model;
+  if (auto e = read_string(body, "model", model)) return std::unexpected(*e);
+  if (!model.empty() && model != m.name) {
+    return std::unexpected(api_error{404, "not_found_error", "The model `" + model + "` does not exist (this server serves `" + m.name + "`)",
+                                     "model", "model_not_found"});
+  }
+  const bool has_messages = body.contains("messages") && !body["messages"].is_null();
+  r.is_chat = kind == api_kind::chat || (kind == api_kind::websocket && has_messages);
+  const char* needed = r.is_chat ? "messages" : "prompt";
+  if (!field(body, needed)) return std::unexpected(bad_request(std::string(needed) + " is required", needed));
+  auto prompts = r.is_chat ? parse_chat_prompt(body, m) : parse_prompts(body["prompt"], m, true);
+  if (!prompts) return std::unexpected(prompts.error());
+  r.prompts = std::move(*prompts);
+  if (auto e = parse_options(body, m, r)) return std::unexpected(*e);
+  r.base.timeout_s = m.request_timeout_s;
+  return r;
+}
+
+api_result<json> try_parse_json(const std::string& text) {
+  try {
+    json body = json::parse(text);
+    if (!body.is_object()) return std::unexpected(bad_request("the request body must be a JSON object"));
+    return body;
+  } catch (const json::exception& e) {
+    std::string what = e.what();
+    if (auto pos = what.find("] "); pos != std::string::npos) what.erase(0, pos + 2);
+    const bool is_utf8 = what.find("UTF-8") != std::string::npos;
+    return std::unexpected(bad_request((is_utf8 ? "the body is not valid UTF-8 JSON: " : "the body is not valid JSON: ") + what,
+                                       {}, is_utf8 ? "invalid_utf8" : "invalid_json"));
+  }
+}
+
+api_result<std::vector<token_id>> try_parse_tokenize(const json& body, const served_model& m) {
+  bool add_special = true;
+  if (auto e = read_bool(body, "add_special_tokens", add_special)) return std::unexpected(*e);
+  if (field(body, "messages")) {
+    auto msgs = parse_messages(body["messages"]);
+    if (!msgs) return std::unexpected(msgs.error());
+    bool add_generation_prompt = true;
+    if (auto e = read_bool(body, "add_generation_prompt", add_generation_prompt)) return std::unexpected(*e);
+    auto ids = try_tokenize_chat(m, *msgs, add_generation_prompt);
+    if (!ids) return std::unexpected(to_api_error(ids.error(), "messages"));
+    return *ids;
+  }
+  const json* p = field(body, "prompt");
+  if (!p) return std::unexpected(bad_request("prompt or messages is required", "prompt"));
+  if (!p->is_string()) return std::unexpected(bad_request("prompt must be a string", "prompt"));
+  return text_prompt(*p, m, add_special);
+}
+
+api_result<std::vector<token_id>> try_parse_detokenize(const json& body, const served_model& m) {
+  const json* t = field(body, "tokens");
+  if (!t) return std::unexpected(bad_request("tokens is required", "tokens"));
+  if (!t->is_array()) return std::unexpected(bad_request("tokens must be a list of token ids", "tokens"));
+  return token_list(*t, m, "tokens");
+}
+
+}  // namespace inflight::gateway

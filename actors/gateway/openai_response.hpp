@@ -1,0 +1,70 @@
+#pragma once
+/// OpenAI response shapes: completions, chat completions, their streaming chunks,
+/// usage, logprobs and the model list. Pure functions of their arguments.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/engine.hpp"
+#include "actors/gateway/served_model.hpp"
+
+namespace inflight::gateway {
+
+/// The fields every object of one response shares.
+struct response_meta {
+  std::string id;        ///< "cmpl-..." / "chatcmpl-..."
+  std::int64_t created = 0;
+  std::string model;
+};
+
+/// A fresh response id: `prefix` followed by 24 random hex digits.
+std::string make_response_id(const std::string& prefix);
+/// Seconds since the Unix epoch.
+std::int64_t unix_now();
+
+/// "stop" | "length" | "abort" (cancelled or aborted) | "error".
+const char* finish_reason_name(finish_reason reason);
+
+nlohmann::json usage_json(int prompt_tokens, int completion_tokens);
+
+/// Completions logprobs {tokens, token_logprobs, top_logprobs, text_offset} for `tokens`;
+/// `prev` is the token before the first (token texts depend on it), `text_offset` the
+/// offset of the first token's text in the choice's text. `num_top` trims the top lists.
+nlohmann::json completion_logprobs(const served_model& m, token_id prev, const std::vector<sampled_token>& tokens,
+                                   int num_top, int text_offset);
+/// Chat logprobs content entries [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}].
+nlohmann::json chat_logprobs_content(const served_model& m, token_id prev, const std::vector<sampled_token>& tokens,
+                                     int num_top);
+
+/// One streaming chunk of /v1/completions ("text_completion").
+nlohmann::json completion_chunk(const response_meta& meta, int index, const std::string& text,
+                                const nlohmann::json& logprobs, const char* finish_reason);
+/// One streaming chunk of /v1/chat/completions ("chat.completion.chunk"); `delta` is
+/// {"role": ...} / {"content": ...} / {}.
+nlohmann::json chat_chunk(const response_meta& meta, int index, const nlohmann::json& delta,
+                          const nlohmann::json& logprobs, const char* finish_reason);
+/// The final usage chunk of a stream (choices: []).
+nlohmann::json usage_chunk(const response_meta& meta, bool is_chat, const nlohmann::json& usage);
+
+/// One finished choice of a non-streaming response.
+struct choice_result {
+  std::string text;
+  nlohmann::json logprobs;  ///< null when not asked for
+  std::string finish_reason;
+};
+
+/// {"object": "text_completion", choices: [{index, text, logprobs, finish_reason}], usage}.
+nlohmann::json completion_response(const response_meta& meta, const std::vector<choice_result>& choices,
+                                   const nlohmann::json& usage);
+/// {"object": "chat.completion", choices: [{index, message, logprobs, finish_reason}], usage}.
+nlohmann::json chat_response(const response_meta& meta, const std::vector<choice_result>& choices,
+                             const nlohmann::json& usage);
+
+/// GET /v1/models.
+nlohmann::json models_list(const served_model& m);
+
+}  // namespace inflight::gateway

@@ -1,0 +1,95 @@
+#include "actors/gateway/routes.hpp"
+
+#include <array>
+
+#include "actors/gateway/openai_request.hpp"
+#include "actors/gateway/openai_response.hpp"
+
+namespace inflight::gateway {
+
+using nlohmann::json;
+
+http_reply json_reply(int status, const json& body) { return {status, "application/json", dump_json(body), {}}; }
+
+http_reply error_reply(const api_error& e) {
+  return json_reply(e.status, error_body(e));
+}
+
+std::string_view target_path(std::string_view target) { return target.substr(0, target.find('?')); }
+
+route_kind classify(std::string_view method, std::string_view path) {
+  if (method == "POST" && path == "/v1/completions") return route_kind::completion;
+  if (method == "POST" && path == "/v1/chat/completions") return route_kind::chat;
+  if (method == "GET" && path == "/v1/ws") return route_kind::websocket;
+  return route_kind::other;
+}
+
+namespace {
+
+struct route_entry {
+  std::string_view path;
+  std::string_view method;
+};
+
+constexpr std::array<route_entry, 11> known_routes{{
+    {"/v1/completions", "POST"},  {"/v1/chat/completions", "POST"}, {"/v1/ws", "GET"},
+    {"/v1/models", "GET"},        {"/health", "GET"},               {"/metrics", "GET"},
+    {"/version", "GET"},          {"/tokenize", "POST"},            {"/detokenize", "POST"},
+    {"/v1/tokenize", "POST"},     {"/v1/detokenize", "POST"},
+}};
+
+http_reply health(gateway_state& state) {
+  if (state.is_shutting_down()) return error_reply(unavailable("the server is shutting down", "shutting_down"));
+  if (!state.eng().is_healthy()) return error_reply(unavailable("the engine is not healthy", "engine_unhealthy"));
+  return {200, "application/json", "{}", {}};
+}
+
+http_reply model_by_name(gateway_state& state, std::string_view name) {
+  const auto list = models_list(state.model());
+  for (const auto& m : list["data"])
+    if (m["id"] == name) return json_reply(200, m);
+  return error_reply(not_found("The model `" + std::string(name) + "` does not exist", "model_not_found"));
+}
+
+http_reply tokenize(gateway_state& state, const std::string& text) {
+  auto body = try_parse_json(text);
+  if (!body) return error_reply(body.error());
+  auto ids = try_parse_tokenize(*body, state.model());
+  if (!ids) return error_reply(ids.error());
+  return json_reply(200, {{"tokens", *ids}, {"count", ids->size()}, {"max_model_len", state.model().max_context}});
+}
+
+http_reply detokenize_reply(gateway_state& state, const std::string& text) {
+  auto body = try_parse_json(text);
+  if (!body) return error_reply(body.error());
+  auto ids = try_parse_detokenize(*body, state.model());
+  if (!ids) return error_reply(ids.error());
+  return json_reply(200, {{"prompt", detokenize(state.model(), *ids)}});
+}
+
+}  // namespace
+
+http_reply answer(gateway_state& state, std::string_view method, std::string_view path, const std::string& body) {
+  const bool is_get = method == "GET" || method == "HEAD";
+  if (is_get && path == "/health") return health(state);
+  if (is_get && path == "/metrics") return {200, "text/plain; version=0.0.4; charset=utf-8", state.eng().render_metrics(), {}};
+  if (is_get && path == "/v1/models") return json_reply(200, models_list(state.model()));
+  if (is_get && path.starts_with("/v1/models/")) return model_by_name(state, path.substr(11));
+  if (is_get && path == "/version") return json_reply(200, {{"version", state.version()}});
+  if (method == "POST" && (path == "/tokenize" || path == "/v1/tokenize")) return tokenize(state, body);
+  if (method == "POST" && (path == "/detokenize" || path == "/v1/detokenize")) return detokenize_reply(state, body);
+  if (is_get && path == "/v1/ws")
+    return error_reply(api_error{426, "invalid_request_error", "/v1/ws takes a WebSocket upgrade", {}, "upgrade_required"});
+  for (const auto& r : known_routes) {
+    if (r.path == path) {
+      auto e = method_not_allowed(std::string(method) + " is not allowed on " + std::string(path) + " (use " +
+                                  std::string(r.method) + ")");
+      auto reply = error_reply(e);
+      reply.allow = std::string(r.method);
+      return reply;
+    }
+  }
+  return error_reply(not_found("no route " + std::string(method) + " " + std::string(path), "route_not_found"));
+}
+
+}  // namespace inflight::gateway

@@ -1,0 +1,42 @@
+#pragma once
+/// Routing, and the endpoints answered without streaming: /health, /metrics,
+/// /v1/models, /version, /tokenize, /detokenize, and every 404 / 405.
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/gateway/errors.hpp"
+#include "actors/gateway/gateway_state.hpp"
+
+namespace inflight::gateway {
+
+/// A complete HTTP answer.
+struct http_reply {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::string allow;  ///< the Allow header of a 405
+};
+
+http_reply json_reply(int status, const nlohmann::json& body);
+http_reply error_reply(const api_error& e);
+
+enum class route_kind {
+  completion,  ///< POST /v1/completions
+  chat,        ///< POST /v1/chat/completions
+  websocket,   ///< GET /v1/ws (an upgrade)
+  other,       ///< answered by answer()
+};
+
+/// The path of a request target, without its query string.
+std::string_view target_path(std::string_view target);
+
+route_kind classify(std::string_view method, std::string_view path);
+
+/// Answers a request of route_kind::other (unknown routes: 404, known routes under
+/// another method: 405).
+http_reply answer(gateway_state& state, std::string_view method, std::string_view path, const std::string& body);
+
+}  // namespace inflight::gateway

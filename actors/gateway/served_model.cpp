@@ -1,0 +1,77 @@
+#include "actors/gateway/served_model.hpp"
+
+#include <chrono>
+
+#include "core/tokenizer/hf_tokenizer.hpp"
+
+namespace inflight::gateway {
+
+namespace {
+
+std::string special_text(const tokenizer& tok, std::optional<token_id> id) {
+  return id ? tok.piece(*id) : std::string();
+}
+
+}  // namespace
+
+result<served_model> try_make_served_model(const loaded_model& model, const deployment& d, std::string* warning) {
+  served_model m;
+  m.tok = model.tok;
+  m.name = model.name;
+  m.max_context = model.max_context;
+  m.vocab_size = model.weights ? model.weights->config.vocab_size : model.tok->vocab_size();
+  m.request_timeout_s = d.server.request_timeout_s;
+  m.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+  const auto* hf = dynamic_cast<const hf_tokenizer*>(model.tok.get());
+  m.bos_text = hf && !hf->bos_token().empty() ? hf->bos_token() : special_text(*model.tok, model.tok->bos_id());
+  const auto eos = model.tok->eos_ids();
+  m.eos_text = hf && !hf->eos_token().empty() ? hf->eos_token()
+                                              : special_text(*model.tok, eos.empty() ? std::nullopt
+                                                                                     : std::optional(eos.front()));
+  if (!d.model.chat_template.empty()) {
+    auto t = chat_template::try_from_name(d.model.chat_template);
+    if (!t) return make_error(errc::invalid_argument, "model.chat_template: " + t.error().message);
+    m.chat = *t;
+  } else if (hf && !hf->chat_template().empty()) {
+    if (auto t = chat_template::try_detect(hf->chat_template())) {
+      m.chat = *t;
+    } else if (warning) {
+      *warning = "the model's chat template is not recognised (" + t.error().message +
+                 "); chat requests use the plain-text fallback. Set model.chat_template to one of " +
+                 chat_template_names();
+    }
+  }
+  m.chat_template_name = m.chat ? std::string(m.chat->name()) : "plain";
+  return m;
+}
+
+std::string render_plain_chat(std::span<const chat_message> messages, bool add_generation_prompt) {
+  std::string out;
+  for (const auto& msg : messages) out += msg.role + ": " + msg.content + "\n";
+  if (add_generation_prompt) out += "assistant:";
+  return out;
+}
+
+result<std::vector<token_id>> try_tokenize_chat(const served_model& m, std::span<const chat_message> messages,
+                                                bool add_generation_prompt) {
+  if (!m.chat) return tokenize_text(m, render_plain_chat(messages, add_generation_prompt), true);
+  auto text = m.chat->try_render(messages, add_generation_prompt, m.bos_text, m.eos_text);
+  if (!text) return std::unexpected(text.error());
+  return m.tok->encode(*text, false);
+}
+
+std::vector<token_id> tokenize_text(const served_model& m, const std::string& text, bool add_special) {
+  return m.tok->encode(text, add_special && m.tok->adds_bos());
+}
+
+std::string detokenize(const served_model& m, std::span<const token_id> ids) {
+  incremental_decoder dec(*m.tok);
+  std::string out;
+  for (token_id t : ids) {
+    if (t >= 0 && t < m.tok->vocab_size()) out += dec.push(t);
+  }
+  return out + dec.flush();
+}
+
+}  // namespace inflight::gateway

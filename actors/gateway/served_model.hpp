@@ -1,0 +1,53 @@
+#pragma once
+/// What the gateway knows about the model it serves: its name, context, tokenizer and
+/// chat template, resolved once at start-up.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/config/deployment.hpp"
+#include "core/error.hpp"
+#include "core/model/model_loader.hpp"
+#include "core/tokenizer/chat_template.hpp"
+#include "core/tokenizer/tokenizer.hpp"
+
+namespace inflight::gateway {
+
+struct served_model {
+  std::shared_ptr<const tokenizer> tok;
+  std::string name;                  ///< the only value the `model` field may take
+  int max_context = 0;
+  int vocab_size = 0;
+  std::optional<chat_template> chat; ///< none = the plain-text fallback (render_plain_chat)
+  std::string chat_template_name;    ///< for the start-up log: "llama-3", "plain" ...
+  std::string bos_text, eos_text;    ///< BOS / EOS token texts the templates write
+  double request_timeout_s = 0.0;    ///< server.request_timeout_s
+  std::int64_t created = 0;          ///< unix time the server started (GET /v1/models)
+};
+
+/// Resolves the chat template: model.chat_template by name when set, else the one
+/// detected from tokenizer_config.json, else the plain-text fallback. An explicit but
+/// unknown name is an error; an unrecognised detected template falls back to plain text
+/// and says so in `warning`.
+result<served_model> try_make_served_model(const loaded_model& model, const deployment& d, std::string* warning);
+
+/// The fallback template for models without one (llama2.c, byte tokenizer):
+///   "<role>: <content>\n" per message, then "assistant:" when `add_generation_prompt`.
+std::string render_plain_chat(std::span<const chat_message> messages, bool add_generation_prompt);
+
+/// Prompt token ids of a conversation. Family templates write BOS themselves (as text
+/// that parses to the special token), so BOS is added only for the plain fallback.
+result<std::vector<token_id>> try_tokenize_chat(const served_model& m, std::span<const chat_message> messages,
+                                                bool add_generation_prompt);
+
+/// Token ids of a prompt text, with BOS when the tokenizer wants it and `add_special`.
+std::vector<token_id> tokenize_text(const served_model& m, const std::string& text, bool add_special = true);
+
+/// Text of token ids as the engine streams it (BOS / EOS give "").
+std::string detokenize(const served_model& m, std::span<const token_id> ids);
+
+}  // namespace inflight::gateway

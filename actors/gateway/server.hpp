@@ -1,0 +1,54 @@
+#pragma once
+/// The HTTP / WebSocket server in front of an engine: a listener on server.host:port
+/// (port 0 = any free port), server.io_threads io threads, one strand per connection,
+/// and graceful shutdown (SIGINT / SIGTERM when asked to handle signals).
+///
+/// Shutdown: stop accepting, /health and new requests answer 503, the engine finishes
+/// what runs for up to server.shutdown_grace_s and aborts the rest (their streams end
+/// with finish_reason "abort"), every connection flushes and closes, the io threads end.
+
+#include <memory>
+#include <string>
+
+#include "actors/engine.hpp"
+#include "core/error.hpp"
+
+namespace inflight::gateway {
+
+struct server_options {
+  bool handle_signals = false;     ///< SIGINT / SIGTERM start a graceful shutdown
+  std::string version = "unknown"; ///< GET /version
+};
+
+class server {
+ public:
+  /// Binds and starts serving `eng` (which must outlive the server) with
+  /// eng.settings().server. Fails (io_error) when the address cannot be bound, or
+  /// (invalid_argument) for a bad chat template setting.
+  static result<std::unique_ptr<server>> try_start(engine& eng, const server_options& options = {});
+  /// Shuts down (with the configured grace) if still running, then joins the io threads.
+  ~server();
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  /// The bound address and port (the real port when 0 was asked for).
+  std::string host() const;
+  int port() const;
+  /// Chat template in use ("plain" = the fallback) and any start-up warning about it.
+  const std::string& chat_template_name() const;
+  const std::string& warning() const;
+
+  /// Starts a graceful shutdown and returns at once (what a signal does).
+  void request_shutdown();
+  /// Blocks until a shutdown is asked for (a signal or request_shutdown()), then runs it
+  /// on the calling thread, which must be the one that started the engine.
+  void wait();
+
+  struct impl;
+
+ private:
+  explicit server(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace inflight::gateway

@@ -1,0 +1,24 @@
+#pragma once
+/// Server-sent events as OpenAI clients read them: every event is `data: <json>\n\n`
+/// and the stream ends with `data: [DONE]\n\n`.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+
+namespace inflight::gateway {
+
+inline constexpr std::string_view sse_done = "data: [DONE]\n\n";
+
+/// `data: <json>\n\n`.
+std::string sse_event(const nlohmann::json& payload);
+
+/// The payloads of a complete SSE body, in order ("[DONE]" included). Anything that is
+/// not a sequence of `data: <payload>\n\n` events is an error naming the byte offset.
+result<std::vector<std::string>> try_split_sse(std::string_view body);
+
+}  // namespace inflight::gateway

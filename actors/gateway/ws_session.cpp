@@ -1,0 +1,222 @@
+#include "actors/gateway/ws_session.hpp"
+
+#include <chrono>
+
+#include <boost/asio/post.hpp>
+
+#include "actors/gateway/openai_request.hpp"
+#include "actors/gateway/openai_response.hpp"
+#include "actors/gateway/posting_sink.hpp"
+
+namespace inflight::gateway {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+namespace net = boost::asio;
+using nlohmann::json;
+
+namespace {
+
+const char* ws_finish_reason(finish_reason r, bool is_aborting) {
+  return r == finish_reason::cancelled && !is_aborting ? "cancelled" : finish_reason_name(r);
+}
+
+json timings_json(const request_timings& t) {
+  return {{"queue_ms", t.queue_ms}, {"ttft_ms", t.ttft_ms}, {"tpot_ms", t.tpot_ms}, {"e2e_ms", t.e2e_ms}};
+}
+
+}  // namespace
+
+ws_session::ws_session(net::ip::tcp::socket&& socket, gateway_state& state) : ws_(std::move(socket)), state_(state) {}
+
+void ws_session::run(http::request<http::string_body> req) {
+  websocket::stream_base::timeout timeout{};
+  timeout.handshake_timeout = std::chrono::seconds(30);
+  timeout.idle_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(state_.settings().idle_timeout_s * 1e3));
+  timeout.keep_alive_pings = true;  // a ping at half the idle timeout; no pong in time closes
+  ws_.set_option(timeout);
+  ws_.set_option(websocket::stream_base::decorator(
+      [](websocket::response_type& res) { res.set(http::field::server, "inflight"); }));
+  ws_.read_message_max(static_cast<std::uint64_t>(state_.settings().max_body_bytes));
+  state_.add_session(shared_from_this());
+  ws_.async_accept(req, [self = shared_from_this()](beast::error_code ec) { self->on_accept(ec); });
+}
+
+void ws_session::stop() {
+  net::post(ws_.get_executor(), [self = shared_from_this()] {
+    self->is_stopping_ = true;
+    self->maybe_close_after_stop();
+  });
+}
+
+void ws_session::abort_requests() {
+  net::post(ws_.get_executor(), [self = shared_from_this()] {
+    self->is_aborting_ = true;
+    for (const auto& [key, live] : self->live_) self->state_.eng().cancel(live.engine_id);
+  });
+}
+
+void ws_session::on_accept(beast::error_code ec) {
+  if (ec) return;
+  is_open_ = true;
+  do_read();
+}
+
+void ws_session::do_read() {
+  ws_.async_read(read_buffer_, [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+}
+
+void ws_session::on_read(beast::error_code ec) {
+  if (ec) return connection_lost();
+  const bool is_text = ws_.got_text();
+  std::string text = beast::buffers_to_string(read_buffer_.data());
+  read_buffer_.consume(read_buffer_.size());
+  if (!is_text) {
+    send_error(nullptr, bad_request("binary frames are not supported: send JSON text frames", {}, "binary_frame"));
+  } else {
+    handle_text(text);
+  }
+  do_read();
+}
+
+void ws_session::handle_text(const std::string& text) {
+  auto msg = try_parse_json(text);
+  if (!msg) return send_error(nullptr, msg.error());
+  const json& m = *msg;
+  const json id = m.contains("id") ? m["id"] : json(nullptr);
+  if (!id.is_string() && !id.is_number_integer())
+    return send_error(id.is_null() ? json(nullptr) : id, bad_request("id must be a string or an integer", "id", "missing_id"));
+  const std::string key = dump_json(id);
+  const std::string type = m.contains("type") && m["type"].is_string() ? m["type"].get<std::string>() : "";
+  if (type == "generate") return handle_generate(m, key);
+  if (type == "cancel") return handle_cancel(key);
+  send_error(id, bad_request("type must be \"generate\" or \"cancel\"", "type", "unknown_type"));
+}
+
+void ws_session::handle_generate(const json& msg, const std::string& key) {
+  const json& id = msg["id"];
+  if (live_.contains(key))
+    return send_error(id, bad_request("a request with this id is still running", "id", "duplicate_id"));
+  if (is_stopping_ || state_.is_shutting_down())
+    return send_error(id, unavailable("the server is shutting down", "shutting_down"));
+  auto parsed = try_parse_request(msg, api_kind::websocket, state_.model());
+  if (!parsed) return send_error(id, parsed.error());
+  if (parsed->num_choices() != 1)
+    return send_error(id, bad_request("one prompt and n = 1 per WebSocket request: send several ids", "n"));
+  auto req = parsed->choice_request(0);
+  live_request live{0, id, req.prompt.back(), parsed->has_logprobs, parsed->num_top_logprobs};
+  auto ex = ws_.get_executor();
+  auto self = shared_from_this();
+  auto sink = std::make_shared<posting_sink>([ex](std::function<void()> task) { net::post(ex, std::move(task)); },
+                                             [self, key](const token_event& ev) { self->on_token(key, ev); },
+                                             [self, key](const finish_event& ev) { self->on_finish(key, ev); });
+  // Registered before submit: the engine may call the sink at once (it posts, so the
+  // handlers run after this function returns).
+  auto engine_id = state_.eng().submit(std::move(req), std::move(sink));
+  if (!engine_id) return send_error(id, to_api_error(engine_id.error()));
+  live.engine_id = *engine_id;
+  live_.emplace(key, std::move(live));
+  state_.add_live_request();
+}
+
+void ws_session::handle_cancel(const std::string& key) {
+  // An id that is not running is ignored: it may have finished while the cancel was on its way.
+  if (auto it = live_.find(key); it != live_.end()) state_.eng().cancel(it->second.engine_id);
+}
+
+void ws_session::on_token(const std::string& key, const token_event& ev) {
+  auto it = live_.find(key);
+  if (it == live_.end()) return;
+  auto& live = it->second;
+  json body = {{"type", "token"}, {"id", live.id}, {"text", ev.text}, {"token_ids", ev.token_ids}, {"index", ev.index}};
+  if (live.has_logprobs && !ev.logprobs.empty()) {
+    body["logprobs"] = chat_logprobs_content(state_.model(), live.prev, ev.logprobs, live.num_top_logprobs);
+  }
+  if (!ev.token_ids.empty()) live.prev = ev.token_ids.back();
+  enqueue({key, true, std::move(body)});
+}
+
+void ws_session::on_finish(const std::string& key, const finish_event& ev) {
+  auto it = live_.find(key);
+  if (it == live_.end()) return;
+  const json id = it->second.id;
+  live_.erase(it);
+  state_.remove_live_request();
+  if (!ev.text.empty()) {
+    enqueue({key, true, {{"type", "token"}, {"id", id}, {"text", ev.text}, {"token_ids", json::array()},
+                         {"index", ev.completion_tokens}}});
+  }
+  if (ev.reason == finish_reason::error) {
+    send_error(id, api_error{500, "internal_server_error", ev.message, {}, "engine_error"});
+  } else {
+    json done = {{"type", "done"}, {"id", id}, {"finish_reason", ws_finish_reason(ev.reason, is_aborting_)},
+                 {"usage", usage_json(ev.prompt_tokens, ev.completion_tokens)}, {"timings", timings_json(ev.timings)}};
+    if (!ev.message.empty()) done["message"] = ev.message;
+    enqueue({"", false, std::move(done)});
+  }
+  maybe_close_after_stop();
+}
+
+void ws_session::send_error(const json& id, const api_error& e) {
+  enqueue({"", false, {{"type", "error"}, {"id", id}, {"error", error_object(e)}}});
+}
+
+void ws_session::enqueue(outgoing msg) {
+  if (is_lost_ || !is_open_) return;
+  const auto limit = static_cast<std::size_t>(std::max(1, state_.settings().ws_max_queued_messages));
+  if (msg.is_token && queue_.size() >= limit) {
+    // Full: merge into this request's last queued token message (not the one being written).
+    const std::size_t first = is_writing_ ? 1 : 0;
+    for (std::size_t i = queue_.size(); i-- > first;) {
+      auto& q = queue_[i];
+      if (!q.is_token || q.key != msg.key) continue;
+      q.body["text"] = q.body["text"].get<std::string>() + msg.body["text"].get<std::string>();
+      for (auto& t : msg.body["token_ids"]) q.body["token_ids"].push_back(t);
+      if (msg.body.contains("logprobs")) {
+        if (!q.body.contains("logprobs")) q.body["logprobs"] = json::array();
+        for (auto& l : msg.body["logprobs"]) q.body["logprobs"].push_back(l);
+      }
+      return;
+    }
+  }
+  queue_.push_back(std::move(msg));
+  do_write();
+}
+
+void ws_session::do_write() {
+  if (is_writing_ || queue_.empty() || is_lost_) return;
+  is_writing_ = true;
+  writing_ = dump_json(queue_.front().body);
+  ws_.text(true);
+  ws_.async_write(net::buffer(writing_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    self->on_write(ec);
+  });
+}
+
+void ws_session::on_write(beast::error_code ec) {
+  is_writing_ = false;
+  if (ec) return connection_lost();
+  queue_.pop_front();
+  do_write();
+  maybe_close_after_stop();
+}
+
+void ws_session::maybe_close_after_stop() {
+  if (!is_stopping_ || is_closing_ || is_lost_ || !live_.empty() || is_writing_ || !queue_.empty()) return;
+  is_closing_ = true;
+  if (!is_open_) return;
+  ws_.async_close(websocket::close_code::going_away, [self = shared_from_this()](beast::error_code) {
+    self->is_lost_ = true;
+  });
+}
+
+void ws_session::connection_lost() {
+  if (is_lost_) return;
+  is_lost_ = true;
+  queue_.clear();
+  // The client is gone: its requests are cancelled and free their KV blocks within a step.
+  for (const auto& [key, live] : live_) state_.eng().cancel(live.engine_id);
+}
+
+}  // namespace inflight::gateway

@@ -1,0 +1,324 @@
+#include "apps/inflight/bench_client.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+#include <nlohmann/json.hpp>
+
+#include "apps/inflight/bench_report.hpp"
+
+namespace inflight::app {
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+result<client_target> parse_url(const std::string& url) {
+  client_target t;
+  std::string rest = url;
+  for (const char* scheme : {"http://", "ws://"}) {
+    if (rest.starts_with(scheme)) rest = rest.substr(std::string(scheme).size());
+  }
+  if (rest.starts_with("https://") || rest.starts_with("wss://") || rest.find("://") != std::string::npos) {
+    return make_error(errc::unsupported, url + ": only http:// (and ws://) URLs are supported");
+  }
+  const auto slash = rest.find('/');
+  const std::string authority = rest.substr(0, slash);
+  t.base_path = slash == std::string::npos ? "" : rest.substr(slash);
+  while (t.base_path.ends_with('/')) t.base_path.pop_back();
+  const auto colon = authority.rfind(':');
+  t.host = authority.substr(0, colon);
+  t.port = colon == std::string::npos ? "80" : authority.substr(colon + 1);
+  if (t.host.empty() || t.port.empty()) return make_error(errc::invalid_argument, url + ": expected http://HOST:PORT");
+  return t;
+}
+
+std::string request_body(const client_target& t, const bench::bench_prompt& p, int index, int max_tokens) {
+  nlohmann::json j;
+  if (p.prompt_ids.empty()) j["prompt"] = p.prompt_text;
+  else j["prompt"] = p.prompt_ids;
+  j["max_tokens"] = max_tokens;
+  j["temperature"] = 0;
+  j["ignore_eos"] = t.ignore_eos;
+  if (!t.model.empty()) j["model"] = t.model;
+  if (t.use_ws) {
+    j["type"] = "generate";
+    j["id"] = std::to_string(index);
+  } else {
+    j["stream"] = true;
+    j["stream_options"] = {{"include_usage", true}};
+  }
+  return j.dump();
+}
+
+namespace {
+
+/// What a streamed response delivered so far, and how to turn it into a record.
+class response_timeline {
+ public:
+  explicit response_timeline(request_done done) : done_(std::move(done)) {}
+  void sent() { send_s_ = monotonic_seconds(); }
+  void chunk() { chunks_.push_back(monotonic_seconds()); }
+  /// An event that carries no output yet (empty text while a character is pending).
+  void event() {
+    if (first_event_s_ == 0.0) first_event_s_ = monotonic_seconds();
+  }
+  void usage(const nlohmann::json& u) {
+    if (!u.is_object()) return;
+    prompt_tokens_ = u.value("prompt_tokens", prompt_tokens_);
+    completion_tokens_ = u.value("completion_tokens", completion_tokens_);
+  }
+  bool is_finished() const { return is_finished_; }
+  void finish(std::string error = {}) {
+    if (is_finished_) return;
+    is_finished_ = true;
+    const int tokens = completion_tokens_ >= 0 ? completion_tokens_ : int(chunks_.size());
+    // A stream whose tokens all decoded to empty text still delivered them: its first
+    // event stands in for the first token.
+    if (chunks_.empty() && first_event_s_ > 0.0 && tokens > 0 && error.empty()) chunks_.push_back(first_event_s_);
+    auto r = bench::record_from_timeline(send_s_, chunks_, monotonic_seconds(), tokens);
+    r.prompt_tokens = prompt_tokens_;
+    if (!error.empty()) {
+      r.is_success = false;
+      r.error = std::move(error);
+    }
+    done_(std::move(r));
+  }
+
+ private:
+  request_done done_;
+  double send_s_ = 0.0;
+  double first_event_s_ = 0.0;
+  std::vector<double> chunks_;
+  int prompt_tokens_ = 0;
+  int completion_tokens_ = -1;
+  bool is_finished_ = false;
+};
+
+/// An event carries output when it has text or token ids.
+bool has_output(const nlohmann::json& j) {
+  const auto text = j.find("text");
+  const auto ids = j.find("token_ids");
+  return (text != j.end() && text->is_string() && !text->get_ref<const std::string&>().empty()) ||
+         (ids != j.end() && ids->is_array() && !ids->empty());
+}
+
+std::string error_text(const nlohmann::json& j) {
+  const auto& e = j.at("error");
+  if (e.is_object()) return e.value("message", e.dump());
+  return e.is_string() ? e.get<std::string>() : e.dump();
+}
+
+/// POST /v1/completions with stream=true; the body is read as it arrives and split
+/// into server-sent events.
+class sse_session : public std::enable_shared_from_this<sse_session> {
+ public:
+  sse_session(asio::io_context& ioc, const client_target& t, std::string body, request_done done)
+      : resolver_(ioc), stream_(ioc), target_(t), timeline_(std::move(done)) {
+    req_.method(http::verb::post);
+    req_.target(t.base_path + "/v1/completions");
+    req_.version(11);
+    req_.set(http::field::host, t.host + ":" + t.port);
+    req_.set(http::field::content_type, "application/json");
+    req_.set(http::field::accept, "text/event-stream");
+    req_.body() = std::move(body);
+    req_.prepare_payload();
+    parser_.body_limit(boost::none);
+  }
+
+  void run() {
+    timeline_.sent();
+    resolver_.async_resolve(target_.host, target_.port, beast::bind_front_handler(&sse_session::on_resolve, shared_from_this()));
+  }
+
+ private:
+  void on_resolve(beast::error_code ec, tcp::resolver::results_type results) {
+    if (ec) return fail(ec, "resolve");
+    stream_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(target_.timeout_s)));
+    stream_.async_connect(results, beast::bind_front_handler(&sse_session::on_connect, shared_from_this()));
+  }
+  void on_connect(beast::error_code ec, const tcp::endpoint&) {
+    if (ec) return fail(ec, "connect");
+    http::async_write(stream_, req_, beast::bind_front_handler(&sse_session::on_write, shared_from_this()));
+  }
+  void on_write(beast::error_code ec, std::size_t) {
+    if (ec) return fail(ec, "write");
+    http::async_read_header(stream_, buffer_, parser_, beast::bind_front_handler(&sse_session::on_header, shared_from_this()));
+  }
+  void on_header(beast::error_code ec, std::size_t) {
+    if (ec) return fail(ec, "read header");
+    is_error_status_ = parser_.get().result() != http::status::ok;
+    do_read();
+  }
+  void do_read() {
+    if (parser_.is_done()) return done();
+    parser_.get().body().data = buf_;
+    parser_.get().body().size = sizeof buf_;
+    http::async_read_some(stream_, buffer_, parser_, beast::bind_front_handler(&sse_session::on_read, shared_from_this()));
+  }
+  void on_read(beast::error_code ec, std::size_t) {
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec && ec != http::error::end_of_stream) return fail(ec, "read");
+    consume(std::string_view(buf_, sizeof buf_ - parser_.get().body().size));
+    if (ec || timeline_.is_finished()) return done();
+    do_read();
+  }
+
+  void consume(std::string_view bytes) {
+    for (char c : bytes) if (c != '\r') pending_.push_back(c);
+    if (is_error_status_) return;
+    for (auto end = pending_.find("\n\n"); end != std::string::npos; end = pending_.find("\n\n")) {
+      const std::string event = pending_.substr(0, end);
+      pending_.erase(0, end + 2);
+      for (std::size_t pos = 0; pos < event.size();) {
+        const auto eol = std::min(event.find('\n', pos), event.size());
+        on_line(std::string_view(event).substr(pos, eol - pos));
+        pos = eol + 1;
+      }
+    }
+  }
+  void on_line(std::string_view line) {
+    if (!line.starts_with("data:") || timeline_.is_finished()) return;
+    line.remove_prefix(5);
+    while (line.starts_with(' ')) line.remove_prefix(1);
+    if (line == "[DONE]") return timeline_.finish();
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return timeline_.finish("unparsable event: " + std::string(line.substr(0, 80)));
+    if (j.contains("error")) return timeline_.finish(error_text(j));
+    const auto choices = j.find("choices");
+    if (choices != j.end() && choices->is_array() && !choices->empty()) {
+      timeline_.event();
+      if (has_output(choices->front())) timeline_.chunk();
+    }
+    if (auto u = j.find("usage"); u != j.end()) timeline_.usage(*u);
+  }
+
+  void done() {
+    if (is_error_status_) {
+      timeline_.finish("HTTP " + std::to_string(parser_.get().result_int()) + ": " + pending_.substr(0, 200));
+    } else {
+      timeline_.finish("the stream ended without [DONE]");
+    }
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  }
+  void fail(beast::error_code ec, const char* what) { timeline_.finish(std::string(what) + ": " + ec.message()); }
+
+  tcp::resolver resolver_;
+  beast::tcp_stream stream_;
+  client_target target_;
+  response_timeline timeline_;
+  http::request<http::string_body> req_;
+  http::response_parser<http::buffer_body> parser_;
+  beast::flat_buffer buffer_;
+  char buf_[16384];
+  std::string pending_;
+  bool is_error_status_ = false;
+};
+
+/// inflight's WebSocket protocol: one generate message, then token / done / error messages.
+class ws_session : public std::enable_shared_from_this<ws_session> {
+ public:
+  ws_session(asio::io_context& ioc, const client_target& t, std::string body, request_done done)
+      : resolver_(ioc), ws_(ioc), target_(t), body_(std::move(body)), timeline_(std::move(done)) {}
+
+  void run() {
+    timeline_.sent();
+    resolver_.async_resolve(target_.host, target_.port, beast::bind_front_handler(&ws_session::on_resolve, shared_from_this()));
+  }
+
+ private:
+  void on_resolve(beast::error_code ec, tcp::resolver::results_type results) {
+    if (ec) return fail(ec, "resolve");
+    beast::get_lowest_layer(ws_).expires_after(std::chrono::seconds(30));
+    beast::get_lowest_layer(ws_).async_connect(results, beast::bind_front_handler(&ws_session::on_connect, shared_from_this()));
+  }
+  void on_connect(beast::error_code ec, const tcp::endpoint&) {
+    if (ec) return fail(ec, "connect");
+    beast::get_lowest_layer(ws_).expires_never();
+    auto timeouts = websocket::stream_base::timeout::suggested(beast::role_type::client);
+    timeouts.idle_timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(target_.timeout_s));
+    ws_.set_option(timeouts);
+    ws_.async_handshake(target_.host + ":" + target_.port, target_.base_path + "/v1/ws",
+                        beast::bind_front_handler(&ws_session::on_handshake, shared_from_this()));
+  }
+  void on_handshake(beast::error_code ec) {
+    if (ec) return fail(ec, "handshake");
+    ws_.text(true);
+    ws_.async_write(asio::buffer(body_), beast::bind_front_handler(&ws_session::on_write, shared_from_this()));
+  }
+  void on_write(beast::error_code ec, std::size_t) {
+    if (ec) return fail(ec, "write");
+    do_read();
+  }
+  void do_read() { ws_.async_read(buffer_, beast::bind_front_handler(&ws_session::on_read, shared_from_this())); }
+  void on_read(beast::error_code ec, std::size_t) {
+    if (ec) return fail(ec, "read");
+    auto j = nlohmann::json::parse(beast::buffers_to_string(buffer_.data()), nullptr, false);
+    buffer_.consume(buffer_.size());
+    if (j.is_discarded() || !j.is_object()) return close("unparsable message");
+    const std::string type = j.value("type", "");
+    if (type == "token") {
+      timeline_.event();
+      if (has_output(j)) timeline_.chunk();
+      return do_read();
+    }
+    if (type == "done") {
+      if (auto u = j.find("usage"); u != j.end()) timeline_.usage(*u);
+      return close("");
+    }
+    if (type == "error") return close(j.contains("error") ? error_text(j) : j.value("message", j.dump()));
+    do_read();  // other message types (e.g. a greeting) are not ours
+  }
+  void close(std::string error) {
+    timeline_.finish(std::move(error));
+    ws_.async_close(websocket::close_code::normal, [self = shared_from_this()](beast::error_code) {});
+  }
+  void fail(beast::error_code ec, const char* what) { timeline_.finish(std::string(what) + ": " + ec.message()); }
+
+  tcp::resolver resolver_;
+  websocket::stream<beast::tcp_stream> ws_;
+  client_target target_;
+  std::string body_;
+  response_timeline timeline_;
+  beast::flat_buffer buffer_;
+};
+
+}  // namespace
+
+void start_request(asio::io_context& ioc, const client_target& target, const bench::bench_prompt& prompt, int index,
+                   int max_tokens, request_done done) {
+  auto body = request_body(target, prompt, index, max_tokens);
+  if (target.use_ws) std::make_shared<ws_session>(ioc, target, std::move(body), std::move(done))->run();
+  else std::make_shared<sse_session>(ioc, target, std::move(body), std::move(done))->run();
+}
+
+result<std::string> http_get(const client_target& target, const std::string& path) {
+  try {
+    asio::io_context ioc;
+    tcp::resolver resolver(ioc);
+    beast::tcp_stream stream(ioc);
+    stream.expires_after(std::chrono::seconds(30));
+    stream.connect(resolver.resolve(target.host, target.port));
+    http::request<http::empty_body> req(http::verb::get, target.base_path + path, 11);
+    req.set(http::field::host, target.host + ":" + target.port);
+    http::write(stream, req);
+    beast::flat_buffer buffer;
+    http::response<http::string_body> res;
+    http::read(stream, buffer, res);
+    beast::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    if (res.result() != http::status::ok) {
+      return make_error(errc::io_error, "GET " + path + ": HTTP " + std::to_string(res.result_int()));
+    }
+    return res.body();
+  } catch (const std::exception& e) {
+    return make_error(errc::io_error, "GET " + path + ": " + e.what());
+  }
+}
+
+}  // namespace inflight::app

@@ -1,0 +1,110 @@
+#include "apps/inflight/bench_engine_run.hpp"
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "apps/inflight/bench_report.hpp"
+
+namespace inflight::app {
+namespace {
+
+/// Counts finished requests for the whole run.
+struct completion_latch {
+  std::mutex mutex;
+  std::condition_variable cv;
+  int num_done = 0;
+  void count() {
+    std::lock_guard lock(mutex);
+    ++num_done;
+    cv.notify_all();
+  }
+  void wait_for(int n) {
+    std::unique_lock lock(mutex);
+    cv.wait(lock, [&] { return num_done >= n; });
+  }
+};
+
+/// Records arrival times of token events and the finish, on the engine's threads.
+class timeline_sink final : public request_sink {
+ public:
+  timeline_sink(double send_s, completion_latch& latch) : send_s_(send_s), latch_(&latch) {}
+  void on_token(const token_event& ev) override {
+    if (ev.token_ids.empty()) return;
+    std::lock_guard lock(mutex_);
+    chunks_.push_back(monotonic_seconds());
+  }
+  void on_finish(const finish_event& ev) override {
+    {
+      std::lock_guard lock(mutex_);
+      end_s_ = monotonic_seconds();
+      finish_ = ev;
+    }
+    latch_->count();
+  }
+  bench::request_record record(double run_start_s) const {
+    std::lock_guard lock(mutex_);
+    auto r = bench::record_from_timeline(send_s_, chunks_, end_s_, finish_.completion_tokens);
+    r.start_s = send_s_ - run_start_s;
+    r.prompt_tokens = finish_.prompt_tokens;
+    if (finish_.reason != finish_reason::length && finish_.reason != finish_reason::stop) {
+      r.is_success = false;
+      r.error = finish_.message.empty() ? "finished abnormally" : finish_.message;
+    }
+    return r;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  double send_s_;
+  completion_latch* latch_;
+  std::vector<double> chunks_;
+  double end_s_ = 0.0;
+  finish_event finish_;
+};
+
+generate_request make_request(const bench::bench_prompt& p) {
+  generate_request r;
+  r.prompt = p.prompt_ids;
+  r.params.temperature = 0.0f;
+  r.params.max_tokens = p.output_len > 0 ? p.output_len : 16;
+  r.params.ignore_eos = true;
+  return r;
+}
+
+}  // namespace
+
+result<engine_run> run_engine_workload(const deployment& d, const loaded_model& model,
+                                       const std::vector<bench::bench_prompt>& prompts) {
+  auto eng = engine::start(d, model);
+  if (!eng) return std::unexpected(eng.error());
+  completion_latch latch;
+  std::vector<std::shared_ptr<timeline_sink>> sinks;
+  const double start = monotonic_seconds();
+  for (const auto& p : prompts) {
+    if (p.prompt_ids.empty()) return make_error(errc::invalid_argument, "offline runs need token-id prompts");
+    const double due = start + std::max(0.0, p.arrival_s);
+    if (const double wait = due - monotonic_seconds(); wait > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+    }
+    auto sink = std::make_shared<timeline_sink>(monotonic_seconds(), latch);
+    if (auto id = (*eng)->submit(make_request(p), sink); !id) {
+      (*eng)->shutdown(0.0);
+      return std::unexpected(id.error());
+    }
+    sinks.push_back(std::move(sink));
+  }
+  latch.wait_for(int(sinks.size()));
+  engine_run run;
+  run.duration_s = monotonic_seconds() - start;
+  run.snapshot = (*eng)->snapshot();
+  (*eng)->shutdown(0.0);
+  for (std::size_t i = 0; i < sinks.size(); ++i) {
+    run.records.push_back(sinks[i]->record(start));
+    run.records.back().index = int(i);
+    run.records.back().tag = prompts[i].tag;
+  }
+  return run;
+}
+
+}  // namespace inflight::app

@@ -1,0 +1,24 @@
+#pragma once
+// One offline benchmark run: the engine in this process, a workload submitted at its
+// scheduled times, every request's timeline recorded on this process's clock.
+
+#include <vector>
+
+#include "actors/engine.hpp"
+#include "core/bench/bench_metrics.hpp"
+#include "core/bench/dataset.hpp"
+
+namespace inflight::app {
+
+struct engine_run {
+  std::vector<bench::request_record> records;
+  double duration_s = 0.0;
+  engine_snapshot snapshot;   ///< at the end of the run (counters start at zero with the engine)
+};
+
+/// Starts an engine for `d` on `model`, submits `prompts` (greedy, ignore EOS) at their
+/// arrival times (< 0 counts as 0), waits for all, shuts the engine down.
+result<engine_run> run_engine_workload(const deployment& d, const loaded_model& model,
+                                       const std::vector<bench::bench_prompt>& prompts);
+
+}  // namespace inflight::app

@@ -1,0 +1,250 @@
+// `inflight bench offline`: runs the engine in this process on a named workload, once
+// per scheduling policy at the same KV memory and max_num_seqs, and prints one table.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstdio>
+#include <random>
+#include <sstream>
+
+#include "apps/inflight/bench_engine_run.hpp"
+#include "apps/inflight/bench_report.hpp"
+#include "apps/inflight/commands.hpp"
+#include "config/deployment_loader.hpp"
+#include "core/bench/arrival.hpp"
+#include "core/model/shapes.hpp"
+
+namespace inflight::app {
+namespace {
+
+struct offline_options {
+  std::string config_path;
+  std::vector<std::string> overrides;
+  std::string workload = "variance";
+  std::vector<std::string> policies = {"static", "fcfs", "splitfuse"};
+  int cap = 0;
+  std::string size = "small";
+  std::string shape;
+  int num_prompts = 0;
+  std::uint64_t seed = 0;
+  double request_rate = INFINITY;
+  double burstiness = 1.0;
+  int budget = 0;       // interference: max_num_batched_tokens of every policy (0 = longest prompt + streams)
+  int chunk = 256;      // interference: splitfuse's max_chunk_tokens
+  std::string result_json;
+};
+
+deployment base_deployment(const offline_options& o) {
+  deployment d;
+  if (!o.config_path.empty()) {
+    auto loaded = config::load_deployment(o.config_path);
+    if (!loaded) fail(loaded.error().message);
+    d = *loaded;
+  }
+  for (const auto& s : o.overrides) {
+    if (auto ok = config::apply_override(d, s); !ok) fail(ok.error().message);
+  }
+#ifdef INFLIGHT_DEFAULT_PLUGIN_DIR
+  // The built plugins, unless the deployment or INFLIGHT_PLUGIN_DIR names others.
+  if (d.scheduler.plugin_dir.empty() && !std::getenv("INFLIGHT_PLUGIN_DIR")) d.scheduler.plugin_dir = INFLIGHT_DEFAULT_PLUGIN_DIR;
+#endif
+  if (!o.shape.empty()) {
+    auto c = named_shape(o.shape);
+    if (!c) fail("unknown shape '" + o.shape + "'");
+    d.model.path.clear();
+    d.model.format = "dummy";
+    d.model.config_json.clear();
+    auto& s = d.model.dummy;
+    s.hidden_size = c->dim, s.intermediate_size = c->hidden_dim, s.num_layers = c->num_layers;
+    s.num_heads = c->num_heads, s.num_kv_heads = c->num_kv_heads, s.head_dim = c->head_dim;
+    s.vocab_size = c->vocab_size, s.max_position = c->max_seq_len, s.rope_theta = c->rope_theta;
+    s.tied_embeddings = c->tied_embeddings;
+  }
+  return d;
+}
+
+std::vector<bench::bench_prompt> offline_prompts(const offline_options& o, int vocab_size) {
+  auto size = bench::parse_workload_size(o.size);
+  if (!size) fail(size.error().message);
+  std::mt19937_64 rng(o.seed);
+  bench::workload_options w{o.workload, *size, o.cap, o.num_prompts, vocab_size};
+  auto prompts = bench::workload_dataset(w, rng);
+  if (!prompts) fail(prompts.error().message);
+  // Workloads without their own schedule (latency, procurement) use the arrival process.
+  auto times = bench::arrival_times(int(prompts->size()), {o.request_rate, o.burstiness}, rng);
+  if (!times) fail(times.error().message);
+  for (std::size_t i = 0; i < prompts->size(); ++i) {
+    if ((*prompts)[i].arrival_s < 0) (*prompts)[i].arrival_s = (*times)[i];
+  }
+  std::stable_sort(prompts->begin(), prompts->end(), [](const auto& a, const auto& b) { return a.arrival_s < b.arrival_s; });
+  return std::move(*prompts);
+}
+
+int longest_prompt(const std::vector<bench::bench_prompt>& prompts) {
+  int n = 0;
+  for (const auto& p : prompts) n = std::max(n, p.input_len);
+  return n;
+}
+
+/// The deployment of one policy. Every policy keeps the KV memory and max_num_seqs;
+/// the token budget differs only where a policy cannot chunk (see docs/benchmarks.md).
+deployment policy_deployment(const deployment& base, const std::string& policy, const offline_options& o,
+                             const std::vector<bench::bench_prompt>& prompts) {
+  deployment d = base;
+  d.scheduler.policy = policy;
+  d.server.max_waiting_requests = std::max<int>(d.server.max_waiting_requests, int(prompts.size()) + 1);
+  const int longest = longest_prompt(prompts);
+  if (o.workload == "interference") {
+    const int streams = int(std::count_if(prompts.begin(), prompts.end(), [](const auto& p) { return p.tag == "decode"; }));
+    d.engine.max_num_batched_tokens = o.budget > 0 ? o.budget : longest + streams;
+    if (policy == "splitfuse") d.scheduler.policy_settings["splitfuse"] = "{\"max_chunk_tokens\": " + std::to_string(o.chunk) + "}";
+  } else if (policy == "static") {
+    // A true static batch prefills all its prompts whole, in one step.
+    const int seats = std::min<int>(d.engine.max_num_seqs, int(prompts.size()));
+    d.engine.max_num_batched_tokens = std::max(d.engine.max_num_batched_tokens, seats * longest);
+  }
+  return d;
+}
+
+struct policy_result {
+  std::string policy;
+  int budget = 0;
+  engine_run run;
+  bench::bench_summary summary;
+};
+
+double per_step_ms(double seconds, std::uint64_t steps) { return steps ? seconds * 1e3 / double(steps) : 0.0; }
+
+double pct(const bench::metric_stats& m, double p) {
+  for (const auto& [q, v] : m.percentiles) if (q == p) return v;
+  return 0.0;
+}
+
+void print_table(const std::vector<policy_result>& results) {
+  std::printf("%-10s %7s %9s %7s %8s %8s %8s %8s %8s %8s %6s %5s %6s %8s %8s %7s\n", "policy", "budget", "out tok/s",
+              "req/s", "E2E p50", "E2E p90", "E2E p99", "TTFT p50", "TTFT p90", "TTFT p99", "batch", "KV%", "preempt",
+              "step ms", "outside", "x static");
+  double static_tps = 0.0;
+  for (const auto& r : results) if (r.policy == "static") static_tps = r.summary.output_throughput;
+  for (const auto& r : results) {
+    const auto& s = r.summary;
+    const auto& snap = r.run.snapshot;
+    const double steps = double(std::max<std::uint64_t>(1, snap.num_steps));
+    char ratio[16] = "-";
+    if (static_tps > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", s.output_throughput / static_tps);
+    std::printf("%-10s %7d %9.1f %7.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %6.1f %5.1f %6llu %8.2f %8.3f %7s\n",
+                r.policy.c_str(), r.budget, s.output_throughput, s.request_throughput, pct(s.e2el_ms, 50) / 1e3,
+                pct(s.e2el_ms, 90) / 1e3, pct(s.e2el_ms, 99) / 1e3, pct(s.ttft_ms, 50) / 1e3, pct(s.ttft_ms, 90) / 1e3,
+                pct(s.ttft_ms, 99) / 1e3, snap.batch_size_sum / steps, 100.0 * snap.kv_usage_sum / steps,
+                (unsigned long long)snap.gauges.num_preemptions, per_step_ms(snap.engine_seconds, snap.num_steps),
+                per_step_ms(snap.engine_seconds - snap.backend_seconds, snap.num_steps), ratio);
+  }
+  std::printf("(E2E and TTFT in seconds; batch = mean sequences per step; KV%% = mean KV usage; step ms = engine time "
+              "per step; outside = the part of it outside the backend)\n");
+}
+
+bench::metric_stats tagged(const engine_run& run, const std::string& tag, bool itl) {
+  std::vector<double> values;
+  for (const auto& r : run.records) {
+    if (r.tag != tag || !r.is_success) continue;
+    if (itl) for (double g : r.itl_s) values.push_back(g * 1e3);
+    else values.push_back(r.ttft_s * 1e3);
+  }
+  return bench::describe(std::move(values), {50, 99});
+}
+
+void print_interference(const std::vector<policy_result>& results, int chunk) {
+  std::printf("\ninterference: decode-stream ITL and long-prompt TTFT (ms); splitfuse chunks prompts to %d tokens\n", chunk);
+  std::printf("%-10s %7s %10s %10s %10s %12s %12s %12s\n", "policy", "budget", "ITL p50", "ITL p99", "ITL max",
+              "TTFT p50", "TTFT p99", "TTFT max");
+  for (const auto& r : results) {
+    const auto itl = tagged(r.run, "decode", true), ttft = tagged(r.run, "long", false);
+    std::printf("%-10s %7d %10.2f %10.2f %10.2f %12.1f %12.1f %12.1f\n", r.policy.c_str(), r.budget, pct(itl, 50),
+                pct(itl, 99), itl.max, pct(ttft, 50), pct(ttft, 99), ttft.max);
+  }
+}
+
+policy_result run_policy(const deployment& d, const loaded_model& model, const std::string& policy,
+                         const std::vector<bench::bench_prompt>& prompts) {
+  std::fprintf(stderr, "bench offline: %s, %zu requests, budget %d, max_num_seqs %d...\n", policy.c_str(),
+               prompts.size(), d.engine.max_num_batched_tokens, d.engine.max_num_seqs);
+  auto run = run_engine_workload(d, model, prompts);
+  if (!run) fail(policy + ": " + run.error().message);
+  policy_result r{policy, d.engine.max_num_batched_tokens, std::move(*run), {}};
+  r.summary = bench::summarize(r.run.records, r.run.duration_s, {50, 90, 99}, {});
+  if (r.summary.num_failed > 0) fail(policy + ": " + std::to_string(r.summary.num_failed) + " requests failed");
+  return r;
+}
+
+/// Engine time per step outside and inside the backend at 1 and at N concurrent sequences.
+void run_overhead(const offline_options& o, const deployment& base, const loaded_model& model,
+                  const std::vector<bench::bench_prompt>& prompts) {
+  std::printf("%-10s %6s %8s %12s %12s %12s %9s\n", "policy", "seqs", "steps", "step ms", "backend ms", "outside ms",
+              "outside%");
+  for (const auto& policy : o.policies) {
+    for (std::size_t n : {std::size_t(1), prompts.size()}) {
+      const std::vector<bench::bench_prompt> part(prompts.begin(), prompts.begin() + std::ptrdiff_t(n));
+      const auto r = run_policy(policy_deployment(base, policy, o, part), model, policy, part);
+      const auto& s = r.run.snapshot;
+      const double outside = s.engine_seconds - s.backend_seconds;
+      std::printf("%-10s %6zu %8llu %12.3f %12.3f %12.3f %8.1f%%\n", policy.c_str(), n, (unsigned long long)s.num_steps,
+                  per_step_ms(s.engine_seconds, s.num_steps), per_step_ms(s.backend_seconds, s.num_steps),
+                  per_step_ms(outside, s.num_steps), s.engine_seconds > 0 ? 100.0 * outside / s.engine_seconds : 0.0);
+    }
+  }
+}
+
+void run_offline(const offline_options& o) {
+  const auto base = base_deployment(o);
+  auto model = load_model(base.model);
+  if (!model) fail(model.error().message);
+  std::fprintf(stderr, "model: %s\n", model->description.c_str());
+  const auto prompts = offline_prompts(o, model->weights->config.vocab_size);
+  if (o.workload == "overhead") return run_overhead(o, base, *model, prompts);
+  std::vector<policy_result> results;
+  for (const auto& policy : o.policies) {
+    results.push_back(run_policy(policy_deployment(base, policy, o, prompts), *model, policy, prompts));
+  }
+  std::printf("workload %s (%s%s), %zu requests, model %s, KV blocks %d, max_num_seqs %d\n", o.workload.c_str(),
+              o.size.c_str(), o.cap ? (", cap " + std::to_string(o.cap)).c_str() : "", prompts.size(),
+              model->name.c_str(), results.front().run.snapshot.num_blocks, base.engine.max_num_seqs);
+  print_table(results);
+  if (o.workload == "interference") print_interference(results, o.chunk);
+  if (o.result_json.empty()) return;
+  nlohmann::json doc = {{"workload", o.workload}, {"size", o.size}, {"cap", o.cap}, {"seed", o.seed}};
+  for (const auto& r : results) {
+    nlohmann::json records = nlohmann::json::array();
+    for (const auto& rec : r.run.records) records.push_back(to_json(rec));
+    const auto& s = r.run.snapshot;
+    doc["policies"][r.policy] = {{"budget", r.budget},           {"summary", to_json(r.summary)},
+                                 {"num_steps", s.num_steps},     {"engine_seconds", s.engine_seconds},
+                                 {"backend_seconds", s.backend_seconds}, {"batch_size_sum", s.batch_size_sum},
+                                 {"kv_usage_sum", s.kv_usage_sum}, {"preemptions", s.gauges.num_preemptions},
+                                 {"requests", std::move(records)}};
+  }
+  write_json_file(o.result_json, doc);
+}
+
+}  // namespace
+
+void add_bench_offline_command(CLI::App& bench) {
+  auto o = std::make_shared<offline_options>();
+  auto* cmd = bench.add_subcommand("offline", "Run the engine in-process on a workload, once per policy");
+  cmd->add_option("--config", o->config_path, "deployment TOML (KV memory, max_num_seqs, threads)");
+  cmd->add_option("--set", o->overrides, "override a deployment key (key=value), repeatable");
+  cmd->add_option("--workload", o->workload, "variance | latency | procurement | interference | overhead")->capture_default_str();
+  cmd->add_option("--policy", o->policies, "policies to compare, in order")->delimiter(',')->capture_default_str();
+  cmd->add_option("--cap", o->cap, "variance: output length cap (default: the largest of the size)");
+  cmd->add_option("--size", o->size, "small | full")->capture_default_str();
+  cmd->add_option("--shape", o->shape, "random weights of a named shape (bench-20M, bench-110M, ...)");
+  cmd->add_option("--num-prompts", o->num_prompts, "requests (default: the workload's own count)");
+  cmd->add_option("--seed", o->seed, "workload seed")->capture_default_str();
+  cmd->add_option("--request-rate", o->request_rate, "latency / procurement: requests per second (inf = all at once)");
+  cmd->add_option("--burstiness", o->burstiness, "gamma shape of the arrival gaps (1 = Poisson)")->capture_default_str();
+  cmd->add_option("--budget", o->budget, "interference: token budget of every policy (default: longest prompt + streams)");
+  cmd->add_option("--chunk", o->chunk, "interference: splitfuse's max_chunk_tokens")->capture_default_str();
+  cmd->add_option("--result-json", o->result_json, "write every request and the summaries to this file");
+  cmd->callback([o] { run_offline(*o); });
+}
+
+}  // namespace inflight::app

@@ -1,0 +1,95 @@
+#include "apps/inflight/bench_report.hpp"
+
+#include <chrono>
+#include <fstream>
+
+#include "apps/inflight/commands.hpp"
+
+namespace inflight::app {
+
+nlohmann::json to_json(const bench::request_record& r) {
+  nlohmann::json j = {{"index", r.index},         {"success", r.is_success},         {"start_s", r.start_s},
+                      {"ttft_s", r.ttft_s},       {"e2el_s", r.e2el_s},             {"tpot_s", r.tpot_s()},
+                      {"itl_s", r.itl_s},         {"prompt_tokens", r.prompt_tokens}, {"output_tokens", r.output_tokens}};
+  if (!r.error.empty()) j["error"] = r.error;
+  if (!r.tag.empty()) j["tag"] = r.tag;
+  return j;
+}
+
+nlohmann::json to_json(const bench::metric_stats& s) {
+  nlohmann::json j = {{"mean", s.mean}, {"median", s.median}, {"std", s.stddev}, {"max", s.max}, {"count", s.count}};
+  for (const auto& [p, v] : s.percentiles) {
+    char key[32];
+    std::snprintf(key, sizeof key, "p%g", p);
+    j[key] = v;
+  }
+  return j;
+}
+
+nlohmann::json to_json(const bench::bench_summary& s) {
+  nlohmann::json j = {{"completed", s.num_completed},
+                      {"failed", s.num_failed},
+                      {"duration_s", s.duration_s},
+                      {"total_input_tokens", s.total_input_tokens},
+                      {"total_output_tokens", s.total_output_tokens},
+                      {"request_throughput", s.request_throughput},
+                      {"output_throughput", s.output_throughput},
+                      {"total_token_throughput", s.total_token_throughput},
+                      {"peak_concurrency", s.peak_concurrency},
+                      {"ttft_ms", to_json(s.ttft_ms)},
+                      {"tpot_ms", to_json(s.tpot_ms)},
+                      {"itl_ms", to_json(s.itl_ms)},
+                      {"e2el_ms", to_json(s.e2el_ms)}};
+  if (s.goodput) j["goodput"] = *s.goodput;
+  return j;
+}
+
+namespace {
+
+void print_metric(std::FILE* out, const char* name, const char* label, const bench::metric_stats& m) {
+  std::fprintf(out, "%s\n", std::string(std::string("---") + label + std::string(46, '-')).substr(0, 50).c_str());
+  std::fprintf(out, "%-40s %10.2f\n", (std::string("Mean ") + name + " (ms):").c_str(), m.mean);
+  std::fprintf(out, "%-40s %10.2f\n", (std::string("Median ") + name + " (ms):").c_str(), m.median);
+  std::fprintf(out, "%-40s %10.2f\n", (std::string("Std ") + name + " (ms):").c_str(), m.stddev);
+  for (const auto& [p, v] : m.percentiles) {
+    char key[64];
+    std::snprintf(key, sizeof key, "P%g %s (ms):", p, name);
+    std::fprintf(out, "%-40s %10.2f\n", key, v);
+  }
+}
+
+}  // namespace
+
+void print_summary(std::FILE* out, const std::string& title, const bench::bench_summary& s) {
+  std::string head = "=" + std::string(" ") + title + " ";
+  head.resize(50, '=');
+  std::fprintf(out, "%s\n", head.c_str());
+  std::fprintf(out, "%-40s %10d\n", "Successful requests:", s.num_completed);
+  std::fprintf(out, "%-40s %10d\n", "Failed requests:", s.num_failed);
+  std::fprintf(out, "%-40s %10.2f\n", "Benchmark duration (s):", s.duration_s);
+  std::fprintf(out, "%-40s %10lld\n", "Total input tokens:", s.total_input_tokens);
+  std::fprintf(out, "%-40s %10lld\n", "Total generated tokens:", s.total_output_tokens);
+  std::fprintf(out, "%-40s %10.2f\n", "Request throughput (req/s):", s.request_throughput);
+  if (s.goodput) std::fprintf(out, "%-40s %10.2f\n", "Request goodput (req/s):", *s.goodput);
+  std::fprintf(out, "%-40s %10.2f\n", "Output token throughput (tok/s):", s.output_throughput);
+  std::fprintf(out, "%-40s %10.2f\n", "Total token throughput (tok/s):", s.total_token_throughput);
+  std::fprintf(out, "%-40s %10d\n", "Peak concurrent requests:", s.peak_concurrency);
+  print_metric(out, "TTFT", "Time to First Token", s.ttft_ms);
+  print_metric(out, "TPOT", "Time per Output Token (excl. 1st token)", s.tpot_ms);
+  print_metric(out, "ITL", "Inter-token Latency", s.itl_ms);
+  print_metric(out, "E2EL", "End-to-end Latency", s.e2el_ms);
+  std::fprintf(out, "%s\n", std::string(50, '=').c_str());
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& doc) {
+  std::ofstream out(path);
+  if (!out) fail("cannot write " + path);
+  out << doc.dump(2) << "\n";
+  if (!out) fail("error writing " + path);
+}
+
+double monotonic_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace inflight::app

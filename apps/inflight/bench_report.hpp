@@ -1,0 +1,27 @@
+#pragma once
+// Shared output of the bench commands: summaries as text and JSON, per-request records.
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/bench/bench_metrics.hpp"
+
+namespace inflight::app {
+
+nlohmann::json to_json(const bench::request_record& r);
+nlohmann::json to_json(const bench::metric_stats& s);
+nlohmann::json to_json(const bench::bench_summary& s);
+
+/// The vLLM-style summary block: counts, throughputs, then TTFT / TPOT / ITL / E2EL.
+void print_summary(std::FILE* out, const std::string& title, const bench::bench_summary& s);
+
+/// Writes `doc` to `path` (pretty-printed); fails the command on an I/O error.
+void write_json_file(const std::string& path, const nlohmann::json& doc);
+
+/// Wall-clock seconds on a monotonic clock.
+double monotonic_seconds();
+
+}  // namespace inflight::app

@@ -1,0 +1,120 @@
+// `inflight plan`: capacity planning for a deployment's model on a stated GPU: weight
+// and KV bytes, what fits, and the bandwidth / compute floors of step times.
+#include <cstdio>
+
+#include "apps/inflight/commands.hpp"
+#include "config/deployment_loader.hpp"
+#include "core/bench/capacity_plan.hpp"
+#include "core/model/hf_model.hpp"
+#include "core/model/model_loader.hpp"
+#include "core/model/shapes.hpp"
+
+namespace inflight::app {
+namespace {
+
+struct plan_options {
+  std::string config_path;
+  std::vector<std::string> overrides;
+  std::string shape;
+  std::string memory = "80GiB";
+  std::string bandwidth = "3.35TB/s";
+  std::string flops = "989TFLOP/s";
+  double utilization = 0.0;  // 0 = the deployment's engine.gpu_memory_utilization
+  int context = 2048;
+  int dtype_bytes = 2;
+};
+
+/// The shape: --shape, else the deployment's model (dummy shape, config.json, or checkpoint).
+model_config plan_model(const plan_options& o, const deployment& d) {
+  if (!o.shape.empty()) {
+    auto c = named_shape(o.shape);
+    if (!c) fail("unknown shape '" + o.shape + "'");
+    return *c;
+  }
+  if (o.config_path.empty()) fail("give --config FILE or --shape NAME");
+  const auto format = resolve_format(d.model);
+  if (format == "dummy" && d.model.config_json.empty()) return dummy_model_config(d.model.dummy);
+  if (format == "dummy" || format == "hf") {
+    const auto path = !d.model.config_json.empty() ? std::filesystem::path(d.model.config_json)
+                                                   : std::filesystem::path(d.model.path) / "config.json";
+    auto c = try_load_hf_config(path);
+    if (!c) fail(c.error().message);
+    return *c;
+  }
+  auto m = load_model(d.model);
+  if (!m) fail(m.error().message);
+  return m->weights->config;
+}
+
+double quantity(const std::string& text, const std::vector<std::string_view>& units, const char* what) {
+  auto v = bench::parse_quantity(text, units);
+  if (!v) fail(std::string(what) + ": " + v.error().message);
+  return *v;
+}
+
+void print_plan(const plan_options& o, const model_config& m, const bench::plan_request& r, const bench::capacity_plan& p) {
+  const double gb = 1e9;
+  std::printf("model: dim %d, MLP %d, %d layers, %d heads (%d KV), head_dim %d, vocab %d%s\n", m.dim, m.hidden_dim,
+              m.num_layers, m.num_heads, m.num_kv_heads, m.head_dim, m.vocab_size, m.tied_embeddings ? ", tied" : "");
+  std::printf("hardware: %s memory x %.2f utilization, %s, %s; context %d, %d bytes per value\n\n", o.memory.c_str(),
+              r.hardware.memory_utilization, o.bandwidth.c_str(), o.flops.c_str(), r.context, r.dtype_bytes);
+  std::printf("weights       = params x dtype bytes = %lld x %d = %.2f GB\n", (long long)p.num_parameters,
+              r.dtype_bytes, p.weight_bytes / gb);
+  std::printf("KV per token  = 2 x layers x KV heads x head_dim x dtype bytes = 2 x %d x %d x %d x %d = %.0f B (%.1f KiB)\n",
+              m.num_layers, m.num_kv_heads, m.head_dim, r.dtype_bytes, p.kv_bytes_per_token, p.kv_bytes_per_token / 1024);
+  std::printf("KV budget     = memory x utilization - weights = %.2f - %.2f = %.2f GB\n", p.usable_bytes / gb,
+              p.weight_bytes / gb, p.kv_budget_bytes / gb);
+  std::printf("KV tokens     = KV budget / KV per token = %lld\n", (long long)p.max_kv_tokens);
+  std::printf("sequences     = KV tokens / context = %lld of %d tokens\n", (long long)p.max_sequences, r.context);
+  std::printf("prefill floor = 2 x params x tokens / FLOP/s = %.3f TFLOP / %s = %.2f ms for %d tokens (%.0f tokens/s)\n\n",
+              p.prefill_flops / 1e12, o.flops.c_str(), p.prefill_s * 1e3, r.context, r.context / p.prefill_s);
+  std::printf("decode floor: one step reads every weight and the batch's KV once\n");
+  std::printf("  step = (weights + batch x context x KV per token) / bandwidth;  tokens/s = batch / step\n");
+  std::printf("%8s %14s %12s %14s %8s\n", "batch", "bytes/step GB", "step ms", "tokens/s", "fits");
+  for (const auto& row : p.decode) {
+    std::printf("%8d %14.2f %12.3f %14.0f %8s\n", row.batch, row.bytes_per_step / gb, row.step_s * 1e3,
+                row.tokens_per_s, row.fits ? "yes" : "no");
+  }
+}
+
+void run_plan(const plan_options& o) {
+  deployment d;
+  if (!o.config_path.empty()) {
+    auto loaded = config::load_deployment(o.config_path);
+    if (!loaded) fail(loaded.error().message);
+    d = *loaded;
+  }
+  for (const auto& s : o.overrides) {
+    if (auto ok = config::apply_override(d, s); !ok) fail(ok.error().message);
+  }
+  bench::plan_request r;
+  r.model = plan_model(o, d);
+  r.context = o.context;
+  r.dtype_bytes = o.dtype_bytes;
+  r.hardware.memory_bytes = quantity(o.memory, {"B"}, "--gpu-memory");
+  r.hardware.bandwidth_bytes_per_s = quantity(o.bandwidth, {"B/s"}, "--bandwidth");
+  r.hardware.flops_per_s = quantity(o.flops, {"FLOP/s", "FLOPS", "FLOP"}, "--flops");
+  r.hardware.memory_utilization = o.utilization > 0 ? o.utilization : d.engine.gpu_memory_utilization;
+  auto p = bench::make_capacity_plan(r);
+  if (!p) fail(p.error().message);
+  print_plan(o, r.model, r, *p);
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app) {
+  auto o = std::make_shared<plan_options>();
+  auto* cmd = app.add_subcommand("plan", "Capacity planner: memory, KV capacity and step-time floors on a GPU");
+  cmd->add_option("--config", o->config_path, "deployment TOML (its model's shape)");
+  cmd->add_option("--set", o->overrides, "override a deployment key (key=value), repeatable");
+  cmd->add_option("--shape", o->shape, "a named shape instead of the deployment's model (bench-20M, llama-3.1-8b, ...)");
+  cmd->add_option("--gpu-memory", o->memory, "device memory")->capture_default_str();
+  cmd->add_option("--bandwidth", o->bandwidth, "memory bandwidth")->capture_default_str();
+  cmd->add_option("--flops", o->flops, "dense peak FLOP/s at the dtype")->capture_default_str();
+  cmd->add_option("--utilization", o->utilization, "fraction of memory for weights + KV (default: the deployment's)");
+  cmd->add_option("--context", o->context, "tokens each sequence holds")->capture_default_str();
+  cmd->add_option("--dtype-bytes", o->dtype_bytes, "bytes per weight and KV value")->capture_default_str();
+  cmd->callback([o] { run_plan(*o); });
+}
+
+}  // namespace inflight::app

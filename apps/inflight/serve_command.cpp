@@ -1,0 +1,79 @@
+// `inflight serve`: the OpenAI-compatible HTTP / SSE / WebSocket server in front of the
+// engine. Prints the model, the chat template and the bound address at start-up; shuts
+// down gracefully on SIGINT / SIGTERM and exits 0.
+#include <cstdio>
+#include <iostream>
+
+#include "actors/engine.hpp"
+#include "actors/gateway/server.hpp"
+#include "apps/inflight/commands.hpp"
+#include "config/deployment_loader.hpp"
+
+namespace inflight::app {
+namespace {
+
+struct serve_options {
+  std::string config_path;
+  std::vector<std::string> overrides;
+  std::optional<std::string> host;
+  std::optional<int> port;
+};
+
+deployment load_serve_deployment(const serve_options& o) {
+  deployment d;
+  if (!o.config_path.empty()) {
+    auto loaded = config::load_deployment(o.config_path);
+    if (!loaded) fail(loaded.error().message);
+    d = *loaded;
+  }
+  for (const auto& s : o.overrides) {
+    if (auto ok = config::apply_override(d, s); !ok) fail(ok.error().message);
+  }
+  if (o.host) d.server.host = *o.host;
+  if (o.port) d.server.port = *o.port;
+  return d;
+}
+
+void run_serve(const serve_options& o) {
+  const auto d = load_serve_deployment(o);
+  auto model = load_model(d.model);
+  if (!model) fail(model.error().message);
+  std::printf("inflight: model %s: %s\n", model->name.c_str(), model->description.c_str());
+  if (model->format == "dummy") {
+    std::printf("inflight: NOTE: no model.path is configured: serving DUMMY random weights; "
+                "the output is noise (set model.path in the config or --set model.path=...)\n");
+  }
+  std::fflush(stdout);
+  auto eng = engine::start(d, std::move(*model));
+  if (!eng) fail(eng.error().message);
+  gateway::server_options options;
+  options.handle_signals = true;
+  options.version = INFLIGHT_VERSION;
+  auto srv = gateway::server::try_start(**eng, options);
+  if (!srv) fail(srv.error().message);
+  auto& s = **srv;
+  if (!s.warning().empty()) std::printf("inflight: warning: %s\n", s.warning().c_str());
+  std::printf("inflight: chat template: %s\n", s.chat_template_name().c_str());
+  std::printf("inflight: engine: %s backend, policy %s, max_num_seqs %d, io threads %d\n", d.engine.backend.c_str(),
+              d.scheduler.policy.c_str(), d.engine.max_num_seqs, d.server.io_threads);
+  std::printf("inflight: listening on http://%s:%d (OpenAI API under /v1, WebSocket at /v1/ws)\n", s.host().c_str(),
+              s.port());
+  std::fflush(stdout);
+  s.wait();
+  std::printf("inflight: shut down\n");
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto o = std::make_shared<serve_options>();
+  auto* cmd = app.add_subcommand("serve", "Serve the OpenAI-compatible HTTP / WebSocket API");
+  cmd->add_option("--config", o->config_path, "deployment TOML (default: built-in defaults)");
+  cmd->add_option("--set", o->overrides, "override a config key: --set server.port=0");
+  cmd->add_option("--host", o->host, "address to listen on (server.host)");
+  cmd->add_option("--port", o->port, "TCP port, 0 = any free port (server.port)");
+  cmd->callback([o] { run_serve(*o); });
+}
+
+}  // namespace inflight::app

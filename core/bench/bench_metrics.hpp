@@ -1,0 +1,91 @@
+#pragma once
+/// Serving-benchmark arithmetic: per-request records built from a client's clock, and
+/// the summary `inflight bench serve` prints (the conventions of `vllm bench serve`:
+/// TTFT, TPOT, ITL, E2EL, throughput, goodput under SLOs).
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace inflight::bench {
+
+/// One request as the client saw it. Times in seconds; `start_s` is relative to the
+/// start of the run, the others relative to `start_s`.
+struct request_record {
+  int index = 0;                ///< position in the dataset
+  bool is_success = false;
+  std::string error;            ///< why it failed (empty on success)
+  double start_s = 0.0;         ///< when the request was sent
+  double ttft_s = 0.0;          ///< send -> first chunk with output
+  double e2el_s = 0.0;          ///< send -> end of the response
+  std::vector<double> itl_s;    ///< every gap between consecutive output chunks
+  int prompt_tokens = 0;
+  int output_tokens = 0;        ///< from the server's usage
+  std::string tag;              ///< dataset tag (interference: "decode" / "long")
+
+  /// (E2EL - TTFT) / (output tokens - 1); 0 for fewer than two tokens.
+  double tpot_s() const;
+};
+
+/// Builds a record from a timeline: send time, arrival time of each output chunk, end
+/// time (all on one clock, seconds), and the output token count.
+request_record record_from_timeline(double send_s, const std::vector<double>& chunk_times_s, double end_s,
+                                    int output_tokens);
+
+/// Linear interpolation between closest ranks (numpy's default); p in [0, 100].
+/// `sorted` must be ascending and non-empty.
+double percentile(const std::vector<double>& sorted, double p);
+
+/// mean / median / standard deviation (population) / chosen percentiles of a metric.
+struct metric_stats {
+  double mean = 0.0;
+  double median = 0.0;
+  double stddev = 0.0;
+  double max = 0.0;
+  std::vector<std::pair<double, double>> percentiles;  ///< (p, value)
+  int count = 0;
+};
+
+metric_stats describe(std::vector<double> values, const std::vector<double>& percentiles);
+
+/// Service-level objectives for goodput, in seconds; unset ones are not checked.
+struct slo {
+  std::optional<double> ttft_s;
+  std::optional<double> tpot_s;
+  std::optional<double> e2el_s;
+  bool is_set() const { return ttft_s || tpot_s || e2el_s; }
+};
+
+/// Parses "ttft:500 tpot:50 e2el:2000" (milliseconds; spaces or commas between).
+result<slo> parse_slo(std::string_view text);
+/// Parses "50,90,99" (each in (0, 100]).
+result<std::vector<double>> parse_percentiles(std::string_view text);
+
+/// True when a successful request meets every objective that is set.
+bool meets(const request_record& r, const slo& objectives);
+
+struct bench_summary {
+  int num_completed = 0;
+  int num_failed = 0;
+  double duration_s = 0.0;
+  long long total_input_tokens = 0;
+  long long total_output_tokens = 0;
+  double request_throughput = 0.0;      ///< completed requests / s
+  double output_throughput = 0.0;       ///< output tokens / s
+  double total_token_throughput = 0.0;  ///< (input + output) tokens / s
+  std::optional<double> goodput;        ///< requests meeting the SLOs / s (when SLOs are set)
+  int peak_concurrency = 0;             ///< most requests in flight at once
+  metric_stats ttft_ms, tpot_ms, itl_ms, e2el_ms;
+};
+
+/// Summary over successful records; `duration_s` is the run's wall time.
+bench_summary summarize(const std::vector<request_record>& records, double duration_s,
+                        const std::vector<double>& percentiles, const slo& objectives);
+
+/// Most intervals [start_s, start_s + e2el_s) overlapping at one instant.
+int peak_concurrency(const std::vector<request_record>& records);
+
+}  // namespace inflight::bench

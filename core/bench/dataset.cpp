@@ -1,0 +1,243 @@
+#include "core/bench/dataset.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+namespace inflight::bench {
+
+std::pair<int, int> length_bounds(int length, double range_ratio) {
+  const int lo = std::max(1, int(std::floor(length * (1.0 - range_ratio))));
+  const int hi = std::max(lo, int(std::ceil(length * (1.0 + range_ratio))));
+  return {lo, hi};
+}
+
+int draw_exponential_length(double mean, int cap, std::mt19937_64& rng) {
+  std::exponential_distribution<double> exp(1.0 / mean);
+  for (;;) {
+    const int n = std::max(1, int(std::ceil(exp(rng))));
+    if (n <= cap) return n;
+  }
+}
+
+namespace {
+
+/// Random lowercase words separated by single spaces, exactly `length` bytes long
+/// (one token per byte with a byte-level tokenizer).
+std::string random_text(int length, std::mt19937_64& rng) {
+  std::uniform_int_distribution<int> letter('a', 'z'), word_len(2, 8);
+  std::string out;
+  out.reserve(std::size_t(length));
+  int left_in_word = word_len(rng);
+  while (int(out.size()) < length) {
+    if (left_in_word == 0 && !out.empty() && int(out.size()) + 1 < length) {
+      out.push_back(' ');
+      left_in_word = word_len(rng);
+      continue;
+    }
+    out.push_back(char(letter(rng)));
+    left_in_word = std::max(0, left_in_word - 1);
+  }
+  return out;
+}
+
+}  // namespace
+
+bench_prompt make_prompt(int length, const random_options& o, std::mt19937_64& rng) {
+  bench_prompt p;
+  p.input_len = length;
+  if (o.format == prompt_format::text) {
+    p.prompt_text = random_text(length, rng);
+    return p;
+  }
+  std::uniform_int_distribution<int> id(o.first_token_id, o.vocab_size - 1);
+  p.prompt_ids.resize(std::size_t(length));
+  for (auto& t : p.prompt_ids) t = token_id(id(rng));
+  return p;
+}
+
+result<std::vector<bench_prompt>> random_dataset(const random_options& o, std::mt19937_64& rng) {
+  if (o.num_prompts <= 0) return make_error(errc::invalid_argument, "num-prompts must be positive");
+  if (o.input_len <= 0 || o.output_len <= 0) return make_error(errc::invalid_argument, "input and output lengths must be positive");
+  if (o.range_ratio < 0.0 || o.range_ratio >= 1.0) return make_error(errc::invalid_argument, "range-ratio must be in [0, 1)");
+  if (o.vocab_size <= o.first_token_id) return make_error(errc::invalid_argument, "vocab-size is too small");
+  const auto [in_lo, in_hi] = length_bounds(o.input_len, o.range_ratio);
+  const auto [out_lo, out_hi] = length_bounds(o.output_len, o.range_ratio);
+  std::uniform_int_distribution<int> in_len(in_lo, in_hi), out_len(out_lo, out_hi);
+  std::vector<bench_prompt> out;
+  for (int i = 0; i < o.num_prompts; ++i) {
+    const int in = in_len(rng);
+    auto p = make_prompt(in, o, rng);
+    p.output_len = out_len(rng);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+result<workload_size> parse_workload_size(std::string_view text) {
+  if (text == "small") return workload_size::small;
+  if (text == "full") return workload_size::full;
+  return make_error(errc::invalid_argument, "size must be small or full, got '" + std::string(text) + "'");
+}
+
+std::vector<std::string> workload_names() { return {"variance", "latency", "procurement", "interference", "overhead"}; }
+
+namespace {
+
+random_options prompt_options(const workload_options& o) {
+  random_options r;
+  r.vocab_size = o.vocab_size;
+  r.format = o.format;
+  return r;
+}
+
+int count_or(const workload_options& o, int full, int small) {
+  if (o.num_prompts > 0) return o.num_prompts;
+  return o.size == workload_size::full ? full : small;
+}
+
+result<std::vector<bench_prompt>> variance_workload(const workload_options& o, std::mt19937_64& rng) {
+  const bool full = o.size == workload_size::full;
+  const std::vector<int> caps = full ? std::vector<int>{32, 128, 512, 1536} : std::vector<int>{8, 32, 128, 384};
+  const int cap = o.cap == 0 ? caps.back() : o.cap;
+  if (std::find(caps.begin(), caps.end(), cap) == caps.end()) {
+    std::string allowed;
+    for (int c : caps) allowed += (allowed.empty() ? "" : ", ") + std::to_string(c);
+    return make_error(errc::invalid_argument, "variance: cap " + std::to_string(cap) + " is not one of " + allowed);
+  }
+  const auto ro = prompt_options(o);
+  std::vector<bench_prompt> out;
+  for (int i = 0, n = count_or(o, 1000, 200); i < n; ++i) {
+    auto p = make_prompt(full ? 512 : 64, ro, rng);
+    p.output_len = draw_exponential_length(full ? 128.0 : 32.0, cap, rng);
+    p.arrival_s = 0.0;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+result<std::vector<bench_prompt>> latency_workload(const workload_options& o, std::mt19937_64& rng) {
+  const bool full = o.size == workload_size::full;
+  const auto ro = prompt_options(o);
+  std::uniform_int_distribution<int> in_len(full ? 128 : 16, full ? 384 : 48);
+  std::vector<bench_prompt> out;
+  for (int i = 0, n = count_or(o, 1000, 200); i < n; ++i) {
+    auto p = make_prompt(in_len(rng), ro, rng);
+    p.output_len = draw_exponential_length(full ? 128.0 : 32.0, full ? 1536 : 384, rng);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+result<std::vector<bench_prompt>> procurement_workload(const workload_options& o, std::mt19937_64& rng) {
+  const bool full = o.size == workload_size::full;
+  const auto ro = prompt_options(o);
+  std::uniform_int_distribution<int> in_len(full ? 1500 : 150, full ? 2000 : 200);
+  std::vector<bench_prompt> out;
+  for (int i = 0, n = count_or(o, 256, 64); i < n; ++i) {
+    auto p = make_prompt(in_len(rng), ro, rng);
+    p.output_len = full ? 500 : 50;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+/// 32 decode streams at t = 0, then one long prompt every interval (the first after one).
+result<std::vector<bench_prompt>> interference_workload(const workload_options& o, std::mt19937_64& rng) {
+  const bool full = o.size == workload_size::full;
+  const auto ro = prompt_options(o);
+  std::vector<bench_prompt> out;
+  for (int i = 0; i < 32; ++i) {
+    auto p = make_prompt(64, ro, rng);
+    p.output_len = full ? 1024 : 256;
+    p.arrival_s = 0.0;
+    p.tag = "decode";
+    out.push_back(std::move(p));
+  }
+  const double interval = full ? 2.0 : 0.5;
+  for (int i = 0, n = count_or(o, 16, 8); i < n; ++i) {
+    auto p = make_prompt(full ? 8192 : 1024, ro, rng);
+    p.output_len = 16;
+    p.arrival_s = interval * (i + 1);
+    p.tag = "long";
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+/// Identical short requests, all at t = 0: the engine's own cost per step.
+result<std::vector<bench_prompt>> overhead_workload(const workload_options& o, std::mt19937_64& rng) {
+  const auto ro = prompt_options(o);
+  std::vector<bench_prompt> out;
+  for (int i = 0, n = count_or(o, 64, 64); i < n; ++i) {
+    auto p = make_prompt(16, ro, rng);
+    p.output_len = o.size == workload_size::full ? 256 : 64;
+    p.arrival_s = 0.0;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace
+
+result<std::vector<bench_prompt>> workload_dataset(const workload_options& o, std::mt19937_64& rng) {
+  if (o.vocab_size <= 3) return make_error(errc::invalid_argument, "vocab-size is too small");
+  if (o.cap != 0 && o.name != "variance") return make_error(errc::invalid_argument, "--cap applies to the variance workload only");
+  if (o.name == "variance") return variance_workload(o, rng);
+  if (o.name == "latency") return latency_workload(o, rng);
+  if (o.name == "procurement") return procurement_workload(o, rng);
+  if (o.name == "interference") return interference_workload(o, rng);
+  if (o.name == "overhead") return overhead_workload(o, rng);
+  return make_error(errc::invalid_argument,
+                    "unknown workload '" + o.name + "' (variance, latency, procurement, interference, overhead)");
+}
+
+namespace {
+
+result<bench_prompt> parse_jsonl_line(const std::string& line, const std::string& where) {
+  auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return make_error(errc::invalid_argument, where + ": not a JSON object");
+  bench_prompt p;
+  const auto prompt = j.find("prompt");
+  if (prompt == j.end()) return make_error(errc::invalid_argument, where + ": no \"prompt\"");
+  if (prompt->is_string()) {
+    p.prompt_text = prompt->get<std::string>();
+    p.input_len = int(p.prompt_text.size());
+  } else if (prompt->is_array() && !prompt->empty() &&
+             std::all_of(prompt->begin(), prompt->end(), [](const auto& v) { return v.is_number_integer(); })) {
+    for (const auto& v : *prompt) p.prompt_ids.push_back(v.template get<token_id>());
+    p.input_len = int(p.prompt_ids.size());
+  } else {
+    return make_error(errc::invalid_argument, where + ": \"prompt\" must be a string or a list of token ids");
+  }
+  for (const char* key : {"output_len", "max_tokens"}) {
+    if (auto it = j.find(key); it != j.end()) {
+      if (!it->is_number_integer() || it->get<int>() <= 0) {
+        return make_error(errc::invalid_argument, where + ": \"" + key + "\" must be a positive integer");
+      }
+      p.output_len = it->get<int>();
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+result<std::vector<bench_prompt>> load_jsonl_dataset(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) return make_error(errc::io_error, path.string() + ": cannot open");
+  std::vector<bench_prompt> out;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    auto p = parse_jsonl_line(line, path.string() + ":" + std::to_string(number));
+    if (!p) return std::unexpected(p.error());
+    out.push_back(std::move(*p));
+  }
+  if (out.empty()) return make_error(errc::invalid_argument, path.string() + ": no prompts");
+  return out;
+}
+
+}  // namespace inflight::bench

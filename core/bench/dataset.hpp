@@ -1,0 +1,77 @@
+#pragma once
+/// Benchmark prompts: random prompts of given lengths, the named workloads of
+/// ../shared/workloads/README.md (variance, latency, procurement, interference,
+/// overhead), and JSONL files. Everything is drawn from one seeded generator, so a
+/// seed gives the same prompts on every run.
+
+#include <cstdint>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/types.hpp"
+
+namespace inflight::bench {
+
+/// One request of a benchmark.
+struct bench_prompt {
+  std::vector<token_id> prompt_ids;  ///< the prompt as token ids (empty when `prompt_text` is used)
+  std::string prompt_text;           ///< the prompt as text
+  int input_len = 0;                 ///< prompt tokens (for text: as generated; the server's count may differ)
+  int output_len = 0;                ///< max_tokens; 0 = let the caller decide
+  double arrival_s = -1.0;           ///< scheduled send time; < 0 = from the arrival process
+  std::string tag;                   ///< a group name, e.g. interference's "decode" / "long"
+};
+
+/// How prompts are written: token ids (exact lengths) or random text.
+enum class prompt_format { ids, text };
+
+struct random_options {
+  int num_prompts = 1000;
+  int input_len = 1024;
+  int output_len = 128;
+  double range_ratio = 0.0;   ///< lengths uniform in [L(1-r), L(1+r)], 0 <= r < 1
+  int vocab_size = 259;       ///< token ids are drawn from [first_token_id, vocab_size)
+  int first_token_id = 3;     ///< skips the usual special tokens (unk, bos, eos)
+  prompt_format format = prompt_format::ids;
+};
+
+/// Inclusive bounds of the uniform draw: [floor(L(1-r)), ceil(L(1+r))], at least 1.
+std::pair<int, int> length_bounds(int length, double range_ratio);
+
+/// An output length from an exponential distribution of `mean`, rounded up, redrawn
+/// until it is <= cap.
+int draw_exponential_length(double mean, int cap, std::mt19937_64& rng);
+
+/// A prompt of `length` tokens (ids) or characters (text).
+bench_prompt make_prompt(int length, const random_options& o, std::mt19937_64& rng);
+
+result<std::vector<bench_prompt>> random_dataset(const random_options& o, std::mt19937_64& rng);
+
+/// Size of a named workload.
+enum class workload_size { small, full };
+result<workload_size> parse_workload_size(std::string_view text);
+
+struct workload_options {
+  std::string name;                   ///< variance | latency | procurement | interference | overhead
+  workload_size size = workload_size::small;
+  int cap = 0;                        ///< variance: output cap (0 = the largest of the size)
+  int num_prompts = 0;                ///< 0 = the workload's own count
+  int vocab_size = 259;
+  prompt_format format = prompt_format::ids;
+};
+
+/// The prompts of a named workload; unknown names and caps are errors.
+result<std::vector<bench_prompt>> workload_dataset(const workload_options& o, std::mt19937_64& rng);
+
+/// The workload names, for help texts.
+std::vector<std::string> workload_names();
+
+/// Reads a JSONL file: one object per line with "prompt" (a string or a list of token
+/// ids) and optionally "output_len" or "max_tokens". Blank lines are skipped.
+result<std::vector<bench_prompt>> load_jsonl_dataset(const std::filesystem::path& path);
+
+}  // namespace inflight::bench

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs the official openai npm client that the gateway tests drive `inflight serve`
+# with (tests/gateway). Idempotent and quiet: nothing happens when it is installed.
+# Without npm it only warns: the tests then skip, or fail when CI=true.
+set -euo pipefail
+cd "$(dirname "$0")/../tests/gateway"
+if [ -f node_modules/openai/package.json ] && [ node_modules/.package-lock.json -nt package.json ]; then
+  exit 0
+fi
+if ! command -v npm >/dev/null 2>&1; then
+  echo "setup-gateway-tests: npm is not installed (Debian: apt-get install nodejs npm); the openai client test cannot run" >&2
+  exit 0
+fi
+npm install --no-audit --no-fund --loglevel=error >/dev/null

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# End-to-end: `inflight bench serve` (SSE and WebSocket) against a real `inflight serve`
+# on loopback; the output tokens the client counted must equal the server's
+# inflight:generation_tokens_total. Usage: serve_e2e.sh INFLIGHT_BINARY PLUGIN_DIR WORK_DIR
+# Exit 77 (skipped) when the binary is missing, except under CI=true, where that fails.
+set -u
+inflight=${1:?inflight binary}
+plugins=${2:?plugin dir}
+work=${3:?work dir}
+
+missing() {
+  if [ "${CI:-}" = "true" ]; then
+    echo "FAIL: $1 (CI=true: a missing server is a failure)"
+    exit 1
+  fi
+  echo "SKIP: $1"
+  exit 77
+}
+[ -x "$inflight" ] || missing "no inflight binary at $inflight"
+"$inflight" serve --help > /dev/null 2>&1 || missing "$inflight has no serve command"
+command -v curl > /dev/null || missing "curl is not installed"
+
+mkdir -p "$work"
+rm -f "$work"/*.json "$work"/serve.out "$work"/serve.err
+INFLIGHT_PLUGIN_DIR="$plugins" "$inflight" serve --set server.port=0 --set engine.threads=1 \
+  > "$work/serve.out" 2> "$work/serve.err" &
+server=$!
+stop_server() {
+  kill "$server" 2> /dev/null
+  # The server drains for up to server.shutdown_grace_s; do not wait forever.
+  for _ in $(seq 1 75); do kill -0 "$server" 2> /dev/null || break; sleep 0.2; done
+  kill -9 "$server" 2> /dev/null
+  wait "$server" 2> /dev/null
+}
+trap stop_server EXIT
+
+# The server prints "listening on http://HOST:PORT" once it accepts connections.
+url=""
+for _ in $(seq 1 300); do
+  url=$(grep -o 'http://[0-9.]*:[0-9]*' "$work/serve.out" "$work/serve.err" 2> /dev/null | head -1 | sed 's/^[^:]*:http/http/')
+  [ -n "$url" ] && break
+  kill -0 "$server" 2> /dev/null || { echo "FAIL: the server exited"; cat "$work/serve.err"; exit 1; }
+  sleep 0.2
+done
+[ -n "$url" ] || { echo "FAIL: the server printed no address within 60 s"; cat "$work/serve.err"; exit 1; }
+echo "server at $url"
+
+fail() {
+  echo "FAIL: $1"
+  tail -20 "$work/serve.err"
+  exit 1
+}
+
+# total_output_tokens / completed / failed of a result file's summary.
+field() { grep -o "\"$2\": [0-9]*" "$1" | head -1 | grep -o '[0-9]*$'; }
+
+"$inflight" bench serve --url "$url" --num-prompts 6 --input-len 16 --output-len 12 --range-ratio 0.5 \
+  --ignore-eos --max-concurrency 3 --result-json "$work/sse.json" || fail "bench serve (SSE) failed"
+"$inflight" bench serve --url "$url" --ws --num-prompts 5 --input-len 24 --output-len 8 --ignore-eos \
+  --request-rate 20 --seed 3 --result-json "$work/ws.json" || fail "bench serve (WebSocket) failed"
+
+for f in sse ws; do
+  [ "$(field "$work/$f.json" failed)" = "0" ] || fail "$f: some requests failed"
+done
+[ "$(field "$work/sse.json" completed)" = "6" ] || fail "SSE: expected 6 completed requests"
+[ "$(field "$work/ws.json" completed)" = "5" ] || fail "WebSocket: expected 5 completed requests"
+client=$(( $(field "$work/sse.json" total_output_tokens) + $(field "$work/ws.json" total_output_tokens) ))
+server_tokens=$(curl -sf "$url/metrics" | grep '^inflight:generation_tokens_total' | awk '{print $2}' | cut -d. -f1)
+[ -n "$server_tokens" ] || fail "no inflight:generation_tokens_total in /metrics"
+echo "client counted $client output tokens, server counted $server_tokens"
+[ "$client" -gt 0 ] || fail "no tokens were generated"
+[ "$client" = "$server_tokens" ] || fail "token counts differ"
+# The WebSocket run asked for exactly 5 x 8 tokens (ignore EOS, no range).
+[ "$(field "$work/ws.json" total_output_tokens)" = "40" ] || fail "WebSocket: expected 40 output tokens"
+echo "PASS"

@@ -1,0 +1,62 @@
+#include <catch2/catch.hpp>
+
+#include "core/bench/capacity_plan.hpp"
+#include "core/model/shapes.hpp"
+
+using namespace inflight;
+using namespace inflight::bench;
+
+
+TEST_CASE("bench plan: Llama-3.1-8B in bf16 by hand", "[core][bench]") {
+  plan_request r;
+  r.model = *named_shape("llama-3.1-8b");
+  auto p = make_capacity_plan(r);
+  REQUIRE(p.has_value());
+  // Embedding + untied classifier 2 x 128256 x 4096; per layer 2 norms, q/o 4096^2 each,
+  // k/v 4096 x 1024 each, MLP 3 x 4096 x 14336; one final norm.
+  const std::int64_t per_layer = 2 * 4096 + 2 * 4096ll * 4096 + 2 * 4096ll * 1024 + 3 * 4096ll * 14336;
+  CHECK(p->num_parameters == 2 * 128256ll * 4096 + 32 * per_layer + 4096);
+  CHECK(p->num_parameters == 8030261248ll);
+  CHECK(p->weight_bytes / 1e9 == Approx(16.06).margin(0.005));
+  CHECK(p->kv_bytes_per_token == 128.0 * 1024);  // 2 x 32 x 8 x 128 x 2
+  const double usable = 80.0 * 1024 * 1024 * 1024 * 0.9;
+  CHECK(p->usable_bytes == Approx(usable));
+  CHECK(p->max_kv_tokens == std::int64_t((usable - 8030261248.0 * 2) / 131072));
+  CHECK(p->max_sequences == p->max_kv_tokens / 2048);
+  // Batch 1 decode reads the weights and 2048 tokens of KV: (16.06 GB + 268 MB) / 3.35 TB/s.
+  REQUIRE(p->decode.front().batch == 1);
+  CHECK(p->decode.front().step_s == Approx((8030261248.0 * 2 + 2048 * 131072.0) / 3.35e12));
+  CHECK(p->decode.front().step_s * 1e3 == Approx(4.87).margin(0.01));
+  CHECK(p->prefill_s == Approx(2.0 * 8030261248.0 * 2048 / 989e12));
+  for (std::size_t i = 1; i < p->decode.size(); ++i) {
+    CHECK(p->decode[i].step_s > p->decode[i - 1].step_s);
+    CHECK(p->decode[i].tokens_per_s > p->decode[i - 1].tokens_per_s);
+    CHECK(p->decode[i].fits == (std::int64_t(p->decode[i].batch) * 2048 <= p->max_kv_tokens));
+  }
+}
+
+TEST_CASE("bench plan: weights larger than memory leave no KV", "[core][bench]") {
+  plan_request r;
+  r.model = *named_shape("llama-3.1-8b");
+  r.hardware.memory_bytes = 16e9;
+  auto p = make_capacity_plan(r);
+  REQUIRE(p.has_value());
+  CHECK(p->kv_budget_bytes < 0);
+  CHECK(p->max_kv_tokens == 0);
+  CHECK_FALSE(p->decode.front().fits);
+  r.context = 0;
+  CHECK_FALSE(make_capacity_plan(r).has_value());
+}
+
+TEST_CASE("bench plan: quantities with SI and binary prefixes", "[core][bench]") {
+  const std::vector<std::string_view> bytes = {"B"}, bw = {"B/s"}, flops = {"FLOP/s", "FLOPS"};
+  CHECK(*parse_quantity("80GiB", bytes) == 80.0 * 1024 * 1024 * 1024);
+  CHECK(*parse_quantity("141GB", bytes) == Approx(141e9));
+  CHECK(*parse_quantity("3.35TB/s", bw) == Approx(3.35e12));
+  CHECK(*parse_quantity("989TFLOP/s", flops) == Approx(989e12));
+  CHECK(*parse_quantity("1.5e12", flops) == Approx(1.5e12));
+  CHECK(*parse_quantity("512Mi", bytes) == 512.0 * 1024 * 1024);
+  CHECK_FALSE(parse_quantity("fast", bw).has_value());
+  CHECK_FALSE(parse_quantity("3TB/h", bw).has_value());
+  CHECK_FALSE(parse_quantity("-1GB", bytes).has_value());
+}

@@ -1,0 +1,192 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+
+#include "core/bench/arrival.hpp"
+#include "core/bench/dataset.hpp"
+
+using namespace inflight::bench;
+
+namespace {
+
+std::pair<double, double> mean_and_cv(const std::vector<double>& times) {
+  std::vector<double> gaps;
+  for (std::size_t i = 1; i < times.size(); ++i) gaps.push_back(times[i] - times[i - 1]);
+  const double mean = std::accumulate(gaps.begin(), gaps.end(), 0.0) / double(gaps.size());
+  double var = 0.0;
+  for (double g : gaps) var += (g - mean) * (g - mean);
+  return {mean, std::sqrt(var / double(gaps.size())) / mean};
+}
+
+}  // namespace
+
+TEST_CASE("bench arrival: gamma gaps have mean 1/rate and CV 1/sqrt(burstiness)", "[core][bench]") {
+  std::mt19937_64 rng(1);
+  for (double rate : {0.5, 4.0, 100.0}) {
+    for (double burstiness : {0.25, 1.0, 4.0}) {
+      auto t = arrival_times(40000, {rate, burstiness}, rng);
+      REQUIRE(t.has_value());
+      CHECK(t->front() == 0.0);
+      CHECK(std::is_sorted(t->begin(), t->end()));
+      const auto [mean, cv] = mean_and_cv(*t);
+      CHECK(mean == Approx(1.0 / rate).epsilon(0.03));
+      CHECK(cv == Approx(1.0 / std::sqrt(burstiness)).epsilon(0.04));
+    }
+  }
+}
+
+TEST_CASE("bench arrival: infinite rate sends everything at once; bad options are refused", "[core][bench]") {
+  std::mt19937_64 rng(2);
+  auto t = arrival_times(10, {}, rng);
+  REQUIRE(t.has_value());
+  CHECK(std::all_of(t->begin(), t->end(), [](double x) { return x == 0.0; }));
+  CHECK_FALSE(arrival_times(10, {0.0, 1.0}, rng).has_value());
+  CHECK_FALSE(arrival_times(10, {1.0, 0.0}, rng).has_value());
+  CHECK_FALSE(arrival_times(-1, {1.0, 1.0}, rng).has_value());
+}
+
+TEST_CASE("bench dataset: random lengths stay in [L(1-r), L(1+r)] and cover it", "[core][bench]") {
+  CHECK(length_bounds(100, 0.5) == std::pair{50, 150});
+  CHECK(length_bounds(10, 0.25) == std::pair{7, 13});
+  CHECK(length_bounds(1, 0.9) == std::pair{1, 2});
+  random_options o;
+  o.num_prompts = 3000;
+  o.input_len = 40;
+  o.output_len = 20;
+  o.range_ratio = 0.5;
+  o.vocab_size = 500;
+  std::mt19937_64 rng(3);
+  auto d = random_dataset(o, rng);
+  REQUIRE(d.has_value());
+  int in_min = 1 << 30, in_max = 0, out_min = 1 << 30, out_max = 0;
+  for (const auto& p : *d) {
+    REQUIRE(int(p.prompt_ids.size()) == p.input_len);
+    for (auto id : p.prompt_ids) REQUIRE((id >= 3 && id < 500));
+    in_min = std::min(in_min, p.input_len), in_max = std::max(in_max, p.input_len);
+    out_min = std::min(out_min, p.output_len), out_max = std::max(out_max, p.output_len);
+  }
+  CHECK(in_min == 20);
+  CHECK(in_max == 60);
+  CHECK(out_min == 10);
+  CHECK(out_max == 30);
+  o.range_ratio = 1.0;
+  CHECK_FALSE(random_dataset(o, rng).has_value());
+}
+
+TEST_CASE("bench dataset: text prompts have the requested byte length", "[core][bench]") {
+  random_options o;
+  o.num_prompts = 50;
+  o.input_len = 64;
+  o.range_ratio = 0.3;
+  o.format = prompt_format::text;
+  std::mt19937_64 rng(4);
+  auto d = random_dataset(o, rng);
+  REQUIRE(d.has_value());
+  for (const auto& p : *d) {
+    CHECK(p.prompt_ids.empty());
+    CHECK(int(p.prompt_text.size()) == p.input_len);
+    CHECK(p.prompt_text.find("  ") == std::string::npos);
+  }
+}
+
+TEST_CASE("bench dataset: exponential output lengths have the mean and respect the cap", "[core][bench]") {
+  std::mt19937_64 rng(5);
+  double sum = 0.0;
+  const int n = 200000;
+  for (int i = 0; i < n; ++i) sum += draw_exponential_length(128.0, 1536, rng);
+  // ceil of an exponential with mean m has mean 1 / (1 - exp(-1/m)) ~ m + 0.5.
+  CHECK(sum / n == Approx(1.0 / (1.0 - std::exp(-1.0 / 128.0))).epsilon(0.01));
+  for (int cap : {8, 32, 128, 384}) {
+    workload_options o{"variance", workload_size::small, cap};
+    std::mt19937_64 r(0);
+    auto d = workload_dataset(o, r);
+    REQUIRE(d.has_value());
+    REQUIRE(d->size() == 200);
+    int max_out = 0;
+    for (const auto& p : *d) {
+      CHECK(p.input_len == 64);
+      CHECK((p.output_len >= 1 && p.output_len <= cap));
+      CHECK(p.arrival_s == 0.0);
+      max_out = std::max(max_out, p.output_len);
+    }
+    CHECK(max_out > cap / 2);  // the cap binds: the longest draw is near it
+  }
+  workload_options bad{"variance", workload_size::small, 100};
+  CHECK_FALSE(workload_dataset(bad, rng).has_value());
+}
+
+TEST_CASE("bench dataset: the same seed gives the same workload", "[core][bench]") {
+  for (const auto& name : workload_names()) {
+    workload_options o{name, workload_size::small};
+    std::mt19937_64 a(0), b(0), c(1);
+    auto x = workload_dataset(o, a), y = workload_dataset(o, b), z = workload_dataset(o, c);
+    REQUIRE(x.has_value());
+    REQUIRE(y.has_value());
+    REQUIRE(x->size() == y->size());
+    bool any_diff = false;
+    for (std::size_t i = 0; i < x->size(); ++i) {
+      CHECK((*x)[i].prompt_ids == (*y)[i].prompt_ids);
+      CHECK((*x)[i].output_len == (*y)[i].output_len);
+      any_diff = any_diff || (*x)[i].prompt_ids != (*z)[i].prompt_ids;
+    }
+    CHECK(any_diff);
+  }
+}
+
+TEST_CASE("bench dataset: workload shapes follow the workload README", "[core][bench]") {
+  std::mt19937_64 rng(0);
+  auto lat = workload_dataset({"latency", workload_size::small}, rng);
+  REQUIRE(lat.has_value());
+  for (const auto& p : *lat) CHECK((p.input_len >= 16 && p.input_len <= 48 && p.output_len <= 384));
+  auto proc = workload_dataset({"procurement", workload_size::full, 0, 10}, rng);
+  REQUIRE(proc->size() == 10);
+  for (const auto& p : *proc) CHECK((p.input_len >= 1500 && p.input_len <= 2000 && p.output_len == 500));
+  auto itf = workload_dataset({"interference", workload_size::small}, rng);
+  REQUIRE(itf.has_value());
+  int num_decode = 0, num_long = 0;
+  for (const auto& p : *itf) {
+    if (p.tag == "decode") {
+      ++num_decode;
+      CHECK((p.input_len == 64 && p.output_len == 256 && p.arrival_s == 0.0));
+    } else if (p.tag == "long") {
+      ++num_long;
+      CHECK((p.input_len == 1024 && p.output_len == 16));
+    }
+  }
+  CHECK(num_decode == 32);
+  CHECK(num_long == 8);
+  CHECK(itf->back().arrival_s == Approx(4.0));
+  CHECK_FALSE(workload_dataset({"nope", workload_size::small}, rng).has_value());
+  CHECK(parse_workload_size("full").value() == workload_size::full);
+  CHECK_FALSE(parse_workload_size("medium").has_value());
+}
+
+TEST_CASE("bench dataset: JSONL prompts as text or token ids, with optional lengths", "[core][bench]") {
+  const auto path = std::filesystem::temp_directory_path() / "inflight_bench_dataset_test.jsonl";
+  {
+    std::ofstream out(path);
+    out << R"({"prompt": "hello there", "output_len": 7})" << "\n\n"
+        << R"({"prompt": [5, 6, 7], "max_tokens": 3})" << "\n"
+        << R"({"prompt": "no length"})" << "\n";
+  }
+  auto d = load_jsonl_dataset(path);
+  REQUIRE(d.has_value());
+  REQUIRE(d->size() == 3);
+  CHECK((*d)[0].prompt_text == "hello there");
+  CHECK((*d)[0].output_len == 7);
+  CHECK((*d)[1].prompt_ids == std::vector<inflight::token_id>{5, 6, 7});
+  CHECK((*d)[1].output_len == 3);
+  CHECK((*d)[2].output_len == 0);
+  {
+    std::ofstream out(path);
+    out << R"({"prompt": 5})" << "\n";
+  }
+  auto bad = load_jsonl_dataset(path);
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().message.find(":1") != std::string::npos);
+  std::filesystem::remove(path);
+  CHECK_FALSE(load_jsonl_dataset(path).has_value());
+}
