@@ -1,6 +1,8 @@
 #include "actors/engine.hpp"
 
 #include <chrono>
+#include <condition_variable>
+#include <future>
 #include <random>
 #include <thread>
 
@@ -31,8 +33,12 @@ struct engine::impl {
   std::atomic<request_id> next_id{1};
   std::atomic<bool> is_accepting{true};
   std::atomic<bool> is_stopped{false};
-  engine_snapshot last_snapshot;
-  std::mutex snapshot_mutex;
+  // CAF 0.17's actor system must be destroyed on the thread that created it, and
+  // callers shut down from any thread: the system lives on a thread of its own.
+  std::thread system_thread;
+  std::mutex stop_mutex;
+  std::condition_variable stop_cv;
+  bool is_stop_requested = false;
 };
 
 namespace {
@@ -83,12 +89,27 @@ result<std::unique_ptr<engine>> engine::start(const deployment& d, loaded_model 
   if (!sched) return std::unexpected(sched.error());
   p->model = std::move(model);
   p->cfg.set("scheduler.max-threads", std::max<std::size_t>(2, std::thread::hardware_concurrency()));
-  p->sys = std::make_unique<caf::actor_system>(p->cfg);
   auto owned_backend = std::make_shared<std::unique_ptr<backend>>(std::move(*be));
-  p->exec = p->sys->spawn<caf::detached>(executor_fn, owned_backend);
-  p->kv = p->sys->spawn(kv_allocator_fn, num_blocks, block_size);
   auto owned_sched = std::make_shared<std::optional<scheduler>>(std::move(*sched));
-  p->sched = p->sys->spawn(scheduler_fn, owned_sched, p->exec, p->kv, p->metrics, p->gauges);
+  std::promise<void> is_ready;
+  p->system_thread = std::thread([raw = p.get(), &is_ready, owned_backend, owned_sched, num_blocks, block_size] {
+    auto& q = *raw;
+    q.sys = std::make_unique<caf::actor_system>(q.cfg);
+    q.exec = q.sys->spawn<caf::detached>(executor_fn, owned_backend);
+    q.kv = q.sys->spawn(kv_allocator_fn, num_blocks, block_size);
+    q.sched = q.sys->spawn(scheduler_fn, owned_sched, q.exec, q.kv, q.metrics, q.gauges);
+    is_ready.set_value();
+    std::unique_lock lock(q.stop_mutex);
+    q.stop_cv.wait(lock, [&] { return q.is_stop_requested; });
+    caf::anon_send_exit(q.sched, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(q.kv, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(q.exec, caf::exit_reason::user_shutdown);
+    q.sched = nullptr;
+    q.kv = nullptr;
+    q.exec = nullptr;
+    q.sys.reset();  // waits for every actor
+  });
+  is_ready.get_future().wait();
   return std::unique_ptr<engine>(new engine(std::move(p)));
 }
 
@@ -119,8 +140,7 @@ result<request_id> engine::submit(generate_request request, std::shared_ptr<requ
   request_context ctx{id, std::move(request), std::move(sink), p.model.tok, p.model.eos_ids, p.metrics, p.num_live,
                       engine_now()};
   ++*p.num_live;
-  auto actor = p.sys->spawn(request_fn, std::move(ctx), p.sched);
-  caf::anon_send(p.sched, submit_atom::value, std::move(seq), actor);
+  caf::anon_send(p.sched, submit_atom::value, std::move(seq), std::move(ctx));
   return id;
 }
 
@@ -129,13 +149,10 @@ void engine::cancel(request_id id) {
 }
 
 engine_snapshot engine::snapshot() const {
-  auto& p = *impl_;
-  std::lock_guard lock(p.snapshot_mutex);
-  if (p.is_stopped) return p.last_snapshot;
-  caf::scoped_actor self{*p.sys};
-  self->request(p.sched, std::chrono::seconds(10), snapshot_atom::value)
-      .receive([&](engine_snapshot& s) { p.last_snapshot = s; }, [](caf::error&) {});
-  return p.last_snapshot;
+  // Published by the scheduler actor; a scoped_actor here would tie this thread to
+  // the actor system (CAF 0.17 then cannot shut down while the thread lives).
+  std::lock_guard lock(impl_->gauges->mutex);
+  return impl_->gauges->snapshot;
 }
 
 void engine::shutdown(double grace_s) {
@@ -150,16 +167,13 @@ void engine::shutdown(double grace_s) {
   wait_until(clock::now() + std::chrono::microseconds(std::int64_t(grace_s * 1e6)));
   caf::anon_send(p.sched, abort_atom::value);
   wait_until(clock::now() + std::chrono::seconds(30));
-  snapshot();
-  std::lock_guard lock(p.snapshot_mutex);
   p.is_stopped = true;
-  caf::anon_send_exit(p.sched, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(p.kv, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(p.exec, caf::exit_reason::user_shutdown);
-  p.sched = nullptr;
-  p.kv = nullptr;
-  p.exec = nullptr;
-  p.sys.reset();  // waits for every actor
+  {
+    std::lock_guard lock(p.stop_mutex);
+    p.is_stop_requested = true;
+  }
+  p.stop_cv.notify_all();
+  if (p.system_thread.joinable()) p.system_thread.join();
 }
 
 bool engine::is_healthy() const { return impl_->gauges->is_healthy && !impl_->is_stopped; }

@@ -22,7 +22,6 @@ using step_atom = caf::atom_constant<caf::atom("step")>;
 using token_atom = caf::atom_constant<caf::atom("token")>;
 using finished_atom = caf::atom_constant<caf::atom("finished")>;
 using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
-using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
 using abort_atom = caf::atom_constant<caf::atom("abort")>;
 using reserve_atom = caf::atom_constant<caf::atom("reserve")>;
@@ -42,6 +41,19 @@ struct kv_reply {
   int num_free_blocks = 0;
 };
 
+/// Everything a request actor starts with; the scheduler actor spawns it, so that
+/// threads outside the actor system only ever send messages.
+struct request_context {
+  request_id id = 0;
+  generate_request request;
+  std::shared_ptr<request_sink> sink;
+  std::shared_ptr<const tokenizer> tok;
+  std::vector<token_id> eos_ids;
+  std::shared_ptr<engine_metrics> metrics;
+  std::shared_ptr<std::atomic<int>> num_live;  ///< requests not yet finished
+  double arrival_s = 0.0;
+};
+
 /// A token for a request actor, with when its sequence was first scheduled.
 struct token_message {
   sampled_token token;
@@ -57,13 +69,12 @@ using request_actor = caf::typed_actor<caf::reacts_to<token_atom, token_message>
                                        caf::reacts_to<deadline_atom>,
                                        caf::reacts_to<cancel_atom>>;
 
-using scheduler_actor = caf::typed_actor<caf::reacts_to<submit_atom, seq_request, request_actor>,
+using scheduler_actor = caf::typed_actor<caf::reacts_to<submit_atom, seq_request, request_context>,
                                          caf::reacts_to<cancel_atom, seq_id>,
                                          caf::reacts_to<finish_atom, seq_id, seq_event>,
                                          caf::reacts_to<step_atom>,
                                          caf::reacts_to<drain_atom>,
-                                         caf::reacts_to<abort_atom>,
-                                         caf::replies_to<snapshot_atom>::with<engine_snapshot>>;
+                                         caf::reacts_to<abort_atom>>;
 
 /// Seconds on the engine's monotonic clock.
 double engine_now();
@@ -77,4 +88,4 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::kv_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::token_message)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::seq_event)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::seq_request)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::engine_snapshot)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::request_context)

@@ -10,16 +10,6 @@
 
 namespace inflight {
 
-struct request_context {
-  request_id id = 0;
-  generate_request request;
-  std::shared_ptr<request_sink> sink;
-  std::shared_ptr<const tokenizer> tok;
-  std::vector<token_id> eos_ids;
-  std::shared_ptr<engine_metrics> metrics;
-  std::shared_ptr<std::atomic<int>> num_live;  ///< requests not yet finished
-  double arrival_s = 0.0;
-};
 
 struct request_state {
   request_context ctx;

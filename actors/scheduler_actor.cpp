@@ -1,5 +1,7 @@
 #include "actors/scheduler_actor.hpp"
 
+#include "actors/request_actor.hpp"
+
 namespace inflight {
 namespace {
 
@@ -7,9 +9,33 @@ using self_ptr = scheduler_actor::stateful_pointer<scheduler_state>;
 
 void maybe_step(self_ptr self);
 
-/// Sends each event to the request actor that owns its sequence.
+engine_snapshot make_snapshot(self_ptr self) {
+  auto& st = self->state;
+  engine_snapshot s = st.totals;
+  const auto& sched = *st.sched;
+  s.gauges.num_requests_running = sched.num_running();
+  s.gauges.num_requests_waiting = sched.num_waiting();
+  s.gauges.kv_cache_usage = sched.kv_usage();
+  s.gauges.num_preemptions = sched.num_preemptions();
+  s.gauges.num_rejected_decisions = sched.num_rejected_decisions();
+  s.num_free_blocks = sched.num_free_blocks();
+  s.num_blocks = sched.pool().num_blocks();
+  return s;
+}
+
+void publish(self_ptr self) {
+  auto& st = self->state;
+  st.gauges->num_running = st.sched->num_running();
+  auto snap = make_snapshot(self);
+  std::lock_guard lock(st.gauges->mutex);
+  st.gauges->snapshot = std::move(snap);
+}
+
+/// Sends each event to the request actor that owns its sequence, after publishing
+/// the state those events leave behind.
 void route(self_ptr self, const std::vector<seq_event>& events, double step_start) {
   auto& st = self->state;
+  publish(self);
   for (const auto& ev : events) {
     auto it = st.routes.find(ev.id);
     if (it == st.routes.end()) continue;
@@ -26,11 +52,6 @@ void route(self_ptr self, const std::vector<seq_event>& events, double step_star
 void finish_one(self_ptr self, seq_id id, finish_reason reason, const std::string& message) {
   auto ev = self->state.sched->finish(id, reason, message);
   if (ev) route(self, {*ev}, engine_now());
-}
-
-void update_gauges(self_ptr self) {
-  auto& st = self->state;
-  st.gauges->num_running = st.sched->num_running();
 }
 
 void on_step_done(self_ptr self, step_outcome& out, double start, int num_seqs, int num_tokens) {
@@ -54,7 +75,6 @@ void on_step_done(self_ptr self, step_outcome& out, double start, int num_seqs, 
   t.kv_usage_sum += st.sched->kv_usage();
   st.metrics->iteration_tokens.observe(num_tokens);
   route(self, events, start);
-  update_gauges(self);
   maybe_step(self);
 }
 
@@ -116,8 +136,9 @@ void maybe_step(self_ptr self) {
       });
 }
 
-void on_submit(self_ptr self, seq_request& req, request_actor actor) {
+void on_submit(self_ptr self, seq_request& req, request_context& ctx) {
   auto& st = self->state;
+  request_actor actor = self->spawn(request_fn, std::move(ctx), scheduler_actor(self));
   const seq_id id = req.id;
   if (!st.is_accepting) {
     seq_event ev{id, seq_event::kind::finished, {}, finish_reason::aborted, "the server is shutting down", 0};
@@ -130,22 +151,10 @@ void on_submit(self_ptr self, seq_request& req, request_actor actor) {
     return;
   }
   st.routes[id] = {std::move(actor), std::nullopt};
+  publish(self);
   maybe_step(self);
 }
 
-engine_snapshot make_snapshot(self_ptr self) {
-  auto& st = self->state;
-  engine_snapshot s = st.totals;
-  const auto& sched = *st.sched;
-  s.gauges.num_requests_running = sched.num_running();
-  s.gauges.num_requests_waiting = sched.num_waiting();
-  s.gauges.kv_cache_usage = sched.kv_usage();
-  s.gauges.num_preemptions = sched.num_preemptions();
-  s.gauges.num_rejected_decisions = sched.num_rejected_decisions();
-  s.num_free_blocks = sched.num_free_blocks();
-  s.num_blocks = sched.pool().num_blocks();
-  return s;
-}
 
 }  // namespace
 
@@ -160,7 +169,7 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, std::shared_ptr<std::
   st.metrics = std::move(metrics);
   st.gauges = std::move(gauges);
   return {
-      [self](submit_atom, seq_request& req, request_actor actor) { on_submit(self, req, std::move(actor)); },
+      [self](submit_atom, seq_request& req, request_context& ctx) { on_submit(self, req, ctx); },
       [self](cancel_atom, seq_id id) { finish_one(self, id, finish_reason::cancelled, "cancelled"); },
       [self](finish_atom, seq_id id, const seq_event& ev) { finish_one(self, id, ev.reason, ev.message); },
       [self](step_atom) { maybe_step(self); },
@@ -171,7 +180,6 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, std::shared_ptr<std::
         for (const auto& [id, r] : self->state.routes) ids.push_back(id);
         for (auto id : ids) finish_one(self, id, finish_reason::aborted, "the server is shutting down");
       },
-      [self](snapshot_atom) { return make_snapshot(self); },
   };
 }
 

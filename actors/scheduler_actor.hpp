@@ -4,6 +4,7 @@
 /// tokens to request actors.
 
 #include <atomic>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -12,10 +13,14 @@
 
 namespace inflight {
 
-/// Gauges the engine facade reads without a round trip.
+/// What the engine facade reads without touching the actor system: the scheduler
+/// actor publishes it before it routes any event, so a sink that saw a request
+/// finish also sees the snapshot that includes it.
 struct shared_gauges {
   std::atomic<int> num_running{0};
   std::atomic<bool> is_healthy{true};
+  std::mutex mutex;
+  engine_snapshot snapshot;
 };
 
 struct scheduler_state {
