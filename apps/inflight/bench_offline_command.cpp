@@ -35,15 +35,7 @@ struct offline_options {
 };
 
 deployment base_deployment(const offline_options& o) {
-  deployment d;
-  if (!o.config_path.empty()) {
-    auto loaded = config::load_deployment(o.config_path);
-    if (!loaded) fail(loaded.error().message);
-    d = *loaded;
-  }
-  for (const auto& s : o.overrides) {
-    if (auto ok = config::apply_override(d, s); !ok) fail(ok.error().message);
-  }
+  deployment d = load_deployment_or_fail(o.config_path, o.overrides);
 #ifdef INFLIGHT_DEFAULT_PLUGIN_DIR
   // The built plugins, unless the deployment or INFLIGHT_PLUGIN_DIR names others.
   if (d.scheduler.plugin_dir.empty() && !std::getenv("INFLIGHT_PLUGIN_DIR")) d.scheduler.plugin_dir = INFLIGHT_DEFAULT_PLUGIN_DIR;

@@ -2,6 +2,8 @@
 
 #include <iostream>
 
+#include "config/deployment_loader.hpp"
+
 namespace inflight::app {
 
 void add_commands(CLI::App& app) {
@@ -14,6 +16,19 @@ void add_commands(CLI::App& app) {
   add_bench_offline_command(*bench);
   add_bench_serve_command(*bench);
   add_plan_command(app);
+}
+
+deployment load_deployment_or_fail(const std::string& config_path, const std::vector<std::string>& overrides) {
+  deployment d;
+  if (!config_path.empty()) {
+    auto loaded = config::load_deployment(config_path);
+    if (!loaded) fail(loaded.error().message);
+    d = *loaded;
+  }
+  for (const auto& s : overrides) {
+    if (auto ok = config::apply_override(d, s); !ok) fail(ok.error().message);
+  }
+  return d;
 }
 
 void fail(const std::string& message) {

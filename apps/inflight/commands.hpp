@@ -5,6 +5,9 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <vector>
+
+#include "core/config/deployment.hpp"
 
 namespace inflight::app {
 
@@ -16,6 +19,10 @@ void add_bench_forward_command(CLI::App& bench);
 void add_bench_offline_command(CLI::App& bench);
 void add_bench_serve_command(CLI::App& bench);
 void add_plan_command(CLI::App& app);
+
+/// The deployment of `config_path` (defaults when empty) with `--set` overrides
+/// applied; a bad file or override ends the command with its message.
+deployment load_deployment_or_fail(const std::string& config_path, const std::vector<std::string>& overrides);
 
 /// Prints "inflight: <message>" on stderr and ends the command with exit code 1.
 [[noreturn]] void fail(const std::string& message);

@@ -75,15 +75,7 @@ std::vector<std::string> read_prompts(const generate_options& o) {
 }
 
 deployment make_deployment(const generate_options& o) {
-  deployment d;
-  if (!o.config_path.empty()) {
-    auto loaded = config::load_deployment(o.config_path);
-    if (!loaded) fail(loaded.error().message);
-    d = *loaded;
-  }
-  for (const auto& s : o.overrides) {
-    if (auto ok = config::apply_override(d, s); !ok) fail(ok.error().message);
-  }
+  deployment d = load_deployment_or_fail(o.config_path, o.overrides);
   if (!o.model_path.empty()) d.model.path = o.model_path;
   if (!o.tokenizer_path.empty()) d.model.tokenizer = o.tokenizer_path;
   return d;

@@ -78,15 +78,7 @@ void print_plan(const plan_options& o, const model_config& m, const bench::plan_
 }
 
 void run_plan(const plan_options& o) {
-  deployment d;
-  if (!o.config_path.empty()) {
-    auto loaded = config::load_deployment(o.config_path);
-    if (!loaded) fail(loaded.error().message);
-    d = *loaded;
-  }
-  for (const auto& s : o.overrides) {
-    if (auto ok = config::apply_override(d, s); !ok) fail(ok.error().message);
-  }
+  deployment d = load_deployment_or_fail(o.config_path, o.overrides);
   bench::plan_request r;
   r.model = plan_model(o, d);
   r.context = o.context;

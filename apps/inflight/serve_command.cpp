@@ -20,15 +20,7 @@ struct serve_options {
 };
 
 deployment load_serve_deployment(const serve_options& o) {
-  deployment d;
-  if (!o.config_path.empty()) {
-    auto loaded = config::load_deployment(o.config_path);
-    if (!loaded) fail(loaded.error().message);
-    d = *loaded;
-  }
-  for (const auto& s : o.overrides) {
-    if (auto ok = config::apply_override(d, s); !ok) fail(ok.error().message);
-  }
+  deployment d = load_deployment_or_fail(o.config_path, o.overrides);
   if (o.host) d.server.host = *o.host;
   if (o.port) d.server.port = *o.port;
   return d;
