@@ -47,6 +47,10 @@ void server::impl::do_accept() {
   acceptor.async_accept(net::make_strand(ioc), [this](boost::system::error_code ec, tcp::socket socket) {
     if (!acceptor.is_open()) return;
     if (!ec) {
+      // Streams send many small writes: without TCP_NODELAY, Nagle's algorithm and the
+      // peer's delayed ACKs hold tokens back for tens of milliseconds.
+      boost::system::error_code ignored;
+      socket.set_option(tcp::no_delay(true), ignored);
       auto session = std::make_shared<http_session>(std::move(socket), *state);
       state->add_session(session);
       session->run();

@@ -142,6 +142,7 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
   }
   void on_connect(beast::error_code ec, const tcp::endpoint&) {
     if (ec) return fail(ec, "connect");
+    stream_.socket().set_option(tcp::no_delay(true), ec);
     http::async_write(stream_, req_, beast::bind_front_handler(&sse_session::on_write, shared_from_this()));
   }
   void on_write(beast::error_code ec, std::size_t) {
@@ -238,6 +239,7 @@ class ws_session : public std::enable_shared_from_this<ws_session> {
   }
   void on_connect(beast::error_code ec, const tcp::endpoint&) {
     if (ec) return fail(ec, "connect");
+    beast::get_lowest_layer(ws_).socket().set_option(tcp::no_delay(true), ec);
     beast::get_lowest_layer(ws_).expires_never();
     auto timeouts = websocket::stream_base::timeout::suggested(beast::role_type::client);
     timeouts.idle_timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
