@@ -113,6 +113,18 @@ std::string error_text(const nlohmann::json& j) {
 
 /// POST /v1/completions with stream=true; the body is read as it arrives and split
 /// into server-sent events.
+/// A numeric host needs no resolver: Asio runs every getaddrinfo of an io_context on
+/// one background thread, which would serialise the connects of a burst of requests
+/// and show up as time to first token.
+bool try_numeric_endpoint(const client_target& t, tcp::resolver::results_type& out) {
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(t.host, ec);
+  if (ec) return false;
+  const auto port = static_cast<unsigned short>(std::stoi(t.port));
+  out = tcp::resolver::results_type::create(tcp::endpoint(address, port), t.host, t.port);
+  return true;
+}
+
 class sse_session : public std::enable_shared_from_this<sse_session> {
  public:
   sse_session(asio::io_context& ioc, const client_target& t, std::string body, request_done done)
@@ -130,6 +142,7 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
 
   void run() {
     timeline_.sent();
+    if (tcp::resolver::results_type results; try_numeric_endpoint(target_, results)) return on_resolve({}, results);
     resolver_.async_resolve(target_.host, target_.port, beast::bind_front_handler(&sse_session::on_resolve, shared_from_this()));
   }
 
@@ -228,6 +241,7 @@ class ws_session : public std::enable_shared_from_this<ws_session> {
 
   void run() {
     timeline_.sent();
+    if (tcp::resolver::results_type results; try_numeric_endpoint(target_, results)) return on_resolve({}, results);
     resolver_.async_resolve(target_.host, target_.port, beast::bind_front_handler(&ws_session::on_resolve, shared_from_this()));
   }
 
