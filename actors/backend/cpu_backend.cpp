@@ -68,55 +68,10 @@ cpu_backend::cpu_backend(std::shared_ptr<const model_weights> weights, int num_b
   }
 }
 
-result<void> cpu_backend::flatten(const step_plan& plan) {
-  token_ids_.clear();
-  positions_.clear();
-  slots_.clear();
-  logit_indices_.clear();
-  query_start_.assign(1, 0);
-  block_table_stride_ = 1;
-  for (const auto& s : plan.seqs) block_table_stride_ = std::max<int>(block_table_stride_, s.block_table.size());
-  block_tables_.assign(plan.seqs.size() * block_table_stride_, 0);
-  for (std::size_t i = 0; i < plan.seqs.size(); ++i) {
-    const auto& s = plan.seqs[i];
-    const auto end = std::int64_t(s.start_position) + std::int64_t(s.tokens.size());
-    if (s.tokens.empty() || s.start_position < 0 || end > std::int64_t(s.block_table.size()) * block_size_) {
-      return make_error(errc::invalid_argument, "step plan: sequence " + std::to_string(s.id) +
-                                                    " has no tokens or its block table does not cover them");
-    }
-    for (const auto blk : s.block_table) {
-      if (blk < 0 || blk >= num_blocks_) return make_error(errc::invalid_argument, "step plan: bad block id");
-    }
-    std::copy(s.block_table.begin(), s.block_table.end(), block_tables_.begin() + i * block_table_stride_);
-    for (std::size_t j = 0; j < s.tokens.size(); ++j) {
-      const int pos = s.start_position + int(j);
-      if (s.tokens[j] < 0 || s.tokens[j] >= shape_.vocab_size) {
-        return make_error(errc::invalid_argument, "step plan: token id " + std::to_string(s.tokens[j]) +
-                                                      " outside the vocabulary");
-      }
-      token_ids_.push_back(s.tokens[j]);
-      positions_.push_back(pos);
-      slots_.push_back(s.block_table[pos / block_size_] * block_size_ + pos % block_size_);
-    }
-    query_start_.push_back(std::int32_t(token_ids_.size()));
-    if (s.do_sample) logit_indices_.push_back(std::int32_t(token_ids_.size()) - 1);
-  }
-  return {};
-}
-
 result<std::span<const float>> cpu_backend::forward(const step_plan& plan) {
-  if (auto ok = flatten(plan); !ok) return std::unexpected(ok.error());
-  kernels::cpu::ragged_batch_view b;
-  b.num_tokens = int(token_ids_.size());
-  b.token_ids = token_ids_.data();
-  b.positions = positions_.data();
-  b.slot_mapping = slots_.data();
-  b.num_seqs = int(plan.seqs.size());
-  b.query_start = query_start_.data();
-  b.block_tables = block_tables_.data();
-  b.block_table_stride = block_table_stride_;
-  b.num_logits = int(logit_indices_.size());
-  b.logit_indices = logit_indices_.data();
+  const ragged_batch_bounds bounds{shape_.vocab_size, num_blocks_, block_size_, 0};
+  if (auto ok = batch_.try_flatten(plan, bounds); !ok) return std::unexpected(ok.error());
+  const auto b = batch_.view();
   const auto& w = *weights_;
   const kernels::cpu::llama_weights_view wv{w.token_embedding.data(), layer_views_.data(), w.final_norm.data(),
                                             w.classifier_data()};

@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "actors/backend/ragged_batch.hpp"
 #include "core/backend.hpp"
 #include "core/model/model_weights.hpp"
 #include "kernels/cpu/llama.hpp"
@@ -40,7 +41,6 @@ class cpu_backend final : public backend {
 
  private:
   cpu_backend(std::shared_ptr<const model_weights> weights, int num_blocks, int block_size);
-  result<void> flatten(const step_plan& plan);
 
   std::shared_ptr<const model_weights> weights_;
   int num_blocks_;
@@ -50,9 +50,7 @@ class cpu_backend final : public backend {
   std::vector<std::vector<float>> k_cache_, v_cache_;
   std::vector<float*> k_ptrs_, v_ptrs_;
   kernels::cpu::llama_workspace workspace_;
-  // The flattened ragged batch of the current step.
-  std::vector<std::int32_t> token_ids_, positions_, slots_, query_start_, block_tables_, logit_indices_;
-  int block_table_stride_ = 0;
+  ragged_batch batch_;  // the current step, flattened
   std::vector<float> logits_;
 };
 

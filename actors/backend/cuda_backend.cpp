@@ -60,63 +60,13 @@ cuda_backend::cuda_backend(std::shared_ptr<const model_weights> weights,
                            std::unique_ptr<kernels::cuda::llama_runner> runner)
     : weights_(std::move(weights)), runner_(std::move(runner)) {}
 
-result<void> cuda_backend::flatten(const step_plan& plan) {
-  const int block_size = runner_->block_size(), num_blocks = runner_->num_kv_blocks();
-  token_ids_.clear();
-  positions_.clear();
-  slots_.clear();
-  logit_indices_.clear();
-  query_start_.assign(1, 0);
-  block_table_stride_ = 1;
-  for (const auto& s : plan.seqs) block_table_stride_ = std::max<int>(block_table_stride_, int(s.block_table.size()));
-  block_tables_.assign(plan.seqs.size() * std::size_t(block_table_stride_), 0);
-  for (std::size_t i = 0; i < plan.seqs.size(); ++i) {
-    const auto& s = plan.seqs[i];
-    const auto end = std::int64_t(s.start_position) + std::int64_t(s.tokens.size());
-    if (s.tokens.empty() || s.start_position < 0 || end > std::int64_t(s.block_table.size()) * block_size) {
-      return make_error(errc::invalid_argument, "step plan: sequence " + std::to_string(s.id) +
-                                                    " has no tokens or its block table does not cover them");
-    }
-    if (end > runner_->max_context()) {
-      return make_error(errc::invalid_argument, "step plan: sequence " + std::to_string(s.id) +
-                                                    " runs past the context of " +
-                                                    std::to_string(runner_->max_context()));
-    }
-    for (const auto blk : s.block_table) {
-      if (blk < 0 || blk >= num_blocks) return make_error(errc::invalid_argument, "step plan: bad block id");
-    }
-    std::copy(s.block_table.begin(), s.block_table.end(), block_tables_.begin() + std::ptrdiff_t(i) * block_table_stride_);
-    for (std::size_t j = 0; j < s.tokens.size(); ++j) {
-      const int pos = s.start_position + int(j);
-      if (s.tokens[j] < 0 || s.tokens[j] >= weights_->config.vocab_size) {
-        return make_error(errc::invalid_argument, "step plan: token id " + std::to_string(s.tokens[j]) +
-                                                      " outside the vocabulary");
-      }
-      token_ids_.push_back(s.tokens[j]);
-      positions_.push_back(pos);
-      slots_.push_back(s.block_table[std::size_t(pos / block_size)] * block_size + pos % block_size);
-    }
-    query_start_.push_back(std::int32_t(token_ids_.size()));
-    if (s.do_sample) logit_indices_.push_back(std::int32_t(token_ids_.size()) - 1);
-  }
-  return {};
-}
-
 result<void> cuda_backend::run(const step_plan& plan) {
-  if (auto ok = flatten(plan); !ok) return std::unexpected(ok.error());
-  kernels::cpu::ragged_batch_view b;
-  b.num_tokens = int(token_ids_.size());
-  b.token_ids = token_ids_.data();
-  b.positions = positions_.data();
-  b.slot_mapping = slots_.data();
-  b.num_seqs = int(plan.seqs.size());
-  b.query_start = query_start_.data();
-  b.block_tables = block_tables_.data();
-  b.block_table_stride = block_table_stride_;
-  b.num_logits = int(logit_indices_.size());
-  b.logit_indices = logit_indices_.data();
-  greedy_tokens_.assign(logit_indices_.size(), 0);
-  greedy_logprobs_.assign(logit_indices_.size(), 0.0f);
+  const ragged_batch_bounds bounds{weights_->config.vocab_size, runner_->num_kv_blocks(), runner_->block_size(),
+                                   runner_->max_context()};
+  if (auto ok = batch_.try_flatten(plan, bounds); !ok) return std::unexpected(ok.error());
+  const auto b = batch_.view();
+  greedy_tokens_.assign(std::size_t(b.num_logits), 0);
+  greedy_logprobs_.assign(std::size_t(b.num_logits), 0.0f);
   if (auto st = runner_->forward(b, greedy_tokens_.data(), greedy_logprobs_.data()); !st.is_ok()) {
     return std::unexpected(to_error(st));
   }
@@ -125,7 +75,7 @@ result<void> cuda_backend::run(const step_plan& plan) {
 
 result<std::span<const float>> cuda_backend::forward(const step_plan& plan) {
   if (auto ok = run(plan); !ok) return std::unexpected(ok.error());
-  const int rows = int(logit_indices_.size());
+  const int rows = batch_.num_logits();
   logits_.resize(std::size_t(rows) * std::size_t(weights_->config.vocab_size));
   if (auto st = runner_->copy_logits(logits_.data(), rows); !st.is_ok()) return std::unexpected(to_error(st));
   return std::span<const float>(logits_);
@@ -139,8 +89,8 @@ result<step_result> cuda_backend::execute(const step_plan& plan) {
     return s.do_sample && !is_gpu_sampled(s.params);
   });
   if (needs_host_rows) {
-    logits_.resize(logit_indices_.size() * vocab);
-    if (auto st = runner_->copy_logits(logits_.data(), int(logit_indices_.size())); !st.is_ok()) {
+    logits_.resize(std::size_t(batch_.num_logits()) * vocab);
+    if (auto st = runner_->copy_logits(logits_.data(), batch_.num_logits()); !st.is_ok()) {
       return std::unexpected(to_error(st));
     }
   }

@@ -12,6 +12,7 @@
 #include <span>
 #include <vector>
 
+#include "actors/backend/ragged_batch.hpp"
 #include "core/backend.hpp"
 #include "core/model/model_weights.hpp"
 #include "kernels/cuda/llama_runner.hpp"
@@ -48,14 +49,11 @@ class cuda_backend final : public backend {
 
  private:
   cuda_backend(std::shared_ptr<const model_weights> weights, std::unique_ptr<kernels::cuda::llama_runner> runner);
-  result<void> flatten(const step_plan& plan);
   result<void> run(const step_plan& plan);
 
   std::shared_ptr<const model_weights> weights_;
   std::unique_ptr<kernels::cuda::llama_runner> runner_;
-  // The flattened ragged batch of the current step.
-  std::vector<std::int32_t> token_ids_, positions_, slots_, query_start_, block_tables_, logit_indices_;
-  int block_table_stride_ = 0;
+  ragged_batch batch_;  // the current step, flattened
   std::vector<std::int32_t> greedy_tokens_;
   std::vector<float> greedy_logprobs_, logits_;
 };

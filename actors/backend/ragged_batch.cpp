@@ -1,0 +1,69 @@
+#include "actors/backend/ragged_batch.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace inflight {
+
+result<void> ragged_batch::try_flatten(const step_plan& plan, const ragged_batch_bounds& bounds) {
+  token_ids_.clear();
+  positions_.clear();
+  slots_.clear();
+  logit_indices_.clear();
+  query_start_.assign(1, 0);
+  block_table_stride_ = 1;
+  for (const auto& s : plan.seqs) block_table_stride_ = std::max<int>(block_table_stride_, int(s.block_table.size()));
+  block_tables_.assign(plan.seqs.size() * std::size_t(block_table_stride_), 0);
+  num_seqs_ = int(plan.seqs.size());
+  for (std::size_t i = 0; i < plan.seqs.size(); ++i) {
+    if (auto ok = try_add(plan.seqs[i], i, bounds); !ok) return ok;
+  }
+  return {};
+}
+
+result<void> ragged_batch::try_add(const seq_step& s, std::size_t index, const ragged_batch_bounds& b) {
+  const auto end = std::int64_t(s.start_position) + std::int64_t(s.tokens.size());
+  if (s.tokens.empty() || s.start_position < 0 || end > std::int64_t(s.block_table.size()) * b.block_size) {
+    return make_error(errc::invalid_argument, "step plan: sequence " + std::to_string(s.id) +
+                                                  " has no tokens or its block table does not cover them");
+  }
+  if (b.max_context > 0 && end > b.max_context) {
+    return make_error(errc::invalid_argument, "step plan: sequence " + std::to_string(s.id) +
+                                                  " runs past the context of " + std::to_string(b.max_context));
+  }
+  for (const auto blk : s.block_table) {
+    if (blk < 0 || blk >= b.num_blocks) return make_error(errc::invalid_argument, "step plan: bad block id");
+  }
+  std::copy(s.block_table.begin(), s.block_table.end(),
+            block_tables_.begin() + std::ptrdiff_t(index) * block_table_stride_);
+  for (std::size_t j = 0; j < s.tokens.size(); ++j) {
+    const int pos = s.start_position + int(j);
+    if (s.tokens[j] < 0 || s.tokens[j] >= b.vocab_size) {
+      return make_error(errc::invalid_argument, "step plan: token id " + std::to_string(s.tokens[j]) +
+                                                    " outside the vocabulary");
+    }
+    token_ids_.push_back(s.tokens[j]);
+    positions_.push_back(pos);
+    slots_.push_back(s.block_table[std::size_t(pos / b.block_size)] * b.block_size + pos % b.block_size);
+  }
+  query_start_.push_back(std::int32_t(token_ids_.size()));
+  if (s.do_sample) logit_indices_.push_back(std::int32_t(token_ids_.size()) - 1);
+  return {};
+}
+
+kernels::cpu::ragged_batch_view ragged_batch::view() const {
+  kernels::cpu::ragged_batch_view b;
+  b.num_tokens = int(token_ids_.size());
+  b.token_ids = token_ids_.data();
+  b.positions = positions_.data();
+  b.slot_mapping = slots_.data();
+  b.num_seqs = num_seqs_;
+  b.query_start = query_start_.data();
+  b.block_tables = block_tables_.data();
+  b.block_table_stride = block_table_stride_;
+  b.num_logits = int(logit_indices_.size());
+  b.logit_indices = logit_indices_.data();
+  return b;
+}
+
+}  // namespace inflight
