@@ -27,10 +27,6 @@ kernels::cpu::llama_shape to_kernel_shape(const model_config& c) {
   return s;
 }
 
-std::int64_t kv_bytes_per_token(const model_config& c, int dtype_bytes) {
-  return 2ll * c.num_layers * c.num_kv_heads * c.head_dim * dtype_bytes;
-}
-
 namespace {
 
 const float* data_or_null(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
@@ -38,16 +34,12 @@ const float* data_or_null(const std::vector<float>& v) { return v.empty() ? null
 }  // namespace
 
 result<std::unique_ptr<cpu_backend>> cpu_backend::create(std::shared_ptr<const model_weights> weights,
-                                                         const kv_cache_options& kv) {
+                                                         const kv_cache_config& kv) {
   if (!weights) return make_error(errc::invalid_argument, "cpu backend: no weights");
-  if (kv.block_size <= 0) return make_error(errc::invalid_argument, "kv block_size must be > 0");
-  const auto per_block = kv_bytes_per_token(weights->config, sizeof(float)) * kv.block_size;
-  const std::int64_t num_blocks = kv.num_blocks > 0 ? kv.num_blocks : kv.num_bytes / per_block;
-  if (num_blocks <= 0) {
-    return make_error(errc::invalid_argument, "kv cache: budget of " + std::to_string(kv.num_bytes) +
-                                                  " bytes holds no block of " + std::to_string(per_block) + " bytes");
-  }
-  return std::unique_ptr<cpu_backend>(new cpu_backend(std::move(weights), int(num_blocks), kv.block_size));
+  const auto& c = weights->config;
+  auto num_blocks = try_resolve_num_blocks(kv, kv_bytes_per_token(c.num_layers, c.num_kv_heads, c.head_dim, sizeof(float)));
+  if (!num_blocks) return std::unexpected(num_blocks.error());
+  return std::unique_ptr<cpu_backend>(new cpu_backend(std::move(weights), *num_blocks, kv.block_size));
 }
 
 cpu_backend::cpu_backend(std::shared_ptr<const model_weights> weights, int num_blocks, int block_size)

@@ -8,27 +8,19 @@
 
 #include "actors/backend/ragged_batch.hpp"
 #include "core/backend.hpp"
+#include "core/kv/block_pool.hpp"
 #include "core/model/model_weights.hpp"
 #include "kernels/cpu/llama.hpp"
 
 namespace inflight {
 
-struct kv_cache_options {
-  int block_size = 16;
-  int num_blocks = 0;          ///< used when > 0
-  std::int64_t num_bytes = 0;  ///< otherwise the byte budget decides
-};
-
 /// Kernel shape of a model configuration.
 kernels::cpu::llama_shape to_kernel_shape(const model_config& config);
-
-/// Bytes of K and V for one token across all layers at `dtype_bytes` per value.
-std::int64_t kv_bytes_per_token(const model_config& config, int dtype_bytes);
 
 class cpu_backend final : public backend {
  public:
   static result<std::unique_ptr<cpu_backend>> create(std::shared_ptr<const model_weights> weights,
-                                                     const kv_cache_options& kv);
+                                                     const kv_cache_config& kv);
 
   result<step_result> execute(const step_plan& plan) override;
   /// Runs the forward pass only: logits [num sampled seqs x vocab], in plan order.

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include "core/kv/block_pool.hpp"
+
 namespace inflight::bench {
 
 result<capacity_plan> make_capacity_plan(const plan_request& r) {
@@ -22,7 +24,7 @@ result<capacity_plan> make_capacity_plan(const plan_request& r) {
   capacity_plan p;
   p.num_parameters = m.num_parameters();
   p.weight_bytes = double(p.num_parameters) * r.dtype_bytes;
-  p.kv_bytes_per_token = 2.0 * m.num_layers * m.num_kv_heads * m.head_dim * r.dtype_bytes;
+  p.kv_bytes_per_token = double(kv_bytes_per_token(m.num_layers, m.num_kv_heads, m.head_dim, r.dtype_bytes));
   p.usable_bytes = hw.memory_bytes * hw.memory_utilization;
   p.kv_budget_bytes = p.usable_bytes - p.weight_bytes;
   p.max_kv_tokens = p.kv_budget_bytes > 0 ? std::int64_t(std::floor(p.kv_budget_bytes / p.kv_bytes_per_token)) : 0;

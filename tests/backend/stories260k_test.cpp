@@ -43,7 +43,7 @@ std::string read_text(const std::filesystem::path& p) {
 }
 
 std::unique_ptr<cpu_backend> make_backend(const stories& m, int num_blocks) {
-  auto be = cpu_backend::create(m.weights, kv_cache_options{16, num_blocks, 0});
+  auto be = cpu_backend::create(m.weights, kv_cache_config{16, num_blocks, 0});
   REQUIRE(be.has_value());
   return std::move(*be);
 }

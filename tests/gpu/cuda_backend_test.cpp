@@ -65,7 +65,7 @@ struct lockstep {
 
 void run_lockstep(const std::shared_ptr<const model_weights>& w, bool use_graphs, int chunk) {
   lockstep ls;
-  auto cpu = cpu_backend::create(w, kv_cache_options{16, num_blocks, 0});
+  auto cpu = cpu_backend::create(w, kv_cache_config{16, num_blocks, 0});
   REQUIRE(cpu.has_value());
   cuda_backend_options o;
   o.num_kv_blocks = num_blocks;

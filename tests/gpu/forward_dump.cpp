@@ -53,7 +53,7 @@ using forward_fn = std::function<result<std::span<const float>>(const step_plan&
 
 result<forward_fn> make_forward(const options& o, std::shared_ptr<const model_weights> w, int num_blocks) {
   if (o.backend == "cpu") {
-    auto be = cpu_backend::create(std::move(w), kv_cache_options{16, num_blocks, 0});
+    auto be = cpu_backend::create(std::move(w), kv_cache_config{16, num_blocks, 0});
     if (!be) return std::unexpected(be.error());
     std::shared_ptr<cpu_backend> shared(std::move(*be));
     return forward_fn([shared](const step_plan& p) { return shared->forward(p); });
