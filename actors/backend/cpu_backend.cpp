@@ -6,38 +6,12 @@
 
 namespace inflight {
 
-kernels::cpu::llama_shape to_kernel_shape(const model_config& c) {
-  kernels::cpu::llama_shape s;
-  s.dim = c.dim;
-  s.hidden_dim = c.hidden_dim;
-  s.num_layers = c.num_layers;
-  s.num_heads = c.num_heads;
-  s.num_kv_heads = c.num_kv_heads;
-  s.head_dim = c.head_dim;
-  s.vocab_size = c.vocab_size;
-  s.norm_eps = c.norm_eps;
-  s.rope_theta = c.rope_theta;
-  s.rope_interleaved = c.rope == rope_style::interleaved;
-  if (c.scaling.enabled) {
-    s.rope_factor = c.scaling.factor;
-    s.rope_low_freq_factor = c.scaling.low_freq_factor;
-    s.rope_high_freq_factor = c.scaling.high_freq_factor;
-    s.rope_original_max_position = c.scaling.original_max_position;
-  }
-  return s;
-}
-
-namespace {
-
-const float* data_or_null(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
-
-}  // namespace
-
 result<std::unique_ptr<cpu_backend>> cpu_backend::create(std::shared_ptr<const model_weights> weights,
                                                          const kv_cache_config& kv) {
   if (!weights) return make_error(errc::invalid_argument, "cpu backend: no weights");
   const auto& c = weights->config;
-  auto num_blocks = try_resolve_num_blocks(kv, kv_bytes_per_token(c.num_layers, c.num_kv_heads, c.head_dim, sizeof(float)));
+  const auto bytes_per_token = kv_bytes_per_token(c.num_layers, c.num_kv_heads, c.head_dim, sizeof(float));
+  auto num_blocks = try_resolve_num_blocks(kv, bytes_per_token);
   if (!num_blocks) return std::unexpected(num_blocks.error());
   return std::unique_ptr<cpu_backend>(new cpu_backend(std::move(weights), *num_blocks, kv.block_size));
 }
@@ -46,11 +20,7 @@ cpu_backend::cpu_backend(std::shared_ptr<const model_weights> weights, int num_b
     : weights_(std::move(weights)), num_blocks_(num_blocks), block_size_(block_size) {
   const auto& c = weights_->config;
   shape_ = to_kernel_shape(c);
-  for (const auto& l : weights_->layers) {
-    layer_views_.push_back({l.attn_norm.data(), l.wq.data(), l.wk.data(), l.wv.data(), l.wo.data(), data_or_null(l.bq),
-                            data_or_null(l.bk), data_or_null(l.bv), l.ffn_norm.data(), l.w_gate.data(),
-                            l.w_down.data(), l.w_up.data()});
-  }
+  layer_views_ = to_layer_views(*weights_);
   const auto layer_floats = std::size_t(num_blocks_) * block_size_ * c.kv_dim();
   k_cache_.assign(c.num_layers, std::vector<float>(layer_floats));
   v_cache_.assign(c.num_layers, std::vector<float>(layer_floats));
@@ -64,9 +34,7 @@ result<std::span<const float>> cpu_backend::forward(const step_plan& plan) {
   const ragged_batch_bounds bounds{shape_.vocab_size, num_blocks_, block_size_, 0};
   if (auto ok = batch_.try_flatten(plan, bounds); !ok) return std::unexpected(ok.error());
   const auto b = batch_.view();
-  const auto& w = *weights_;
-  const kernels::cpu::llama_weights_view wv{w.token_embedding.data(), layer_views_.data(), w.final_norm.data(),
-                                            w.classifier_data()};
+  const auto wv = to_weights_view(*weights_, layer_views_);
   const kernels::cpu::paged_kv_view kv{k_ptrs_.data(), v_ptrs_.data(), num_blocks_, block_size_};
   logits_.resize(std::size_t(b.num_logits) * shape_.vocab_size);
   if (b.num_tokens > 0) kernels::cpu::llama_forward(shape_, wv, kv, b, workspace_, logits_.data());

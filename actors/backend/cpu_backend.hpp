@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "actors/backend/kernel_views.hpp"
 #include "actors/backend/ragged_batch.hpp"
 #include "core/backend.hpp"
 #include "core/kv/block_pool.hpp"
@@ -13,9 +14,6 @@
 #include "kernels/cpu/llama.hpp"
 
 namespace inflight {
-
-/// Kernel shape of a model configuration.
-kernels::cpu::llama_shape to_kernel_shape(const model_config& config);
 
 class cpu_backend final : public backend {
  public:

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "actors/backend/cpu_backend.hpp"
+#include "actors/backend/kernel_views.hpp"
 #include "core/sampling/sampler.hpp"
 
 namespace inflight {
@@ -13,8 +13,6 @@ namespace inflight {
 namespace {
 
 error to_error(const kernels::cuda::status& st) { return error{errc::backend_error, "cuda: " + st.describe()}; }
-
-const float* data_or_null(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
 
 /// Rows the GPU's greedy sampler answers exactly as core's sampler would.
 bool is_gpu_sampled(const sampling_params& p) {
@@ -31,14 +29,8 @@ result<std::unique_ptr<cuda_backend>> cuda_backend::create(std::shared_ptr<const
     return make_error(errc::invalid_argument, "engine.gpu_memory_utilization must be in (0, 1]");
   }
   const auto& c = weights->config;
-  std::vector<kernels::cpu::llama_layer_view> layers;
-  for (const auto& l : weights->layers) {
-    layers.push_back({l.attn_norm.data(), l.wq.data(), l.wk.data(), l.wv.data(), l.wo.data(), data_or_null(l.bq),
-                      data_or_null(l.bk), data_or_null(l.bv), l.ffn_norm.data(), l.w_gate.data(), l.w_down.data(),
-                      l.w_up.data()});
-  }
-  const kernels::cpu::llama_weights_view view{weights->token_embedding.data(), layers.data(),
-                                              weights->final_norm.data(), weights->classifier_data()};
+  const auto layers = to_layer_views(*weights);
+  const auto view = to_weights_view(*weights, layers);
   kernels::cuda::runner_options ro;
   ro.dt = o.use_fp16 ? kernels::cuda::dtype::f16 : kernels::cuda::dtype::bf16;
   ro.device = o.device;
