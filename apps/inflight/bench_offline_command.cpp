@@ -36,10 +36,6 @@ struct offline_options {
 
 deployment base_deployment(const offline_options& o) {
   deployment d = load_deployment_or_fail(o.config_path, o.overrides);
-#ifdef INFLIGHT_DEFAULT_PLUGIN_DIR
-  // The built plugins, unless the deployment or INFLIGHT_PLUGIN_DIR names others.
-  if (d.scheduler.plugin_dir.empty() && !std::getenv("INFLIGHT_PLUGIN_DIR")) d.scheduler.plugin_dir = INFLIGHT_DEFAULT_PLUGIN_DIR;
-#endif
   if (!o.shape.empty()) {
     auto c = named_shape(o.shape);
     if (!c) fail("unknown shape '" + o.shape + "'");
