@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 
@@ -39,6 +40,23 @@ result<policy_settings> try_parse_policy_settings(std::string_view json_object) 
 
 std::string policy_file_name(std::string_view name) {
   return "inflight_policy_" + std::string(name) + ".so";
+}
+
+result<std::vector<std::string>> try_list_policies(const std::filesystem::path& plugin_dir) {
+  constexpr std::string_view prefix = "inflight_policy_", suffix = ".so";
+  std::error_code ec;
+  std::filesystem::directory_iterator it(plugin_dir, ec), end;
+  if (ec) return make_error(errc::io_error, "cannot list plugin dir " + plugin_dir.string() + ": " + ec.message());
+  std::vector<std::string> names;
+  for (; it != end; it.increment(ec)) {
+    if (ec) return make_error(errc::io_error, "cannot list plugin dir " + plugin_dir.string() + ": " + ec.message());
+    const std::string file = it->path().filename().string();
+    if (file.size() <= prefix.size() + suffix.size() || !file.starts_with(prefix) || !file.ends_with(suffix)) continue;
+    std::string name = file.substr(prefix.size(), file.size() - prefix.size() - suffix.size());
+    if (is_valid_policy_name(name)) names.push_back(std::move(name));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 result<policy> policy::try_load(const std::filesystem::path& plugin_dir, std::string_view name,

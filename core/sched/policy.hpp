@@ -63,4 +63,8 @@ result<policy_settings> try_parse_policy_settings(std::string_view json_object);
 /// Library file name of a policy: inflight_policy_<name>.so
 std::string policy_file_name(std::string_view name);
 
+/// Names of the policies in a plugin directory (every inflight_policy_<name>.so with a
+/// valid name), sorted. Lists files only: loading one may still fail.
+result<std::vector<std::string>> try_list_policies(const std::filesystem::path& plugin_dir);
+
 }  // namespace inflight

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "tests/actors/engine_fixture.hpp"
+#include "tests/shipped_policies.hpp"
 
 using namespace inflight;
 using namespace inflight::test;
@@ -74,9 +75,10 @@ TEST_CASE("engine: greedy outputs are identical alone, together, staggered, chun
   if (shared_file("models/stories260K/stories260K.bin").empty()) return;
   constexpr int max_tokens = 48;
   const auto alone = run_alone(max_tokens);
-  for (const std::string policy : {"static", "fcfs", "splitfuse", "priority"}) {
+  for (const std::string& policy : shipped_policies()) {
     for (int budget : {1, 7, 64, 512}) {
-      // static prefills prompts whole: it needs a budget that holds one.
+      // static prefills prompts whole: it needs a budget that holds one. prefill_first,
+      // orca and tgi run at budgets 1 and 7 too, where every prompt is longer than a step.
       if (policy == "static" && budget < 16) continue;
       for (int kv_blocks : {256, 12}) {  // 12 blocks of 16 cannot hold all six: preemption
         INFO("policy " << policy << ", budget " << budget << ", kv blocks " << kv_blocks);

@@ -64,22 +64,35 @@ int tokens_of(const step_plan& plan, seq_id id) {
 }  // namespace
 
 TEST_CASE("policy: built-in policies load by name from the plugin dir", "[core][plugin]") {
-  for (const char* name : {"static", "fcfs", "splitfuse", "priority"}) {
-    auto p = load_policy(name);
-    CHECK(p.name() == name);
+  const auto shipped = shipped_policies();
+  for (const char* name : {"static", "fcfs", "splitfuse", "priority", "prefill_first", "orca", "tgi"})
+    CHECK(std::find(shipped.begin(), shipped.end(), name) != shipped.end());
+  auto listed = try_list_policies(plugin_dir());
+  REQUIRE(listed.has_value());
+  CHECK(std::is_sorted(listed->begin(), listed->end()));
+  for (const auto& name : shipped) {
+    INFO("policy " << name);
+    CHECK(load_policy(name).name() == name);
+    CHECK(std::find(listed->begin(), listed->end(), name) != listed->end());  // what --policy all runs
   }
+  // the test-only plugins live apart, so `--policy all` never picks them up
+  CHECK(std::find(listed->begin(), listed->end(), "test_garbage") == listed->end());
+  auto test_only = try_list_policies(test_only_plugin_dir());
+  REQUIRE(test_only.has_value());
+  CHECK(std::find(test_only->begin(), test_only->end(), "shortest_first") != test_only->end());
+  CHECK(!try_list_policies(plugin_dir() + "/no_such_dir").has_value());
   CHECK(load_policy(std::string(default_policy_name)).name() == "splitfuse");
 }
 
 TEST_CASE("policy: broken plugins are refused with clear errors", "[core][plugin]") {
-  auto wrong = policy::try_load(plugin_dir(), "test_wrong_abi");
+  auto wrong = policy::try_load(test_only_plugin_dir(), "test_wrong_abi");
   REQUIRE(!wrong.has_value());
   CHECK(wrong.error().code == errc::unsupported);
   CHECK(contains(wrong.error().message, "inflight_policy_test_wrong_abi.so"));
   CHECK(contains(wrong.error().message, "version 42"));
   CHECK(contains(wrong.error().message, "needs version 1"));
 
-  auto no_entry = policy::try_load(plugin_dir(), "test_no_entry");
+  auto no_entry = policy::try_load(test_only_plugin_dir(), "test_no_entry");
   REQUIRE(!no_entry.has_value());
   CHECK(no_entry.error().code == errc::not_found);
   CHECK(contains(no_entry.error().message, "inflight_policy_test_no_entry.so"));
@@ -216,6 +229,7 @@ TEST_CASE("policy: a garbage-deciding plugin never corrupts the engine", "[core]
     INFO("seed " << seed);
     random_run_options opt;
     opt.policy_name = "test_garbage";
+    opt.plugin_dir = test_only_plugin_dir();
     opt.settings = {{"seed", std::to_string(seed)}};
     opt.seed = seed;
     opt.num_arrival_steps = 400;
@@ -230,6 +244,7 @@ TEST_CASE("policy: a garbage-deciding plugin never corrupts the engine", "[core]
 TEST_CASE("policy: the example custom policy runs clean", "[core][plugin][random]") {
   random_run_options opt;
   opt.policy_name = "shortest_first";  // examples/custom_policy, built in-tree for this test
+  opt.plugin_dir = test_only_plugin_dir();
   opt.seed = 11;
   auto r = run_random(opt);  // no rejections: it respects budget, seats and blocks
   check_against_solo_runs(r, opt.vocab);

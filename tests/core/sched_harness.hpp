@@ -13,13 +13,18 @@
 #include <vector>
 
 #include "core/sched/scheduler.hpp"
+#include "tests/shipped_policies.hpp"
 
 namespace inflight::test {
 
+/// The plugin directory of the build: the shipped policies.
 inline std::string plugin_dir() { return INFLIGHT_TEST_PLUGIN_DIR; }
+/// Policies built only for the tests: broken ones and the example custom policy.
+inline std::string test_only_plugin_dir() { return INFLIGHT_TEST_ONLY_PLUGIN_DIR; }
 
-inline policy load_policy(const std::string& name, const policy_settings& settings = {}) {
-  auto p = policy::try_load(plugin_dir(), name, settings);
+inline policy load_policy(const std::string& name, const policy_settings& settings = {},
+                          const std::string& dir = plugin_dir()) {
+  auto p = policy::try_load(dir, name, settings);
   INFO((p ? std::string() : p.error().message));
   REQUIRE(p.has_value());
   return std::move(*p);
@@ -110,6 +115,7 @@ inline void check_step_invariants(const scheduler& s, const step_plan& plan) {
 
 struct random_run_options {
   std::string policy_name = "fcfs";
+  std::string plugin_dir = test::plugin_dir();
   policy_settings settings;
   std::uint64_t seed = 1;
   int num_arrival_steps = 600;
@@ -162,7 +168,7 @@ inline random_run_result run_random(const random_run_options& opt) {
   config.max_seq_len = 40;
   const int block_size = 4;
   const int num_blocks = pick(10, 16);  // 40..64 tokens: a few sequences at most
-  auto s = make_scheduler(config, num_blocks, block_size, load_policy(opt.policy_name, opt.settings));
+  auto s = make_scheduler(config, num_blocks, block_size, load_policy(opt.policy_name, opt.settings, opt.plugin_dir));
   fake_backend backend(num_blocks, block_size, opt.vocab);
   random_run_result r;
   r.max_context = s.max_context();

@@ -353,19 +353,33 @@ TEST_CASE("scheduler: fcfs never starves an old long request", "[core][sched]") 
   CHECK(finished_at < 60);
 }
 
-TEST_CASE("scheduler: randomized runs under every built-in policy", "[core][sched][random]") {
-  for (const char* name : {"static", "fcfs", "splitfuse", "priority"}) {
+TEST_CASE("scheduler: randomized runs under every shipped policy", "[core][sched][random]") {
+  // every shipped policy with its defaults, and the settings that change how it uses KV
+  std::vector<std::pair<std::string, policy_settings>> variants;
+  for (const auto& name : shipped_policies()) variants.push_back({name, {}});
+  variants.push_back({"orca", {{"reserve_max_tokens", "false"}}});
+  variants.push_back({"tgi", {{"reserve_max_tokens", "false"}}});
+  variants.push_back({"tgi", {{"waiting_served_ratio", "0"}, {"max_batch_prefill_tokens", "6"}}});
+  for (const auto& [name, settings] : variants) {
+    // Orca and TGI reserve every block a request can need at admission: nobody is preempted
+    const bool is_reserving = (name == "orca" || name == "tgi") &&
+                              std::none_of(settings.begin(), settings.end(), [](const auto& kv) {
+                                return kv.first == "reserve_max_tokens" && kv.second == "false";
+                              });
     std::uint64_t num_preemptions = 0;
     for (std::uint64_t seed = 1; seed <= 3; ++seed) {
-      INFO("policy " << name << " seed " << seed);
+      INFO("policy " << name << " (" << settings.size() << " settings) seed " << seed);
       random_run_options opt;
       opt.policy_name = name;
-      opt.seed = seed * 1000 + std::string(name).size();
-      auto r = run_random(opt);
+      opt.settings = settings;
+      opt.seed = seed * 1000 + name.size() + settings.size();
+      auto r = run_random(opt);  // invariants every step, no rejected decision, all finish
       CHECK(r.requests.size() > 100);
       check_against_solo_runs(r, opt.vocab);
       num_preemptions += r.counters.num_preemptions;
     }
-    CHECK(num_preemptions > 0);  // the tiny pools did force recomputes
+    INFO("policy " << name << " (" << settings.size() << " settings)");
+    if (is_reserving) CHECK(num_preemptions == 0);
+    else CHECK(num_preemptions > 0);  // the tiny pools did force recomputes
   }
 }
