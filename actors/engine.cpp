@@ -41,13 +41,13 @@ struct engine::impl {
   bool is_stop_requested = false;
 };
 
-namespace {
-
-std::string plugin_dir_of(const scheduler_settings& s) {
+std::string policy_plugin_dir(const scheduler_settings& s) {
   if (!s.plugin_dir.empty()) return s.plugin_dir;
   if (const char* env = std::getenv("INFLIGHT_PLUGIN_DIR")) return env;
   return INFLIGHT_DEFAULT_PLUGIN_DIR;
 }
+
+namespace {
 
 result<policy> load_policy(const scheduler_settings& s) {
   policy_settings settings;
@@ -56,7 +56,7 @@ result<policy> load_policy(const scheduler_settings& s) {
     if (!parsed) return std::unexpected(parsed.error());
     settings = std::move(*parsed);
   }
-  return policy::try_load(plugin_dir_of(s), s.policy, settings);
+  return policy::try_load(policy_plugin_dir(s), s.policy, settings);
 }
 
 result<scheduler> make_scheduler(const deployment& d, const loaded_model& m, int num_blocks, int block_size) {

@@ -72,6 +72,10 @@ struct engine_snapshot {
   double kv_usage_sum = 0.0;      ///< sum over steps of KV usage
 };
 
+/// The directory the engine loads policies from: the deployment's plugin_dir, else
+/// $INFLIGHT_PLUGIN_DIR, else the built-in plugin directory.
+std::string policy_plugin_dir(const scheduler_settings& s);
+
 class engine {
  public:
   /// Loads nothing itself: `model` comes from load_model().

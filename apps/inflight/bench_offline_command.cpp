@@ -11,6 +11,7 @@
 #include "apps/inflight/bench_report.hpp"
 #include "apps/inflight/commands.hpp"
 #include "config/deployment_loader.hpp"
+#include "core/sched/policy.hpp"
 #include "core/bench/arrival.hpp"
 #include "core/model/shapes.hpp"
 
@@ -68,6 +69,53 @@ std::vector<bench::bench_prompt> offline_prompts(const offline_options& o, int v
   return std::move(*prompts);
 }
 
+/// Whether a policy loads from the deployment's plugin dir with its settings table.
+result<void> try_check_policy(const scheduler_settings& s, const std::string& name) {
+  policy_settings settings;
+  if (auto it = s.policy_settings.find(name); it != s.policy_settings.end()) {
+    auto parsed = try_parse_policy_settings(it->second);
+    if (!parsed) return std::unexpected(parsed.error());
+    settings = std::move(*parsed);
+  }
+  auto loaded = policy::try_load(policy_plugin_dir(s), name, settings);
+  if (!loaded) return std::unexpected(loaded.error());
+  return {};
+}
+
+/// The policies to run: `all` stands for every policy in the plugin directory (static
+/// first, the baseline of the ratio column; then by name). One that does not load is
+/// left out with a note; a policy named explicitly runs (and fails) as given.
+std::vector<std::string> expand_policies(const std::vector<std::string>& asked, const scheduler_settings& s) {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& name) {
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  };
+  for (const auto& name : asked) {
+    if (name != "all") {
+      add(name);
+      continue;
+    }
+    auto names = try_list_policies(policy_plugin_dir(s));
+    if (!names) fail(names.error().message);
+    std::stable_partition(names->begin(), names->end(), [](const auto& n) { return n == "static"; });
+    for (const auto& n : *names) {
+      if (auto ok = try_check_policy(s, n); !ok) {
+        std::fprintf(stderr, "bench offline: leaving out policy '%s': %s\n", n.c_str(), ok.error().message.c_str());
+        continue;
+      }
+      add(n);
+    }
+  }
+  if (out.empty()) fail("no policy to run");
+  return out;
+}
+
+/// Policies that prefill every prompt whole (a longer prompt is prefilled alone over
+/// several steps): the offline workloads give them a budget that holds the longest prompt.
+bool prefills_whole_prompts(const std::string& policy) {
+  return policy == "prefill_first" || policy == "orca" || policy == "tgi";
+}
+
 int longest_prompt(const std::vector<bench::bench_prompt>& prompts) {
   int n = 0;
   for (const auto& p : prompts) n = std::max(n, p.input_len);
@@ -90,6 +138,8 @@ deployment policy_deployment(const deployment& base, const std::string& policy, 
     // A true static batch prefills all its prompts whole, in one step.
     const int seats = std::min<int>(d.engine.max_num_seqs, int(prompts.size()));
     d.engine.max_num_batched_tokens = std::max(d.engine.max_num_batched_tokens, seats * longest);
+  } else if (prefills_whole_prompts(policy)) {
+    d.engine.max_num_batched_tokens = std::max(d.engine.max_num_batched_tokens, longest);
   }
   return d;
 }
@@ -109,7 +159,7 @@ double pct(const bench::metric_stats& m, double p) {
 }
 
 void print_table(const std::vector<policy_result>& results) {
-  std::printf("%-10s %7s %9s %7s %8s %8s %8s %8s %8s %8s %6s %5s %6s %8s %8s %7s\n", "policy", "budget", "out tok/s",
+  std::printf("%-13s %7s %9s %7s %8s %8s %8s %8s %8s %8s %6s %5s %6s %8s %8s %7s\n", "policy", "budget", "out tok/s",
               "req/s", "E2E p50", "E2E p90", "E2E p99", "TTFT p50", "TTFT p90", "TTFT p99", "batch", "KV%", "preempt",
               "step ms", "outside", "x static");
   double static_tps = 0.0;
@@ -120,7 +170,7 @@ void print_table(const std::vector<policy_result>& results) {
     const double steps = double(std::max<std::uint64_t>(1, snap.num_steps));
     char ratio[16] = "-";
     if (static_tps > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", s.output_throughput / static_tps);
-    std::printf("%-10s %7d %9.1f %7.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %6.1f %5.1f %6llu %8.2f %8.3f %7s\n",
+    std::printf("%-13s %7d %9.1f %7.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %6.1f %5.1f %6llu %8.2f %8.3f %7s\n",
                 r.policy.c_str(), r.budget, s.output_throughput, s.request_throughput, pct(s.e2el_ms, 50) / 1e3,
                 pct(s.e2el_ms, 90) / 1e3, pct(s.e2el_ms, 99) / 1e3, pct(s.ttft_ms, 50) / 1e3, pct(s.ttft_ms, 90) / 1e3,
                 pct(s.ttft_ms, 99) / 1e3, snap.batch_size_sum / steps, 100.0 * snap.kv_usage_sum / steps,
@@ -143,11 +193,11 @@ bench::metric_stats tagged(const engine_run& run, const std::string& tag, bool i
 
 void print_interference(const std::vector<policy_result>& results, int chunk) {
   std::printf("\ninterference: decode-stream ITL and long-prompt TTFT (ms); splitfuse chunks prompts to %d tokens\n", chunk);
-  std::printf("%-10s %7s %10s %10s %10s %12s %12s %12s\n", "policy", "budget", "ITL p50", "ITL p99", "ITL max",
+  std::printf("%-13s %7s %10s %10s %10s %12s %12s %12s\n", "policy", "budget", "ITL p50", "ITL p99", "ITL max",
               "TTFT p50", "TTFT p99", "TTFT max");
   for (const auto& r : results) {
     const auto itl = tagged(r.run, "decode", true), ttft = tagged(r.run, "long", false);
-    std::printf("%-10s %7d %10.2f %10.2f %10.2f %12.1f %12.1f %12.1f\n", r.policy.c_str(), r.budget, pct(itl, 50),
+    std::printf("%-13s %7d %10.2f %10.2f %10.2f %12.1f %12.1f %12.1f\n", r.policy.c_str(), r.budget, pct(itl, 50),
                 pct(itl, 99), itl.max, pct(ttft, 50), pct(ttft, 99), ttft.max);
   }
 }
@@ -167,7 +217,7 @@ policy_result run_policy(const deployment& d, const loaded_model& model, const s
 /// Engine time per step outside and inside the backend at 1 and at N concurrent sequences.
 void run_overhead(const offline_options& o, const deployment& base, const loaded_model& model,
                   const std::vector<bench::bench_prompt>& prompts) {
-  std::printf("%-10s %6s %8s %12s %12s %12s %9s\n", "policy", "seqs", "steps", "step ms", "backend ms", "outside ms",
+  std::printf("%-13s %6s %8s %12s %12s %12s %9s\n", "policy", "seqs", "steps", "step ms", "backend ms", "outside ms",
               "outside%");
   for (const auto& policy : o.policies) {
     for (std::size_t n : {std::size_t(1), prompts.size()}) {
@@ -175,15 +225,16 @@ void run_overhead(const offline_options& o, const deployment& base, const loaded
       const auto r = run_policy(policy_deployment(base, policy, o, part), model, policy, part);
       const auto& s = r.run.snapshot;
       const double outside = s.engine_seconds - s.backend_seconds;
-      std::printf("%-10s %6zu %8llu %12.3f %12.3f %12.3f %8.1f%%\n", policy.c_str(), n, (unsigned long long)s.num_steps,
+      std::printf("%-13s %6zu %8llu %12.3f %12.3f %12.3f %8.1f%%\n", policy.c_str(), n, (unsigned long long)s.num_steps,
                   per_step_ms(s.engine_seconds, s.num_steps), per_step_ms(s.backend_seconds, s.num_steps),
                   per_step_ms(outside, s.num_steps), s.engine_seconds > 0 ? 100.0 * outside / s.engine_seconds : 0.0);
     }
   }
 }
 
-void run_offline(const offline_options& o) {
+void run_offline(offline_options o) {
   const auto base = base_deployment(o);
+  o.policies = expand_policies(o.policies, base.scheduler);
   auto model = load_model(base.model);
   if (!model) fail(model.error().message);
   std::fprintf(stderr, "model: %s\n", model->description.c_str());
@@ -221,7 +272,7 @@ void add_bench_offline_command(CLI::App& bench) {
   cmd->add_option("--config", o->config_path, "deployment TOML (KV memory, max_num_seqs, threads)");
   cmd->add_option("--set", o->overrides, "override a deployment key (key=value), repeatable");
   cmd->add_option("--workload", o->workload, "variance | latency | procurement | interference | overhead")->capture_default_str();
-  cmd->add_option("--policy", o->policies, "policies to compare, in order")->delimiter(',')->capture_default_str();
+  cmd->add_option("--policy", o->policies, "policies to compare, in order; all = every policy in the plugin dir")->delimiter(',')->capture_default_str();
   cmd->add_option("--cap", o->cap, "variance: output length cap (default: the largest of the size)");
   cmd->add_option("--size", o->size, "small | full")->capture_default_str();
   cmd->add_option("--shape", o->shape, "random weights of a named shape (bench-20M, bench-110M, ...)");
