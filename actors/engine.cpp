@@ -59,9 +59,7 @@ result<policy> load_policy(const scheduler_settings& s) {
   return policy::try_load(policy_plugin_dir(s), s.policy, settings);
 }
 
-result<scheduler> make_scheduler(const deployment& d, const loaded_model& m, int num_blocks, int block_size) {
-  auto pool = block_pool::try_create(num_blocks, block_size);
-  if (!pool) return std::unexpected(pool.error());
+result<scheduler> make_scheduler(const deployment& d, const loaded_model& m, const kv_snapshot& kv) {
   auto pol = load_policy(d.scheduler);
   if (!pol) return std::unexpected(pol.error());
   scheduler_config c;
@@ -70,7 +68,7 @@ result<scheduler> make_scheduler(const deployment& d, const loaded_model& m, int
   c.max_seq_len = m.max_context;
   c.eos_token_ids = m.eos_ids;
   c.seed = std::random_device{}();
-  return scheduler::try_create(c, std::move(*pool), std::move(*pol), engine_now);
+  return scheduler::try_create(c, kv, std::move(*pol), engine_now);
 }
 
 }  // namespace
@@ -84,19 +82,21 @@ result<std::unique_ptr<engine>> engine::start(const deployment& d, loaded_model 
   p->settings = d;
   auto be = make_backend(d.engine, model.weights);
   if (!be) return std::unexpected(be.error());
-  const int num_blocks = (*be)->num_kv_blocks(), block_size = (*be)->block_size();
-  auto sched = make_scheduler(d, model, num_blocks, block_size);
+  auto kv = kv_manager::try_create((*be)->num_kv_blocks(), (*be)->block_size());
+  if (!kv) return std::unexpected(kv.error());
+  auto sched = make_scheduler(d, model, kv->snapshot());
   if (!sched) return std::unexpected(sched.error());
   p->model = std::move(model);
   p->cfg.set("scheduler.max-threads", std::max<std::size_t>(2, std::thread::hardware_concurrency()));
   auto owned_backend = std::make_shared<std::unique_ptr<backend>>(std::move(*be));
   auto owned_sched = std::make_shared<std::optional<scheduler>>(std::move(*sched));
+  auto owned_kv = std::make_shared<std::optional<kv_manager>>(std::move(*kv));
   std::promise<void> is_ready;
-  p->system_thread = std::thread([raw = p.get(), &is_ready, owned_backend, owned_sched, num_blocks, block_size] {
+  p->system_thread = std::thread([raw = p.get(), &is_ready, owned_backend, owned_sched, owned_kv] {
     auto& q = *raw;
     q.sys = std::make_unique<caf::actor_system>(q.cfg);
     q.exec = q.sys->spawn<caf::detached>(executor_fn, owned_backend);
-    q.kv = q.sys->spawn(kv_allocator_fn, num_blocks, block_size);
+    q.kv = q.sys->spawn(kv_allocator_fn, owned_kv);
     q.sched = q.sys->spawn(scheduler_fn, owned_sched, q.exec, q.kv, q.metrics, q.gauges);
     is_ready.set_value();
     std::unique_lock lock(q.stop_mutex);

@@ -1,21 +1,22 @@
 #pragma once
-/// The kv-allocator actor: the authority over the block pool. Each step the scheduler
-/// sends its releases and reservations in one message; the reply carries the block
-/// tables, which the scheduler checks against its own ledger.
+/// The kv-allocator actor: the one owner of KV blocks (core kv_manager: the block
+/// pool and every sequence's block table). Once per step the scheduler actor sends its
+/// kv_request; the reply is the grant, with the snapshot the next step plans from.
+
+#include <memory>
+#include <optional>
 
 #include "actors/messages.hpp"
+#include "core/kv/kv_manager.hpp"
 
 namespace inflight {
 
 struct kv_allocator_state {
-  std::optional<block_pool> pool;
+  std::optional<kv_manager> kv;
   static inline const char* name = "kv-allocator";
 };
 
 kv_allocator_actor::behavior_type kv_allocator_fn(kv_allocator_actor::stateful_pointer<kv_allocator_state> self,
-                                                  int num_blocks, int block_size);
-
-/// Applies one step's releases then reservations to `pool` (the actor's handler).
-kv_reply apply_kv_request(block_pool& pool, const kv_request& request);
+                                                  std::shared_ptr<std::optional<kv_manager>> kv);
 
 }  // namespace inflight

@@ -2,13 +2,13 @@
 /// Atoms and typed interfaces of the engine's actors (CAF 0.17).
 ///
 ///   request actor --submit/cancel/finish--> scheduler actor --execute--> executor actor
-///         ^                                      |   (reserve/release: kv-allocator actor)
+///         ^                                      |   (grant, once per step: kv-allocator actor)
 ///         +------------- token / finished -------+
 
 #include <caf/all.hpp>
 
 #include "actors/engine.hpp"
-#include "core/kv/block_pool.hpp"
+#include "core/kv/kv_grant.hpp"
 #include "core/sched/scheduler.hpp"
 #include "core/sched/step_plan.hpp"
 
@@ -24,7 +24,7 @@ using finished_atom = caf::atom_constant<caf::atom("finished")>;
 using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
 using abort_atom = caf::atom_constant<caf::atom("abort")>;
-using reserve_atom = caf::atom_constant<caf::atom("reserve")>;
+using grant_atom = caf::atom_constant<caf::atom("grant")>;
 
 /// The executor's reply: a result, or the backend's error message.
 struct step_outcome {
@@ -32,14 +32,8 @@ struct step_outcome {
   std::string error;  ///< non-empty: the step failed
 };
 
-/// One kv-allocator round trip: the step's releases and reservations together.
-using kv_request = kv_ops;
-
-struct kv_reply {
-  std::string error;                           ///< non-empty: refused, nothing changed
-  std::vector<std::vector<block_id>> tables;   ///< per reservation, the whole table
-  int num_free_blocks = 0;
-};
+/// The kv-allocator's answer to a step's kv_request (an error: refused, nothing changed).
+using kv_reply = result<kv_grant>;
 
 /// Everything a request actor starts with; the scheduler actor spawns it, so that
 /// threads outside the actor system only ever send messages.
@@ -62,7 +56,7 @@ struct token_message {
 
 using executor_actor = caf::typed_actor<caf::replies_to<execute_atom, step_plan>::with<step_outcome>>;
 
-using kv_allocator_actor = caf::typed_actor<caf::replies_to<reserve_atom, kv_request>::with<kv_reply>>;
+using kv_allocator_actor = caf::typed_actor<caf::replies_to<grant_atom, kv_request>::with<kv_reply>>;
 
 using request_actor = caf::typed_actor<caf::reacts_to<token_atom, token_message>,
                                        caf::reacts_to<finished_atom, seq_event>,

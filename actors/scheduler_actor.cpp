@@ -18,8 +18,8 @@ engine_snapshot make_snapshot(self_ptr self) {
   s.gauges.kv_cache_usage = sched.kv_usage();
   s.gauges.num_preemptions = sched.num_preemptions();
   s.gauges.num_rejected_decisions = sched.num_rejected_decisions();
-  s.num_free_blocks = sched.num_free_blocks();
-  s.num_blocks = sched.pool().num_blocks();
+  s.num_free_blocks = sched.kv().num_free_blocks;
+  s.num_blocks = sched.kv().num_blocks;
   return s;
 }
 
@@ -52,11 +52,19 @@ void route(self_ptr self, const std::vector<seq_event>& events, double step_star
 void finish_one(self_ptr self, seq_id id, finish_reason reason, const std::string& message) {
   auto ev = self->state.sched->finish(id, reason, message);
   if (ev) route(self, {*ev}, engine_now());
+  maybe_step(self);  // returns its blocks even when nothing else runs
+}
+
+/// The kv round trip failed: the step's sequences finish with an error, the others go
+/// on (each failure finishes at least one sequence, so this ends).
+void fail(self_ptr self, const std::string& problem, double start) {
+  self->state.gauges->is_healthy = false;
+  route(self, self->state.sched->fail_step(problem), start);
+  if (self->state.sched->has_work()) maybe_step(self);
 }
 
 void on_step_done(self_ptr self, step_outcome& out, double start, int num_seqs, int num_tokens) {
   auto& st = self->state;
-  st.is_step_in_flight = false;
   std::vector<seq_event> events;
   if (!out.error.empty()) {
     st.gauges->is_healthy = false;
@@ -78,25 +86,12 @@ void on_step_done(self_ptr self, step_outcome& out, double start, int num_seqs, 
   maybe_step(self);
 }
 
-/// Copies the allocator's block tables into the plan, checking them against the
-/// scheduler's own ledger: the two must agree exactly.
-std::string adopt_tables(step_plan& plan, const kv_request& req, const kv_reply& reply) {
-  if (!reply.error.empty()) return "kv allocator refused the step: " + reply.error;
-  std::unordered_map<seq_id, const std::vector<block_id>*> tables;
-  for (std::size_t i = 0; i < req.reservations.size() && i < reply.tables.size(); ++i) {
-    tables[req.reservations[i].id] = &reply.tables[i];
-  }
-  for (auto& s : plan.seqs) {
-    auto it = tables.find(s.id);
-    if (it == tables.end() || *it->second != s.block_table) {
-      return "kv allocator and scheduler disagree on the blocks of sequence " + std::to_string(s.id);
-    }
-  }
-  return {};
-}
-
 void execute(self_ptr self, step_plan plan, double start) {
   auto& st = self->state;
+  for (const auto& s : plan.seqs) {
+    auto it = st.routes.find(s.id);
+    if (it != st.routes.end() && !it->second.first_scheduled_s) it->second.first_scheduled_s = start;
+  }
   const int num_seqs = int(plan.seqs.size()), num_tokens = plan.num_tokens();
   self->request(st.executor, caf::infinite, execute_atom::value, std::move(plan))
       .then([self, start, num_seqs, num_tokens](step_outcome& out) {
@@ -104,36 +99,29 @@ void execute(self_ptr self, step_plan plan, double start) {
       });
 }
 
+void on_grant(self_ptr self, kv_reply& reply, double start) {
+  auto& st = self->state;
+  auto plan = reply ? st.sched->on_grant(std::move(*reply)) : std::unexpected(reply.error());
+  if (!plan) return fail(self, "kv allocator: " + plan.error().message, start);
+  if (!plan->seqs.empty()) return execute(self, std::move(*plan), start);
+  publish(self);
+  // Only blocks went back, or every sequence asked was cancelled meanwhile: look again
+  // soon, and return the blocks of those cancelled now.
+  if (st.sched->has_work()) self->delayed_send(self, std::chrono::milliseconds(1), step_atom::value);
+  else maybe_step(self);
+}
+
+/// One step: plan -> one kv-allocator round trip -> executor -> apply -> route.
 void maybe_step(self_ptr self) {
   auto& st = self->state;
-  if (st.is_step_in_flight || !st.sched->has_work()) return;
+  if (st.sched->has_pending_step()) return;
+  if (!st.sched->has_work() && !st.sched->has_pending_releases()) return;
   const double start = engine_now();
-  auto plan = st.sched->schedule();
-  if (!plan) {
-    route(self, st.sched->fail_step(plan.error().message), start);
-    return;
-  }
-  if (plan->seqs.empty()) {
-    // Nothing fits this instant (e.g. a static batch still draining): look again soon.
-    self->delayed_send(self, std::chrono::milliseconds(1), step_atom::value);
-    return;
-  }
-  for (const auto& s : plan->seqs) {
-    auto it = st.routes.find(s.id);
-    if (it != st.routes.end() && !it->second.first_scheduled_s) it->second.first_scheduled_s = start;
-  }
-  st.is_step_in_flight = true;
-  kv_request req = st.sched->take_kv_log();
-  self->request(st.kv, caf::infinite, reserve_atom::value, req)
-      .then([self, req, plan = std::move(*plan), start](kv_reply& reply) mutable {
-        if (auto problem = adopt_tables(plan, req, reply); !problem.empty()) {
-          self->state.is_step_in_flight = false;
-          self->state.gauges->is_healthy = false;
-          route(self, self->state.sched->fail_step(problem), start);
-          return;
-        }
-        execute(self, std::move(plan), start);
-      });
+  auto request = st.sched->schedule();
+  if (!request) return fail(self, request.error().message, start);
+  self->request(st.kv, caf::infinite, grant_atom::value, std::move(*request))
+      .then([self, start](kv_reply& reply) { on_grant(self, reply, start); },
+            [self, start](caf::error& err) { fail(self, "kv allocator: " + self->system().render(err), start); });
 }
 
 void on_submit(self_ptr self, seq_request& req, request_context& ctx) {

@@ -34,7 +34,6 @@ struct scheduler_state {
   std::shared_ptr<engine_metrics> metrics;
   std::shared_ptr<shared_gauges> gauges;
   std::unordered_map<seq_id, route> routes;
-  bool is_step_in_flight = false;
   bool is_accepting = true;
   engine_snapshot totals;
   static inline const char* name = "scheduler";

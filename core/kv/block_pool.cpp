@@ -1,14 +1,15 @@
 #include "core/kv/block_pool.hpp"
 
-#include <algorithm>
 #include <string>
-#include <unordered_set>
 
 namespace inflight {
 
 block_pool::block_pool(int num_blocks, int block_size)
-    : block_size_(block_size), ref_counts_(static_cast<std::size_t>(num_blocks), 0) {
-  for (block_id b = 0; b < num_blocks; ++b) free_list_.push_back(b);
+    : block_size_(block_size),
+      ref_counts_(static_cast<std::size_t>(num_blocks), 0),
+      prev_(static_cast<std::size_t>(num_blocks), none),
+      next_(static_cast<std::size_t>(num_blocks), none) {
+  for (block_id b = 0; b < num_blocks; ++b) push_back(b);
 }
 
 result<block_pool> block_pool::try_create(int num_blocks, int block_size) {
@@ -30,70 +31,25 @@ int block_pool::num_blocks_for_tokens(int num_tokens) const {
   return (num_tokens + block_size_ - 1) / block_size_;
 }
 
-int block_pool::num_new_blocks_needed(seq_id id, int num_tokens) const {
-  return std::max(0, num_blocks_for_tokens(num_tokens) - num_blocks_held(id));
-}
-
-result<void> block_pool::try_reserve(std::span<const reservation> reservations) {
-  std::unordered_set<seq_id> seen;
-  int num_needed = 0;
-  for (const auto& r : reservations) {
-    if (r.num_tokens < 0)
-      return make_error(errc::invalid_argument, "reservation for sequence " + std::to_string(r.id) +
-                                                    " has a negative token count");
-    if (!seen.insert(r.id).second)
-      return make_error(errc::invalid_argument,
-                        "sequence " + std::to_string(r.id) + " appears twice in one reservation");
-    num_needed += num_new_blocks_needed(r.id, r.num_tokens);
-  }
-  if (num_needed > num_free_blocks())
-    return make_error(errc::out_of_memory, "KV cache full: step needs " + std::to_string(num_needed) +
-                                               " new blocks, " + std::to_string(num_free_blocks()) +
-                                               " free");
-  for (const auto& r : reservations) {
-    int n = num_new_blocks_needed(r.id, r.num_tokens);
-    auto& table = tables_[r.id];
-    for (int i = 0; i < n; ++i) {
-      block_id b = free_list_.front();
-      free_list_.pop_front();
-      ref_counts_[static_cast<std::size_t>(b)] = 1;
-      table.push_back(b);
-    }
+result<void> block_pool::try_allocate(int n, std::vector<block_id>& out) {
+  if (n > num_free_)
+    return make_error(errc::out_of_memory, "KV cache full: " + std::to_string(n) + " blocks wanted, " +
+                                               std::to_string(num_free_) + " free");
+  for (int i = 0; i < n; ++i) {
+    block_id b = head_;
+    unlink(b);
+    ref_counts_[static_cast<std::size_t>(b)] = 1;
+    out.push_back(b);
   }
   return {};
 }
 
-result<void> block_pool::try_fork(seq_id parent, seq_id child) {
-  auto it = tables_.find(parent);
-  if (it == tables_.end())
-    return make_error(errc::not_found, "cannot fork sequence " + std::to_string(parent) +
-                                           ": it holds no blocks");
-  if (tables_.contains(child))
-    return make_error(errc::invalid_argument,
-                      "cannot fork into sequence " + std::to_string(child) + ": it already has blocks");
-  std::vector<block_id> copy = it->second;
-  for (block_id b : copy) ++ref_counts_[static_cast<std::size_t>(b)];
-  tables_.emplace(child, std::move(copy));
-  return {};
+void block_pool::acquire(block_id block) {
+  if (ref_counts_[static_cast<std::size_t>(block)]++ == 0) unlink(block);
 }
 
-void block_pool::release(seq_id id) {
-  auto it = tables_.find(id);
-  if (it == tables_.end()) return;
-  for (auto b = it->second.rbegin(); b != it->second.rend(); ++b) {
-    if (--ref_counts_[static_cast<std::size_t>(*b)] == 0) free_list_.push_back(*b);
-  }
-  tables_.erase(it);
-}
-
-void block_pool::release(std::span<const seq_id> ids) {
-  for (seq_id id : ids) release(id);
-}
-
-std::span<const block_id> block_pool::block_table(seq_id id) const {
-  auto it = tables_.find(id);
-  if (it == tables_.end()) return {};
-  return it->second;
+void block_pool::release(block_id block) {
+  if (--ref_counts_[static_cast<std::size_t>(block)] == 0) push_front(block);
 }
 
 int block_pool::ref_count(block_id block) const {
@@ -101,27 +57,58 @@ int block_pool::ref_count(block_id block) const {
   return ref_counts_[static_cast<std::size_t>(block)];
 }
 
+std::vector<block_id> block_pool::free_blocks() const {
+  std::vector<block_id> out;
+  for (block_id b = head_; b != none; b = next_[static_cast<std::size_t>(b)]) out.push_back(b);
+  return out;
+}
+
+void block_pool::unlink(block_id block) {
+  auto i = static_cast<std::size_t>(block);
+  block_id p = prev_[i], n = next_[i];
+  (p == none ? head_ : next_[static_cast<std::size_t>(p)]) = n;
+  (n == none ? tail_ : prev_[static_cast<std::size_t>(n)]) = p;
+  prev_[i] = next_[i] = none;
+  --num_free_;
+}
+
+void block_pool::push_front(block_id block) {
+  auto i = static_cast<std::size_t>(block);
+  prev_[i] = none;
+  next_[i] = head_;
+  (head_ == none ? tail_ : prev_[static_cast<std::size_t>(head_)]) = block;
+  head_ = block;
+  ++num_free_;
+}
+
+void block_pool::push_back(block_id block) {
+  auto i = static_cast<std::size_t>(block);
+  next_[i] = none;
+  prev_[i] = tail_;
+  (tail_ == none ? head_ : next_[static_cast<std::size_t>(tail_)]) = block;
+  tail_ = block;
+  ++num_free_;
+}
+
 result<void> block_pool::check_invariants() const {
-  std::vector<int> counted(ref_counts_.size(), 0);
-  for (const auto& [id, table] : tables_) {
-    for (block_id b : table) {
-      if (b < 0 || b >= num_blocks())
-        return make_error(errc::internal, "sequence " + std::to_string(id) + " holds invalid block " +
-                                              std::to_string(b));
-      ++counted[static_cast<std::size_t>(b)];
-    }
+  std::vector<int> seen(ref_counts_.size(), 0);
+  int count = 0;
+  block_id prev = none;
+  for (block_id b = head_; b != none; b = next_[static_cast<std::size_t>(b)]) {
+    if (b < 0 || b >= num_blocks() || ++seen[static_cast<std::size_t>(b)] > 1 || ++count > num_blocks())
+      return make_error(errc::internal, "free queue is corrupt at block " + std::to_string(b));
+    if (prev_[static_cast<std::size_t>(b)] != prev)
+      return make_error(errc::internal, "free queue back link of block " + std::to_string(b) + " is wrong");
+    prev = b;
   }
-  std::vector<int> num_free(ref_counts_.size(), 0);
-  for (block_id b : free_list_) ++num_free[static_cast<std::size_t>(b)];
+  if (prev != tail_ || count != num_free_)
+    return make_error(errc::internal, "free queue holds " + std::to_string(count) + " blocks, counted " +
+                                          std::to_string(num_free_));
   for (std::size_t b = 0; b < ref_counts_.size(); ++b) {
-    std::string where = "block " + std::to_string(b) + ": ";
-    if (counted[b] != ref_counts_[b])
-      return make_error(errc::internal, where + "ref count " + std::to_string(ref_counts_[b]) +
-                                            " but held by " + std::to_string(counted[b]) + " tables");
-    int expected_free = ref_counts_[b] == 0 ? 1 : 0;
-    if (num_free[b] != expected_free)
-      return make_error(errc::internal, where + "on the free list " + std::to_string(num_free[b]) +
-                                            " times with ref count " + std::to_string(ref_counts_[b]));
+    const int rc = ref_counts_[b];
+    if (rc < 0 || (rc == 0) != (seen[b] == 1))
+      return make_error(errc::internal, "block " + std::to_string(b) + ": ref count " + std::to_string(rc) +
+                                            (seen[b] ? " but in the free queue" : " but not in the free queue"));
   }
   return {};
 }

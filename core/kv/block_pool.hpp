@@ -1,37 +1,26 @@
 #pragma once
-/// Paged KV block pool: fixed-size blocks, a free list, per-block reference counts and
-/// one block table per sequence. It hands out block ids only; the KV memory itself
-/// lives in the backend, laid out as [num_blocks][block_size][kv_heads][head_dim].
+/// Paged KV block pool: fixed-size blocks, per-block reference counts and one free
+/// queue. It hands out block ids only; the KV memory itself lives in the backend, laid
+/// out as [num_blocks][block_size][kv_heads][head_dim]. Block tables (which blocks a
+/// sequence holds) live one level up, in kv_manager.
 ///
 ///   seq 7 block table:  [ 3 | 0 | 5 ]       position p lives in block table[p / 16],
 ///                          |   |   |         slot  table[p / 16] * 16 + p % 16
 ///   KV memory:  blk0 blk1 blk2 blk3 blk4 blk5 ...
+///
+/// The free queue is a doubly linked list over block ids, so a block can leave it from
+/// anywhere in O(1) (a prefix-cache hit on a free block):
+///
+///   front (handed out first)                                    back (kept longest)
+///   [ blocks without a hash ] ... [ cached blocks, least recently used first ]
 
 #include <cstdint>
-#include <deque>
-#include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "core/error.hpp"
 #include "core/types.hpp"
 
 namespace inflight {
-
-/// Ask that a sequence's block table covers `num_tokens` tokens (positions
-/// [0, num_tokens)). Tables only grow; a smaller count is a no-op.
-struct reservation {
-  seq_id id = 0;
-  int num_tokens = 0;
-};
-
-/// One step's changes to a pool, in order: releases first, then reservations. The
-/// scheduler records them on its own ledger and the kv-allocator replays them on the
-/// authoritative pool (see actors/kv_allocator_actor.hpp).
-struct kv_ops {
-  std::vector<seq_id> releases;
-  std::vector<reservation> reservations;
-};
 
 class block_pool {
  public:
@@ -40,46 +29,42 @@ class block_pool {
 
   int num_blocks() const { return static_cast<int>(ref_counts_.size()); }
   int block_size() const { return block_size_; }
-  int num_free_blocks() const { return static_cast<int>(free_list_.size()); }
+  /// Blocks in the free queue (cached ones included: they are evicted on demand).
+  int num_free_blocks() const { return num_free_; }
   int num_used_blocks() const { return num_blocks() - num_free_blocks(); }
   /// Fraction of blocks in use, 0..1.
   double usage() const;
   /// Blocks needed to hold `num_tokens` tokens.
   int num_blocks_for_tokens(int num_tokens) const;
-  /// New blocks sequence `id` needs for its table to cover `num_tokens` tokens.
-  int num_new_blocks_needed(seq_id id, int num_tokens) const;
 
-  /// All reservations of a step in one call, all-or-nothing: either every table grows
-  /// to cover its count, or nothing changes and the error says how many blocks were
-  /// missing. A sequence may appear once; unknown sequences get a new table.
-  result<void> try_reserve(std::span<const reservation> reservations);
-  /// Shares every block of `parent` with a new sequence `child` (ref counts + 1);
-  /// for forks and, later, prefix reuse.
-  result<void> try_fork(seq_id parent, seq_id child);
-  /// Drops a sequence's table; blocks whose count reaches 0 go back to the free list
-  /// (tail block first, so a sequence's leading blocks are reused last).
-  void release(seq_id id);
-  void release(std::span<const seq_id> ids);
+  /// Appends `n` blocks from the front of the free queue to `out`, each with ref
+  /// count 1; all or nothing (out_of_memory when fewer are free).
+  result<void> try_allocate(int n, std::vector<block_id>& out);
+  /// One more holder of `block`; a free block leaves the free queue (a cache hit).
+  void acquire(block_id block);
+  /// One holder less; at zero the block joins the front of the free queue.
+  void release(block_id block);
 
-  bool has_table(seq_id id) const { return tables_.contains(id); }
-  /// Empty when the sequence has no table.
-  std::span<const block_id> block_table(seq_id id) const;
-  int num_blocks_held(seq_id id) const { return static_cast<int>(block_table(id).size()); }
   int ref_count(block_id block) const;
-  int num_sequences() const { return static_cast<int>(tables_.size()); }
+  bool is_free(block_id block) const { return ref_count(block) == 0; }
   /// Free blocks in the order they will be handed out.
-  std::vector<block_id> free_blocks() const { return {free_list_.begin(), free_list_.end()}; }
-  /// Checks that each ref count equals the number of tables holding the block and that
-  /// the free list holds exactly the blocks with count 0, each once.
+  std::vector<block_id> free_blocks() const;
+  /// The free queue holds exactly the blocks with count 0, each once, and its links
+  /// agree in both directions.
   result<void> check_invariants() const;
 
  private:
   block_pool(int num_blocks, int block_size);
+  void unlink(block_id block);
+  void push_front(block_id block);
+  void push_back(block_id block);
 
+  static constexpr block_id none = -1;
   int block_size_ = 16;
   std::vector<int> ref_counts_;
-  std::deque<block_id> free_list_;  // allocate from the front, free to the back
-  std::unordered_map<seq_id, std::vector<block_id>> tables_;
+  std::vector<block_id> prev_, next_;  // free-queue links, `none` at the ends
+  block_id head_ = none, tail_ = none;
+  int num_free_ = 0;
 };
 
 /// Bytes of K and V one token takes: 2 x layers x kv_heads x head_dim x dtype bytes.

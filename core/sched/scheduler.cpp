@@ -27,15 +27,17 @@ void erase_id(Queue& queue, seq_id id) {
 
 }  // namespace
 
-scheduler::scheduler(const scheduler_config& config, block_pool pool, policy pol, clock_fn clock)
-    : config_(config), pool_(std::move(pool)), policy_(std::move(pol)), clock_(std::move(clock)) {
+scheduler::scheduler(const scheduler_config& config, const kv_snapshot& kv, policy pol, clock_fn clock)
+    : config_(config), kv_(kv), policy_(std::move(pol)), clock_(std::move(clock)) {
   if (!clock_) clock_ = steady_seconds;
-  max_context_ = pool_.num_blocks() * pool_.block_size();
+  max_context_ = kv_.num_blocks * kv_.block_size;
   if (config_.max_seq_len > 0) max_context_ = std::min(max_context_, config_.max_seq_len);
 }
 
-result<scheduler> scheduler::try_create(const scheduler_config& config, block_pool pool,
+result<scheduler> scheduler::try_create(const scheduler_config& config, const kv_snapshot& kv,
                                         policy pol, clock_fn clock) {
+  if (kv.num_blocks < 1 || kv.block_size < 1)
+    return make_error(errc::invalid_argument, "the scheduler needs a KV pool of at least one block");
   if (config.max_num_batched_tokens < 1)
     return make_error(errc::invalid_argument, "max_num_batched_tokens must be at least 1, got " +
                                                   std::to_string(config.max_num_batched_tokens));
@@ -44,7 +46,7 @@ result<scheduler> scheduler::try_create(const scheduler_config& config, block_po
                       "max_num_seqs must be at least 1, got " + std::to_string(config.max_num_seqs));
   if (config.max_seq_len < 0)
     return make_error(errc::invalid_argument, "max_seq_len must not be negative");
-  return scheduler(config, std::move(pool), std::move(pol), std::move(clock));
+  return scheduler(config, kv, std::move(pol), std::move(clock));
 }
 
 const sequence* scheduler::find(seq_id id) const {
@@ -92,8 +94,7 @@ seq_event scheduler::finish_sequence(sequence& seq, finish_reason reason, std::s
   event.message = std::move(message);
   event.num_generated_tokens = seq.num_generated_tokens();
   const seq_id id = seq.id;  // `seq` dangles after the erase below
-  pool_.release(id);
-  kv_log_.releases.push_back(id);
+  queue_release(seq, /*is_finished=*/true);
   erase_id(running_, id);
   erase_id(waiting_, id);
   ++counters_.num_finished;
@@ -101,51 +102,95 @@ seq_event scheduler::finish_sequence(sequence& seq, finish_reason reason, std::s
   return event;
 }
 
-result<step_plan> scheduler::schedule() {
-  if (pending_)
-    return make_error(errc::internal, "schedule() called while step " +
-                                          std::to_string(pending_->step_id) + " is not applied");
+void scheduler::queue_release(sequence& seq, bool is_finished) {
+  releases_.push_back({seq.id, seq.num_computed_tokens, is_finished});
+  num_released_blocks_ += seq.num_blocks_held;
+  seq.num_blocks_held = 0;
+}
+
+result<kv_request> scheduler::schedule() {
+  if (phase_ != step_phase::idle)
+    return make_error(errc::internal, "schedule() called while step " + std::to_string(next_step_id_) +
+                                          " is not applied");
+  kv_request request;
+  if (has_work()) {
+    validation v = decide_and_validate(next_step_id_);
+    request.asks = std::move(v.asks);
+    request.victims = victim_order();
+    request.fallback = fallback_ask();
+  }
+  request.releases = std::move(releases_);
+  releases_.clear();
+  num_released_blocks_ = 0;
+  releases_in_flight_ = request.releases;
+  asked_ = request.asks;
+  fallback_ = request.fallback;
+  phase_ = step_phase::awaiting_grant;
+  return request;
+}
+
+result<step_plan> scheduler::on_grant(kv_grant grant) {
+  if (phase_ != step_phase::awaiting_grant)
+    return make_error(errc::internal, "on_grant() without a pending kv request");
+  const std::size_t num_expected = asked_.size() + (grant.is_fallback_used ? 1 : 0);
+  if (grant.grants.size() != num_expected || (grant.is_fallback_used && !fallback_))
+    return make_error(errc::internal, "kv grant answers " + std::to_string(grant.grants.size()) +
+                                          " asks, the request had " + std::to_string(num_expected));
+  for (std::size_t i = 0; i < grant.grants.size(); ++i) {
+    if (grant.grants[i].id != (i < asked_.size() ? asked_[i] : *fallback_).id)
+      return make_error(errc::internal, "kv grant " + std::to_string(i) + " is for sequence " +
+                                            std::to_string(grant.grants[i].id) + ", not the one asked");
+  }
+  kv_ = grant.snapshot;
+  releases_in_flight_.clear();
+  for (seq_id id : grant.preempted) {
+    auto it = seqs_.find(id);
+    if (it != seqs_.end() && it->second.status == seq_status::running) preempt(it->second);
+  }
   step_plan plan;
   plan.step_id = next_step_id_;
-  if (!has_work()) return plan;
-  std::vector<grant> grants = decide_and_validate(plan.step_id);
-  std::vector<reservation> reservations;
-  for (const auto& g : grants)
-    reservations.push_back({g.id, seqs_.at(g.id).num_computed_tokens + g.num_tokens});
-  // One call for the whole step; validation already made sure it fits.
-  kv_log_.reservations = reservations;
-  if (auto reserved = pool_.try_reserve(reservations); !reserved)
-    return make_error(errc::internal, "block reservation failed after validation: " +
-                                          reserved.error().message);
   pending_step pending{plan.step_id, {}};
-  for (const auto& g : grants) {
-    sequence& seq = seqs_.at(g.id);
-    if (seq.status != seq_status::running) admit(seq);
-    plan.seqs.push_back(make_seq_step(seq, g.num_tokens));
+  for (std::size_t i = 0; i < grant.grants.size(); ++i) {
+    const kv_ask& ask = i < asked_.size() ? asked_[i] : *fallback_;
+    kv_granted& g = grant.grants[i];
+    auto it = seqs_.find(g.id);
+    // Finished while the request was out: its release is queued already.
+    if (g.num_tokens <= 0 || it == seqs_.end()) continue;
+    sequence& seq = it->second;
+    if (ask.is_admission) admit(seq, g.num_computed_tokens);
+    seq.num_blocks_held = static_cast<int>(g.block_table.size());
+    plan.seqs.push_back(make_seq_step(seq, g.num_tokens, std::move(g.block_table)));
     pending.entries.push_back({g.id, g.num_tokens, plan.seqs.back().do_sample});
   }
+  if (grant.is_fallback_used)
+    reject("policy '" + policy_.name() + "' scheduled nothing that could run while work was waiting: " +
+           "the engine runs sequence " + std::to_string(fallback_->id));
+  asked_.clear();
+  fallback_.reset();
+  phase_ = step_phase::idle;
   if (plan.seqs.empty()) return plan;
   ++next_step_id_;
   ++counters_.num_steps;
   pending_ = std::move(pending);
+  phase_ = step_phase::awaiting_result;
   return plan;
 }
 
-void scheduler::admit(sequence& seq) {
+void scheduler::admit(sequence& seq, int num_computed_tokens) {
   erase_id(waiting_, seq.id);
   running_.push_back(seq.id);
   seq.status = seq_status::running;
+  seq.num_computed_tokens = num_computed_tokens;
   if (!seq.times.first_scheduled) seq.times.first_scheduled = now();
 }
 
-seq_step scheduler::make_seq_step(sequence& seq, int num_tokens) {
+seq_step scheduler::make_seq_step(sequence& seq, int num_tokens, std::vector<block_id> block_table) {
   seq_step step;
   step.id = seq.id;
   step.start_position = seq.num_computed_tokens;
   step.tokens.reserve(static_cast<std::size_t>(num_tokens));
   for (int i = 0; i < num_tokens; ++i) step.tokens.push_back(seq.token_at(step.start_position + i));
-  auto table = pool_.block_table(seq.id);
-  step.block_table.assign(table.begin(), table.end());
+  step.block_table = std::move(block_table);
   // Sample only when the chunk reaches the end of the known tokens: a recompute of
   // already generated tokens never samples them again.
   step.do_sample = step.start_position + num_tokens == seq.num_tokens();
@@ -183,6 +228,7 @@ result<std::vector<seq_event>> scheduler::apply(const step_result& result) {
     if (token != nullptr) append_token(it->second, *token, events);
   }
   pending_.reset();
+  phase_ = step_phase::idle;
   return events;
 }
 
@@ -216,14 +262,25 @@ std::optional<finish_reason> scheduler::check_stop(const sequence& seq, token_id
 }
 
 std::vector<seq_event> scheduler::fail_step(const std::string& message) {
-  std::vector<seq_event> events;
-  if (!pending_) return events;
-  for (const auto& e : pending_->entries) {
-    auto it = seqs_.find(e.id);
-    if (it == seqs_.end()) continue;
-    events.push_back(finish_sequence(it->second, finish_reason::error, message));
+  std::vector<seq_id> ids;
+  if (phase_ == step_phase::awaiting_grant) {
+    // The KV manager never applied the request: its releases go out again.
+    releases_.insert(releases_.begin(), releases_in_flight_.begin(), releases_in_flight_.end());
+    for (const auto& a : asked_) ids.push_back(a.id);
+    if (fallback_) ids.push_back(fallback_->id);
+  } else if (pending_) {
+    for (const auto& e : pending_->entries) ids.push_back(e.id);
   }
+  releases_in_flight_.clear();
+  asked_.clear();
+  fallback_.reset();
   pending_.reset();
+  phase_ = step_phase::idle;
+  std::vector<seq_event> events;
+  for (seq_id id : ids) {
+    auto it = seqs_.find(id);
+    if (it != seqs_.end()) events.push_back(finish_sequence(it->second, finish_reason::error, message));
+  }
   return events;
 }
 

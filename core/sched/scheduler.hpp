@@ -1,14 +1,19 @@
 #pragma once
-/// The scheduler mechanism: queues, token budget, KV blocks and the validation of the
-/// policy's decisions. One step is three calls, as in a serving loop:
+/// The scheduler mechanism: queues, token budget and the validation of the policy's
+/// decisions. It owns no KV blocks: kv_manager does (in the engine, inside the
+/// kv-allocator actor). One step is four calls, as in a serving loop:
 ///
-///   auto plan = sched.schedule();          // ask the policy, validate, reserve blocks
-///   auto out  = backend.execute(*plan);    // elsewhere: the executor
-///   auto ev   = sched.apply(*out);         // advance, append tokens, finish, free blocks
+///   auto ask   = sched.schedule();         // ask the policy, validate: one kv_request
+///   auto grant = kv.try_grant(*ask);       // elsewhere: the kv-allocator
+///   auto plan  = sched.on_grant(*grant);   // block tables in, preemptions applied
+///   auto out   = backend.execute(*plan);   // elsewhere: the executor
+///   auto ev    = sched.apply(*out);        // advance, append tokens, finish
 ///
-/// Preemption is by recompute: a victim loses its blocks, goes to the front of the
-/// waiting queue with its generated tokens kept and num_computed_tokens = 0; it is
-/// re-prefilled later (prompt + generated) and decoding continues without re-sampling.
+/// The policy sees the KV snapshot of the last grant (plus the blocks released since);
+/// the grant is the authority. Preemption is by recompute: a victim loses its blocks,
+/// goes to the front of the waiting queue with its generated tokens kept and
+/// num_computed_tokens = 0; it is re-prefilled later (prompt + generated) and decoding
+/// continues without re-sampling.
 
 #include <cstdint>
 #include <deque>
@@ -21,7 +26,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/kv/block_pool.hpp"
+#include "core/kv/kv_grant.hpp"
 #include "core/sched/policy.hpp"
 #include "core/sched/scheduler_config.hpp"
 #include "core/sched/sequence.hpp"
@@ -54,33 +59,40 @@ class scheduler {
   /// Seconds on a monotonic clock; injectable for tests.
   using clock_fn = std::function<double()>;
 
-  static result<scheduler> try_create(const scheduler_config& config, block_pool pool,
+  /// `kv` is the KV manager's snapshot before the first step (its size bounds the
+  /// context).
+  static result<scheduler> try_create(const scheduler_config& config, const kv_snapshot& kv,
                                       policy pol, clock_fn clock = {});
 
   /// Queues a request. Refuses a duplicate live id, an empty prompt, max_tokens < 1 and
   /// a prompt longer than the context.
   result<void> submit(seq_request request);
-  /// Ends a live sequence for any reason and frees its blocks (stop strings, deadlines).
+  /// Ends a live sequence for any reason; its blocks go back with the next kv request.
   result<seq_event> finish(seq_id id, finish_reason reason, std::string message = {});
   result<seq_event> cancel(seq_id id) { return finish(id, finish_reason::cancelled); }
 
-  /// Plans the next step. An empty plan means nothing could run. Refused while a
-  /// previous plan has not been applied.
-  result<step_plan> schedule();
+  /// Plans the next step: the policy's decision, validated, as the step's one kv
+  /// request (with the releases since the last one). Refused while a request or a step
+  /// is pending. Call it when has_work() or has_pending_releases().
+  result<kv_request> schedule();
+  /// The KV manager's answer to the pending request: the step plan (empty when
+  /// nothing runs). Victims it preempted go back to the waiting queue.
+  result<step_plan> on_grant(kv_grant grant);
   /// Applies the executor's result for the pending plan.
   result<std::vector<seq_event>> apply(const step_result& result);
-  /// The pending step failed in the backend: its sequences finish with reason error.
+  /// The pending request or step failed: its sequences finish with reason error.
   std::vector<seq_event> fail_step(const std::string& message);
 
-  /// The releases and reservations since the last call (the step just planned
-  /// included), for the kv-allocator to replay.
-  kv_ops take_kv_log() { return std::exchange(kv_log_, {}); }
   bool has_work() const { return !running_.empty() || !waiting_.empty(); }
-  bool has_pending_step() const { return pending_.has_value(); }
+  /// Finished or preempted sequences whose blocks the next kv request returns.
+  bool has_pending_releases() const { return !releases_.empty(); }
+  /// A kv request or a step plan is out and not answered yet.
+  bool has_pending_step() const { return phase_ != step_phase::idle; }
   int num_running() const { return static_cast<int>(running_.size()); }
   int num_waiting() const { return static_cast<int>(waiting_.size()); }
-  double kv_usage() const { return pool_.usage(); }
-  int num_free_blocks() const { return pool_.num_free_blocks(); }
+  /// The KV manager's state after the last grant.
+  const kv_snapshot& kv() const { return kv_; }
+  double kv_usage() const { return kv_.usage(); }
   /// Longest sequence (prompt + generated) the engine lets grow.
   int max_context() const { return max_context_; }
   const scheduler_counters& counters() const { return counters_; }
@@ -88,7 +100,6 @@ class scheduler {
   std::uint64_t num_rejected_decisions() const { return counters_.num_rejected_decisions; }
   /// Why the last decision entry was clipped or refused; empty when none was.
   const std::string& last_rejection() const { return last_rejection_; }
-  const block_pool& pool() const { return pool_; }
   const scheduler_config& config() const { return config_; }
   const std::string& policy_name() const { return policy_.name(); }
   /// A live (not finished) sequence, or nullptr.
@@ -101,10 +112,7 @@ class scheduler {
   }
 
  private:
-  struct grant {
-    seq_id id = 0;
-    int num_tokens = 0;
-  };
+  enum class step_phase { idle, awaiting_grant, awaiting_result };
   struct pending_entry {
     seq_id id = 0;
     int num_tokens = 0;
@@ -114,51 +122,57 @@ class scheduler {
     std::uint64_t step_id = 0;
     std::vector<pending_entry> entries;
   };
-  /// Working state while one decision is validated.
+  /// Working state while one decision is validated against the policy's view.
   struct validation {
     int budget_left = 0;
-    int num_reserved_blocks = 0;  // new blocks promised to earlier grants
-    std::unordered_set<seq_id> granted;
+    int num_free_blocks = 0;  // the view's free blocks, less what earlier entries need
+    std::unordered_set<seq_id> asked;
     std::unordered_set<seq_id> policy_preempted;
-    std::unordered_set<seq_id> engine_preempted;
     int num_admitted = 0;
-    std::vector<grant> grants;
+    std::vector<kv_ask> asks;
   };
 
-  scheduler(const scheduler_config& config, block_pool pool, policy pol, clock_fn clock);
+  scheduler(const scheduler_config& config, const kv_snapshot& kv, policy pol, clock_fn clock);
 
   // scheduler_decision.cpp: view, validation, preemption
   void build_view(std::uint64_t step_id);
-  std::vector<grant> decide_and_validate(std::uint64_t step_id);
+  validation decide_and_validate(std::uint64_t step_id);
   void apply_policy_preemptions(const inflight_decision& decision, validation& v);
   void validate_entry(const inflight_schedule_entry& entry, validation& v);
-  int fit_blocks(sequence& seq, int num_tokens, bool is_admission, validation& v);
-  std::optional<seq_id> pick_victim(seq_id requester, const validation& v) const;
-  void ensure_progress(validation& v);
+  int fit_admission(const sequence& seq, int num_tokens, validation& v);
+  std::vector<kv_release> victim_order() const;
+  std::optional<kv_ask> fallback_ask() const;
+  kv_ask make_ask(const sequence& seq, int num_tokens) const;
   void reject(std::string reason);
   void preempt(sequence& seq);
 
   // scheduler.cpp: plan, apply, finish
-  seq_step make_seq_step(sequence& seq, int num_tokens);
-  void admit(sequence& seq);
+  seq_step make_seq_step(sequence& seq, int num_tokens, std::vector<block_id> block_table);
+  void admit(sequence& seq, int num_computed_tokens);
+  void queue_release(sequence& seq, bool is_finished);
   bool append_token(sequence& seq, const sampled_token& token, std::vector<seq_event>& events);
   seq_event finish_sequence(sequence& seq, finish_reason reason, std::string message);
   std::optional<finish_reason> check_stop(const sequence& seq, token_id token) const;
   double now() const { return clock_(); }
 
   scheduler_config config_;
-  block_pool pool_;
+  kv_snapshot kv_;
   policy policy_;
   clock_fn clock_;
   int max_context_ = 0;
   std::unordered_map<seq_id, sequence> seqs_;  // live sequences only
   std::vector<seq_id> running_;                // admission order
   std::deque<seq_id> waiting_;                 // preempted at the front, then arrivals
+  step_phase phase_ = step_phase::idle;
+  std::vector<kv_ask> asked_;                  // awaiting_grant: the asks sent, in order
+  std::optional<kv_ask> fallback_;
+  std::vector<kv_release> releases_;           // not sent yet
+  std::vector<kv_release> releases_in_flight_; // sent with the pending request
+  int num_released_blocks_ = 0;                // blocks held by releases_ (the view counts them free)
   std::optional<pending_step> pending_;
   std::uint64_t next_step_id_ = 1;
   scheduler_counters counters_;
   std::string last_rejection_;
-  kv_ops kv_log_;
   std::function<void(const std::string&)> rejection_logger_;
   // Scratch buffers handed to the policy; reused across steps.
   std::vector<inflight_seq_info> view_running_;

@@ -1,5 +1,6 @@
 // The policy boundary of the scheduler: the read-only view handed to the plugin, and
-// the validation that turns its raw decision into grants the engine can honour.
+// the validation that turns its raw decision into the step's kv asks. Blocks are
+// checked against the view the policy saw; the KV manager's grant has the last word.
 
 #include <algorithm>
 
@@ -8,7 +9,11 @@
 namespace inflight {
 namespace {
 
-inflight_seq_info make_info(const sequence& seq, int num_blocks_held) {
+int num_blocks_for(int num_tokens, int block_size) {
+  return num_tokens <= 0 ? 0 : (num_tokens + block_size - 1) / block_size;
+}
+
+inflight_seq_info make_info(const sequence& seq) {
   inflight_seq_info info{};
   info.seq_id = seq.id;
   info.state = seq.status == seq_status::running     ? INFLIGHT_SEQ_RUNNING
@@ -21,7 +26,7 @@ inflight_seq_info make_info(const sequence& seq, int num_blocks_held) {
   info.num_computed_tokens = seq.num_computed_tokens;
   info.num_generated_tokens = seq.num_generated_tokens();
   info.max_tokens = seq.params.max_tokens;
-  info.num_blocks_held = num_blocks_held;
+  info.num_blocks_held = seq.num_blocks_held;
   info.num_tokens_needed = seq.num_tokens_needed();
   return info;
 }
@@ -33,8 +38,8 @@ std::string seq_name(seq_id id) { return "sequence " + std::to_string(id); }
 void scheduler::build_view(std::uint64_t step_id) {
   view_running_.clear();
   view_waiting_.clear();
-  for (seq_id id : running_) view_running_.push_back(make_info(seqs_.at(id), pool_.num_blocks_held(id)));
-  for (seq_id id : waiting_) view_waiting_.push_back(make_info(seqs_.at(id), 0));
+  for (seq_id id : running_) view_running_.push_back(make_info(seqs_.at(id)));
+  for (seq_id id : waiting_) view_waiting_.push_back(make_info(seqs_.at(id)));
   decision_entries_.assign(view_running_.size() + view_waiting_.size(), inflight_schedule_entry{});
   decision_preempt_.assign(view_running_.size(), 0);
   view_ = inflight_sched_view{};
@@ -45,12 +50,13 @@ void scheduler::build_view(std::uint64_t step_id) {
   view_.num_waiting = view_waiting_.size();
   view_.budget.max_num_batched_tokens = config_.max_num_batched_tokens;
   view_.budget.max_num_seqs = config_.max_num_seqs;
-  view_.budget.num_free_blocks = pool_.num_free_blocks();
-  view_.budget.num_total_blocks = pool_.num_blocks();
-  view_.budget.block_size = pool_.block_size();
+  // The blocks of sequences finished since the last grant are free by the next one.
+  view_.budget.num_free_blocks = kv_.num_free_blocks + num_released_blocks_;
+  view_.budget.num_total_blocks = kv_.num_blocks;
+  view_.budget.block_size = kv_.block_size;
 }
 
-std::vector<scheduler::grant> scheduler::decide_and_validate(std::uint64_t step_id) {
+scheduler::validation scheduler::decide_and_validate(std::uint64_t step_id) {
   build_view(step_id);
   inflight_decision decision{};
   decision.scheduled = decision_entries_.data();
@@ -59,20 +65,20 @@ std::vector<scheduler::grant> scheduler::decide_and_validate(std::uint64_t step_
   decision.preempt_capacity = decision_preempt_.size();
   validation v;
   v.budget_left = config_.max_num_batched_tokens;
+  v.num_free_blocks = view_.budget.num_free_blocks;
   if (auto decided = policy_.decide(view_, decision); !decided) {
     reject(decided.error().message);
-  } else {
-    apply_policy_preemptions(decision, v);
-    std::size_t n = decision.num_scheduled;
-    if (n > decision.scheduled_capacity) {
-      reject("decision claims " + std::to_string(n) + " entries, capacity is " +
-             std::to_string(decision.scheduled_capacity) + ": extra entries ignored");
-      n = decision.scheduled_capacity;
-    }
-    for (std::size_t i = 0; i < n; ++i) validate_entry(decision.scheduled[i], v);
+    return v;
   }
-  ensure_progress(v);
-  return std::move(v.grants);
+  apply_policy_preemptions(decision, v);
+  std::size_t n = decision.num_scheduled;
+  if (n > decision.scheduled_capacity) {
+    reject("decision claims " + std::to_string(n) + " entries, capacity is " +
+           std::to_string(decision.scheduled_capacity) + ": extra entries ignored");
+    n = decision.scheduled_capacity;
+  }
+  for (std::size_t i = 0; i < n; ++i) validate_entry(decision.scheduled[i], v);
+  return v;
 }
 
 void scheduler::apply_policy_preemptions(const inflight_decision& decision, validation& v) {
@@ -89,6 +95,8 @@ void scheduler::apply_policy_preemptions(const inflight_decision& decision, vali
       reject("decision preempts " + seq_name(id) + ", which is not running: refused");
       continue;
     }
+    v.num_free_blocks += it->second.num_blocks_held;
+    queue_release(it->second, /*is_finished=*/false);
     preempt(it->second);
     v.policy_preempted.insert(id);
   }
@@ -98,11 +106,10 @@ void scheduler::validate_entry(const inflight_schedule_entry& entry, validation&
   const seq_id id = entry.seq_id;
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return reject("decision names unknown " + seq_name(id) + ": refused");
-  if (v.engine_preempted.contains(id)) return;  // lost its blocks to an earlier entry
   if (v.policy_preempted.contains(id))
     return reject("decision both preempts and schedules " + seq_name(id) + ": refused");
-  if (v.granted.contains(id)) return reject("decision names " + seq_name(id) + " twice: refused");
-  sequence& seq = it->second;
+  if (v.asked.contains(id)) return reject("decision names " + seq_name(id) + " twice: refused");
+  const sequence& seq = it->second;
   int n = entry.num_tokens;
   if (n <= 0)
     return reject("decision gives " + seq_name(id) + " " + std::to_string(n) + " tokens: refused");
@@ -111,7 +118,7 @@ void scheduler::validate_entry(const inflight_schedule_entry& entry, validation&
            std::to_string(seq.num_tokens_needed()) + ": clipped");
     n = seq.num_tokens_needed();
   }
-  if (static_cast<int>(v.grants.size()) >= config_.max_num_seqs)
+  if (static_cast<int>(v.asks.size()) >= config_.max_num_seqs)
     return reject("decision exceeds max_num_seqs " + std::to_string(config_.max_num_seqs) + ": " +
                   seq_name(id) + " refused");
   const bool is_admission = seq.status != seq_status::running;
@@ -125,74 +132,69 @@ void scheduler::validate_entry(const inflight_schedule_entry& entry, validation&
            std::to_string(v.budget_left));
     n = v.budget_left;
   }
-  n = fit_blocks(seq, n, is_admission, v);
-  if (n <= 0) return;
+  if (is_admission) {
+    n = fit_admission(seq, n, v);
+    if (n <= 0) return;
+    ++v.num_admitted;
+  } else {
+    // A running sequence short of blocks makes room by preempting others (the KV
+    // manager does, in victim order); the view's count only tracks the demand.
+    v.num_free_blocks -= num_blocks_for(seq.num_computed_tokens + n, kv_.block_size) - seq.num_blocks_held;
+  }
   v.budget_left -= n;
-  v.num_reserved_blocks += pool_.num_new_blocks_needed(id, seq.num_computed_tokens + n);
-  if (is_admission) ++v.num_admitted;
-  v.granted.insert(id);
-  v.grants.push_back({id, n});
+  v.asked.insert(id);
+  v.asks.push_back(make_ask(seq, n));
 }
 
-int scheduler::fit_blocks(sequence& seq, int num_tokens, bool is_admission, validation& v) {
-  auto num_free = [&] { return pool_.num_free_blocks() - v.num_reserved_blocks; };
-  const int needed = pool_.num_new_blocks_needed(seq.id, seq.num_computed_tokens + num_tokens);
-  // Running sequences make room by preempting others (recompute); admissions never do.
-  while (!is_admission && needed > num_free()) {
-    auto victim = pick_victim(seq.id, v);
-    if (!victim) break;
-    preempt(seqs_.at(*victim));
-    v.engine_preempted.insert(*victim);
+int scheduler::fit_admission(const sequence& seq, int num_tokens, validation& v) {
+  // Admissions never preempt: they take free blocks or wait.
+  const int needed = num_blocks_for(seq.num_computed_tokens + num_tokens, kv_.block_size);
+  if (needed <= v.num_free_blocks) {
+    v.num_free_blocks -= needed;
+    return num_tokens;
   }
-  if (needed <= num_free()) return num_tokens;
-  const int fit =
-      (pool_.num_blocks_held(seq.id) + num_free()) * pool_.block_size() - seq.num_computed_tokens;
-  if (is_admission) {
-    if (fit > 0) {
-      reject("decision asks more KV blocks than are free: " + seq_name(seq.id) + " clipped to " +
-             std::to_string(fit) + " tokens");
-      return fit;
-    }
+  const int fit = v.num_free_blocks * kv_.block_size - seq.num_computed_tokens;
+  if (fit <= 0) {
     reject("no free KV block to admit " + seq_name(seq.id) + ": refused");
     return 0;
   }
-  if (fit > 0) return fit;
-  // Nobody left to make room for it: it recomputes later, as the latest victim.
-  preempt(seq);
-  v.engine_preempted.insert(seq.id);
-  return 0;
+  reject("decision asks more KV blocks than are free: " + seq_name(seq.id) + " clipped to " +
+         std::to_string(fit) + " tokens");
+  v.num_free_blocks = 0;
+  return fit;
 }
 
-std::optional<seq_id> scheduler::pick_victim(seq_id requester, const validation& v) const {
+kv_ask scheduler::make_ask(const sequence& seq, int num_tokens) const {
+  kv_ask ask;
+  ask.id = seq.id;
+  ask.num_tokens = num_tokens;
+  ask.num_computed_tokens = seq.num_computed_tokens;
+  ask.num_total_tokens = seq.num_tokens();
+  ask.is_admission = seq.status != seq_status::running;
+  return ask;
+}
+
+std::vector<kv_release> scheduler::victim_order() const {
   // Lowest priority first; among equals the latest admitted (vLLM's choice).
-  std::optional<seq_id> best;
-  int best_priority = 0;
-  for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
-    if (*it == requester || v.granted.contains(*it)) continue;
-    int p = seqs_.at(*it).priority;
-    if (!best || p < best_priority) {
-      best = *it;
-      best_priority = p;
-    }
-  }
-  return best;
+  std::vector<seq_id> order(running_.rbegin(), running_.rend());
+  std::stable_sort(order.begin(), order.end(),
+                   [&](seq_id a, seq_id b) { return seqs_.at(a).priority < seqs_.at(b).priority; });
+  std::vector<kv_release> victims;
+  for (seq_id id : order) victims.push_back({id, seqs_.at(id).num_computed_tokens, false});
+  return victims;
 }
 
-void scheduler::ensure_progress(validation& v) {
-  if (!v.grants.empty() || !has_work()) return;
-  // A policy that schedules nothing would stall the engine forever: run the oldest
-  // running sequence, or else the oldest waiting one.
+std::optional<kv_ask> scheduler::fallback_ask() const {
+  // A policy that schedules nothing runnable would stall the engine forever: the KV
+  // manager then runs the oldest running sequence, or else the oldest waiting one.
+  if (!has_work()) return std::nullopt;
   const auto& queue_ids = running_.empty() ? std::vector<seq_id>(waiting_.begin(), waiting_.end())
                                            : running_;
   auto oldest = std::min_element(queue_ids.begin(), queue_ids.end(), [&](seq_id a, seq_id b) {
     return seqs_.at(a).times.arrival < seqs_.at(b).times.arrival;
   });
-  reject("policy '" + policy_.name() + "' scheduled nothing while work was waiting: the engine runs " +
-         seq_name(*oldest));
-  v.policy_preempted.erase(*oldest);
   const sequence& seq = seqs_.at(*oldest);
-  int n = std::min(seq.num_tokens_needed(), v.budget_left);
-  validate_entry(inflight_schedule_entry{*oldest, n}, v);
+  return make_ask(seq, std::min(seq.num_tokens_needed(), config_.max_num_batched_tokens));
 }
 
 void scheduler::reject(std::string reason) {
@@ -202,12 +204,11 @@ void scheduler::reject(std::string reason) {
 }
 
 void scheduler::preempt(sequence& seq) {
-  pool_.release(seq.id);
-  kv_log_.releases.push_back(seq.id);
   std::erase(running_, seq.id);
   waiting_.push_front(seq.id);
   seq.status = seq_status::preempted;
   seq.num_computed_tokens = 0;  // recompute prompt + generated tokens later
+  seq.num_blocks_held = 0;
   ++seq.num_preemptions;
   ++counters_.num_preemptions;
 }

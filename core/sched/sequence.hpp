@@ -48,6 +48,7 @@ struct sequence {
   std::vector<token_id> prompt;
   std::vector<token_id> generated;
   int num_computed_tokens = 0;  ///< tokens whose K/V are in the cache
+  int num_blocks_held = 0;      ///< size of its block table at the last grant (0 when waiting)
   seq_status status = seq_status::waiting;
   int priority = 0;
   sampling_params params;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "actors/engine.hpp"
 #include "tests/shared_data.hpp"
@@ -69,6 +70,19 @@ inline std::unique_ptr<engine> start_engine(const deployment& d) {
   auto eng = engine::start(d, std::move(*model));
   if (!eng) FAIL(eng.error().message);
   return std::move(*eng);
+}
+
+/// Blocks of finished requests go back with the scheduler's next kv request, a
+/// moment after the finish reaches the sink: waits (bounded, generously) until the
+/// published snapshot shows every block free. False means blocks leaked.
+inline bool all_blocks_return(const engine& eng, double seconds = 30.0) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (;;) {
+    const auto snap = eng.snapshot();
+    if (snap.num_free_blocks == snap.num_blocks) return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 inline generate_request greedy_request(const engine& eng, const std::string& prompt, int max_tokens) {

@@ -31,8 +31,7 @@ std::vector<std::vector<token_id>> run_all(const deployment& d, int max_tokens, 
     CHECK(s->finish().reason != finish_reason::error);
     out.push_back(s->tokens());
   }
-  const auto snap = eng->snapshot();
-  CHECK(snap.num_free_blocks == snap.num_blocks);  // no block leaks
+  CHECK(all_blocks_return(*eng));  // no block leaks
   return out;
 }
 
@@ -102,8 +101,7 @@ TEST_CASE("engine: cancel stops a request and frees its blocks", "[engine][cance
   REQUIRE(sink->wait());
   CHECK(sink->finish().reason == finish_reason::cancelled);
   CHECK(sink->finish().completion_tokens < 400);
-  const auto snap = eng->snapshot();
-  CHECK(snap.num_free_blocks == snap.num_blocks);
+  CHECK(all_blocks_return(*eng));
 }
 
 TEST_CASE("engine: stop strings, max_tokens, deadlines and bad requests", "[engine]") {
@@ -157,8 +155,7 @@ TEST_CASE("engine: stop strings, max_tokens, deadlines and bad requests", "[engi
     bad_params.params.max_tokens = 0;
     CHECK_FALSE(eng->submit(bad_params, std::make_shared<collect_sink>()).has_value());
   }
-  const auto snap = eng->snapshot();
-  CHECK(snap.num_free_blocks == snap.num_blocks);
+  CHECK(all_blocks_return(*eng));
 }
 
 TEST_CASE("engine: shutdown while streaming cancels what is left and frees everything", "[engine][shutdown]") {

@@ -15,88 +15,57 @@ block_pool make_pool(int num_blocks, int block_size = 4) {
   return std::move(*pool);
 }
 
-std::vector<block_id> table_of(const block_pool& pool, seq_id id) {
-  auto t = pool.block_table(id);
-  return {t.begin(), t.end()};
+std::vector<block_id> allocate(block_pool& pool, int n) {
+  std::vector<block_id> out;
+  REQUIRE(pool.try_allocate(n, out).has_value());
+  return out;
 }
 
 }  // namespace
 
-TEST_CASE("block_pool: exact block ids as sequences grow", "[core][kv]") {
-  auto pool = make_pool(10, 4);
-  REQUIRE(pool.num_free_blocks() == 10);
-  // seq 1: 6 tokens -> 2 blocks; seq 2: 4 tokens -> 1 block; both in one call
-  std::vector<reservation> step1{{1, 6}, {2, 4}};
-  REQUIRE(pool.try_reserve(step1).has_value());
-  CHECK(table_of(pool, 1) == std::vector<block_id>{0, 1});
-  CHECK(table_of(pool, 2) == std::vector<block_id>{2});
-  // seq 1 grows to 8 tokens: still 2 blocks; seq 2 grows to 5 tokens: a new block
-  std::vector<reservation> step2{{1, 8}, {2, 5}};
-  REQUIRE(pool.try_reserve(step2).has_value());
-  CHECK(table_of(pool, 1) == std::vector<block_id>{0, 1});
-  CHECK(table_of(pool, 2) == std::vector<block_id>{2, 3});
-  CHECK(pool.num_free_blocks() == 6);
-  // a smaller count never shrinks a table
-  std::vector<reservation> shrink{{1, 1}};
-  REQUIRE(pool.try_reserve(shrink).has_value());
-  CHECK(table_of(pool, 1).size() == 2);
-}
-
-TEST_CASE("block_pool: free list order (tail block first, reused last-in)", "[core][kv]") {
+TEST_CASE("block_pool: blocks are handed out from the front of the free queue", "[core][kv]") {
   auto pool = make_pool(6, 4);
-  std::vector<reservation> r{{1, 12}, {2, 4}};
-  REQUIRE(pool.try_reserve(r).has_value());  // seq1: 0 1 2, seq2: 3
-  CHECK(pool.free_blocks() == std::vector<block_id>{4, 5});
+  CHECK(pool.free_blocks() == std::vector<block_id>{0, 1, 2, 3, 4, 5});
+  CHECK(allocate(pool, 2) == std::vector<block_id>{0, 1});
+  CHECK(allocate(pool, 1) == std::vector<block_id>{2});
+  CHECK(pool.num_free_blocks() == 3);
+  CHECK(pool.ref_count(0) == 1);
+  CHECK(pool.ref_count(5) == 0);
+  // a freed block is reused first (its memory is the most recently touched)
   pool.release(1);
-  CHECK(pool.free_blocks() == std::vector<block_id>{4, 5, 2, 1, 0});
-  std::vector<reservation> r3{{3, 16}};
-  REQUIRE(pool.try_reserve(r3).has_value());
-  CHECK(table_of(pool, 3) == std::vector<block_id>{4, 5, 2, 1});
-  CHECK(pool.free_blocks() == std::vector<block_id>{0});
-  CHECK(!pool.has_table(1));
+  CHECK(pool.free_blocks() == std::vector<block_id>{1, 3, 4, 5});
+  CHECK(allocate(pool, 2) == std::vector<block_id>{1, 3});
   REQUIRE(pool.check_invariants().has_value());
 }
 
-TEST_CASE("block_pool: reservations are all-or-nothing", "[core][kv]") {
+TEST_CASE("block_pool: allocation is all-or-nothing", "[core][kv]") {
   auto pool = make_pool(4, 4);
-  std::vector<reservation> first{{1, 8}};
-  REQUIRE(pool.try_reserve(first).has_value());
-  std::vector<reservation> too_much{{2, 4}, {3, 8}};  // needs 3, 2 free
-  auto res = pool.try_reserve(too_much);
+  allocate(pool, 2);
+  std::vector<block_id> out{7};
+  auto res = pool.try_allocate(3, out);
   REQUIRE(!res.has_value());
   CHECK(res.error().code == errc::out_of_memory);
-  CHECK(res.error().message.find("needs 3") != std::string::npos);
-  CHECK(pool.num_free_blocks() == 2);
-  CHECK(!pool.has_table(2));
-  CHECK(!pool.has_table(3));
-  std::vector<reservation> dup{{4, 1}, {4, 2}};
-  CHECK(pool.try_reserve(dup).error().code == errc::invalid_argument);
-  std::vector<reservation> negative{{5, -1}};
-  CHECK(pool.try_reserve(negative).error().code == errc::invalid_argument);
+  CHECK(res.error().message.find("3 blocks wanted, 2 free") != std::string::npos);
+  CHECK(out == std::vector<block_id>{7});  // untouched
   CHECK(pool.num_free_blocks() == 2);
 }
 
-TEST_CASE("block_pool: ref counts with forks", "[core][kv]") {
-  auto pool = make_pool(8, 4);
-  std::vector<reservation> r{{1, 8}};
-  REQUIRE(pool.try_reserve(r).has_value());
-  REQUIRE(pool.try_fork(1, 2).has_value());
+TEST_CASE("block_pool: shared blocks and acquire on a free block", "[core][kv]") {
+  auto pool = make_pool(5, 4);
+  auto a = allocate(pool, 2);  // 0 1
+  pool.acquire(a[0]);          // a second holder
   CHECK(pool.ref_count(0) == 2);
-  CHECK(pool.ref_count(1) == 2);
-  CHECK(table_of(pool, 2) == table_of(pool, 1));
-  CHECK(pool.num_free_blocks() == 6);
-  CHECK(pool.try_fork(1, 2).error().code == errc::invalid_argument);
-  CHECK(pool.try_fork(9, 10).error().code == errc::not_found);
-  // the child grows on its own block
-  std::vector<reservation> grow{{2, 9}};
-  REQUIRE(pool.try_reserve(grow).has_value());
-  CHECK(table_of(pool, 2) == std::vector<block_id>{0, 1, 2});
-  pool.release(1);
+  pool.release(0);
   CHECK(pool.ref_count(0) == 1);
-  CHECK(pool.num_free_blocks() == 5);  // shared blocks stay with the child
-  pool.release(2);
-  CHECK(pool.num_free_blocks() == 8);
-  CHECK(pool.ref_count(0) == 0);
+  CHECK(!pool.is_free(0));
+  pool.release(0);
+  CHECK(pool.is_free(0));
+  CHECK(pool.free_blocks() == std::vector<block_id>{0, 2, 3, 4});
+  // a free block taken out of the middle of the queue
+  pool.acquire(3);
+  CHECK(pool.ref_count(3) == 1);
+  CHECK(pool.free_blocks() == std::vector<block_id>{0, 2, 4});
+  CHECK(pool.num_free_blocks() == 3);
   REQUIRE(pool.check_invariants().has_value());
 }
 
@@ -107,12 +76,9 @@ TEST_CASE("block_pool: usage ratio and counts", "[core][kv]") {
   CHECK(pool.num_blocks_for_tokens(1) == 1);
   CHECK(pool.num_blocks_for_tokens(16) == 1);
   CHECK(pool.num_blocks_for_tokens(17) == 2);
-  std::vector<reservation> r{{1, 33}};  // 3 blocks
-  REQUIRE(pool.try_reserve(r).has_value());
+  allocate(pool, 3);
   CHECK(pool.usage() == Approx(3.0 / 8.0));
-  CHECK(pool.num_new_blocks_needed(1, 48) == 0);
-  CHECK(pool.num_new_blocks_needed(1, 49) == 1);
-  CHECK(pool.num_new_blocks_needed(7, 49) == 4);
+  CHECK(pool.num_used_blocks() == 3);
   CHECK(!block_pool::try_create(0, 16).has_value());
   CHECK(!block_pool::try_create(4, 0).has_value());
 }
@@ -136,36 +102,32 @@ TEST_CASE("block_pool: byte budget to block count", "[core][kv]") {
   CHECK(!try_resolve_num_blocks(missing, per_token).has_value());
 }
 
-TEST_CASE("block_pool: random reserve/fork/release keeps ref counts balanced", "[core][kv]") {
+TEST_CASE("block_pool: random allocate/acquire/release keeps the free queue exact", "[core][kv]") {
   std::mt19937 rng(7);
   auto pool = make_pool(32, 4);
-  std::vector<seq_id> live;
-  seq_id next = 1;
+  std::vector<block_id> held;  // one entry per reference
   for (int i = 0; i < 5000; ++i) {
-    int op = std::uniform_int_distribution<int>(0, 3)(rng);
-    if (op == 0 || live.empty()) {
-      std::vector<reservation> r{{next, std::uniform_int_distribution<int>(1, 20)(rng)}};
-      if (pool.try_reserve(r).has_value()) live.push_back(next);
-      ++next;
+    const int op = std::uniform_int_distribution<int>(0, 3)(rng);
+    if (op == 0 || held.empty()) {
+      const int n = std::uniform_int_distribution<int>(1, 6)(rng);
+      const int before = pool.num_free_blocks();
+      std::vector<block_id> out;
+      if (pool.try_allocate(n, out).has_value()) held.insert(held.end(), out.begin(), out.end());
+      else CHECK(pool.num_free_blocks() == before);
     } else if (op == 1) {
-      seq_id s = live[rng() % live.size()];
-      std::vector<reservation> r{{s, std::uniform_int_distribution<int>(1, 30)(rng)}};
-      int before = pool.num_free_blocks();
-      if (!pool.try_reserve(r).has_value()) CHECK(pool.num_free_blocks() == before);
-    } else if (op == 2) {
-      seq_id s = live[rng() % live.size()];
-      REQUIRE(pool.try_fork(s, next).has_value());
-      live.push_back(next++);
+      const block_id b = std::uniform_int_distribution<int>(0, 31)(rng);
+      pool.acquire(b);  // shares an in-use block, or takes a free one out of the queue
+      held.push_back(b);
     } else {
-      std::size_t k = rng() % live.size();
-      pool.release(live[k]);
-      live.erase(live.begin() + static_cast<long>(k));
+      const std::size_t k = rng() % held.size();
+      pool.release(held[k]);
+      held.erase(held.begin() + static_cast<long>(k));
     }
     auto ok = pool.check_invariants();
     INFO((ok ? std::string() : ok.error().message));
     REQUIRE(ok.has_value());
+    REQUIRE(pool.num_used_blocks() <= static_cast<int>(held.size()));
   }
-  for (seq_id s : live) pool.release(s);
+  for (block_id b : held) pool.release(b);
   CHECK(pool.num_free_blocks() == 32);
-  CHECK(pool.num_sequences() == 0);
 }

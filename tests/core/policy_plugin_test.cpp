@@ -41,7 +41,7 @@ inflight_policy_status script_decide(void*, const inflight_sched_view*, inflight
 const inflight_policy_vtable script_vtable = {INFLIGHT_POLICY_ABI_VERSION, "script", script_create,
                                               script_destroy, script_decide};
 
-scheduler make_scripted(const scheduler_config& config, int num_blocks, int block_size) {
+sched_rig make_scripted(const scheduler_config& config, int num_blocks, int block_size) {
   auto p = policy::try_from_vtable(&script_vtable);
   REQUIRE(p.has_value());
   return make_scheduler(config, num_blocks, block_size, std::move(*p));

@@ -1,5 +1,6 @@
 #pragma once
-// Test harness for the scheduler: a fake backend whose KV memory holds token ids and
+// Test harness for the scheduler: the scheduler and its KV manager wired as the engine
+// wires them (without actors), and a fake backend whose KV memory holds token ids and
 // whose sampled token is a hash of what the sequence reads back through its block
 // table. A wrong block table, a block shared by mistake or a wrong recompute changes
 // the outputs, so "same tokens as when run alone" checks all of them at once.
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/kv/kv_manager.hpp"
 #include "core/sched/scheduler.hpp"
 #include "tests/shipped_policies.hpp"
 
@@ -44,13 +46,62 @@ inline scheduler::clock_fn counting_clock() {
   return [t] { return *t += 1.0; };
 }
 
-inline scheduler make_scheduler(const scheduler_config& config, int num_blocks, int block_size,
+/// A scheduler and the KV manager that owns its blocks. schedule() is one engine
+/// step's planning: scheduler.schedule() -> kv.try_grant() -> scheduler.on_grant().
+/// With no work it still sends the releases, so the KV manager gets its blocks back.
+class sched_rig {
+ public:
+  sched_rig(scheduler s, kv_manager kv) : s_(std::move(s)), kv_(std::move(kv)) {}
+
+  result<step_plan> schedule() {
+    auto request = s_.schedule();
+    if (!request) return std::unexpected(request.error());
+    last_request_ = *request;
+    auto grant = kv_.try_grant(*request);
+    if (!grant) return std::unexpected(grant.error());
+    return s_.on_grant(std::move(*grant));
+  }
+  result<void> submit(seq_request r) { return s_.submit(std::move(r)); }
+  result<seq_event> finish(seq_id id, finish_reason reason, std::string message = {}) {
+    return s_.finish(id, reason, std::move(message));
+  }
+  result<seq_event> cancel(seq_id id) { return s_.cancel(id); }
+  result<std::vector<seq_event>> apply(const step_result& r) { return s_.apply(r); }
+  std::vector<seq_event> fail_step(const std::string& m) { return s_.fail_step(m); }
+
+  bool has_work() const { return s_.has_work(); }
+  bool has_pending_step() const { return s_.has_pending_step(); }
+  const sequence* find(seq_id id) const { return s_.find(id); }
+  const std::vector<seq_id>& running() const { return s_.running(); }
+  const std::deque<seq_id>& waiting() const { return s_.waiting(); }
+  int num_running() const { return s_.num_running(); }
+  int num_waiting() const { return s_.num_waiting(); }
+  int max_context() const { return s_.max_context(); }
+  const scheduler_config& config() const { return s_.config(); }
+  const scheduler_counters& counters() const { return s_.counters(); }
+  std::uint64_t num_preemptions() const { return s_.num_preemptions(); }
+  std::uint64_t num_rejected_decisions() const { return s_.num_rejected_decisions(); }
+  const std::string& last_rejection() const { return s_.last_rejection(); }
+  /// The KV manager's count: releases reach it with the next schedule().
+  int num_free_blocks() const { return kv_.num_free_blocks(); }
+  const scheduler& sched() const { return s_; }
+  const kv_manager& kv() const { return kv_; }
+  /// The kv request of the last schedule().
+  const kv_request& last_request() const { return last_request_; }
+
+ private:
+  scheduler s_;
+  kv_manager kv_;
+  kv_request last_request_;
+};
+
+inline sched_rig make_scheduler(const scheduler_config& config, int num_blocks, int block_size,
                                 policy pol) {
-  auto pool = block_pool::try_create(num_blocks, block_size);
-  REQUIRE(pool.has_value());
-  auto s = scheduler::try_create(config, std::move(*pool), std::move(pol), counting_clock());
+  auto kv = kv_manager::try_create(num_blocks, block_size);
+  REQUIRE(kv.has_value());
+  auto s = scheduler::try_create(config, kv->snapshot(), std::move(pol), counting_clock());
   REQUIRE(s.has_value());
-  return std::move(*s);
+  return sched_rig(std::move(*s), std::move(*kv));
 }
 
 class fake_backend {
@@ -88,8 +139,10 @@ class fake_backend {
   std::vector<token_id> kv_;
 };
 
-/// Everything every step must satisfy.
-inline void check_step_invariants(const scheduler& s, const step_plan& plan) {
+/// Everything every step must satisfy. Right after schedule() the KV manager holds
+/// tables for exactly the running sequences; after apply() also for those that
+/// finished in it (their releases go out with the next request).
+inline void check_step_invariants(const sched_rig& s, const step_plan& plan) {
   REQUIRE(plan.num_tokens() <= s.config().max_num_batched_tokens);
   REQUIRE(static_cast<int>(plan.seqs.size()) <= s.config().max_num_seqs);
   REQUIRE(s.num_running() <= s.config().max_num_seqs);
@@ -97,20 +150,25 @@ inline void check_step_invariants(const scheduler& s, const step_plan& plan) {
   for (const auto& st : plan.seqs) {
     REQUIRE(ids.insert(st.id).second);
     REQUIRE(!st.tokens.empty());
+    auto table = s.kv().block_table(st.id);
+    REQUIRE(st.block_table == std::vector<block_id>(table.begin(), table.end()));
   }
-  auto ok = s.pool().check_invariants();
+  auto ok = s.kv().check_invariants();
   INFO((ok ? std::string() : ok.error().message));
   REQUIRE(ok.has_value());
-  // every block table belongs to exactly one running sequence, and covers its tokens
-  REQUIRE(s.pool().num_sequences() == s.num_running());
+  const int block_size = s.kv().pool().block_size();
   for (seq_id id : s.running()) {
     const sequence* seq = s.find(id);
     REQUIRE(seq != nullptr);
     REQUIRE(seq->status == seq_status::running);
-    REQUIRE(s.pool().num_blocks_held(id) * s.pool().block_size() >= seq->num_computed_tokens);
-    for (block_id b : s.pool().block_table(id)) REQUIRE(s.pool().ref_count(b) == 1);
+    REQUIRE(s.kv().has_table(id));
+    REQUIRE(seq->num_blocks_held == static_cast<int>(s.kv().block_table(id).size()));
+    REQUIRE(seq->num_blocks_held * block_size >= seq->num_computed_tokens);
+    for (block_id b : s.kv().block_table(id)) REQUIRE(s.kv().pool().ref_count(b) == 1);
   }
-  for (seq_id id : s.waiting()) REQUIRE(!s.pool().has_table(id));
+  for (seq_id id : s.waiting()) REQUIRE(!s.kv().has_table(id));
+  if (s.sched().has_pending_releases()) REQUIRE(s.kv().num_sequences() >= s.num_running());
+  else REQUIRE(s.kv().num_sequences() == s.num_running());
 }
 
 struct random_run_options {
@@ -217,8 +275,9 @@ inline random_run_result run_random(const random_run_options& opt) {
     ++r.num_steps;
   }
   REQUIRE(!s.has_work());
-  REQUIRE(s.pool().num_free_blocks() == num_blocks);
-  REQUIRE(s.pool().num_sequences() == 0);
+  REQUIRE(s.schedule().has_value());  // returns the last releases
+  REQUIRE(s.num_free_blocks() == num_blocks);
+  REQUIRE(s.kv().num_sequences() == 0);
   r.counters = s.counters();
   return r;
 }

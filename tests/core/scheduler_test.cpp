@@ -20,7 +20,7 @@ seq_request make_request(seq_id id, int prompt_len, int max_tokens, int priority
 }
 
 /// One step: schedule, run on the fake backend, apply. Returns the plan.
-step_plan run_step(scheduler& s, fake_backend& backend, std::vector<seq_event>* events = nullptr) {
+step_plan run_step(sched_rig& s, fake_backend& backend, std::vector<seq_event>* events = nullptr) {
   auto plan = s.schedule();
   REQUIRE(plan.has_value());
   check_step_invariants(s, *plan);
@@ -65,6 +65,8 @@ TEST_CASE("scheduler: a prompt is prefilled, then decoded one token a step", "[c
   CHECK(events[2].reason == finish_reason::length);
   CHECK(events[2].num_generated_tokens == 3);
   CHECK(!s.has_work());
+  CHECK(s.num_free_blocks() < 16);    // the release goes out with the next request
+  REQUIRE(s.schedule().has_value());  // no work: only the release
   CHECK(s.num_free_blocks() == 16);
 }
 
@@ -178,6 +180,7 @@ TEST_CASE("scheduler: finish and cancel free blocks, also mid-step", "[core][sch
   auto stopped = s.finish(2, finish_reason::stop);  // a stop string matched
   REQUIRE(stopped.has_value());
   CHECK(stopped->num_generated_tokens == 2);
+  REQUIRE(s.schedule().has_value());
   CHECK(s.num_free_blocks() == 16);
   CHECK(!s.has_work());
   CHECK(s.counters().num_finished == 2);
@@ -200,6 +203,7 @@ TEST_CASE("scheduler: apply checks the step, fail_step finishes with error", "[c
   REQUIRE(events.size() == 1);
   CHECK(events[0].reason == finish_reason::error);
   CHECK(events[0].message == "device lost");
+  REQUIRE(s.schedule().has_value());
   CHECK(s.num_free_blocks() == 16);
   CHECK(!s.has_pending_step());
 }

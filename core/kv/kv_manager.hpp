@@ -1,0 +1,61 @@
+#pragma once
+/// The one owner of KV state: the block pool and every sequence's block table. The
+/// scheduler never touches blocks; once per step it sends a kv_request and plans from
+/// the kv_grant it gets back (core/kv/kv_grant.hpp). In the engine the kv-allocator
+/// actor owns this object; core tests drive it directly.
+
+#include <span>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/kv/block_pool.hpp"
+#include "core/kv/kv_grant.hpp"
+
+namespace inflight {
+
+class kv_manager {
+ public:
+  static result<kv_manager> try_create(int num_blocks, int block_size);
+
+  /// Applies one step's request: releases, then each ask in order (see kv_request).
+  /// A malformed request (an ask twice, a running ask without a table, an admission
+  /// that has one, a count below 1) is refused whole, before anything changes.
+  result<kv_grant> try_grant(const kv_request& request);
+  kv_snapshot snapshot() const;
+
+  const block_pool& pool() const { return pool_; }
+  int num_free_blocks() const { return pool_.num_free_blocks(); }
+  bool has_table(seq_id id) const { return tables_.contains(id); }
+  /// Empty when the sequence holds no blocks.
+  std::span<const block_id> block_table(seq_id id) const;
+  /// Sequences holding blocks.
+  int num_sequences() const { return static_cast<int>(tables_.size()); }
+  /// The pool's invariants, and each block's ref count equals the tables holding it.
+  result<void> check_invariants() const;
+
+ private:
+  /// Working state of one try_grant.
+  struct grant_state {
+    const kv_request* request = nullptr;
+    std::unordered_set<seq_id> granted;
+    std::unordered_set<seq_id> preempted;
+    std::size_t next_victim = 0;
+    kv_grant out;
+  };
+
+  explicit kv_manager(block_pool pool) : pool_(std::move(pool)) {}
+  result<void> check_request(const kv_request& request) const;
+  kv_granted grant_running(const kv_ask& ask, grant_state& g);
+  kv_granted grant_admission(const kv_ask& ask);
+  bool try_preempt_victim(seq_id requester, grant_state& g);
+  int num_new_blocks(seq_id id, int num_tokens) const;
+  void release(seq_id id);
+  kv_granted answer(seq_id id, int num_computed, int num_tokens) const;
+
+  block_pool pool_;
+  std::unordered_map<seq_id, std::vector<block_id>> tables_;
+};
+
+}  // namespace inflight
