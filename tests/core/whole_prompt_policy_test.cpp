@@ -271,7 +271,7 @@ seq_request prompt_request(seq_id id, int prompt_len, int max_tokens) {
 }
 
 /// One engine step on the fake backend; returns tokens per sequence in the plan.
-std::map<seq_id, int> step(scheduler& s, fake_backend& backend) {
+std::map<seq_id, int> step(sched_rig& s, fake_backend& backend) {
   auto plan = s.schedule();
   REQUIRE(plan.has_value());
   check_step_invariants(s, *plan);
