@@ -14,6 +14,7 @@ packages=(
   nlohmann-json3-dev    # JSON
   libspdlog-dev libfmt-dev
   libpcre2-dev          # tokenizer.json pre-tokenization
+  libxxhash-dev         # prefix-cache block hashes (XXH3-128)
   curl                  # SSE test script
   gnuplot-nox           # inflight bench serve --plot
 )

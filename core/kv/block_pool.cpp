@@ -7,6 +7,7 @@ namespace inflight {
 block_pool::block_pool(int num_blocks, int block_size)
     : block_size_(block_size),
       ref_counts_(static_cast<std::size_t>(num_blocks), 0),
+      hashes_(static_cast<std::size_t>(num_blocks)),
       prev_(static_cast<std::size_t>(num_blocks), none),
       next_(static_cast<std::size_t>(num_blocks), none) {
   for (block_id b = 0; b < num_blocks; ++b) push_back(b);
@@ -38,6 +39,12 @@ result<void> block_pool::try_allocate(int n, std::vector<block_id>& out) {
   for (int i = 0; i < n; ++i) {
     block_id b = head_;
     unlink(b);
+    auto& hash = hashes_[static_cast<std::size_t>(b)];
+    if (hash) {  // evicted: its contents are about to be overwritten
+      index_.erase(*hash);
+      hash.reset();
+      ++num_evictions_;
+    }
     ref_counts_[static_cast<std::size_t>(b)] = 1;
     out.push_back(b);
   }
@@ -49,7 +56,29 @@ void block_pool::acquire(block_id block) {
 }
 
 void block_pool::release(block_id block) {
-  if (--ref_counts_[static_cast<std::size_t>(block)] == 0) push_front(block);
+  if (--ref_counts_[static_cast<std::size_t>(block)] > 0) return;
+  if (hashes_[static_cast<std::size_t>(block)]) push_back(block);
+  else push_front(block);
+}
+
+std::optional<block_id> block_pool::find_cached(const block_hash& hash) const {
+  auto it = index_.find(hash);
+  if (it == index_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool block_pool::try_cache(block_id block, const block_hash& hash) {
+  auto& slot = hashes_[static_cast<std::size_t>(block)];
+  if (slot || ref_counts_[static_cast<std::size_t>(block)] == 0) return false;
+  if (!index_.emplace(hash, block).second) return false;
+  slot = hash;
+  return true;
+}
+
+const block_hash* block_pool::hash_of(block_id block) const {
+  if (block < 0 || block >= num_blocks()) return nullptr;
+  const auto& slot = hashes_[static_cast<std::size_t>(block)];
+  return slot ? &*slot : nullptr;
 }
 
 int block_pool::ref_count(block_id block) const {
@@ -110,6 +139,28 @@ result<void> block_pool::check_invariants() const {
       return make_error(errc::internal, "block " + std::to_string(b) + ": ref count " + std::to_string(rc) +
                                             (seen[b] ? " but in the free queue" : " but not in the free queue"));
   }
+  bool is_cached_part = false;  // past the first hashed block of the queue
+  for (block_id b = head_; b != none; b = next_[static_cast<std::size_t>(b)]) {
+    const bool has_hash = hashes_[static_cast<std::size_t>(b)].has_value();
+    if (is_cached_part && !has_hash)
+      return make_error(errc::internal, "free block " + std::to_string(b) + " without a hash is behind cached ones");
+    is_cached_part = is_cached_part || has_hash;
+  }
+  return check_index();
+}
+
+result<void> block_pool::check_index() const {
+  std::size_t num_hashed = 0;
+  for (std::size_t b = 0; b < hashes_.size(); ++b) {
+    if (!hashes_[b]) continue;
+    ++num_hashed;
+    auto it = index_.find(*hashes_[b]);
+    if (it == index_.end() || it->second != static_cast<block_id>(b))
+      return make_error(errc::internal, "block " + std::to_string(b) + " has a hash the index does not map to it");
+  }
+  if (num_hashed != index_.size())
+    return make_error(errc::internal, "the prefix index holds " + std::to_string(index_.size()) + " hashes, " +
+                                          std::to_string(num_hashed) + " blocks carry one");
   return {};
 }
 

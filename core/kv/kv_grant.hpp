@@ -6,9 +6,11 @@
 ///   kv_manager.try_grant() -> kv_grant    block tables, preemptions, a fresh snapshot
 ///   scheduler.on_grant()  -> step_plan
 
+#include <cstdint>
 #include <optional>
 #include <vector>
 
+#include "core/kv/block_hash.hpp"
 #include "core/types.hpp"
 
 namespace inflight {
@@ -33,11 +35,20 @@ struct kv_ask {
   bool is_admission = false;
 };
 
-/// One step's request: releases first, then the asks in order (earlier asks get
+/// Hashes of the full blocks a sequence gained since the last request (all of its
+/// prompt's on arrival), appended to the chain the KV manager keeps for it. None are
+/// sent when prefix caching is off: without hashes nothing is cached.
+struct kv_block_hashes {
+  seq_id id = 0;
+  std::vector<block_hash> hashes;
+};
+
+/// One step's request: new hashes, releases, then the asks in order (earlier asks get
 /// blocks first). A running ask short of blocks preempts the first of `victims` that
 /// is neither itself nor granted yet, releasing it, and so on (the same rule as
 /// vLLM: lowest priority, latest admitted first; the scheduler orders the list).
 struct kv_request {
+  std::vector<kv_block_hashes> new_hashes;
   std::vector<kv_release> releases;
   std::vector<kv_ask> asks;
   std::vector<kv_release> victims;
@@ -50,15 +61,27 @@ struct kv_request {
 struct kv_granted {
   seq_id id = 0;
   int num_tokens = 0;           ///< granted (<= asked; 0 = nothing this step)
-  int num_computed_tokens = 0;  ///< where the step starts for this sequence
+  /// Where the step starts for this sequence: an admission starts after its cached
+  /// prefix (whole blocks, never its last token).
+  int num_computed_tokens = 0;
   std::vector<block_id> block_table;  ///< the whole table, covering num_computed + num_tokens
+};
+
+/// How many leading tokens of a waiting sequence are cached (whole blocks).
+struct kv_cached_prefix {
+  seq_id id = 0;
+  int num_tokens = 0;
 };
 
 /// The KV state the scheduler plans the next step from.
 struct kv_snapshot {
   int num_blocks = 0;
   int block_size = 16;
-  int num_free_blocks = 0;
+  int num_free_blocks = 0;      ///< cached blocks nobody holds count as free
+  int num_cached_blocks = 0;    ///< blocks carrying a hash, in use or free
+  std::uint64_t num_evictions = 0;
+  /// Waiting sequences with a cached prefix (those without one are not listed).
+  std::vector<kv_cached_prefix> cached_prefixes;
   double usage() const { return num_blocks > 0 ? 1.0 - double(num_free_blocks) / num_blocks : 0.0; }
 };
 

@@ -1,8 +1,14 @@
 #pragma once
-/// The one owner of KV state: the block pool and every sequence's block table. The
-/// scheduler never touches blocks; once per step it sends a kv_request and plans from
-/// the kv_grant it gets back (core/kv/kv_grant.hpp). In the engine the kv-allocator
-/// actor owns this object; core tests drive it directly.
+/// The one owner of KV state: the block pool with its prefix-cache index, every
+/// sequence's block table and its chain of block hashes. The scheduler never touches
+/// blocks; once per step it sends a kv_request and plans from the kv_grant it gets
+/// back (core/kv/kv_grant.hpp). In the engine the kv-allocator actor owns this object;
+/// core tests drive it directly.
+///
+/// Prefix caching: a sequence's full blocks are registered under their hashes once
+/// computed (the counts come with its asks and releases), so blocks of prompts and of
+/// generated tokens alike. Released cached blocks wait in the pool's LRU free queue; an
+/// admission reuses the longest cached prefix of whole blocks, never its last token.
 
 #include <span>
 #include <unordered_map>
@@ -27,11 +33,13 @@ class kv_manager {
 
   const block_pool& pool() const { return pool_; }
   int num_free_blocks() const { return pool_.num_free_blocks(); }
-  bool has_table(seq_id id) const { return tables_.contains(id); }
+  bool has_table(seq_id id) const;
   /// Empty when the sequence holds no blocks.
   std::span<const block_id> block_table(seq_id id) const;
   /// Sequences holding blocks.
-  int num_sequences() const { return static_cast<int>(tables_.size()); }
+  int num_sequences() const;
+  /// Sequences the manager knows (holding blocks, or waiting with known hashes).
+  int num_known_sequences() const { return static_cast<int>(seqs_.size()); }
   /// The pool's invariants, and each block's ref count equals the tables holding it.
   result<void> check_invariants() const;
 
@@ -45,17 +53,26 @@ class kv_manager {
     kv_grant out;
   };
 
+  /// What the manager keeps per sequence.
+  struct seq_blocks {
+    std::vector<block_id> table;
+    std::vector<block_hash> hashes;  ///< the chain of its full blocks (empty: caching off)
+    int num_cached = 0;              ///< leading table blocks registered in the cache or hit
+  };
+
   explicit kv_manager(block_pool pool) : pool_(std::move(pool)) {}
   result<void> check_request(const kv_request& request) const;
   kv_granted grant_running(const kv_ask& ask, grant_state& g);
   kv_granted grant_admission(const kv_ask& ask);
   bool try_preempt_victim(seq_id requester, grant_state& g);
   int num_new_blocks(seq_id id, int num_tokens) const;
-  void release(seq_id id);
+  void cache_computed_blocks(seq_blocks& s, int num_computed_tokens);
+  std::vector<block_id> find_cached_prefix(const seq_blocks& s, int max_blocks) const;
+  void release(const kv_release& r);
   kv_granted answer(seq_id id, int num_computed, int num_tokens) const;
 
   block_pool pool_;
-  std::unordered_map<seq_id, std::vector<block_id>> tables_;
+  std::unordered_map<seq_id, seq_blocks> seqs_;
 };
 
 }  // namespace inflight

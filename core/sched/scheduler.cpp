@@ -72,7 +72,9 @@ result<void> scheduler::submit(seq_request request) {
   seq.priority = request.priority;
   seq.params = std::move(request.params);
   seq.seed = seq.params.seed.value_or(mix_seed(config_.seed, seq.id));
+  seq.cache_salt = std::move(request.cache_salt);
   seq.times.arrival = now();
+  hash_full_blocks(seq);
   waiting_.push_back(seq.id);
   seqs_.emplace(seq.id, std::move(seq));
   ++counters_.num_submitted;
@@ -93,6 +95,7 @@ seq_event scheduler::finish_sequence(sequence& seq, finish_reason reason, std::s
   event.reason = reason;
   event.message = std::move(message);
   event.num_generated_tokens = seq.num_generated_tokens();
+  event.num_cached_tokens = seq.num_cached_tokens;
   const seq_id id = seq.id;  // `seq` dangles after the erase below
   queue_release(seq, /*is_finished=*/true);
   erase_id(running_, id);
@@ -100,6 +103,35 @@ seq_event scheduler::finish_sequence(sequence& seq, finish_reason reason, std::s
   ++counters_.num_finished;
   seqs_.erase(id);
   return event;
+}
+
+void scheduler::hash_full_blocks(sequence& seq) {
+  if (!config_.enable_prefix_caching) return;
+  const int bs = kv_.block_size;
+  const int num_full = seq.num_tokens() / bs;
+  if (num_full <= seq.num_hashed_blocks) return;
+  kv_block_hashes out{seq.id, {}};
+  std::vector<token_id> block(static_cast<std::size_t>(bs));
+  for (int k = seq.num_hashed_blocks; k < num_full; ++k) {
+    for (int i = 0; i < bs; ++i) block[static_cast<std::size_t>(i)] = seq.token_at(k * bs + i);
+    // The salt enters the first block; the chain carries it to every later one.
+    seq.last_block_hash = k == 0 ? hash_block(nullptr, block, seq.cache_salt)
+                                 : hash_block(&seq.last_block_hash, block, {});
+    out.hashes.push_back(seq.last_block_hash);
+  }
+  seq.num_hashed_blocks = num_full;
+  new_hashes_.push_back(std::move(out));
+}
+
+void scheduler::take_cached_prefixes(const std::vector<kv_cached_prefix>& prefixes) {
+  for (seq_id id : waiting_) seqs_.at(id).num_cached_hint = 0;
+  for (const auto& c : prefixes) {
+    auto it = seqs_.find(c.id);
+    if (it == seqs_.end() || it->second.status == seq_status::running) continue;
+    // Whole blocks, and never the last token: its logits are needed.
+    const int cap = (it->second.num_tokens() - 1) / kv_.block_size * kv_.block_size;
+    it->second.num_cached_hint = std::min(c.num_tokens, cap);
+  }
 }
 
 void scheduler::queue_release(sequence& seq, bool is_finished) {
@@ -119,6 +151,8 @@ result<kv_request> scheduler::schedule() {
     request.victims = victim_order();
     request.fallback = fallback_ask();
   }
+  request.new_hashes = std::move(new_hashes_);
+  new_hashes_.clear();
   request.releases = std::move(releases_);
   releases_.clear();
   num_released_blocks_ = 0;
@@ -141,7 +175,7 @@ result<step_plan> scheduler::on_grant(kv_grant grant) {
       return make_error(errc::internal, "kv grant " + std::to_string(i) + " is for sequence " +
                                             std::to_string(grant.grants[i].id) + ", not the one asked");
   }
-  kv_ = grant.snapshot;
+  kv_ = std::move(grant.snapshot);
   releases_in_flight_.clear();
   for (seq_id id : grant.preempted) {
     auto it = seqs_.find(id);
@@ -162,6 +196,7 @@ result<step_plan> scheduler::on_grant(kv_grant grant) {
     plan.seqs.push_back(make_seq_step(seq, g.num_tokens, std::move(g.block_table)));
     pending.entries.push_back({g.id, g.num_tokens, plan.seqs.back().do_sample});
   }
+  take_cached_prefixes(kv_.cached_prefixes);
   if (grant.is_fallback_used)
     reject("policy '" + policy_.name() + "' scheduled nothing that could run while work was waiting: " +
            "the engine runs sequence " + std::to_string(fallback_->id));
@@ -181,7 +216,13 @@ void scheduler::admit(sequence& seq, int num_computed_tokens) {
   running_.push_back(seq.id);
   seq.status = seq_status::running;
   seq.num_computed_tokens = num_computed_tokens;
-  if (!seq.times.first_scheduled) seq.times.first_scheduled = now();
+  seq.num_cached_hint = 0;
+  if (seq.times.first_scheduled) return;
+  seq.times.first_scheduled = now();
+  seq.num_cached_tokens = num_computed_tokens;  // the prefix-cache hit
+  if (!config_.enable_prefix_caching) return;
+  counters_.num_prefix_cache_queries += static_cast<std::uint64_t>(seq.num_tokens());
+  counters_.num_prefix_cache_hits += static_cast<std::uint64_t>(num_computed_tokens);
 }
 
 seq_step scheduler::make_seq_step(sequence& seq, int num_tokens, std::vector<block_id> block_table) {
@@ -235,6 +276,7 @@ result<std::vector<seq_event>> scheduler::apply(const step_result& result) {
 bool scheduler::append_token(sequence& seq, const sampled_token& token,
                              std::vector<seq_event>& events) {
   seq.generated.push_back(token.token);
+  hash_full_blocks(seq);
   double t = now();
   if (!seq.times.first_token) seq.times.first_token = t;
   seq.times.last_token = t;

@@ -43,6 +43,7 @@ struct seq_event {
   finish_reason reason = finish_reason::stop;  ///< kind::finished
   std::string message;          ///< kind::finished: why, for error / aborted
   int num_generated_tokens = 0; ///< after this event
+  int num_cached_tokens = 0;    ///< kind::finished: prompt tokens taken from the prefix cache
 };
 
 struct scheduler_counters {
@@ -52,6 +53,10 @@ struct scheduler_counters {
   std::uint64_t num_preemptions = 0;
   /// Entries of policy decisions that were clipped or refused (each entry counts once).
   std::uint64_t num_rejected_decisions = 0;
+  /// Prefix cache, in tokens, at each request's first admission (vLLM's counters):
+  /// tokens looked up, and tokens found cached.
+  std::uint64_t num_prefix_cache_queries = 0;
+  std::uint64_t num_prefix_cache_hits = 0;
 };
 
 class scheduler {
@@ -150,6 +155,8 @@ class scheduler {
   seq_step make_seq_step(sequence& seq, int num_tokens, std::vector<block_id> block_table);
   void admit(sequence& seq, int num_computed_tokens);
   void queue_release(sequence& seq, bool is_finished);
+  void hash_full_blocks(sequence& seq);
+  void take_cached_prefixes(const std::vector<kv_cached_prefix>& prefixes);
   bool append_token(sequence& seq, const sampled_token& token, std::vector<seq_event>& events);
   seq_event finish_sequence(sequence& seq, finish_reason reason, std::string message);
   std::optional<finish_reason> check_stop(const sequence& seq, token_id token) const;
@@ -166,6 +173,7 @@ class scheduler {
   step_phase phase_ = step_phase::idle;
   std::vector<kv_ask> asked_;                  // awaiting_grant: the asks sent, in order
   std::optional<kv_ask> fallback_;
+  std::vector<kv_block_hashes> new_hashes_;    // not sent yet
   std::vector<kv_release> releases_;           // not sent yet
   std::vector<kv_release> releases_in_flight_; // sent with the pending request
   int num_released_blocks_ = 0;                // blocks held by releases_ (the view counts them free)

@@ -19,6 +19,9 @@ struct scheduler_config {
   std::vector<token_id> eos_token_ids;
   /// Seeds the sampling RNG of requests that bring none (mixed with the sequence id).
   std::uint64_t seed = 0;
+  /// Hash every full block so the KV manager can reuse cached prefixes; off, no hash
+  /// is computed and nothing is cached.
+  bool enable_prefix_caching = true;
 };
 
 }  // namespace inflight

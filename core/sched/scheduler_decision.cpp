@@ -13,6 +13,11 @@ int num_blocks_for(int num_tokens, int block_size) {
   return num_tokens <= 0 ? 0 : (num_tokens + block_size - 1) / block_size;
 }
 
+/// Tokens in the KV cache for planning: a waiting sequence's cached prefix counts.
+int planned_computed(const sequence& seq) {
+  return seq.status == seq_status::running ? seq.num_computed_tokens : seq.num_cached_hint;
+}
+
 inflight_seq_info make_info(const sequence& seq) {
   inflight_seq_info info{};
   info.seq_id = seq.id;
@@ -23,11 +28,11 @@ inflight_seq_info make_info(const sequence& seq) {
   info.arrival_time = seq.times.arrival;
   info.num_prompt_tokens = seq.num_prompt_tokens();
   info.num_tokens = seq.num_tokens();
-  info.num_computed_tokens = seq.num_computed_tokens;
+  info.num_computed_tokens = planned_computed(seq);
   info.num_generated_tokens = seq.num_generated_tokens();
   info.max_tokens = seq.params.max_tokens;
   info.num_blocks_held = seq.num_blocks_held;
-  info.num_tokens_needed = seq.num_tokens_needed();
+  info.num_tokens_needed = seq.num_tokens() - planned_computed(seq);
   return info;
 }
 
@@ -111,12 +116,13 @@ void scheduler::validate_entry(const inflight_schedule_entry& entry, validation&
   if (v.asked.contains(id)) return reject("decision names " + seq_name(id) + " twice: refused");
   const sequence& seq = it->second;
   int n = entry.num_tokens;
+  const int needed = seq.num_tokens() - planned_computed(seq);
   if (n <= 0)
     return reject("decision gives " + seq_name(id) + " " + std::to_string(n) + " tokens: refused");
-  if (n > seq.num_tokens_needed()) {
+  if (n > needed) {
     reject("decision gives " + seq_name(id) + " " + std::to_string(n) + " tokens, it needs " +
-           std::to_string(seq.num_tokens_needed()) + ": clipped");
-    n = seq.num_tokens_needed();
+           std::to_string(needed) + ": clipped");
+    n = needed;
   }
   if (static_cast<int>(v.asks.size()) >= config_.max_num_seqs)
     return reject("decision exceeds max_num_seqs " + std::to_string(config_.max_num_seqs) + ": " +
@@ -148,12 +154,14 @@ void scheduler::validate_entry(const inflight_schedule_entry& entry, validation&
 
 int scheduler::fit_admission(const sequence& seq, int num_tokens, validation& v) {
   // Admissions never preempt: they take free blocks or wait.
-  const int needed = num_blocks_for(seq.num_computed_tokens + num_tokens, kv_.block_size);
+  // The view counts a cached prefix as blocks to take (true for cached blocks nobody
+  // holds; shared ones cost nothing, so the grant can only be better).
+  const int needed = num_blocks_for(planned_computed(seq) + num_tokens, kv_.block_size);
   if (needed <= v.num_free_blocks) {
     v.num_free_blocks -= needed;
     return num_tokens;
   }
-  const int fit = v.num_free_blocks * kv_.block_size - seq.num_computed_tokens;
+  const int fit = v.num_free_blocks * kv_.block_size - planned_computed(seq);
   if (fit <= 0) {
     reject("no free KV block to admit " + seq_name(seq.id) + ": refused");
     return 0;
@@ -194,7 +202,7 @@ std::optional<kv_ask> scheduler::fallback_ask() const {
     return seqs_.at(a).times.arrival < seqs_.at(b).times.arrival;
   });
   const sequence& seq = seqs_.at(*oldest);
-  return make_ask(seq, std::min(seq.num_tokens_needed(), config_.max_num_batched_tokens));
+  return make_ask(seq, std::min(seq.num_tokens() - planned_computed(seq), config_.max_num_batched_tokens));
 }
 
 void scheduler::reject(std::string reason) {

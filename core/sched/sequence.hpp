@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/kv/block_hash.hpp"
 #include "core/sampling/sampling_params.hpp"
 #include "core/types.hpp"
 
@@ -32,6 +33,8 @@ struct seq_request {
   std::vector<token_id> prompt;
   sampling_params params;
   int priority = 0;  ///< larger = more important
+  /// Prefix-cache salt: requests with different salts never share cached blocks.
+  std::string cache_salt;
 };
 
 /// Times on the scheduler's clock, in seconds.
@@ -49,6 +52,13 @@ struct sequence {
   std::vector<token_id> generated;
   int num_computed_tokens = 0;  ///< tokens whose K/V are in the cache
   int num_blocks_held = 0;      ///< size of its block table at the last grant (0 when waiting)
+  /// Waiting: its cached prefix at the last grant (what the policy plans with).
+  int num_cached_hint = 0;
+  /// Tokens its first admission took from the prefix cache (usage.cached_tokens).
+  int num_cached_tokens = 0;
+  std::string cache_salt;
+  int num_hashed_blocks = 0;    ///< full blocks whose hash went to the KV manager
+  block_hash last_block_hash;   ///< of the last of them: the next block's parent
   seq_status status = seq_status::waiting;
   int priority = 0;
   sampling_params params;

@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -106,8 +107,11 @@ inline sched_rig make_scheduler(const scheduler_config& config, int num_blocks, 
 
 class fake_backend {
  public:
-  fake_backend(int num_blocks, int block_size, int vocab)
-      : block_size_(block_size), vocab_(vocab), kv_(static_cast<std::size_t>(num_blocks * block_size), -1) {}
+  /// `tag_of(id)` is mixed into what sequence `id` writes: give sequences that must not
+  /// share K/V (different cache salts) different tags, and a wrong share shows.
+  fake_backend(int num_blocks, int block_size, int vocab, std::function<int(seq_id)> tag_of = {})
+      : block_size_(block_size), vocab_(vocab), kv_(static_cast<std::size_t>(num_blocks * block_size), -1),
+        tag_of_(std::move(tag_of)) {}
 
   result<step_result> execute(const step_plan& plan) {
     step_result out;
@@ -116,7 +120,9 @@ class fake_backend {
       int end = s.start_position + static_cast<int>(s.tokens.size());
       if (static_cast<int>(s.block_table.size()) * block_size_ < end)
         return make_error(errc::internal, "block table too short for sequence " + std::to_string(s.id));
-      for (std::size_t i = 0; i < s.tokens.size(); ++i) kv_[slot(s, s.start_position + static_cast<int>(i))] = s.tokens[i];
+      const int tag = tag_of_ ? tag_of_(s.id) : 0;
+      for (std::size_t i = 0; i < s.tokens.size(); ++i)
+        kv_[slot(s, s.start_position + static_cast<int>(i))] = s.tokens[i] + tag * 100000;
       if (!s.do_sample) continue;
       std::uint64_t h = 1469598103934665603ull;
       for (int p = 0; p < end; ++p) {
@@ -137,6 +143,7 @@ class fake_backend {
   int block_size_;
   int vocab_;
   std::vector<token_id> kv_;
+  std::function<int(seq_id)> tag_of_;
 };
 
 /// Everything every step must satisfy. Right after schedule() the KV manager holds
@@ -164,7 +171,13 @@ inline void check_step_invariants(const sched_rig& s, const step_plan& plan) {
     REQUIRE(s.kv().has_table(id));
     REQUIRE(seq->num_blocks_held == static_cast<int>(s.kv().block_table(id).size()));
     REQUIRE(seq->num_blocks_held * block_size >= seq->num_computed_tokens);
-    for (block_id b : s.kv().block_table(id)) REQUIRE(s.kv().pool().ref_count(b) == 1);
+    // Only full, computed, cached blocks are shared: a sequence never writes into one.
+    auto table = s.kv().block_table(id);
+    for (std::size_t k = 0; k < table.size(); ++k) {
+      if (s.kv().pool().ref_count(table[k]) == 1) continue;
+      REQUIRE(s.kv().pool().hash_of(table[k]) != nullptr);
+      REQUIRE(static_cast<int>(k + 1) * block_size <= seq->num_computed_tokens);
+    }
   }
   for (seq_id id : s.waiting()) REQUIRE(!s.kv().has_table(id));
   if (s.sched().has_pending_releases()) REQUIRE(s.kv().num_sequences() >= s.num_running());
@@ -175,6 +188,10 @@ struct random_run_options {
   std::string policy_name = "fcfs";
   std::string plugin_dir = test::plugin_dir();
   policy_settings settings;
+  bool enable_prefix_caching = true;
+  /// Prompts built from a few shared prefixes (and two cache salts), so blocks are
+  /// shared, cached, hit and evicted.
+  bool has_shared_prefixes = false;
   std::uint64_t seed = 1;
   int num_arrival_steps = 600;
   int max_steps = 20000;
@@ -186,20 +203,23 @@ struct random_run_result {
   std::map<seq_id, seq_request> requests;
   std::map<seq_id, std::vector<token_id>> outputs;
   std::map<seq_id, finish_reason> reasons;
+  std::map<seq_id, int> salts;  ///< 0 = none
   scheduler_counters counters;
+  std::uint64_t num_evictions = 0;
   int max_context = 0;
   int num_steps = 0;
 };
 
-/// Runs a request to completion alone in a roomy engine: the reference output.
-inline std::vector<token_id> run_alone(const seq_request& request, int max_context, int vocab) {
+/// Runs a request to completion alone in a roomy engine: the reference output. `tag`
+/// is what the fake backend mixes into its K/V (see fake_backend).
+inline std::vector<token_id> run_alone(const seq_request& request, int max_context, int vocab, int tag = 0) {
   scheduler_config config;
   config.max_num_batched_tokens = 64;
   config.max_num_seqs = 1;
   config.max_seq_len = max_context;
   const int num_blocks = 64, block_size = 4;
   auto s = make_scheduler(config, num_blocks, block_size, load_policy("fcfs"));
-  fake_backend backend(num_blocks, block_size, vocab);
+  fake_backend backend(num_blocks, block_size, vocab, [tag](seq_id) { return tag; });
   REQUIRE(s.submit(request).has_value());
   std::vector<token_id> out;
   while (s.has_work()) {
@@ -224,11 +244,20 @@ inline random_run_result run_random(const random_run_options& opt) {
   config.max_num_batched_tokens = pick(4, 40);
   config.max_num_seqs = pick(1, 6);
   config.max_seq_len = 40;
+  config.enable_prefix_caching = opt.enable_prefix_caching;
   const int block_size = 4;
   const int num_blocks = pick(10, 16);  // 40..64 tokens: a few sequences at most
   auto s = make_scheduler(config, num_blocks, block_size, load_policy(opt.policy_name, opt.settings, opt.plugin_dir));
-  fake_backend backend(num_blocks, block_size, opt.vocab);
   random_run_result r;
+  fake_backend backend(num_blocks, block_size, opt.vocab, [&r](seq_id id) {
+    auto it = r.salts.find(id);
+    return it == r.salts.end() ? 0 : it->second;
+  });
+  std::vector<std::vector<token_id>> prefixes;
+  for (int i = 0; i < 4; ++i) {
+    prefixes.emplace_back();
+    for (int n = pick(4, 18); n > 0; --n) prefixes.back().push_back(pick(1, opt.vocab - 1));
+  }
   r.max_context = s.max_context();
   seq_id next_id = 1;
   for (int step = 0; step < opt.max_steps; ++step) {
@@ -236,7 +265,16 @@ inline random_run_result run_random(const random_run_options& opt) {
     if (step < opt.num_arrival_steps && pick(0, 2) == 0) {
       seq_request req;
       req.id = next_id++;
-      for (int i = pick(1, 30); i > 0; --i) req.prompt.push_back(pick(1, opt.vocab - 1));
+      if (!opt.has_shared_prefixes) {
+        for (int i = pick(1, 30); i > 0; --i) req.prompt.push_back(pick(1, opt.vocab - 1));
+      } else {
+        if (pick(0, 3) > 0) req.prompt = prefixes[static_cast<std::size_t>(pick(0, 3))];
+        for (int i = pick(req.prompt.empty() ? 1 : 0, 12); i > 0; --i) req.prompt.push_back(pick(1, opt.vocab - 1));
+        if (pick(0, 3) == 0) {
+          r.salts[req.id] = 1;
+          req.cache_salt = "tenant-1";
+        }
+      }
       req.params.max_tokens = pick(1, 20);
       if (pick(0, 1) == 0) req.params.stop_token_ids = {0};
       req.priority = pick(0, 3);
@@ -278,7 +316,9 @@ inline random_run_result run_random(const random_run_options& opt) {
   REQUIRE(s.schedule().has_value());  // returns the last releases
   REQUIRE(s.num_free_blocks() == num_blocks);
   REQUIRE(s.kv().num_sequences() == 0);
+  REQUIRE(s.kv().num_known_sequences() == 0);  // no hash chain left behind either
   r.counters = s.counters();
+  r.num_evictions = s.kv().pool().num_evictions();
   return r;
 }
 
@@ -288,7 +328,7 @@ inline void check_against_solo_runs(const random_run_result& r, int vocab) {
   for (const auto& [id, req] : r.requests) {
     INFO("sequence " << id);
     REQUIRE(r.reasons.contains(id));
-    auto alone = run_alone(req, r.max_context, vocab);
+    auto alone = run_alone(req, r.max_context, vocab, r.salts.contains(id) ? r.salts.at(id) : 0);
     const auto& got = r.outputs.contains(id) ? r.outputs.at(id) : std::vector<token_id>{};
     if (r.reasons.at(id) == finish_reason::cancelled) {
       REQUIRE(got.size() <= alone.size());
