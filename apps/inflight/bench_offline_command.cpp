@@ -111,9 +111,9 @@ std::vector<std::string> expand_policies(const std::vector<std::string>& asked, 
 }
 
 /// Policies that prefill every prompt whole (a longer prompt is prefilled alone over
-/// several steps): the offline workloads give them a budget that holds the longest prompt.
+/// several steps): the offline workloads give them a budget that holds a full batch.
 bool prefills_whole_prompts(const std::string& policy) {
-  return policy == "prefill_first" || policy == "orca" || policy == "tgi";
+  return policy == "static" || policy == "prefill_first" || policy == "orca" || policy == "tgi";
 }
 
 int longest_prompt(const std::vector<bench::bench_prompt>& prompts) {
@@ -134,12 +134,11 @@ deployment policy_deployment(const deployment& base, const std::string& policy, 
     const int streams = int(std::count_if(prompts.begin(), prompts.end(), [](const auto& p) { return p.tag == "decode"; }));
     d.engine.max_num_batched_tokens = o.budget > 0 ? o.budget : longest + streams;
     if (policy == "splitfuse") d.scheduler.policy_settings["splitfuse"] = "{\"max_chunk_tokens\": " + std::to_string(o.chunk) + "}";
-  } else if (policy == "static") {
-    // A true static batch prefills all its prompts whole, in one step.
+  } else if (prefills_whole_prompts(policy)) {
+    // A step of whole prompts can admit a full batch at once, as a true static batch
+    // does, and as TGI's max_batch_prefill_tokens (4096) does for short prompts.
     const int seats = std::min<int>(d.engine.max_num_seqs, int(prompts.size()));
     d.engine.max_num_batched_tokens = std::max(d.engine.max_num_batched_tokens, seats * longest);
-  } else if (prefills_whole_prompts(policy)) {
-    d.engine.max_num_batched_tokens = std::max(d.engine.max_num_batched_tokens, longest);
   }
   return d;
 }
