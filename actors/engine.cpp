@@ -6,6 +6,7 @@
 #include <random>
 #include <thread>
 
+#include "actors/actor_runtime.hpp"
 #include "actors/backend/backend_factory.hpp"
 #include "actors/executor_actor.hpp"
 #include "actors/kv_allocator_actor.hpp"
@@ -87,7 +88,7 @@ result<std::unique_ptr<engine>> engine::start(const deployment& d, loaded_model 
   auto sched = make_scheduler(d, model, kv->snapshot());
   if (!sched) return std::unexpected(sched.error());
   p->model = std::move(model);
-  p->cfg.set("scheduler.max-threads", std::max<std::size_t>(2, std::thread::hardware_concurrency()));
+  configure_compute_runtime(p->cfg);
   auto owned_backend = std::make_shared<std::unique_ptr<backend>>(std::move(*be));
   auto owned_sched = std::make_shared<std::optional<scheduler>>(std::move(*sched));
   auto owned_kv = std::make_shared<std::optional<kv_manager>>(std::move(*kv));
