@@ -4,8 +4,9 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CONFIG ?= config/default.toml
 CMAKE_FLAGS ?=
+PREFIX ?= /usr/local
 
-.PHONY: deps configure build test-setup test sanitize-core run asan clean
+.PHONY: deps configure build test-setup test sanitize-core run install asan clean
 
 deps:
 	./scripts/install-deps.sh
@@ -32,6 +33,11 @@ sanitize-core: deps
 
 run: build
 	$(BUILD)/bin/inflight serve --config $(CONFIG)
+
+# bin/inflight, the policy plugins, the plugin ABI header and the shipped configs under
+# $(PREFIX) (a relocatable tree: make install PREFIX=/opt/inflight).
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 # Every test under AddressSanitizer + UndefinedBehaviorSanitizer.
 asan: test-setup

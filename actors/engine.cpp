@@ -13,10 +13,7 @@
 #include "actors/request_actor.hpp"
 #include "actors/scheduler_actor.hpp"
 #include "core/sampling/sampler.hpp"
-
-#ifndef INFLIGHT_DEFAULT_PLUGIN_DIR
-#define INFLIGHT_DEFAULT_PLUGIN_DIR "plugins"
-#endif
+#include "core/sched/plugin_dir.hpp"
 
 namespace inflight {
 
@@ -30,6 +27,7 @@ struct engine::impl {
   kv_allocator_actor kv;
   std::shared_ptr<engine_metrics> metrics = std::make_shared<engine_metrics>();
   std::shared_ptr<shared_gauges> gauges = std::make_shared<shared_gauges>();
+  std::filesystem::path plugin_dir;
   std::shared_ptr<std::atomic<int>> num_live = std::make_shared<std::atomic<int>>(0);
   std::atomic<request_id> next_id{1};
   std::atomic<bool> is_accepting{true};
@@ -42,26 +40,28 @@ struct engine::impl {
   bool is_stop_requested = false;
 };
 
-std::string policy_plugin_dir(const scheduler_settings& s) {
-  if (!s.plugin_dir.empty()) return s.plugin_dir;
-  if (const char* env = std::getenv("INFLIGHT_PLUGIN_DIR")) return env;
-  return INFLIGHT_DEFAULT_PLUGIN_DIR;
+result<std::filesystem::path> try_policy_plugin_dir(const scheduler_settings& s) {
+  // Without /proc the candidates next to the binary cannot exist; the error says so.
+  auto exe = try_current_executable();
+  return try_resolve_plugin_dir(s.plugin_dir, std::getenv("INFLIGHT_PLUGIN_DIR"),
+                                exe ? *exe : std::filesystem::path("/proc/self/exe"));
 }
 
 namespace {
 
-result<policy> load_policy(const scheduler_settings& s) {
+result<policy> load_policy(const scheduler_settings& s, const std::filesystem::path& plugin_dir) {
   policy_settings settings;
   if (auto it = s.policy_settings.find(s.policy); it != s.policy_settings.end()) {
     auto parsed = try_parse_policy_settings(it->second);
     if (!parsed) return std::unexpected(parsed.error());
     settings = std::move(*parsed);
   }
-  return policy::try_load(policy_plugin_dir(s), s.policy, settings);
+  return policy::try_load(plugin_dir, s.policy, settings);
 }
 
-result<scheduler> make_scheduler(const deployment& d, const loaded_model& m, const kv_snapshot& kv) {
-  auto pol = load_policy(d.scheduler);
+result<scheduler> make_scheduler(const deployment& d, const loaded_model& m, const kv_snapshot& kv,
+                                 const std::filesystem::path& plugin_dir) {
+  auto pol = load_policy(d.scheduler, plugin_dir);
   if (!pol) return std::unexpected(pol.error());
   scheduler_config c;
   c.max_num_batched_tokens = d.engine.max_num_batched_tokens;
@@ -81,11 +81,14 @@ engine::~engine() { shutdown(0.0); }
 result<std::unique_ptr<engine>> engine::start(const deployment& d, loaded_model model) {
   auto p = std::make_unique<impl>();
   p->settings = d;
+  auto plugin_dir = try_policy_plugin_dir(d.scheduler);
+  if (!plugin_dir) return std::unexpected(plugin_dir.error());
+  p->plugin_dir = *plugin_dir;
   auto be = make_backend(d.engine, model.weights);
   if (!be) return std::unexpected(be.error());
   auto kv = kv_manager::try_create((*be)->num_kv_blocks(), (*be)->block_size());
   if (!kv) return std::unexpected(kv.error());
-  auto sched = make_scheduler(d, model, kv->snapshot());
+  auto sched = make_scheduler(d, model, kv->snapshot(), p->plugin_dir);
   if (!sched) return std::unexpected(sched.error());
   p->model = std::move(model);
   configure_compute_runtime(p->cfg);
@@ -180,6 +183,7 @@ void engine::shutdown(double grace_s) {
 bool engine::is_healthy() const { return impl_->gauges->is_healthy && !impl_->is_stopped; }
 const loaded_model& engine::model() const { return impl_->model; }
 const deployment& engine::settings() const { return impl_->settings; }
+const std::filesystem::path& engine::plugin_dir() const { return impl_->plugin_dir; }
 engine_metrics& engine::metrics() { return *impl_->metrics; }
 std::string engine::render_metrics() const { return impl_->metrics->render(impl_->model.name, snapshot().gauges); }
 

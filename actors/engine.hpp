@@ -4,6 +4,7 @@
 /// `inflight bench offline` all drive the engine through this API.
 
 #include <atomic>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -73,8 +74,8 @@ struct engine_snapshot {
 };
 
 /// The directory the engine loads policies from: the deployment's plugin_dir, else
-/// $INFLIGHT_PLUGIN_DIR, else the built-in plugin directory.
-std::string policy_plugin_dir(const scheduler_settings& s);
+/// $INFLIGHT_PLUGIN_DIR, else next to the running binary (core/sched/plugin_dir.hpp).
+result<std::filesystem::path> try_policy_plugin_dir(const scheduler_settings& s);
 
 class engine {
  public:
@@ -98,6 +99,8 @@ class engine {
   bool is_healthy() const;
   const loaded_model& model() const;
   const deployment& settings() const;
+  /// Where the policy plugin was loaded from (see core/sched/plugin_dir.hpp).
+  const std::filesystem::path& plugin_dir() const;
   engine_metrics& metrics();
   std::string render_metrics() const;
 

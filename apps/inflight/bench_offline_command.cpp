@@ -77,7 +77,9 @@ result<void> try_check_policy(const scheduler_settings& s, const std::string& na
     if (!parsed) return std::unexpected(parsed.error());
     settings = std::move(*parsed);
   }
-  auto loaded = policy::try_load(policy_plugin_dir(s), name, settings);
+  auto dir = try_policy_plugin_dir(s);
+  if (!dir) return std::unexpected(dir.error());
+  auto loaded = policy::try_load(*dir, name, settings);
   if (!loaded) return std::unexpected(loaded.error());
   return {};
 }
@@ -95,7 +97,9 @@ std::vector<std::string> expand_policies(const std::vector<std::string>& asked, 
       add(name);
       continue;
     }
-    auto names = try_list_policies(policy_plugin_dir(s));
+    auto dir = try_policy_plugin_dir(s);
+    if (!dir) fail(dir.error().message);
+    auto names = try_list_policies(*dir);
     if (!names) fail(names.error().message);
     std::stable_partition(names->begin(), names->end(), [](const auto& n) { return n == "static"; });
     for (const auto& n : *names) {

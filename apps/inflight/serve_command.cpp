@@ -48,6 +48,7 @@ void run_serve(const serve_options& o) {
   std::printf("inflight: chat template: %s\n", s.chat_template_name().c_str());
   std::printf("inflight: engine: %s backend, policy %s, max_num_seqs %d, io threads %d\n", d.engine.backend.c_str(),
               d.scheduler.policy.c_str(), d.engine.max_num_seqs, d.server.io_threads);
+  std::printf("inflight: policy plugins from %s\n", (*eng)->plugin_dir().c_str());
   std::printf("inflight: listening on http://%s:%d (OpenAI API under /v1, WebSocket at /v1/ws)\n", s.host().c_str(),
               s.port());
   std::fflush(stdout);

@@ -61,7 +61,7 @@ struct engine_settings {
 
 struct scheduler_settings {
   std::string policy = "splitfuse";
-  std::string plugin_dir;          ///< empty = the built-in plugin directory
+  std::string plugin_dir;          ///< empty = $INFLIGHT_PLUGIN_DIR, else next to the binary (core/sched/plugin_dir.hpp)
   /// [scheduler.<policy>] tables as JSON objects, by policy name.
   std::map<std::string, std::string> policy_settings;
 };
