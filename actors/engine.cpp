@@ -90,6 +90,8 @@ result<std::unique_ptr<engine>> engine::start(const deployment& d, loaded_model 
   if (!kv) return std::unexpected(kv.error());
   auto sched = make_scheduler(d, model, kv->snapshot(), p->plugin_dir);
   if (!sched) return std::unexpected(sched.error());
+  // What snapshot() says before the scheduler publishes its first.
+  p->gauges->snapshot.num_blocks = p->gauges->snapshot.num_free_blocks = (*be)->num_kv_blocks();
   p->model = std::move(model);
   configure_compute_runtime(p->cfg);
   auto owned_backend = std::make_shared<std::unique_ptr<backend>>(std::move(*be));
@@ -185,6 +187,8 @@ const loaded_model& engine::model() const { return impl_->model; }
 const deployment& engine::settings() const { return impl_->settings; }
 const std::filesystem::path& engine::plugin_dir() const { return impl_->plugin_dir; }
 engine_metrics& engine::metrics() { return *impl_->metrics; }
+void engine::set_step_sink(std::shared_ptr<step_sink> sink) { impl_->gauges->steps.set_sink(std::move(sink)); }
+bool engine::has_step_sink() const { return impl_->gauges->steps.is_active(); }
 std::string engine::render_metrics() const { return impl_->metrics->render(impl_->model.name, snapshot().gauges); }
 
 }  // namespace inflight

@@ -19,6 +19,7 @@
 namespace inflight {
 
 using request_id = seq_id;
+class step_sink;  // actors/step_feed.hpp
 
 struct generate_request {
   std::vector<token_id> prompt;        ///< already tokenized (BOS included when the model wants it)
@@ -103,6 +104,11 @@ class engine {
   const std::filesystem::path& plugin_dir() const;
   engine_metrics& metrics();
   std::string render_metrics() const;
+  /// Installs the one receiver of step summaries (actors/step_feed.hpp); nullptr stops
+  /// them. While none is installed the scheduler summarises nothing.
+  void set_step_sink(std::shared_ptr<step_sink> sink);
+  /// Whether a step sink is installed (the scheduler summarises its steps).
+  bool has_step_sink() const;
 
   struct impl;
 

@@ -36,6 +36,7 @@ void publish(self_ptr self) {
 void route(self_ptr self, const std::vector<seq_event>& events, double step_start) {
   auto& st = self->state;
   publish(self);
+  st.recorder.on_events(st.gauges->steps, events);
   for (const auto& ev : events) {
     auto it = st.routes.find(ev.id);
     if (it == st.routes.end()) continue;
@@ -83,11 +84,13 @@ void on_step_done(self_ptr self, step_outcome& out, double start, int num_seqs, 
   t.kv_usage_sum += st.sched->kv_usage();
   st.metrics->iteration_tokens.observe(num_tokens);
   route(self, events, start);
+  st.recorder.on_applied(st.gauges->steps, *st.sched, end);
   maybe_step(self);
 }
 
 void execute(self_ptr self, step_plan plan, double start) {
   auto& st = self->state;
+  st.recorder.on_planned(st.gauges->steps, plan, *st.sched, start);
   for (const auto& s : plan.seqs) {
     auto it = st.routes.find(s.id);
     if (it != st.routes.end() && !it->second.first_scheduled_s) it->second.first_scheduled_s = start;

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "actors/messages.hpp"
+#include "actors/step_feed.hpp"
 
 namespace inflight {
 
@@ -21,6 +22,7 @@ struct shared_gauges {
   std::atomic<bool> is_healthy{true};
   std::mutex mutex;
   engine_snapshot snapshot;
+  step_feed steps;  ///< the live step feed (actors/step_feed.hpp)
 };
 
 struct scheduler_state {
@@ -36,6 +38,7 @@ struct scheduler_state {
   std::unordered_map<seq_id, route> routes;
   bool is_accepting = true;
   engine_snapshot totals;
+  step_recorder recorder;
   static inline const char* name = "scheduler";
 };
 

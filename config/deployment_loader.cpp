@@ -83,6 +83,15 @@ key_spec text(S deployment::*section, std::string S::*member, std::vector<std::s
           }};
 }
 
+template <class S>
+key_spec boolean(S deployment::*section, bool S::*member, std::string key) {
+  return {"a boolean", [=](deployment& d, const toml::node& n) -> result<void> {
+            if (!n.is_boolean()) return bad_value(key, n, "a boolean");
+            (d.*section).*member = n.as_boolean()->get();
+            return {};
+          }};
+}
+
 key_spec bytes(std::int64_t engine_settings::*member, std::string key) {
   std::string expected = "a size in bytes (an integer, or a string like \"256MiB\" or \"2GiB\")";
   return {expected, [=](deployment& d, const toml::node& n) -> result<void> {
@@ -126,6 +135,13 @@ const std::map<std::string, key_spec>& specs() {
         [](auto k) { return number(&D::server, &server_settings::shutdown_grace_s, 0.0, 3600.0, k); });
     add("server.ws_max_queued_messages",
         [](auto k) { return integer(&D::server, &server_settings::ws_max_queued_messages, 1, 1 << 20, k); });
+    add("server.enable_ui", [](auto k) { return boolean(&D::server, &server_settings::enable_ui, k); });
+    add("server.events_max_subscribers",
+        [](auto k) { return integer(&D::server, &server_settings::events_max_subscribers, 0, 1024, k); });
+    add("server.events_queue_size",
+        [](auto k) { return integer(&D::server, &server_settings::events_queue_size, 2, 1 << 16, k); });
+    add("server.events_max_seqs",
+        [](auto k) { return integer(&D::server, &server_settings::events_max_seqs, 1, 1 << 16, k); });
     add("model.path", [](auto k) { return text(&D::model, &model_settings::path, {}, k); });
     add("model.format",
         [](auto k) { return text(&D::model, &model_settings::format, {"auto", "llama2c", "hf", "dummy"}, k); });

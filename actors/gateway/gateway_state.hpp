@@ -11,6 +11,7 @@
 
 #include "actors/engine.hpp"
 #include "actors/gateway/served_model.hpp"
+#include "actors/gateway/step_fanout.hpp"
 
 namespace inflight::gateway {
 
@@ -34,6 +35,8 @@ class gateway_state {
   const served_model& model() const { return model_; }
   const server_settings& settings() const { return settings_; }
   const std::string& version() const { return version_; }
+  /// The subscribers of GET /v1/engine/events.
+  step_fanout& steps() { return *steps_; }
   bool is_shutting_down() const { return is_shutting_down_; }
   void set_shutting_down() { is_shutting_down_ = true; }
 
@@ -78,6 +81,7 @@ class gateway_state {
   std::atomic<int> num_live_requests_{0};
   std::mutex mutex_;
   std::vector<std::weak_ptr<session_base>> sessions_;
+  std::shared_ptr<step_fanout> steps_ = std::make_shared<step_fanout>(engine_, settings_);
 };
 
 }  // namespace inflight::gateway

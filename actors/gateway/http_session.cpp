@@ -6,6 +6,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
+#include "actors/gateway/engine_events.hpp"
+#include "actors/gateway/events_session.hpp"
 #include "actors/gateway/ws_session.hpp"
 
 namespace inflight::gateway {
@@ -85,12 +87,21 @@ void http_session::handle(request_t&& req) {
     is_closed_ = true;  // the socket now belongs to the WebSocket session
     return;
   }
+  if (kind == route_kind::engine_events) return start_engine_events();
   if (kind == route_kind::completion || kind == route_kind::chat) {
     if (state_.is_shutting_down())
       return send_reply(error_reply(unavailable("the server is shutting down", "shutting_down")));
     return start_generation(kind, req.body());
   }
   send_reply(answer(state_, method, path, req.body()));
+}
+
+void http_session::start_engine_events() {
+  auto subscription = try_subscribe_engine_events(state_);
+  if (!subscription) return send_reply(error_reply(subscription.error()));
+  stream_.expires_never();
+  std::make_shared<events_session>(stream_.release_socket(), state_, std::move(*subscription))->run(version_);
+  is_closed_ = true;  // the socket now belongs to the events session
 }
 
 void http_session::start_generation(route_kind kind, const std::string& text) {

@@ -34,6 +34,7 @@ class http_session final : public session_base, public std::enable_shared_from_t
   void on_read(boost::beast::error_code ec);
   void handle(request_t&& req);
   void start_generation(route_kind kind, const std::string& body);
+  void start_engine_events();
   void send_reply(http_reply reply);
   void on_reply_written(boost::beast::error_code ec, bool keep_alive);
   void next_request();

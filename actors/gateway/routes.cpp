@@ -21,6 +21,7 @@ route_kind classify(std::string_view method, std::string_view path) {
   if (method == "POST" && path == "/v1/completions") return route_kind::completion;
   if (method == "POST" && path == "/v1/chat/completions") return route_kind::chat;
   if (method == "GET" && path == "/v1/ws") return route_kind::websocket;
+  if (method == "GET" && path == "/v1/engine/events") return route_kind::engine_events;
   return route_kind::other;
 }
 
@@ -31,11 +32,12 @@ struct route_entry {
   std::string_view method;
 };
 
-constexpr std::array<route_entry, 11> known_routes{{
+constexpr std::array<route_entry, 12> known_routes{{
     {"/v1/completions", "POST"},  {"/v1/chat/completions", "POST"}, {"/v1/ws", "GET"},
     {"/v1/models", "GET"},        {"/health", "GET"},               {"/metrics", "GET"},
     {"/version", "GET"},          {"/tokenize", "POST"},            {"/detokenize", "POST"},
     {"/v1/tokenize", "POST"},     {"/v1/detokenize", "POST"},
+    {"/v1/engine/events", "GET"},
 }};
 
 http_reply health(gateway_state& state) {

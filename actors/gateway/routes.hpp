@@ -27,6 +27,7 @@ enum class route_kind {
   completion,  ///< POST /v1/completions
   chat,        ///< POST /v1/chat/completions
   websocket,   ///< GET /v1/ws (an upgrade)
+  engine_events,  ///< GET /v1/engine/events (a long-lived SSE stream; events_session)
   other,       ///< answered by answer()
 };
 

@@ -19,6 +19,12 @@ struct server_settings {
   double idle_timeout_s = 60.0;           ///< keep-alive connections idle longer are closed
   double shutdown_grace_s = 10.0;         ///< streams in flight get this long on SIGINT/SIGTERM
   int ws_max_queued_messages = 1024;      ///< per-connection WebSocket send queue bound
+
+  // The web UI (GET /) and its live feed of engine steps (GET /v1/engine/events).
+  bool enable_ui = true;                  ///< false: neither is served (404)
+  int events_max_subscribers = 4;         ///< concurrent feed readers; more get 503
+  int events_queue_size = 256;            ///< events queued per reader; beyond, they merge (aggregate)
+  int events_max_seqs = 256;              ///< sequences listed per event; beyond, only counted
 };
 
 /// Shape of a random-weight model (format = "dummy").

@@ -1,0 +1,117 @@
+#include "actors/gateway/events_session.hpp"
+
+#include <chrono>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+
+#include "actors/gateway/engine_events.hpp"
+
+namespace inflight::gateway {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+
+namespace {
+
+// Little room in the kernel for a reader that does not read: it should fall behind in
+// our bounded queue (and get aggregated events), not in megabytes of socket buffer.
+constexpr int socket_send_buffer_bytes = 16 * 1024;
+
+std::chrono::milliseconds millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::max(0.001, seconds) * 1e3));
+}
+
+}  // namespace
+
+events_session::events_session(net::ip::tcp::socket&& socket, gateway_state& state,
+                               std::shared_ptr<step_subscription> subscription)
+    : socket_(std::move(socket)),
+      state_(state),
+      subscription_(std::move(subscription)),
+      heartbeat_(socket_.get_executor()),
+      stall_(socket_.get_executor()) {}
+
+void events_session::run(unsigned http_version) {
+  state_.add_session(shared_from_this());
+  beast::error_code ignored;
+  socket_.set_option(net::socket_base::send_buffer_size(socket_send_buffer_bytes), ignored);
+  std::weak_ptr<events_session> weak = shared_from_this();
+  subscription_->set_wake([weak, ex = socket_.get_executor()] {
+    net::post(ex, [weak] {
+      if (auto self = weak.lock()) self->pull();
+    });
+  });
+  // The body ends when the connection closes: no length, no chunking.
+  std::string head = http_version >= 11 ? "HTTP/1.1 200 OK\r\n" : "HTTP/1.0 200 OK\r\n";
+  head +=
+      "Server: inflight\r\nContent-Type: text/event-stream; charset=utf-8\r\nCache-Control: no-cache\r\n"
+      "X-Accel-Buffering: no\r\nConnection: close\r\n\r\n";
+  write(head + engine_event_text(state_));
+  watch();
+  arm_heartbeat();
+}
+
+void events_session::stop() {
+  net::post(socket_.get_executor(), [self = shared_from_this()] { self->close(); });
+}
+
+void events_session::write(std::string bytes) {
+  phase_ = phase::writing;
+  writing_ = std::move(bytes);
+  stall_.expires_after(millis(state_.settings().idle_timeout_s));
+  stall_.async_wait([self = shared_from_this()](beast::error_code ec) {
+    if (!ec && self->phase_ == phase::writing) self->close();  // the reader stopped reading
+  });
+  net::async_write(socket_, net::buffer(writing_),
+                   [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_written(ec); });
+}
+
+void events_session::on_written(beast::error_code ec) {
+  if (phase_ == phase::closed) return;
+  stall_.cancel();
+  if (ec) return close();
+  phase_ = phase::idle;
+  pull();
+}
+
+void events_session::pull() {
+  if (phase_ != phase::idle) return;
+  auto steps = subscription_->take();  // empty: the next step wakes us
+  if (steps.empty()) return;
+  std::string bytes;
+  for (const auto& s : steps) bytes += step_event_text(s);
+  write(std::move(bytes));
+}
+
+void events_session::arm_heartbeat() {
+  heartbeat_.expires_after(millis(state_.settings().idle_timeout_s / 2));
+  heartbeat_.async_wait([self = shared_from_this()](beast::error_code ec) { self->on_heartbeat(ec); });
+}
+
+void events_session::on_heartbeat(beast::error_code ec) {
+  if (ec || phase_ == phase::closed) return;
+  if (phase_ == phase::idle) write(": keep-alive\n\n");
+  arm_heartbeat();
+}
+
+void events_session::watch() {
+  // The client sends nothing after its request: a read that ends means it went away.
+  socket_.async_read_some(net::buffer(watch_buf_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    if (ec) return self->close();
+    self->watch();
+  });
+}
+
+void events_session::close() {
+  if (phase_ == phase::closed) return;
+  phase_ = phase::closed;
+  heartbeat_.cancel();
+  stall_.cancel();
+  beast::error_code ignored;
+  socket_.shutdown(net::ip::tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
+  subscription_.reset();  // unsubscribes; the last one stops the engine's summaries
+}
+
+}  // namespace inflight::gateway

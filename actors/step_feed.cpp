@@ -1,0 +1,67 @@
+#include "actors/step_feed.hpp"
+
+#include <algorithm>
+
+namespace inflight {
+
+void step_feed::set_sink(std::shared_ptr<step_sink> sink) {
+  std::lock_guard lock(mutex_);
+  sink_ = std::move(sink);
+  is_active_.store(sink_ != nullptr, std::memory_order_relaxed);
+}
+
+void step_feed::publish(const step_summary& step) {
+  std::lock_guard lock(mutex_);
+  if (sink_) sink_->on_step(step);
+}
+
+void step_recorder::on_planned(const step_feed& feed, const step_plan& plan, const scheduler& sched,
+                               double start_s) {
+  if (!feed.is_active()) {
+    draft_.reset();
+    before_.reset();
+    finished_.clear();
+    return;
+  }
+  auto s = summarize_plan(plan, sched.config().max_num_batched_tokens);
+  s.start_s = start_s;
+  for (const auto& q : s.seqs) {
+    const sequence* seq = sched.find(q.id);
+    if (q.position == 0 && seq != nullptr && seq->num_preemptions == 0) s.joined.push_back(q.id);
+  }
+  s.num_joined = int(s.joined.size());
+  if (before_) {
+    // Left the running set during this schedule() but still live: preempted.
+    const auto& now = sched.running();
+    for (auto id : before_->running) {
+      if (std::find(now.begin(), now.end(), id) == now.end() && sched.find(id) != nullptr) s.preempted.push_back(id);
+    }
+    s.num_preemptions = int(sched.num_preemptions() - before_->num_preemptions);
+  }
+  draft_ = std::move(s);
+}
+
+void step_recorder::on_events(const step_feed& feed, const std::vector<seq_event>& events) {
+  if (!feed.is_active()) return;
+  for (const auto& ev : events) {
+    if (ev.type == seq_event::kind::finished) finished_.push_back({ev.id, ev.reason});
+  }
+}
+
+void step_recorder::on_applied(step_feed& feed, const scheduler& sched, double end_s) {
+  if (!draft_ || !feed.is_active()) return;
+  auto& s = *draft_;
+  s.end_s = end_s;
+  s.busy_s = end_s - s.start_s;
+  s.finished = std::move(finished_);
+  s.num_finished = int(s.finished.size());
+  finished_.clear();
+  s.kv_usage = s.max_kv_usage = sched.kv_usage();
+  s.num_waiting = sched.num_waiting();
+  s.num_running = sched.num_running();
+  feed.publish(s);
+  draft_.reset();
+  before_ = baseline{sched.running(), sched.num_preemptions()};
+}
+
+}  // namespace inflight

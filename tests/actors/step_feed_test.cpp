@@ -1,0 +1,121 @@
+// The scheduler actor's step summaries (actors/step_feed.hpp) from the real engine.
+#include <map>
+#include <set>
+
+#include "actors/step_feed.hpp"
+#include "tests/actors/engine_fixture.hpp"
+
+using namespace inflight;
+using namespace inflight::test;
+
+namespace {
+
+class collect_steps final : public step_sink {
+ public:
+  void on_step(const step_summary& s) override {
+    std::lock_guard lock(mutex_);
+    steps_.push_back(s);
+  }
+  std::vector<step_summary> steps() const {
+    std::lock_guard lock(mutex_);
+    return steps_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<step_summary> steps_;
+};
+
+std::shared_ptr<collect_sink> run(engine& eng, const std::string& prompt, int max_tokens) {
+  auto sink = std::make_shared<collect_sink>();
+  auto req = greedy_request(eng, prompt, max_tokens);
+  req.params.ignore_eos = true;
+  REQUIRE(eng.submit(req, sink).has_value());
+  return sink;
+}
+
+}  // namespace
+
+TEST_CASE("step feed: a request's prompt chunks then decodes, and nothing without a sink", "[step_feed]") {
+  if (shared_file("models/stories260K/stories260K.bin").empty()) return;
+  constexpr int budget = 8, max_tokens = 6;
+  auto eng = start_engine(stories_deployment("splitfuse", budget));
+  auto steps = std::make_shared<collect_steps>();
+
+  // Before a sink is installed the engine summarises nothing.
+  REQUIRE(run(*eng, "One day", 3)->wait());
+  eng->set_step_sink(steps);
+  const std::string prompt = "Once upon a time, there was a little girl named Lily. She loved to play outside";
+  const int num_prompt_tokens = int(greedy_request(*eng, prompt, 1).prompt.size());
+  REQUIRE(num_prompt_tokens > 2 * budget);
+  REQUIRE(run(*eng, prompt, max_tokens)->wait());
+  const auto got = steps->steps();
+  eng->set_step_sink(nullptr);
+  REQUIRE(run(*eng, "One day", 3)->wait());
+  CHECK(steps->steps().size() == got.size());  // nothing after the sink was removed
+
+  REQUIRE(!got.empty());
+  const seq_id id = got.front().seqs.at(0).id;
+  CHECK(got.front().joined == std::vector<seq_id>{id});
+  int position = 0, num_prefill = 0, num_decode = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const auto& s = got[i];
+    INFO("summary " << i);
+    CHECK(s.num_steps == 1);
+    if (i > 0) CHECK(s.first_step_id == got[i - 1].last_step_id + 1);
+    CHECK(s.token_budget == budget);
+    CHECK(s.num_tokens() <= budget);
+    CHECK(s.end_s >= s.start_s);
+    REQUIRE(s.seqs.size() == 1);
+    CHECK(s.seqs[0].id == id);
+    CHECK(s.seqs[0].position == position);  // chunks, then decodes, back to back
+    position += s.seqs[0].num_prefill_tokens + s.seqs[0].num_decode_tokens;
+    num_prefill += s.num_prefill_tokens;
+    num_decode += s.num_decode_tokens;
+    if (num_prefill < num_prompt_tokens) CHECK(s.num_decode_tokens == 0);
+    CHECK(s.num_running == (i + 1 < got.size() ? 1 : 0));
+  }
+  CHECK(num_prefill == num_prompt_tokens);
+  CHECK(num_decode == max_tokens - 1);  // the last prompt chunk samples the first token
+  REQUIRE(got.back().finished.size() == 1);
+  CHECK(got.back().finished[0].id == id);
+  CHECK(got.back().finished[0].reason == finish_reason::length);
+  CHECK(got.back().kv_usage > 0.0);  // its blocks go back with the next step's kv request
+}
+
+TEST_CASE("step feed: preemptions and finishes are listed", "[step_feed]") {
+  if (shared_file("models/stories260K/stories260K.bin").empty()) return;
+  // 8 blocks of 16 tokens cannot hold two sequences of 100+ tokens: one is preempted.
+  auto eng = start_engine(stories_deployment("splitfuse", 64, 8));
+  auto steps = std::make_shared<collect_steps>();
+  eng->set_step_sink(steps);
+  auto a = run(*eng, "Once upon a time", 100);
+  auto b = run(*eng, "The cat sat", 100);
+  REQUIRE(a->wait());
+  REQUIRE(b->wait());
+  CHECK(a->finish().reason == finish_reason::length);
+  CHECK(b->finish().reason == finish_reason::length);
+  const auto num_preemptions = eng->snapshot().gauges.num_preemptions;
+  REQUIRE(num_preemptions > 0);
+
+  int listed = 0;
+  std::set<seq_id> preempted, finished;
+  std::map<seq_id, int> num_joins;
+  bool is_recompute_seen = false;
+  for (const auto& s : steps->steps()) {
+    listed += s.num_preemptions;
+    preempted.insert(s.preempted.begin(), s.preempted.end());
+    for (auto id : s.joined) ++num_joins[id];
+    for (const auto& f : s.finished) finished.insert(f.id);
+    for (const auto& q : s.seqs) {
+      // A preempted sequence comes back with a prefill (recompute) from position 0.
+      if (preempted.contains(q.id) && q.position == 0 && q.num_prefill_tokens > 1) is_recompute_seen = true;
+    }
+  }
+  CHECK(listed == int(num_preemptions));
+  CHECK(!preempted.empty());
+  CHECK(is_recompute_seen);
+  CHECK(num_joins.size() == 2);
+  for (const auto& [id, n] : num_joins) CHECK(n == 1);  // a recompute is not a join
+  CHECK(finished.size() == 2);
+}
