@@ -4,6 +4,7 @@
 
 #include "actors/gateway/openai_request.hpp"
 #include "actors/gateway/openai_response.hpp"
+#include "actors/gateway/web_ui.hpp"
 
 namespace inflight::gateway {
 
@@ -80,6 +81,9 @@ http_reply answer(gateway_state& state, std::string_view method, std::string_vie
   if (is_get && path == "/version") return json_reply(200, {{"version", state.version()}});
   if (method == "POST" && (path == "/tokenize" || path == "/v1/tokenize")) return tokenize(state, body);
   if (method == "POST" && (path == "/detokenize" || path == "/v1/detokenize")) return detokenize_reply(state, body);
+  if (is_get) {
+    if (auto ui = try_answer_ui(state, path)) return std::move(*ui);
+  }
   if (is_get && path == "/v1/ws")
     return error_reply(api_error{426, "invalid_request_error", "/v1/ws takes a WebSocket upgrade", {}, "upgrade_required"});
   for (const auto& r : known_routes) {

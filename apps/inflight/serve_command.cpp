@@ -49,8 +49,8 @@ void run_serve(const serve_options& o) {
   std::printf("inflight: engine: %s backend, policy %s, max_num_seqs %d, io threads %d\n", d.engine.backend.c_str(),
               d.scheduler.policy.c_str(), d.engine.max_num_seqs, d.server.io_threads);
   std::printf("inflight: policy plugins from %s\n", (*eng)->plugin_dir().c_str());
-  std::printf("inflight: listening on http://%s:%d (OpenAI API under /v1, WebSocket at /v1/ws)\n", s.host().c_str(),
-              s.port());
+  std::printf("inflight: listening on http://%s:%d (OpenAI API under /v1, WebSocket at /v1/ws%s)\n", s.host().c_str(),
+              s.port(), d.server.enable_ui ? ", web UI at /" : "");
   std::fflush(stdout);
   s.wait();
   std::printf("inflight: shut down\n");

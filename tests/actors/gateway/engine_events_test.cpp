@@ -90,14 +90,34 @@ bool has_finished(const json& step, std::size_t count, std::vector<json>& finish
 
 }  // namespace
 
-TEST_CASE("engine events: the feed answers 404 when the UI is off", "[gateway][ui]") {
+TEST_CASE("engine events: the page, its files and the feed are served, and none when the UI is off", "[gateway][ui]") {
   if (!has_stories()) return;
+  {
+    served s(events_deployment());
+    auto page = get(s.port, "/");
+    CHECK(page.status == 200);
+    CHECK(page.content_type == "text/html; charset=utf-8");
+    CHECK(page.body.find("<canvas id=\"timeline\"") != std::string::npos);
+    CHECK(page.body.find("/ui/app.js") != std::string::npos);
+    auto js = get(s.port, "/ui/engine_view.js");
+    CHECK(js.status == 200);
+    CHECK(js.content_type == "text/javascript; charset=utf-8");
+    CHECK(js.body.find("EventSource('/v1/engine/events')") != std::string::npos);
+    CHECK(get(s.port, "/ui/style.css").content_type == "text/css; charset=utf-8");
+    CHECK(get(s.port, "/ui/no-such-file.js").status == 404);
+    auto post = http_call(s.port, http::verb::post, "/v1/engine/events", "{}");
+    CHECK(post.status == 405);
+    CHECK(post.headers["Allow"] == "GET");
+  }
   auto d = events_deployment();
   d.server.enable_ui = false;
   served s(d);
-  auto off = get(s.port, "/v1/engine/events");
-  CHECK(off.status == 404);
-  CHECK(off.body_json()["error"]["code"] == "ui_disabled");
+  for (const std::string path : {"/", "/ui/app.js", "/v1/engine/events"}) {
+    INFO(path);
+    auto off = get(s.port, path);
+    CHECK(off.status == 404);
+    CHECK(off.body_json()["error"]["code"] == "ui_disabled");
+  }
 }
 
 TEST_CASE("engine events: one event per step; a prompt chunk fused with decodes; finishes with reasons",

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# ctest entry: the web UI in Debian's chromium (tests/ui/browser-test.mjs) against
+# `inflight serve` with the default deployment (random weights; no ../shared needed),
+# a context long enough for the "stop mid-stream" request and a KV cache small enough to
+# fill visibly under the load. Screenshots: WORK_DIR/*.png.
+# Skipped (77) without chromium, node or puppeteer-core (scripts/setup-ui-tests.sh),
+# failed when CI=true.
+#   run-browser-test.sh INFLIGHT_BIN WORK_DIR
+set -euo pipefail
+INFLIGHT_BIN=$1 WORK=$2
+here=$(cd "$(dirname "$0")" && pwd)
+SOURCE_DIR=$(cd "$here/../.." && pwd)
+
+missing() {
+  echo "browser test: $1"
+  [ "${CI:-}" = "true" ] && exit 1
+  exit 77
+}
+[ -x /usr/bin/chromium ] || missing "/usr/bin/chromium is not installed (scripts/setup-ui-tests.sh)"
+command -v node >/dev/null 2>&1 || missing "node is not installed"
+[ -f "$here/node_modules/puppeteer-core/package.json" ] || missing "puppeteer-core is not installed (scripts/setup-ui-tests.sh)"
+
+rm -rf "$WORK"
+mkdir -p "$WORK"
+"$INFLIGHT_BIN" serve --config "$SOURCE_DIR/config/default.toml" --set server.port=0 \
+  --set model.dummy.max_position=32768 --set engine.max_num_batched_tokens=256 --set engine.kv_blocks=192 \
+  --set server.shutdown_grace_s=0.5 >"$WORK/serve.log" 2>&1 &
+pid=$!
+trap 'kill -9 $pid 2>/dev/null || true' EXIT
+port=""
+for _ in $(seq 1 600); do
+  port=$(sed -n 's/^inflight: listening on http:\/\/[0-9.]*:\([0-9]*\).*/\1/p' "$WORK/serve.log")
+  [ -n "$port" ] && break
+  kill -0 "$pid" 2>/dev/null || { echo "browser test: inflight serve exited early:"; cat "$WORK/serve.log"; exit 1; }
+  sleep 0.1
+done
+[ -n "$port" ] || { echo "browser test: no port printed"; cat "$WORK/serve.log"; exit 1; }
+
+node "$here/browser-test.mjs" "http://127.0.0.1:$port/" "$WORK"
+kill -TERM "$pid"
+wait "$pid"
+trap - EXIT
+echo "browser test: screenshots in $WORK"
