@@ -27,7 +27,10 @@ void step_recorder::on_planned(const step_feed& feed, const step_plan& plan, con
   s.start_s = start_s;
   for (const auto& q : s.seqs) {
     const sequence* seq = sched.find(q.id);
-    if (q.position == 0 && seq != nullptr && seq->num_preemptions == 0) s.joined.push_back(q.id);
+    // Admitted by this step's schedule(): a prefix-cache hit starts past position 0, and a
+    // recompute after preemption was first scheduled earlier.
+    if (seq != nullptr && seq->times.first_scheduled && *seq->times.first_scheduled >= start_s)
+      s.joined.push_back(q.id);
   }
   s.num_joined = int(s.joined.size());
   if (before_) {

@@ -119,3 +119,20 @@ TEST_CASE("step feed: preemptions and finishes are listed", "[step_feed]") {
   for (const auto& [id, n] : num_joins) CHECK(n == 1);  // a recompute is not a join
   CHECK(finished.size() == 2);
 }
+
+TEST_CASE("step feed: a prefix-cache hit joins past position 0", "[step_feed]") {
+  if (shared_file("models/stories260K/stories260K.bin").empty()) return;
+  auto eng = start_engine(stories_deployment("splitfuse", 64));
+  const std::string prompt = "Once upon a time, there was a little girl named Lily. She loved to play outside";
+  REQUIRE(run(*eng, prompt, 2)->wait());  // fills the cache with the prompt's full blocks
+  auto steps = std::make_shared<collect_steps>();
+  eng->set_step_sink(steps);
+  REQUIRE(run(*eng, prompt, 2)->wait());
+  eng->set_step_sink(nullptr);
+  const auto got = steps->steps();
+  REQUIRE(!got.empty());
+  REQUIRE(got.front().seqs.size() == 1);
+  const auto& first = got.front().seqs[0];
+  CHECK(first.position > 0);  // started after the cached prefix
+  CHECK(got.front().joined == std::vector<seq_id>{first.id});
+}
