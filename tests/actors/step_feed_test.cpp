@@ -101,6 +101,7 @@ TEST_CASE("step feed: preemptions and finishes are listed", "[step_feed]") {
   int listed = 0;
   std::set<seq_id> preempted, finished;
   std::map<seq_id, int> num_joins;
+  std::map<seq_id, int> last_position;
   bool is_recompute_seen = false;
   for (const auto& s : steps->steps()) {
     listed += s.num_preemptions;
@@ -108,8 +109,12 @@ TEST_CASE("step feed: preemptions and finishes are listed", "[step_feed]") {
     for (auto id : s.joined) ++num_joins[id];
     for (const auto& f : s.finished) finished.insert(f.id);
     for (const auto& q : s.seqs) {
-      // A preempted sequence comes back with a prefill (recompute) from position 0.
-      if (preempted.contains(q.id) && q.position == 0 && q.num_prefill_tokens > 1) is_recompute_seen = true;
+      // A preempted sequence comes back with a recompute: its position goes back, to 0
+      // or (with prefix caching) to the end of its cached full blocks.
+      const auto it = last_position.find(q.id);
+      if (preempted.contains(q.id) && it != last_position.end() && q.position <= it->second)
+        is_recompute_seen = true;
+      last_position[q.id] = q.position;
     }
   }
   CHECK(listed == int(num_preemptions));
