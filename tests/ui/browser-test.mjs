@@ -12,7 +12,8 @@ import puppeteer from 'puppeteer-core';
 
 const [url, outDir] = process.argv.slice(2);
 const HANG_MS = 180_000;
-const LONG_MAX_TOKENS = 30000;  // the server runs with a context that holds it (run-browser-test.sh)
+const LONG_MAX_TOKENS = 30000;  // the server's context and KV blocks hold it (run-browser-test.sh): a stream of
+// tens of seconds on any machine, so the stop always lands mid-stream
 
 function check(condition, message) {
   if (!condition) throw new Error(`check failed: ${message}`);
