@@ -170,6 +170,16 @@ const std::map<std::string, key_spec>& specs() {
                 return {};
               }};
     });
+    add("model.dummy.family", [](auto k) -> key_spec {
+      const std::string expected = "one of \"llama\" \"qwen3\"";
+      return {expected, [k, expected](deployment& d, const toml::node& n) -> result<void> {
+                if (!n.is_string() || (n.as_string()->get() != "llama" && n.as_string()->get() != "qwen3")) {
+                  return bad_value(k, n, expected);
+                }
+                d.model.dummy.family = n.as_string()->get();
+                return {};
+              }};
+    });
     add("model.dummy.rope_theta", [](auto k) -> key_spec {
       return {"a positive number", [k](deployment& d, const toml::node& n) -> result<void> {
                 auto v = n.value<double>();

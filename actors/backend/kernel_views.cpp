@@ -33,7 +33,7 @@ std::vector<kernels::cpu::llama_layer_view> to_layer_views(const model_weights& 
   for (const auto& l : weights.layers) {
     views.push_back({l.attn_norm.data(), l.wq.data(), l.wk.data(), l.wv.data(), l.wo.data(), data_or_null(l.bq),
                      data_or_null(l.bk), data_or_null(l.bv), l.ffn_norm.data(), l.w_gate.data(), l.w_down.data(),
-                     l.w_up.data()});
+                     l.w_up.data(), data_or_null(l.q_norm), data_or_null(l.k_norm)});
   }
   return views;
 }

@@ -48,6 +48,7 @@ deployment base_deployment(const offline_options& o) {
     s.num_heads = c->num_heads, s.num_kv_heads = c->num_kv_heads, s.head_dim = c->head_dim;
     s.vocab_size = c->vocab_size, s.max_position = c->max_seq_len, s.rope_theta = c->rope_theta;
     s.tied_embeddings = c->tied_embeddings;
+    s.family = c->qk_norm ? "qwen3" : "llama";
   }
   return d;
 }

@@ -13,6 +13,7 @@ namespace {
 
 struct make_model_options {
   std::string shape = "bench-20M";
+  std::string family = "llama";  // qwen3: the shape with per-head q/k norms
   std::string from;  // an existing llama2.c checkpoint to convert
   std::string format = "llama2c";
   std::string dtype = "f32";
@@ -24,6 +25,7 @@ struct make_model_options {
 
 model_weights weights_for(const make_model_options& o) {
   if (!o.from.empty()) {
+    if (o.family != "llama") fail("--family applies to random weights of a --shape, not to --from");
     auto w = load_llama2c(o.from);
     if (!w) fail(w.error().message);
     return std::move(*w);
@@ -34,6 +36,9 @@ model_weights weights_for(const make_model_options& o) {
     for (const auto& n : shape_names()) names += " " + n;
     fail("unknown shape '" + o.shape + "'; known:" + names);
   }
+  auto drawn = try_as_family(*config, o.family);
+  if (!drawn) fail(drawn.error().message);
+  config = *drawn;
   if (o.vocab_size > 0) config->vocab_size = o.vocab_size;
   if (o.max_seq_len > 0) config->max_seq_len = o.max_seq_len;
   auto w = make_dummy_weights(*config, o.seed);
@@ -59,7 +64,11 @@ void run_make_model(const make_model_options& o) {
 void add_make_model_command(CLI::App& app) {
   auto o = std::make_shared<make_model_options>();
   auto* cmd = app.add_subcommand("make-model", "Write a random-weight (or converted) model for tests and benchmarks");
-  cmd->add_option("--shape", o->shape, "bench-20M | bench-110M | llama-3.2-1b | llama-3.1-8b")->capture_default_str();
+  cmd->add_option("--shape", o->shape, "bench-20M | bench-110M | llama-3.2-1b | llama-3.1-8b | qwen3-0.6b")
+      ->capture_default_str();
+  cmd->add_option("--family", o->family, "llama | qwen3 (the shape with Qwen3's per-head q/k norms)")
+      ->check(CLI::IsMember({"llama", "qwen3"}))
+      ->capture_default_str();
   cmd->add_option("--from", o->from, "convert this llama2.c checkpoint instead of drawing random weights")
       ->check(CLI::ExistingFile);
   cmd->add_option("--format", o->format, "llama2c (a .bin file) | hf (a folder)")

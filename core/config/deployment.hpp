@@ -39,6 +39,7 @@ struct dummy_shape {
   int max_position = 2048;
   float rope_theta = 10000.0f;
   bool tied_embeddings = true;
+  std::string family = "llama";  ///< llama | qwen3 (per-head q/k norms)
   std::uint64_t seed = 0;
 };
 

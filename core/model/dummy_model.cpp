@@ -85,6 +85,10 @@ result<model_weights> make_dummy_weights(const model_config& config, std::uint64
       for (auto* m : {&layer.w_gate, &layer.w_up, &layer.w_down}) m->resize(hidden * dim);
       random.insert(random.end(), {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up,
                                    &layer.w_down});
+      if (config.qk_norm) {
+        layer.q_norm.assign(std::size_t(config.head_dim), 1.0f);
+        layer.k_norm.assign(std::size_t(config.head_dim), 1.0f);
+      }
       if (config.attention_bias) {
         layer.bq.resize(q);
         layer.bk.resize(kv);

@@ -13,7 +13,7 @@ namespace inflight {
 inline constexpr float dummy_weight_std = 0.02f;
 
 /// Weights of `config`'s shape: matrices and biases drawn from N(0, dummy_weight_std),
-/// norms = 1, a classifier only when the embedding is untied. The same config and seed
+/// norms (q/k norms included) = 1, a classifier only when the embedding is untied. The same config and seed
 /// give the same weights whatever the thread count (own RNG, one stream per tensor
 /// chunk; only libm's log/cos could differ between platforms). errc::invalid_argument for an unusable shape,
 /// errc::out_of_memory when the weights do not fit.

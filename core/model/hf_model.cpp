@@ -174,6 +174,8 @@ result<model_config> try_parse_hf_config(std::string_view json_text, const std::
   config.tied_embeddings = fields.boolean("tie_word_embeddings", false);
   // Qwen2 always has q/k/v biases; Llama declares them with attention_bias.
   config.attention_bias = config.architecture == "Qwen2ForCausalLM" || fields.boolean("attention_bias", false);
+  // Qwen3 normalises each head of q and k (q_norm / k_norm) before RoPE.
+  config.qk_norm = config.architecture == "Qwen3ForCausalLM" || fields.string("model_type") == "qwen3";
   if (auto ok = check_unsupported_features(fields, config); !ok) return std::unexpected(ok.error());
   if (fields.first_error()) return std::unexpected(*fields.first_error());
   if (auto ok = try_check_shape(config); !ok) {
@@ -289,6 +291,10 @@ std::vector<tensor_request> list_tensors(const model_config& c, model_weights& w
       list.push_back({prefix + "self_attn.q_proj.bias", {q}, &layer.bq});
       list.push_back({prefix + "self_attn.k_proj.bias", {kv}, &layer.bk});
       list.push_back({prefix + "self_attn.v_proj.bias", {kv}, &layer.bv});
+    }
+    if (c.qk_norm) {
+      list.push_back({prefix + "self_attn.q_norm.weight", {c.head_dim}, &layer.q_norm});
+      list.push_back({prefix + "self_attn.k_norm.weight", {c.head_dim}, &layer.k_norm});
     }
     list.push_back({prefix + "self_attn.o_proj.weight", {dim, q}, &layer.wo});
     list.push_back({prefix + "post_attention_layernorm.weight", {dim}, &layer.ffn_norm});

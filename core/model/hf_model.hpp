@@ -1,6 +1,6 @@
 #pragma once
 /// Loads a Hugging Face model folder: config.json, generation_config.json and the
-/// safetensors weights (one file or shards), for Llama, Mistral and Qwen2 decoders.
+/// safetensors weights (one file or shards), for Llama, Mistral, Qwen2 and Qwen3 decoders.
 
 #include <filesystem>
 #include <optional>
@@ -31,7 +31,7 @@ struct hf_model {
 
 /// The architectures a folder may name in "architectures".
 inline constexpr std::string_view supported_hf_architectures[] = {
-    "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM"};
+    "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"};
 
 /// Parses config.json text; `source` names the file in error messages.
 /// errc::unsupported for an unknown architecture, activation or rope scaling type;

@@ -46,6 +46,7 @@ std::string hf_architecture_of(const model_config& config) {
 const char* model_type_of(const std::string& architecture) {
   if (architecture == "MistralForCausalLM") return "mistral";
   if (architecture == "Qwen2ForCausalLM") return "qwen2";
+  if (architecture == "Qwen3ForCausalLM") return "qwen3";
   return "llama";
 }
 
@@ -86,6 +87,10 @@ std::vector<tensor_to_write> list_tensors(const model_weights& w, tensor_dtype d
       list.push_back({prefix + "self_attn.k_proj.bias", {kv}, layer.bk, dtype});
       list.push_back({prefix + "self_attn.v_proj.bias", {kv}, layer.bv, dtype});
     }
+    if (c.qk_norm) {
+      list.push_back({prefix + "self_attn.q_norm.weight", {c.head_dim}, layer.q_norm, dtype});
+      list.push_back({prefix + "self_attn.k_norm.weight", {c.head_dim}, layer.k_norm, dtype});
+    }
     list.push_back({prefix + "self_attn.o_proj.weight", {dim, q}, layer.wo, dtype});
     list.push_back({prefix + "post_attention_layernorm.weight", {dim}, layer.ffn_norm, dtype});
     list.push_back({prefix + "mlp.gate_proj.weight", {hidden, dim}, layer.w_gate, dtype});
@@ -104,9 +109,12 @@ result<void> permute_qk_tensors(const model_config& c, std::vector<tensor_to_wri
     const auto ends_with = [&](std::string_view suffix) { return tensor.name.ends_with(suffix); };
     const bool is_q = ends_with(".q_proj.weight") || ends_with(".q_proj.bias");
     const bool is_k = ends_with(".k_proj.weight") || ends_with(".k_proj.bias");
-    if (!is_q && !is_k) continue;
+    // A per-head norm weight is one head's worth of rows, shared by every head.
+    const bool is_norm = ends_with(".q_norm.weight") || ends_with(".k_norm.weight");
+    if (!is_q && !is_k && !is_norm) continue;
     const int num_cols = tensor.shape.size() == 2 ? int(tensor.shape[1]) : 1;
-    auto rows = permute_for_half_rope(tensor.values, is_q ? c.num_heads : c.num_kv_heads, c.head_dim, num_cols);
+    const int num_heads = is_norm ? 1 : is_q ? c.num_heads : c.num_kv_heads;
+    auto rows = permute_for_half_rope(tensor.values, num_heads, c.head_dim, num_cols);
     if (!rows) return make_error(errc::invalid_argument, "tensor '" + tensor.name + "': " + rows.error().message);
     storage.push_back(std::move(*rows));
     tensor.values = storage.back();
@@ -124,6 +132,9 @@ result<void> check_writable(const model_weights& weights, tensor_dtype dtype) {
   if (!is_known) return make_error(errc::invalid_argument, "cannot write architecture '" + c.architecture + "'");
   if (c.architecture == "Qwen2ForCausalLM" && !c.attention_bias) {
     return make_error(errc::invalid_argument, "Qwen2ForCausalLM always has attention biases");
+  }
+  if ((c.architecture == "Qwen3ForCausalLM") != c.qk_norm) {
+    return make_error(errc::invalid_argument, "q/k norms are written only as Qwen3ForCausalLM, which always has them");
   }
   if (auto ok = try_check_shape(c); !ok) return ok;
   if (weights.layers.size() != std::size_t(c.num_layers)) {
@@ -151,7 +162,7 @@ result<model_weights> to_half_rope(const model_weights& weights) {
   if (weights.config.rope == rope_style::half) return out;
   const auto& c = weights.config;
   const auto permute = [&](std::vector<float>& rows, int num_heads, int num_cols) -> result<void> {
-    if (rows.empty() && num_cols == 1) return {};  // no bias
+    if (rows.empty() && num_cols == 1) return {};  // no bias or q/k norm
     auto permuted = permute_for_half_rope(rows, num_heads, c.head_dim, num_cols);
     if (!permuted) return std::unexpected(permuted.error());
     rows = std::move(*permuted);
@@ -159,7 +170,8 @@ result<model_weights> to_half_rope(const model_weights& weights) {
   };
   for (auto& layer : out.layers) {
     for (auto ok : {permute(layer.wq, c.num_heads, c.dim), permute(layer.wk, c.num_kv_heads, c.dim),
-                    permute(layer.bq, c.num_heads, 1), permute(layer.bk, c.num_kv_heads, 1)}) {
+                    permute(layer.bq, c.num_heads, 1), permute(layer.bk, c.num_kv_heads, 1),
+                    permute(layer.q_norm, 1, 1), permute(layer.k_norm, 1, 1)}) {
       if (!ok) return std::unexpected(ok.error());
     }
   }

@@ -25,7 +25,7 @@ result<std::vector<float>> permute_for_half_rope(std::span<const float> rows, in
 result<std::vector<float>> permute_for_interleaved_rope(std::span<const float> rows, int num_heads,
                                                         int head_dim, int num_cols);
 
-/// The same model with rope_style::half: wq/wk (and bq/bk) permuted when it was interleaved.
+/// The same model with rope_style::half: wq/wk (and bq/bk, q/k norms) permuted when it was interleaved.
 result<model_weights> to_half_rope(const model_weights& weights);
 
 /// config.json text for `config` (always rope_style::half in HF terms).

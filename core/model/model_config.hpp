@@ -37,6 +37,7 @@ struct model_config {
   rope_scaling scaling;
   bool tied_embeddings = true;   ///< classifier shares the token embedding
   bool attention_bias = false;   ///< q/k/v projections have biases (Qwen2)
+  bool qk_norm = false;          ///< per-head RMSNorm on q and k before RoPE (Qwen3)
 
   int q_dim() const { return num_heads * head_dim; }
   int kv_dim() const { return num_kv_heads * head_dim; }

@@ -5,6 +5,7 @@
 #include "core/model/dummy_model.hpp"
 #include "core/model/hf_model.hpp"
 #include "core/model/llama2c.hpp"
+#include "core/model/shapes.hpp"
 #include "core/tokenizer/byte_tokenizer.hpp"
 #include "core/tokenizer/hf_tokenizer.hpp"
 #include "core/tokenizer/llama2c_tokenizer.hpp"
@@ -26,7 +27,8 @@ model_config dummy_model_config(const dummy_shape& s) {
   c.rope_theta = s.rope_theta;
   c.rope = rope_style::half;
   c.tied_embeddings = s.tied_embeddings;
-  return c;
+  // The config loader admits only known families; an unknown one keeps the Llama shape.
+  return try_as_family(c, s.family).value_or(c);
 }
 
 std::string resolve_format(const model_settings& settings) {

@@ -14,6 +14,7 @@ struct layer_weights {
   std::vector<float> wv;         ///< [kv_dim x dim]
   std::vector<float> wo;         ///< [dim x q_dim]
   std::vector<float> bq, bk, bv; ///< empty unless config.attention_bias
+  std::vector<float> q_norm, k_norm; ///< [head_dim] each; empty unless config.qk_norm
   std::vector<float> ffn_norm;   ///< [dim]
   std::vector<float> w_gate;     ///< [hidden x dim]  (llama2.c w1)
   std::vector<float> w_down;     ///< [dim x hidden]  (llama2.c w2)

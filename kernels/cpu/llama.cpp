@@ -164,6 +164,10 @@ void layer_forward(const llama_shape& s, const llama_layer_view& w, float* k_cac
   linear(ws.q.data(), ws.xb.data(), w.wq, w.bq, n, d, qd);
   linear(ws.k.data(), ws.xb.data(), w.wk, w.bk, n, d, kvd);
   linear(ws.v.data(), ws.xb.data(), w.wv, w.bv, n, d, kvd);
+  if (w.q_norm != nullptr) {  // Qwen3: every head of q and k is RMS-normalised before RoPE
+    rmsnorm(ws.q.data(), ws.q.data(), w.q_norm, n * s.num_heads, s.head_dim, s.norm_eps);
+    rmsnorm(ws.k.data(), ws.k.data(), w.k_norm, n * s.num_kv_heads, s.head_dim, s.norm_eps);
+  }
   rope(ws.q.data(), ws.k.data(), b.positions, n, s);
   kv_write(k_cache, v_cache, ws.k.data(), ws.v.data(), b.slot_mapping, n, kvd);
   paged_attention(ws.attn.data(), ws.q.data(), k_cache, v_cache, b, kv.block_size, s.num_heads, s.num_kv_heads,

@@ -48,6 +48,8 @@ struct llama_layer_view {
   const float* w_gate = nullptr;  ///< [hidden x dim]
   const float* w_down = nullptr;  ///< [dim x hidden]
   const float* w_up = nullptr;    ///< [hidden x dim]
+  const float* q_norm = nullptr;  ///< [head_dim], shared by every head (Qwen3); null: no q/k norm
+  const float* k_norm = nullptr;  ///< [head_dim]
 };
 
 struct llama_weights_view {

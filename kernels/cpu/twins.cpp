@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "kernels/cpu/llama.hpp"
+
 namespace inflight::kernels::cpu {
 
 void add_rmsnorm(float* out, float* x, const float* delta, const float* w, const std::int32_t* rows, int n, int dim,
@@ -34,6 +36,16 @@ void silu_mul_fused(float* out, const float* gate_up, int n, int hidden) {
   for (int t = 0; t < n; ++t) {
     const float* g = gate_up + std::int64_t(t) * 2 * hidden;
     for (int i = 0; i < hidden; ++i) out[std::int64_t(t) * hidden + i] = g[i] / (1.0f + std::exp(-g[i])) * g[hidden + i];
+  }
+}
+
+void qk_norm(float* qkv, int row_stride, const float* q_norm, const float* k_norm, int n, int num_heads,
+             int num_kv_heads, int head_dim, float eps) {
+  for (int t = 0; t < n; ++t) {
+    float* q = qkv + std::int64_t(t) * row_stride;
+    rmsnorm(q, q, q_norm, num_heads, head_dim, eps);
+    float* k = q + std::int64_t(num_heads) * head_dim;
+    rmsnorm(k, k, k_norm, num_kv_heads, head_dim, eps);
   }
 }
 

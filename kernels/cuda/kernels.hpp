@@ -42,6 +42,12 @@ status add_rmsnorm(dtype dt, void* out, float* x, const void* delta, const float
 /// y[t][c] += bias[c] for c < width, rows of `row_stride` (the q/k/v biases on qkv).
 status add_bias(dtype dt, void* y, const float* bias, int n, int width, int row_stride, cudaStream_t stream);
 
+/// Qwen3's q/k norm, in place on the qkv rows (before RoPE): each head of q gets
+/// RMSNorm with q_norm[head_dim], each head of k with k_norm; v is untouched.
+/// CPU twin: kernels::cpu::qk_norm.
+status qk_norm(dtype dt, void* qkv, int row_stride, const float* q_norm, const float* k_norm, int n, int num_heads,
+               int num_kv_heads, int head_dim, float eps, cudaStream_t stream);
+
 /// Rotates q (columns [0, num_heads*head_dim)) and k (the next num_kv_heads*head_dim
 /// columns) of each qkv row in place. inv_freq[head_dim/2] comes from
 /// kernels::cpu::rope_inv_freq, so Llama-3 scaling matches the CPU.

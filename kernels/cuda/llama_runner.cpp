@@ -120,6 +120,10 @@ status llama_runner::upload(const cpu::llama_weights_view& w) {
       INFLIGHT_TRY_STATUS(upload_floats(dst.bqkv, bias.data(), std::int64_t(bias.size()), stream_));
       INFLIGHT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
+    if (src.q_norm != nullptr) {
+      INFLIGHT_TRY_STATUS(upload_floats(dst.q_norm, src.q_norm, shape_.head_dim, stream_));
+      INFLIGHT_TRY_STATUS(upload_floats(dst.k_norm, src.k_norm, shape_.head_dim, stream_));
+    }
     INFLIGHT_TRY_STATUS(dst.wo.try_allocate(std::size_t(d * qd * el)));
     INFLIGHT_TRY_STATUS(upload_matrix(dst.wo, 0, src.wo, d * qd));
     INFLIGHT_TRY_STATUS(dst.w_gate_up.try_allocate(std::size_t(2 * h * d * el)));

@@ -69,7 +69,7 @@ class llama_runner {
 
  private:
   struct layer_buffers {
-    device_buffer attn_norm, ffn_norm, wqkv, bqkv, wo, w_gate_up, w_down;
+    device_buffer attn_norm, ffn_norm, wqkv, bqkv, q_norm, k_norm, wo, w_gate_up, w_down;
   };
   struct capacity {
     int tokens = 0, seqs = 0, tiles = 0;

@@ -117,6 +117,10 @@ status llama_runner::run_layer(int l, int n, int num_seqs, int num_tiles, bool i
                                   nullptr, n, d, shape_.norm_eps, true, stream_));
   INFLIGHT_TRY_STATUS(blas_.linear(dt, xb_.as(), w.wqkv.as(), qkv_.as(), false, n, d, qkv));
   if (w.bqkv.as() != nullptr) INFLIGHT_TRY_STATUS(add_bias(dt, qkv_.as(), w.bqkv.as<float>(), n, qkv, qkv, stream_));
+  if (w.q_norm.as() != nullptr) {
+    INFLIGHT_TRY_STATUS(qk_norm(dt, qkv_.as(), qkv, w.q_norm.as<float>(), w.k_norm.as<float>(), n, shape_.num_heads,
+                                shape_.num_kv_heads, hd, shape_.norm_eps, stream_));
+  }
   INFLIGHT_TRY_STATUS(rope(dt, qkv_.as(), qkv, dev + lay.positions, inv_freq_.as<float>(), n, shape_.num_heads,
                            shape_.num_kv_heads, hd, shape_.rope_interleaved, stream_));
   INFLIGHT_TRY_STATUS(kv_write(dt, k_cache, v_cache, qkv_.as(), qkv, qd, qd + kvd, dev + lay.slots, n, kvd, stream_));

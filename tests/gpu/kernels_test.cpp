@@ -219,3 +219,36 @@ TEST_CASE("cuBLAS linear matches the CPU GEMM", "[gpu]") {
     }
   }
 }
+
+TEST_CASE("qk_norm normalises each q and k head like the CPU twin and leaves v alone", "[gpu]") {
+  require_device();
+  std::mt19937 rng(8);
+  for (const auto dt : dtypes) {
+    for (const int head_dim : {64, 128, 256}) {
+      DYNAMIC_SECTION(name_of(dt) << " head_dim " << head_dim) {
+        const int n = 29, num_heads = 8, num_kv_heads = 2;
+        const int qd = num_heads * head_dim, kvd = num_kv_heads * head_dim, stride = qd + 2 * kvd;
+        // Heads of very different scales: a kernel that skips the per-head scale cannot match.
+        auto qkv = random_floats(std::size_t(n) * stride, rng);
+        for (std::size_t i = 0; i < qkv.size(); ++i) qkv[i] *= float(1 + (i / std::size_t(head_dim)) % 7);
+        qkv = rounded(qkv, dt);
+        const auto q_norm = random_floats(std::size_t(head_dim), rng, 2.0f);
+        const auto k_norm = random_floats(std::size_t(head_dim), rng, 2.0f);
+        auto want = qkv;
+        kernels::cpu::qk_norm(want.data(), stride, q_norm.data(), k_norm.data(), n, num_heads, num_kv_heads, head_dim,
+                              1e-6f);
+        auto d_qkv = upload(qkv, dt);
+        auto d_q = upload_f32(q_norm);
+        auto d_k = upload_f32(k_norm);
+        require_ok(kc::qk_norm(dt, d_qkv.as(), stride, d_q.as<float>(), d_k.as<float>(), n, num_heads, num_kv_heads,
+                               head_dim, 1e-6f, nullptr));
+        const auto got = download(d_qkv, qkv.size(), dt);
+        require_close(got, want, tolerance(dt));
+        for (int t = 0; t < n; ++t) {
+          const auto v = std::ptrdiff_t(t) * stride + qd + kvd;
+          REQUIRE(std::equal(got.begin() + v, got.begin() + v + kvd, qkv.begin() + v));
+        }
+      }
+    }
+  }
+}
