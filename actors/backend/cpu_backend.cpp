@@ -37,7 +37,8 @@ result<std::span<const float>> cpu_backend::forward(const step_plan& plan) {
   const auto wv = to_weights_view(*weights_, layer_views_);
   const kernels::cpu::paged_kv_view kv{k_ptrs_.data(), v_ptrs_.data(), num_blocks_, block_size_};
   logits_.resize(std::size_t(b.num_logits) * shape_.vocab_size);
-  if (b.num_tokens > 0) kernels::cpu::llama_forward(shape_, wv, kv, b, workspace_, logits_.data());
+  row_logits_.resize(std::size_t(b.num_row_logits));
+  if (b.num_tokens > 0) kernels::cpu::llama_forward(shape_, wv, kv, b, workspace_, logits_.data(), row_logits_.data());
   return std::span<const float>(logits_);
 }
 
@@ -55,6 +56,7 @@ result<step_result> cpu_backend::execute(const step_plan& plan) {
     token.id = s.id;
     out.tokens.push_back(std::move(token));
   }
+  out.rows = split_row_logits(plan, batch_, row_logits_);
   out.backend_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

@@ -23,6 +23,8 @@ class cpu_backend final : public backend {
   result<step_result> execute(const step_plan& plan) override;
   /// Runs the forward pass only: logits [num sampled seqs x vocab], in plan order.
   result<std::span<const float>> forward(const step_plan& plan);
+  /// The named logit rows of the last forward: every seq_step's logit_rows, in plan order.
+  std::span<const float> row_logits() const { return row_logits_; }
 
   const model_config& config() const override { return weights_->config; }
   int num_kv_blocks() const override { return num_blocks_; }
@@ -42,6 +44,7 @@ class cpu_backend final : public backend {
   kernels::cpu::llama_workspace workspace_;
   ragged_batch batch_;  // the current step, flattened
   std::vector<float> logits_;
+  std::vector<float> row_logits_;
 };
 
 }  // namespace inflight

@@ -59,7 +59,8 @@ result<void> cuda_backend::run(const step_plan& plan) {
   const auto b = batch_.view();
   greedy_tokens_.assign(std::size_t(b.num_logits), 0);
   greedy_logprobs_.assign(std::size_t(b.num_logits), 0.0f);
-  if (auto st = runner_->forward(b, greedy_tokens_.data(), greedy_logprobs_.data()); !st.is_ok()) {
+  row_logits_.assign(std::size_t(b.num_row_logits), 0.0f);
+  if (auto st = runner_->forward(b, greedy_tokens_.data(), greedy_logprobs_.data(), row_logits_.data()); !st.is_ok()) {
     return std::unexpected(to_error(st));
   }
   return {};
@@ -103,6 +104,7 @@ result<step_result> cuda_backend::execute(const step_plan& plan) {
     token.id = s.id;
     out.tokens.push_back(std::move(token));
   }
+  out.rows = split_row_logits(plan, batch_, row_logits_);
   out.backend_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

@@ -39,6 +39,8 @@ class cuda_backend final : public backend {
   result<step_result> execute(const step_plan& plan) override;
   /// Runs the forward pass and copies the logits [num sampled seqs x vocab], in plan order.
   result<std::span<const float>> forward(const step_plan& plan);
+  /// The named logit rows of the last step: every seq_step's logit_rows, in plan order.
+  std::span<const float> row_logits() const { return row_logits_; }
 
   const model_config& config() const override { return weights_->config; }
   int num_kv_blocks() const override { return runner_->num_kv_blocks(); }
@@ -55,7 +57,7 @@ class cuda_backend final : public backend {
   std::unique_ptr<kernels::cuda::llama_runner> runner_;
   ragged_batch batch_;  // the current step, flattened
   std::vector<std::int32_t> greedy_tokens_;
-  std::vector<float> greedy_logprobs_, logits_;
+  std::vector<float> greedy_logprobs_, logits_, row_logits_;
 };
 
 }  // namespace inflight

@@ -10,6 +10,10 @@ result<void> ragged_batch::try_flatten(const step_plan& plan, const ragged_batch
   positions_.clear();
   slots_.clear();
   logit_indices_.clear();
+  scored_indices_.clear();
+  row_logit_positions_.clear();
+  row_logit_ids_.clear();
+  row_start_.assign(1, 0);
   query_start_.assign(1, 0);
   block_table_stride_ = 1;
   for (const auto& s : plan.seqs) block_table_stride_ = std::max<int>(block_table_stride_, int(s.block_table.size()));
@@ -48,6 +52,21 @@ result<void> ragged_batch::try_add(const seq_step& s, std::size_t index, const r
   }
   query_start_.push_back(std::int32_t(token_ids_.size()));
   if (s.do_sample) logit_indices_.push_back(std::int32_t(token_ids_.size()) - 1);
+  return try_add_rows(s, b);
+}
+
+result<void> ragged_batch::try_add_rows(const seq_step& s, const ragged_batch_bounds& b) {
+  if (s.logit_rows.empty()) return {};
+  for (const auto row : s.logit_rows) {
+    if (row < 0 || row >= b.vocab_size) {
+      return make_error(errc::invalid_argument, "step plan: logit row " + std::to_string(row) +
+                                                    " outside the vocabulary");
+    }
+    row_logit_positions_.push_back(std::int32_t(scored_indices_.size()));
+    row_logit_ids_.push_back(row);
+  }
+  scored_indices_.push_back(std::int32_t(token_ids_.size()) - 1);
+  row_start_.push_back(int(row_logit_ids_.size()));
   return {};
 }
 
@@ -63,7 +82,24 @@ kernels::cpu::ragged_batch_view ragged_batch::view() const {
   b.block_table_stride = block_table_stride_;
   b.num_logits = int(logit_indices_.size());
   b.logit_indices = logit_indices_.data();
+  b.num_scored = int(scored_indices_.size());
+  b.scored_indices = scored_indices_.data();
+  b.num_row_logits = int(row_logit_ids_.size());
+  b.row_logit_positions = row_logit_positions_.data();
+  b.row_logit_ids = row_logit_ids_.data();
   return b;
+}
+
+std::vector<seq_row_logits> split_row_logits(const step_plan& plan, const ragged_batch& batch,
+                                         std::span<const float> values) {
+  std::vector<seq_row_logits> out;
+  const auto& start = batch.row_start();
+  for (const auto& s : plan.seqs) {
+    if (s.logit_rows.empty()) continue;
+    const std::size_t i = out.size();
+    out.push_back({s.id, std::vector<float>(values.begin() + start[i], values.begin() + start[i + 1])});
+  }
+  return out;
 }
 
 }  // namespace inflight

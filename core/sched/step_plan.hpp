@@ -17,6 +17,9 @@ struct seq_step {
   int start_position = 0;            ///< position of tokens[0] (= tokens already in the KV cache)
   std::vector<block_id> block_table; ///< covers positions [0, start_position + tokens.size())
   bool do_sample = false;            ///< sample a token after the last of `tokens`
+  /// Vocabulary rows whose logits to return after the last of `tokens` (prefill-only
+  /// scoring): only these rows of the classifier are computed. Empty: none.
+  std::vector<token_id> logit_rows;
   sampling_params params;            ///< used when do_sample
   std::uint64_t seed = 0;            ///< the request's RNG seed (params.seed, or drawn at arrival)
   std::uint64_t sample_index = 0;    ///< number of tokens sampled before (position in the RNG stream)
@@ -49,9 +52,16 @@ struct sampled_token {
   std::vector<top_logprob> top_logprobs; ///< when params.logprobs > 0
 };
 
+/// The logits of a seq_step's logit_rows, in their order.
+struct seq_row_logits {
+  seq_id id = 0;
+  std::vector<float> values;
+};
+
 struct step_result {
   std::uint64_t step_id = 0;
   std::vector<sampled_token> tokens;  ///< one per seq_step with do_sample, in plan order
+  std::vector<seq_row_logits> rows;      ///< one per seq_step with logit_rows, in plan order
   double backend_seconds = 0.0;       ///< time spent inside the backend
 };
 

@@ -82,6 +82,17 @@ void rope(float* q, float* k, const std::int32_t* positions, int n, const llama_
   }
 }
 
+void classifier_rows(float* out, const float* normed, const float* classifier, const std::int32_t* positions,
+                     const std::int32_t* row_ids, int n, int dim) {
+  for (int k = 0; k < n; ++k) {
+    const float* h = normed + std::int64_t(positions[k]) * dim;
+    const float* w = classifier + std::int64_t(row_ids[k]) * dim;
+    float dot = 0.0f;
+    for (int i = 0; i < dim; ++i) dot += w[i] * h[i];
+    out[k] = dot;
+  }
+}
+
 void silu_mul(float* gate, const float* up, std::int64_t n) {
 #pragma omp parallel for if (n > (1 << 20))
   for (std::int64_t i = 0; i < n; ++i) {
@@ -183,10 +194,19 @@ void layer_forward(const llama_shape& s, const llama_layer_view& w, float* k_cac
               w.w_down, s.hidden_dim, 1.0f, ws.x.data(), d);
 }
 
+/// The final norm of the rows at `indices`, into ws.logits_in.
+void final_norm_rows(const llama_shape& s, const llama_weights_view& w, const std::int32_t* indices, int n,
+                     llama_workspace& ws) {
+  const std::int64_t d = s.dim;
+  grow(ws.logits_in, n * d);
+  for (int i = 0; i < n; ++i) std::copy_n(ws.x.data() + std::int64_t(indices[i]) * d, d, ws.xb.data() + i * d);
+  rmsnorm(ws.logits_in.data(), ws.xb.data(), w.final_norm, n, s.dim, s.norm_eps);
+}
+
 }  // namespace
 
 void llama_forward(const llama_shape& s, const llama_weights_view& w, const paged_kv_view& kv,
-                   const ragged_batch_view& b, llama_workspace& ws, float* logits) {
+                   const ragged_batch_view& b, llama_workspace& ws, float* logits, float* row_logits) {
   const std::int64_t n = b.num_tokens, d = s.dim;
   grow(ws.x, n * d);
   grow(ws.xb, n * d);
@@ -198,14 +218,17 @@ void llama_forward(const llama_shape& s, const llama_weights_view& w, const page
   grow(ws.hb2, n * s.hidden_dim);
   embedding_gather(ws.x.data(), w.token_embedding, b.token_ids, b.num_tokens, s.dim);
   for (int l = 0; l < s.num_layers; ++l) layer_forward(s, w.layers[l], kv.k[l], kv.v[l], kv, b, ws);
-  if (b.num_logits == 0) return;
   // Only the rows that are sampled go through the final norm and the classifier.
-  grow(ws.logits_in, std::int64_t(b.num_logits) * d);
-  for (int i = 0; i < b.num_logits; ++i) {
-    std::copy_n(ws.x.data() + std::int64_t(b.logit_indices[i]) * d, d, ws.xb.data() + std::int64_t(i) * d);
+  if (b.num_logits > 0) {
+    final_norm_rows(s, w, b.logit_indices, b.num_logits, ws);
+    linear(logits, ws.logits_in.data(), w.classifier, nullptr, b.num_logits, s.dim, s.vocab_size);
   }
-  rmsnorm(ws.logits_in.data(), ws.xb.data(), w.final_norm, b.num_logits, s.dim, s.norm_eps);
-  linear(logits, ws.logits_in.data(), w.classifier, nullptr, b.num_logits, s.dim, s.vocab_size);
+  // Scoring: a dot product per named row instead of the whole vocabulary.
+  if (b.num_row_logits > 0 && row_logits != nullptr) {
+    final_norm_rows(s, w, b.scored_indices, b.num_scored, ws);
+    classifier_rows(row_logits, ws.logits_in.data(), w.classifier, b.row_logit_positions, b.row_logit_ids,
+                    b.num_row_logits, s.dim);
+  }
 }
 
 }  // namespace inflight::kernels::cpu

@@ -78,6 +78,12 @@ struct ragged_batch_view {
   int block_table_stride = 0;
   int num_logits = 0;
   const std::int32_t* logit_indices = nullptr; ///< [num_logits] flattened token indices
+  // Named logit rows (prefill-only scoring): only these rows of the classifier are computed.
+  int num_scored = 0;                                 ///< tokens whose named rows are wanted
+  const std::int32_t* scored_indices = nullptr;       ///< [num_scored] flattened token indices
+  int num_row_logits = 0;                             ///< (scored token, vocabulary row) pairs
+  const std::int32_t* row_logit_positions = nullptr;  ///< [num_row_logits] index into scored_indices
+  const std::int32_t* row_logit_ids = nullptr;        ///< [num_row_logits] vocabulary rows
 };
 
 /// Scratch memory, grown on demand and reused across steps.
@@ -85,17 +91,18 @@ struct llama_workspace {
   std::vector<float> x, xb, q, k, v, attn, hb, hb2, logits_in;
 };
 
-/// Runs every layer over the batch, writes K/V into the cache and
-/// `logits[num_logits x vocab]` for the requested tokens.
+/// Runs every layer over the batch, writes K/V into the cache,
+/// `logits[num_logits x vocab]` for the requested tokens and `row_logits[num_row_logits]`
+/// for the named rows.
 void llama_forward(const llama_shape& shape, const llama_weights_view& weights,
                    const paged_kv_view& kv, const ragged_batch_view& batch,
-                   llama_workspace& ws, float* logits);
+                   llama_workspace& ws, float* logits, float* row_logits = nullptr);
 
 // ---- the individual kernels (CPU twins of kernels/cuda) ----
 
 /// out[t] = table[ids[t]] for each of n tokens, rows of `dim`.
 void embedding_gather(float* out, const float* table, const std::int32_t* ids, int n, int dim);
-/// out[t] = x[t] / rms(x[t]) * w, for n rows of `dim`.
+/// out[t] = x[t] / rms(x[t]) * w, for n rows of `dim` (out may be x: in place).
 void rmsnorm(float* out, const float* x, const float* w, int n, int dim, float eps);
 /// y[n x out] = x[n x in] * W^T with W [out x in] (+ bias when not null).
 void linear(float* y, const float* x, const float* w, const float* bias, int n, int in, int out);
@@ -103,6 +110,10 @@ void linear(float* y, const float* x, const float* w, const float* bias, int n, 
 void rope(float* q, float* k, const std::int32_t* positions, int n, const llama_shape& shape);
 /// Inverse frequency of pair i (Llama-3 scaling applied when configured).
 float rope_inv_freq(int pair, const llama_shape& shape);
+/// out[k] = classifier[row_ids[k]] . normed[positions[k]] for n (position, row) pairs:
+/// only the named rows of the classifier (rows of `dim`; normed: final-normed hidden states).
+void classifier_rows(float* out, const float* normed, const float* classifier, const std::int32_t* positions,
+                     const std::int32_t* row_ids, int n, int dim);
 /// gate[i] = silu(gate[i]) * up[i] over n values.
 void silu_mul(float* gate, const float* up, std::int64_t n);
 /// Scatters k/v rows [n x kv_dim] into the cache at slot_mapping.

@@ -114,6 +114,12 @@ inline constexpr int prefill_tile_tokens = 16;
 status attention_prefill(const attention_args& args, const std::int32_t* tiles, int num_tiles,
                          cudaStream_t stream);
 
+/// Named classifier rows (prefill-only scoring): out[k] = classifier[row_ids[k]] .
+/// normed[positions[k]] for n pairs; normed and classifier rows of `dim` in `dt`, out
+/// fp32. CPU twin: kernels::cpu::classifier_rows.
+status classifier_rows(dtype dt, float* out, const void* normed, const void* classifier, const std::int32_t* positions,
+                       const std::int32_t* row_ids, int n, int dim, cudaStream_t stream);
+
 /// Greedy sampling of each logits row: tokens[r] = arg-max (ties to the lowest id),
 /// logprobs[r] = its log-softmax.
 status greedy_sample(const float* logits, int num_rows, int vocab, std::int32_t* tokens, float* logprobs,

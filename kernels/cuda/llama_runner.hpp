@@ -55,7 +55,10 @@ class llama_runner {
   /// Runs one step: every layer over the batch, K/V written into the cache, logits for
   /// batch.logit_indices, and greedy sampling of them: tokens[k] and logprobs[k] for
   /// logit row k (host arrays of batch.num_logits). The logits stay on the device.
-  status forward(const cpu::ragged_batch_view& batch, std::int32_t* tokens, float* logprobs);
+  /// The named rows (batch.row_logit_ids) go to row_logits[num_row_logits] on the host;
+  /// a step with named rows never replays a graph.
+  status forward(const cpu::ragged_batch_view& batch, std::int32_t* tokens, float* logprobs,
+                 float* row_logits = nullptr);
   /// Copies the logits rows of the last forward ([num_logits x vocab] fp32) to `host`.
   status copy_logits(float* host, int num_logits);
 
@@ -92,6 +95,7 @@ class llama_runner {
   status run_device(int num_tokens, int num_seqs, int num_tiles, int num_logits, bool is_decode);
   status run_layer(int l, int n, int num_seqs, int num_tiles, bool is_decode);
   status launch_graph(int padded_seqs);
+  status run_row_logits(const cpu::ragged_batch_view& batch, float* host_out);
   void destroy_graphs();
   int qkv_dim() const { return (shape_.num_heads + 2 * shape_.num_kv_heads) * shape_.head_dim; }
 
@@ -111,6 +115,9 @@ class llama_runner {
   capacity cap_;
   device_buffer x_, xb_, qkv_, attn_, delta_, gate_up_, hidden_, logits_in_, logits_, partials_;
   device_buffer sampled_tokens_, sampled_logprobs_, batch_dev_, batch_host_, results_host_;
+  // Named logit rows: | scored token indices | pair positions | pair row ids | and the values.
+  device_buffer rows_dev_, row_logits_dev_;
+  std::vector<std::int32_t> rows_host_;
   decode_partials partials_view_;
   // The staged step.
   std::vector<int> logit_rows_;  ///< device logits row of each requested logit

@@ -54,6 +54,14 @@ status llama_runner::check_batch(const cpu::ragged_batch_view& b) const {
   for (int k = 0; k < b.num_logits; ++k) {
     if (b.logit_indices[k] < 0 || b.logit_indices[k] >= b.num_tokens) return bad_batch("logit index outside the batch");
   }
+  if (b.num_scored > b.num_seqs) return bad_batch("more scored tokens than sequences");
+  for (int k = 0; k < b.num_scored; ++k) {
+    if (b.scored_indices[k] < 0 || b.scored_indices[k] >= b.num_tokens) return bad_batch("scored token outside the batch");
+  }
+  for (int k = 0; k < b.num_row_logits; ++k) {
+    if (b.row_logit_positions[k] < 0 || b.row_logit_positions[k] >= b.num_scored) return bad_batch("bad row position");
+    if (b.row_logit_ids[k] < 0 || b.row_logit_ids[k] >= shape_.vocab_size) return bad_batch("logit row outside the vocabulary");
+  }
   return status::ok();
 }
 
@@ -195,7 +203,8 @@ status llama_runner::launch_graph(int padded_seqs) {
   return status::ok();
 }
 
-status llama_runner::forward(const cpu::ragged_batch_view& b, std::int32_t* tokens, float* logprobs) {
+status llama_runner::forward(const cpu::ragged_batch_view& b, std::int32_t* tokens, float* logprobs,
+                             float* row_logits) {
   last_used_graph_ = false;
   logit_rows_.clear();
   if (b.num_tokens <= 0) return status::ok();
@@ -203,7 +212,8 @@ status llama_runner::forward(const cpu::ragged_batch_view& b, std::int32_t* toke
   INFLIGHT_TRY_STATUS(ensure_capacity(b.num_tokens, std::max(b.num_seqs, b.num_logits)));
   const bool is_decode = b.num_tokens == b.num_seqs;  // with check_batch: one token per sequence
   int padded = 0;
-  if (is_decode && options_.use_graphs && b.num_seqs <= largest_graph_batch) {
+  const bool has_rows = b.num_row_logits > 0 && row_logits != nullptr;
+  if (is_decode && !has_rows && options_.use_graphs && b.num_seqs <= largest_graph_batch) {
     for (const int size : graph_batch_sizes) {
       if (b.num_seqs <= size) {
         padded = size;
@@ -220,6 +230,7 @@ status llama_runner::forward(const cpu::ragged_batch_view& b, std::int32_t* toke
     num_rows = padded;
   } else {
     INFLIGHT_TRY_STATUS(run_device(b.num_tokens, b.num_seqs, staged_tiles_, b.num_logits, is_decode));
+    if (has_rows) INFLIGHT_TRY_STATUS(run_row_logits(b, row_logits));
   }
   auto* host_tokens = results_host_.as<std::int32_t>();
   auto* host_logprobs = reinterpret_cast<float*>(host_tokens + cap_.seqs);
@@ -234,6 +245,30 @@ status llama_runner::forward(const cpu::ragged_batch_view& b, std::int32_t* toke
     tokens[k] = host_tokens[logit_rows_[std::size_t(k)]];
     logprobs[k] = host_logprobs[logit_rows_[std::size_t(k)]];
   }
+  return status::ok();
+}
+
+status llama_runner::run_row_logits(const cpu::ragged_batch_view& b, float* host_out) {
+  const int s = b.num_scored, n = b.num_row_logits;
+  rows_host_.assign(b.scored_indices, b.scored_indices + s);
+  rows_host_.insert(rows_host_.end(), b.row_logit_positions, b.row_logit_positions + n);
+  rows_host_.insert(rows_host_.end(), b.row_logit_ids, b.row_logit_ids + n);
+  const std::size_t bytes = rows_host_.size() * sizeof(std::int32_t);
+  if (rows_dev_.bytes() < bytes) INFLIGHT_TRY_STATUS(rows_dev_.try_allocate(bytes));
+  if (row_logits_dev_.bytes() < std::size_t(n) * sizeof(float)) {
+    INFLIGHT_TRY_STATUS(row_logits_dev_.try_allocate(std::size_t(n) * sizeof(float)));
+  }
+  INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(rows_dev_.as(), rows_host_.data(), bytes, cudaMemcpyHostToDevice, stream_));
+  const auto* scored = rows_dev_.as<std::int32_t>();
+  const dtype dt = options_.dt;
+  // The same last residual add and final norm as the sampled rows, for the scored tokens only.
+  INFLIGHT_TRY_STATUS(add_rmsnorm(dt, logits_in_.as(), x_.as<float>(), shape_.num_layers > 0 ? delta_.as() : nullptr,
+                                  final_norm_.as<float>(), scored, s, shape_.dim, shape_.norm_eps, false, stream_));
+  const void* classifier = is_tied_ ? embedding_.as() : classifier_.as();
+  INFLIGHT_TRY_STATUS(classifier_rows(dt, row_logits_dev_.as<float>(), logits_in_.as(), classifier, scored + s,
+                                      scored + s + n, n, shape_.dim, stream_));
+  INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(host_out, row_logits_dev_.as(), std::size_t(n) * sizeof(float),
+                                      cudaMemcpyDeviceToHost, stream_));
   return status::ok();
 }
 

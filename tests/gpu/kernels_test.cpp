@@ -252,3 +252,27 @@ TEST_CASE("qk_norm normalises each q and k head like the CPU twin and leaves v a
     }
   }
 }
+
+TEST_CASE("classifier_rows computes the named rows like the CPU twin", "[gpu]") {
+  require_device();
+  std::mt19937 rng(9);
+  for (const auto dt : dtypes) {
+    const int dim = 1024 + 7, vocab = 301, num_scored = 5;
+    const auto normed = rounded(random_floats(std::size_t(num_scored) * dim, rng), dt);
+    const auto classifier = rounded(random_floats(std::size_t(vocab) * dim, rng, 0.05f), dt);
+    const std::vector<std::int32_t> positions = {0, 0, 3, 4, 4, 1}, rows = {7, 300, 0, 7, 150, 299};
+    std::vector<float> want(rows.size());
+    kernels::cpu::classifier_rows(want.data(), normed.data(), classifier.data(), positions.data(), rows.data(),
+                                  int(rows.size()), dim);
+    auto d_normed = upload(normed, dt);
+    auto d_classifier = upload(classifier, dt);
+    auto d_positions = upload_i32(positions);
+    auto d_rows = upload_i32(rows);
+    kc::device_buffer d_out;
+    require_ok(d_out.try_allocate(want.size() * sizeof(float)));
+    require_ok(kc::classifier_rows(dt, d_out.as<float>(), d_normed.as(), d_classifier.as(),
+                                   d_positions.as<std::int32_t>(), d_rows.as<std::int32_t>(), int(rows.size()), dim,
+                                   nullptr));
+    require_close(download_f32(d_out, want.size()), want, 1e-3f);
+  }
+}

@@ -115,3 +115,19 @@ TEST_CASE("paged attention through a shuffled block table equals naive causal at
     }
   }
 }
+
+TEST_CASE("classifier_rows equals the named entries of the full classifier GEMM", "[kernels]") {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal;
+  const int dim = 37, vocab = 53, num_tokens = 3;
+  std::vector<float> normed(std::size_t(num_tokens) * dim), classifier(std::size_t(vocab) * dim);
+  for (auto* v : {&normed, &classifier}) for (auto& x : *v) x = normal(rng);
+  std::vector<float> full(std::size_t(num_tokens) * vocab);
+  linear(full.data(), normed.data(), classifier.data(), nullptr, num_tokens, dim, vocab);
+  const std::vector<std::int32_t> positions = {2, 0, 2, 1}, rows = {52, 0, 17, 17};
+  std::vector<float> out(rows.size());
+  classifier_rows(out.data(), normed.data(), classifier.data(), positions.data(), rows.data(), int(rows.size()), dim);
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    CHECK(out[k] == Approx(full[std::size_t(positions[k]) * vocab + std::size_t(rows[k])]).margin(1e-5));
+  }
+}

@@ -1,0 +1,103 @@
+// A Qwen3-shaped model (dummy weights, q/k norms far from 1) on the cuda backend
+// against the cpu backend: the full logits of sampled rows and the named logit rows of
+// scored ones, over a batch that mixes both with a chunked prefill.
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <random>
+
+#include "actors/backend/cpu_backend.hpp"
+#include "actors/backend/cuda_backend.hpp"
+#include "core/model/dummy_model.hpp"
+#include "core/model/shapes.hpp"
+#include "tests/gpu/gpu_test_util.hpp"
+
+using namespace inflight;
+using namespace inflight::test::gpu;
+
+namespace {
+
+std::shared_ptr<const model_weights> qwen3_weights() {
+  model_config c;
+  c.dim = 256;
+  c.hidden_dim = 512;
+  c.num_layers = 3;
+  c.num_heads = 8;
+  c.num_kv_heads = 2;
+  c.head_dim = 64;
+  c.vocab_size = 1000;
+  c.max_seq_len = 1024;
+  c.norm_eps = 1e-6f;
+  c.rope_theta = 1000000.0f;
+  c.tied_embeddings = true;
+  auto q = try_as_family(c, "qwen3");
+  REQUIRE(q.has_value());
+  auto w = make_dummy_weights(*q, 5);
+  REQUIRE(w.has_value());
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> scale(0.5f, 2.0f);
+  for (auto& l : w->layers)
+    for (auto* v : {&l.q_norm, &l.k_norm}) for (auto& x : *v) x = scale(rng);
+  return std::make_shared<const model_weights>(std::move(*w));
+}
+
+std::vector<token_id> prompt_of(int length, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<token_id> p(std::size_t(length));
+  for (auto& t : p) t = token_id(3 + rng() % 990);
+  return p;
+}
+
+seq_step step_of(seq_id id, const std::vector<token_id>& p, int begin, int end, std::vector<block_id> blocks) {
+  seq_step s;
+  s.id = id;
+  s.tokens.assign(p.begin() + begin, p.begin() + end);
+  s.start_position = begin;
+  s.block_table = std::move(blocks);
+  s.params.temperature = 0.0f;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("qwen3 on the cuda backend: full logits and named rows match the cpu backend", "[gpu]") {
+  require_device();
+  const auto w = qwen3_weights();
+  auto cpu = cpu_backend::create(w, kv_cache_config{16, 64, 0});
+  REQUIRE(cpu.has_value());
+  cuda_backend_options o;
+  o.num_kv_blocks = 64;
+  o.max_num_seqs = 8;
+  auto gpu = cuda_backend::create(w, o);
+  INFO((gpu ? std::string() : gpu.error().message));
+  REQUIRE(gpu.has_value());
+  const auto a = prompt_of(70, 1), b = prompt_of(33, 2), c = prompt_of(50, 3);
+  const std::vector<step_plan> plans = [&] {
+    step_plan first;
+    first.step_id = 1;
+    first.seqs.push_back(step_of(1, a, 0, 40, {0, 1, 2, 3, 4}));
+    first.seqs.push_back(step_of(2, b, 0, 33, {5, 6, 7}));
+    first.seqs.back().logit_rows = {10, 999};
+    first.seqs.push_back(step_of(3, c, 0, 50, {8, 9, 10, 11}));
+    first.seqs.back().do_sample = true;
+    step_plan second;
+    second.step_id = 2;
+    second.seqs.push_back(step_of(1, a, 40, 70, {0, 1, 2, 3, 4}));
+    second.seqs.back().logit_rows = {10, 999, 500};
+    return std::vector<step_plan>{first, second};
+  }();
+  for (const auto& plan : plans) {
+    auto want_logits = (*cpu)->forward(plan);
+    REQUIRE(want_logits.has_value());
+    const std::vector<float> want_full(want_logits->begin(), want_logits->end());
+    const std::vector<float> want_rows((*cpu)->row_logits().begin(), (*cpu)->row_logits().end());
+    auto got = (*gpu)->forward(plan);
+    INFO((got ? std::string() : got.error().message));
+    REQUIRE(got.has_value());
+    const std::vector<float> got_full(got->begin(), got->end());
+    const std::vector<float> got_rows((*gpu)->row_logits().begin(), (*gpu)->row_logits().end());
+    REQUIRE(got_rows.size() == want_rows.size());
+    require_close(got_full, want_full, 0.05f);
+    require_close(got_rows, want_rows, 0.05f);
+  }
+}
