@@ -203,6 +203,25 @@ const std::map<std::string, key_spec>& specs() {
         [](auto k) { return integer(&D::engine, &engine_settings::max_num_batched_tokens, 1, 1 << 22, k); });
     add("scheduler.policy", [](auto k) { return text(&D::scheduler, &scheduler_settings::policy, {}, k); });
     add("scheduler.plugin_dir", [](auto k) { return text(&D::scheduler, &scheduler_settings::plugin_dir, {}, k); });
+    add("rerank.enabled", [](auto k) -> key_spec {
+      const std::string expected = "true, false or \"auto\"";
+      return {expected, [k, expected](deployment& d, const toml::node& n) -> result<void> {
+                if (n.is_boolean()) {
+                  d.rerank.mode = n.as_boolean()->get() ? rerank_mode::required : rerank_mode::off;
+                } else if (n.is_string() && n.as_string()->get() == "auto") {
+                  d.rerank.mode = rerank_mode::automatic;
+                } else {
+                  return bad_value(k, n, expected);
+                }
+                return {};
+              }};
+    });
+    add("rerank.template", [](auto k) { return text(&D::rerank, &rerank_settings::prompt_template, {}, k); });
+    add("rerank.instruction", [](auto k) { return text(&D::rerank, &rerank_settings::instruction, {}, k); });
+    add("rerank.yes_word", [](auto k) { return text(&D::rerank, &rerank_settings::yes_word, {}, k); });
+    add("rerank.no_word", [](auto k) { return text(&D::rerank, &rerank_settings::no_word, {}, k); });
+    add("rerank.max_documents",
+        [](auto k) { return integer(&D::rerank, &rerank_settings::max_documents, 1, 1 << 20, k); });
     add("logging.level", [](auto k) {
       return text(&D::logging, &logging_settings::level, {"trace", "debug", "info", "warn", "error"}, k);
     });

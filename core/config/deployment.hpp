@@ -73,6 +73,27 @@ struct scheduler_settings {
   std::map<std::string, std::string> policy_settings;
 };
 
+/// Whether /v1/rerank and /v1/score are served ([rerank] enabled).
+enum class rerank_mode {
+  automatic,  ///< "auto": served when the yes/no words are single tokens, else the routes say why
+  required,   ///< true: start-up fails unless they are
+  off,        ///< false: the routes answer that reranking is disabled
+};
+
+/// Relevance scoring with a causal LM: the prompt asks for a yes/no judgement and the
+/// score is P(yes) = sigmoid(logit(yes) - logit(no)) at the last prompt position.
+struct rerank_settings {
+  rerank_mode mode = rerank_mode::automatic;
+  /// The prompt, with {instruction}, {query} and {document} (once, after the query so
+  /// that instruction + query are a prefix shared by every document). "" = the built-in
+  /// Qwen3-Reranker format (core/rerank/reranker.hpp).
+  std::string prompt_template;
+  std::string instruction = "Given a web search query, retrieve relevant passages that answer the query";
+  std::string yes_word = "yes";    ///< must be one token
+  std::string no_word = "no";      ///< must be one token
+  int max_documents = 1000;        ///< documents (or text pairs) in one request
+};
+
 struct logging_settings {
   std::string level = "info";      ///< trace | debug | info | warn | error
 };
@@ -82,6 +103,7 @@ struct deployment {
   model_settings model;
   engine_settings engine;
   scheduler_settings scheduler;
+  rerank_settings rerank;
   logging_settings logging;
 };
 
