@@ -124,7 +124,9 @@ result<request_id> engine::submit(generate_request request, std::shared_ptr<requ
   if (!p.is_accepting) return make_error(errc::unsupported, "the server is shutting down");
   if (request.prompt.empty()) return make_error(errc::invalid_argument, "the prompt is empty");
   const int max_context = p.model.max_context;
-  if (int(request.prompt.size()) >= max_context) {
+  // A scoring request generates nothing: its prompt may fill the whole context.
+  const int max_prompt = request.score_rows.empty() ? max_context - 1 : max_context;
+  if (int(request.prompt.size()) > max_prompt) {
     return make_error(errc::invalid_argument, "the prompt has " + std::to_string(request.prompt.size()) +
                                                   " tokens, but the model's context is " +
                                                   std::to_string(max_context) + " tokens (including the output)");
@@ -135,6 +137,15 @@ result<request_id> engine::submit(generate_request request, std::shared_ptr<requ
       return make_error(errc::invalid_argument, "token id " + std::to_string(t) + " is outside the vocabulary");
     }
   }
+  for (auto t : request.score_rows) {
+    if (t < 0 || t >= vocab) {
+      return make_error(errc::invalid_argument, "score row " + std::to_string(t) + " is outside the vocabulary");
+    }
+  }
+  if (!request.score_rows.empty()) {  // nothing is sampled; policies see one output (the score)
+    request.params = sampling_params{};
+    request.params.max_tokens = 1;
+  }
   if (auto ok = try_validate(request.params); !ok) return std::unexpected(ok.error());
   const int waiting = *p.num_live - p.gauges->num_running;
   if (waiting >= p.settings.server.max_waiting_requests) {
@@ -143,6 +154,7 @@ result<request_id> engine::submit(generate_request request, std::shared_ptr<requ
   }
   const request_id id = p.next_id++;
   seq_request seq{id, request.prompt, request.params, request.priority};
+  seq.score_rows = request.score_rows;
   request_context ctx{id, std::move(request), std::move(sink), p.model.tok, p.model.eos_ids, p.metrics, p.num_live,
                       engine_now()};
   ++*p.num_live;

@@ -71,6 +71,7 @@ result<void> scheduler::submit(seq_request request) {
   seq.prompt = std::move(request.prompt);
   seq.priority = request.priority;
   seq.params = std::move(request.params);
+  seq.score_rows = std::move(request.score_rows);
   seq.seed = seq.params.seed.value_or(mix_seed(config_.seed, seq.id));
   seq.cache_salt = std::move(request.cache_salt);
   seq.times.arrival = now();
@@ -194,7 +195,8 @@ result<step_plan> scheduler::on_grant(kv_grant grant) {
     if (ask.is_admission) admit(seq, g.num_computed_tokens);
     seq.num_blocks_held = static_cast<int>(g.block_table.size());
     plan.seqs.push_back(make_seq_step(seq, g.num_tokens, std::move(g.block_table)));
-    pending.entries.push_back({g.id, g.num_tokens, plan.seqs.back().do_sample});
+    const auto& step = plan.seqs.back();
+    pending.entries.push_back({g.id, g.num_tokens, step.do_sample, !step.logit_rows.empty()});
   }
   take_cached_prefixes(kv_.cached_prefixes);
   if (grant.is_fallback_used)
@@ -233,8 +235,11 @@ seq_step scheduler::make_seq_step(sequence& seq, int num_tokens, std::vector<blo
   for (int i = 0; i < num_tokens; ++i) step.tokens.push_back(seq.token_at(step.start_position + i));
   step.block_table = std::move(block_table);
   // Sample only when the chunk reaches the end of the known tokens: a recompute of
-  // already generated tokens never samples them again.
-  step.do_sample = step.start_position + num_tokens == seq.num_tokens();
+  // already generated tokens never samples them again. A prefill-only sequence asks
+  // for its score rows there instead.
+  const bool is_last = step.start_position + num_tokens == seq.num_tokens();
+  step.do_sample = is_last && !seq.is_prefill_only();
+  if (is_last && seq.is_prefill_only()) step.logit_rows = seq.score_rows;
   step.params = seq.params;
   step.params.seed = seq.seed;
   step.sample_index = static_cast<std::uint64_t>(seq.num_generated_tokens());
@@ -249,28 +254,43 @@ result<std::vector<seq_event>> scheduler::apply(const step_result& result) {
     return make_error(errc::invalid_argument, "step result " + std::to_string(result.step_id) +
                                                   " does not match pending step " +
                                                   std::to_string(pending_->step_id));
-  std::size_t num_samples = 0;
-  for (const auto& e : pending_->entries) {
-    if (!e.do_sample) continue;
-    if (num_samples >= result.tokens.size() || result.tokens[num_samples].id != e.id)
-      return make_error(errc::invalid_argument, "step result " + std::to_string(result.step_id) +
-                                                    " lacks the sampled token of sequence " +
-                                                    std::to_string(e.id));
-    ++num_samples;
-  }
+  if (auto ok = check_result(result); !ok) return std::unexpected(ok.error());
   std::vector<seq_event> events;
-  std::size_t k = 0;
+  std::size_t k = 0, r = 0;
   for (const auto& e : pending_->entries) {
     const sampled_token* token = e.do_sample ? &result.tokens[k++] : nullptr;
+    const seq_row_logits* rows = e.has_rows ? &result.rows[r++] : nullptr;
     auto it = seqs_.find(e.id);
     // Finished (cancelled, stopped) while the step ran: its result is dropped.
     if (it == seqs_.end() || it->second.status != seq_status::running) continue;
     it->second.num_computed_tokens += e.num_tokens;
-    if (token != nullptr) append_token(it->second, *token, events);
+    if (token != nullptr) {
+      append_token(it->second, *token, events);
+    } else if (rows != nullptr) {  // a prefill-only sequence is done: its blocks go back with the next kv request
+      events.push_back(finish_sequence(it->second, finish_reason::stop, {}));
+      events.back().row_logits = rows->values;
+    }
   }
   pending_.reset();
   phase_ = step_phase::idle;
   return events;
+}
+
+result<void> scheduler::check_result(const step_result& result) const {
+  std::size_t num_samples = 0, num_rows = 0;
+  for (const auto& e : pending_->entries) {
+    const auto lacks = [&](const char* what) {
+      return make_error(errc::invalid_argument, "step result " + std::to_string(result.step_id) + " lacks the " +
+                                                    what + " of sequence " + std::to_string(e.id));
+    };
+    if (e.do_sample && (num_samples >= result.tokens.size() || result.tokens[num_samples++].id != e.id)) {
+      return lacks("sampled token");
+    }
+    if (e.has_rows && (num_rows >= result.rows.size() || result.rows[num_rows++].id != e.id)) {
+      return lacks("score rows");
+    }
+  }
+  return {};
 }
 
 bool scheduler::append_token(sequence& seq, const sampled_token& token,

@@ -44,6 +44,7 @@ struct seq_event {
   std::string message;          ///< kind::finished: why, for error / aborted
   int num_generated_tokens = 0; ///< after this event
   int num_cached_tokens = 0;    ///< kind::finished: prompt tokens taken from the prefix cache
+  std::vector<float> row_logits;  ///< kind::finished of a prefill-only sequence: its score rows' logits
 };
 
 struct scheduler_counters {
@@ -122,6 +123,7 @@ class scheduler {
     seq_id id = 0;
     int num_tokens = 0;
     bool do_sample = false;
+    bool has_rows = false;  ///< the step returns its score rows (its prompt ends here)
   };
   struct pending_step {
     std::uint64_t step_id = 0;
@@ -158,6 +160,7 @@ class scheduler {
   void hash_full_blocks(sequence& seq);
   void take_cached_prefixes(const std::vector<kv_cached_prefix>& prefixes);
   bool append_token(sequence& seq, const sampled_token& token, std::vector<seq_event>& events);
+  result<void> check_result(const step_result& result) const;
   seq_event finish_sequence(sequence& seq, finish_reason reason, std::string message);
   std::optional<finish_reason> check_stop(const sequence& seq, token_id token) const;
   double now() const { return clock_(); }

@@ -35,6 +35,9 @@ struct seq_request {
   int priority = 0;  ///< larger = more important
   /// Prefix-cache salt: requests with different salts never share cached blocks.
   std::string cache_salt;
+  /// Prefill-only scoring when not empty: no token is generated; the sequence finishes
+  /// when its prompt is computed, with the logits of these vocabulary rows.
+  std::vector<token_id> score_rows;
 };
 
 /// Times on the scheduler's clock, in seconds.
@@ -66,6 +69,7 @@ struct sequence {
   seq_timestamps times;
   int num_preemptions = 0;
   std::optional<finish_reason> finish;
+  std::vector<token_id> score_rows;  ///< prefill-only scoring (seq_request::score_rows)
 
   int num_prompt_tokens() const { return static_cast<int>(prompt.size()); }
   int num_generated_tokens() const { return static_cast<int>(generated.size()); }
@@ -77,6 +81,7 @@ struct sequence {
   /// prompt + generated, in order.
   std::vector<token_id> all_tokens() const;
   bool is_finished() const { return status == seq_status::finished; }
+  bool is_prefill_only() const { return !score_rows.empty(); }
 };
 
 }  // namespace inflight
