@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "actors/gateway/errors.hpp"
+#include "actors/gateway/gateway_call.hpp"
 #include "actors/gateway/gateway_state.hpp"
 #include "actors/gateway/openai_request.hpp"
 #include "actors/gateway/openai_response.hpp"
@@ -17,15 +18,9 @@
 
 namespace inflight::gateway {
 
-class completion_call : public std::enable_shared_from_this<completion_call> {
+class completion_call final : public gateway_call, public std::enable_shared_from_this<completion_call> {
  public:
-  /// Bytes for the client: SSE events while streaming; the whole body (with `status`)
-  /// otherwise. `is_last` marks the end of the response.
-  struct output {
-    int status = 200;
-    std::string bytes;
-    bool is_last = false;
-  };
+  using output = call_output;
   using emit_fn = std::function<void(output)>;
 
   completion_call(gateway_state& state, openai_request request, post_fn post, emit_fn emit);
@@ -35,7 +30,7 @@ class completion_call : public std::enable_shared_from_this<completion_call> {
   /// echoed prompts) have been emitted.
   std::optional<api_error> try_start();
   /// The client went away: cancels the choices still running (each finishes within a step).
-  void cancel();
+  void cancel() override;
   bool is_streaming() const { return request_.stream; }
   bool is_done() const { return num_finished_ == int(choices_.size()) && !choices_.empty(); }
 

@@ -88,9 +88,11 @@ void http_session::handle(request_t&& req) {
     return;
   }
   if (kind == route_kind::engine_events) return start_engine_events();
-  if (kind == route_kind::completion || kind == route_kind::chat) {
+  if (kind == route_kind::completion || kind == route_kind::chat || kind == route_kind::rerank ||
+      kind == route_kind::score) {
     if (state_.is_shutting_down())
       return send_reply(error_reply(unavailable("the server is shutting down", "shutting_down")));
+    if (kind == route_kind::rerank || kind == route_kind::score) return start_scoring(kind, req.body());
     return start_generation(kind, req.body());
   }
   send_reply(answer(state_, method, path, req.body()));
@@ -114,9 +116,10 @@ void http_session::start_generation(route_kind kind, const std::string& text) {
   post_fn post = [ex](std::function<void()> task) { net::post(ex, std::move(task)); };
   auto self = shared_from_this();
   is_streaming_ = parsed->stream;
-  call_ = std::make_shared<completion_call>(state_, std::move(*parsed), std::move(post),
-                                            [self](completion_call::output out) { self->on_output(std::move(out)); });
-  if (auto err = call_->try_start()) {
+  auto call = std::make_shared<completion_call>(state_, std::move(*parsed), std::move(post),
+                                                [self](call_output out) { self->on_output(std::move(out)); });
+  call_ = call;
+  if (auto err = call->try_start()) {
     call_.reset();
     is_streaming_ = false;
     pending_.clear();
@@ -125,6 +128,30 @@ void http_session::start_generation(route_kind kind, const std::string& text) {
   stream_.expires_never();
   start_watch();
   if (is_streaming_) write_stream_header();
+}
+
+void http_session::start_scoring(route_kind kind, const std::string& text) {
+  auto body = try_parse_json(text);
+  if (!body) return send_reply(error_reply(body.error()));
+  auto parsed = kind == route_kind::rerank ? try_parse_rerank(*body, state_.model())
+                                           : try_parse_score(*body, state_.model());
+  if (!parsed) return send_reply(error_reply(parsed.error()));
+  auto ex = stream_.get_executor();
+  post_fn post = [ex](std::function<void()> task) { net::post(ex, std::move(task)); };
+  auto self = shared_from_this();
+  auto call = std::make_shared<score_call>(state_, std::move(*parsed), std::move(post),
+                                           [self](api_result<nlohmann::json> out) {
+                                             if (!out) return self->on_output({out.error().status,
+                                                                               dump_json(error_body(out.error())), true});
+                                             self->on_output({200, dump_json(*out), true});
+                                           });
+  call_ = call;
+  if (auto err = call->try_start()) {
+    call_.reset();
+    return send_reply(error_reply(*err));
+  }
+  stream_.expires_never();
+  start_watch();
 }
 
 void http_session::send_reply(http_reply reply) {
@@ -167,7 +194,7 @@ void http_session::next_request() {
 
 // --- streaming -------------------------------------------------------------------
 
-void http_session::on_output(completion_call::output out) {
+void http_session::on_output(call_output out) {
   if (out.is_last) call_.reset();  // the call holds this session: break the cycle
   if (is_gone_ || is_closed_) return;
   if (!is_streaming_) return send_reply({out.status, "application/json", std::move(out.bytes), {}});

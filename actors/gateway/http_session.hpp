@@ -1,7 +1,8 @@
 #pragma once
 /// One HTTP/1.1 connection: reads requests (keep-alive, server.idle_timeout_s, body
 /// limit server.max_body_bytes), answers simple routes, runs completion calls (SSE over
-/// chunked transfer encoding when streaming) and hands WebSocket upgrades to ws_session.
+/// chunked transfer encoding when streaming) and scoring calls, and hands WebSocket
+/// upgrades to ws_session.
 /// Everything runs on the connection's strand. While a generation runs, a read on the
 /// socket watches for the client going away: it cancels the call's requests.
 
@@ -15,6 +16,7 @@
 #include <boost/beast/http.hpp>
 
 #include "actors/gateway/completion_call.hpp"
+#include "actors/gateway/score_call.hpp"
 #include "actors/gateway/gateway_state.hpp"
 #include "actors/gateway/routes.hpp"
 
@@ -35,11 +37,12 @@ class http_session final : public session_base, public std::enable_shared_from_t
   void handle(request_t&& req);
   void start_generation(route_kind kind, const std::string& body);
   void start_engine_events();
+  void start_scoring(route_kind kind, const std::string& body);
   void send_reply(http_reply reply);
   void on_reply_written(boost::beast::error_code ec, bool keep_alive);
   void next_request();
 
-  void on_output(completion_call::output out);
+  void on_output(call_output out);
   void write_stream_header();
   void write_stream();
   void on_stream_written(boost::beast::error_code ec);
@@ -56,7 +59,7 @@ class http_session final : public session_base, public std::enable_shared_from_t
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   gateway_state& state_;
   boost::asio::steady_timer stall_timer_;
-  std::shared_ptr<completion_call> call_;
+  std::shared_ptr<gateway_call> call_;  ///< the completion or scoring call in progress
   std::shared_ptr<void> reply_;  ///< the response being written
   bool keep_alive_ = true;
   unsigned version_ = 11;

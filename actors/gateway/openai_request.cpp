@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 
+#include "actors/gateway/json_fields.hpp"
 #include "core/sampling/sampler.hpp"
 
 namespace inflight::gateway {
@@ -11,70 +12,6 @@ namespace inflight::gateway {
 using nlohmann::json;
 
 namespace {
-
-using opt_error = std::optional<api_error>;
-
-/// The field, or nullptr when it is absent or null (null means "default", as OpenAI's API does).
-const json* field(const json& body, const char* key) {
-  auto it = body.find(key);
-  return it == body.end() || it->is_null() ? nullptr : &*it;
-}
-
-opt_error read_float(const json& body, const char* key, float& out) {
-  const json* v = field(body, key);
-  if (!v) return {};
-  if (!v->is_number()) return bad_request(std::string(key) + " must be a number", key);
-  const double d = v->get<double>();
-  if (!std::isfinite(d) || std::abs(d) > 1e30) return bad_request(std::string(key) + " is out of range", key);
-  out = static_cast<float>(d);
-  return {};
-}
-
-opt_error read_integer(const json& body, const char* key, long long lo, long long hi, long long& out) {
-  const json* v = field(body, key);
-  if (!v) return {};
-  const std::string name(key);
-  double value = 0.0;
-  if (v->is_number_unsigned()) {
-    const auto u = v->get<std::uint64_t>();
-    value = u > std::uint64_t(LLONG_MAX) ? 1e19 : double(u);
-    if (u <= std::uint64_t(hi)) out = static_cast<long long>(u);
-  } else if (v->is_number_integer()) {
-    out = v->get<std::int64_t>();
-    value = double(out);
-  } else if (v->is_number_float() && std::isfinite(v->get<double>()) && std::floor(v->get<double>()) == v->get<double>()) {
-    value = v->get<double>();
-    if (value >= double(lo) && value <= double(hi)) out = static_cast<long long>(value);
-  } else {
-    return bad_request(name + " must be an integer", key);
-  }
-  if (value < double(lo)) return bad_request(name + " must be at least " + std::to_string(lo), key);
-  if (value > double(hi)) return bad_request(name + " must be at most " + std::to_string(hi), key);
-  return {};
-}
-
-opt_error read_int(const json& body, const char* key, long long lo, long long hi, int& out) {
-  long long v = out;
-  if (auto e = read_integer(body, key, lo, hi, v)) return e;
-  out = static_cast<int>(v);
-  return {};
-}
-
-opt_error read_bool(const json& body, const char* key, bool& out) {
-  const json* v = field(body, key);
-  if (!v) return {};
-  if (!v->is_boolean()) return bad_request(std::string(key) + " must be a boolean", key);
-  out = v->get<bool>();
-  return {};
-}
-
-opt_error read_string(const json& body, const char* key, std::string& out) {
-  const json* v = field(body, key);
-  if (!v) return {};
-  if (!v->is_string()) return bad_request(std::string(key) + " must be a string", key);
-  out = v->get<std::string>();
-  return {};
-}
 
 api_error context_error(std::size_t num_tokens, const served_model& m, const char* param) {
   return bad_request("the prompt has " + std::to_string(num_tokens) + " tokens, but the model's context is " +
@@ -277,12 +214,7 @@ api_result<openai_request> try_parse_request(const json& body, api_kind kind, co
   if (!body.is_object()) return std::unexpected(bad_request("the request body must be a JSON object"));
   openai_request r;
   r.kind = kind;
-  std::string model;
-  if (auto e = read_string(body, "model", model)) return std::unexpected(*e);
-  if (!model.empty() && model != m.name) {
-    return std::unexpected(api_error{404, "not_found_error", "The model `" + model + "` does not exist (this server serves `" + m.name + "`)",
-                                     "model", "model_not_found"});
-  }
+  if (auto e = check_model_name(body, m.name)) return std::unexpected(*e);
   const bool has_messages = body.contains("messages") && !body["messages"].is_null();
   r.is_chat = kind == api_kind::chat || (kind == api_kind::websocket && has_messages);
   const char* needed = r.is_chat ? "messages" : "prompt";

@@ -1,5 +1,5 @@
 #pragma once
-/// Routing, and the endpoints answered without streaming: /health, /metrics,
+/// Routing, and the endpoints answered without an engine call: /health, /metrics,
 /// /v1/models, /version, /tokenize, /detokenize, and every 404 / 405.
 
 #include <string>
@@ -28,6 +28,8 @@ enum class route_kind {
   chat,        ///< POST /v1/chat/completions
   websocket,   ///< GET /v1/ws (an upgrade)
   engine_events,  ///< GET /v1/engine/events (a long-lived SSE stream; events_session)
+  rerank,      ///< POST /v1/rerank, /rerank, /v2/rerank
+  score,       ///< POST /v1/score, /score
   other,       ///< answered by answer()
 };
 

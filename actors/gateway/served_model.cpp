@@ -12,6 +12,27 @@ std::string special_text(const tokenizer& tok, std::optional<token_id> id) {
   return id ? tok.piece(*id) : std::string();
 }
 
+void append_warning(std::string* warning, const std::string& text) {
+  if (warning) *warning += (warning->empty() ? "" : "\n") + text;
+}
+
+result<void> set_up_rerank(served_model& m, const rerank_settings& s, std::string* warning) {
+  m.max_rerank_documents = s.max_documents;
+  if (s.mode == rerank_mode::off) {
+    m.rerank_unavailable = "reranking is disabled on this server (rerank.enabled = false)";
+    return {};
+  }
+  auto r = reranker::try_create(s, m.tok);
+  if (r) {
+    m.rerank = std::make_shared<const reranker>(std::move(*r));
+    return {};
+  }
+  if (s.mode == rerank_mode::required) return make_error(errc::invalid_argument, "rerank: " + r.error().message);
+  m.rerank_unavailable = "reranking is not available for this model: " + r.error().message;
+  append_warning(warning, m.rerank_unavailable + " (/v1/rerank and /v1/score answer 400)");
+  return {};
+}
+
 }  // namespace
 
 result<served_model> try_make_served_model(const loaded_model& model, const deployment& d, std::string* warning) {
@@ -43,6 +64,7 @@ result<served_model> try_make_served_model(const loaded_model& model, const depl
     }
   }
   m.chat_template_name = m.chat ? std::string(m.chat->name()) : "plain";
+  if (auto ok = set_up_rerank(m, d.rerank, warning); !ok) return std::unexpected(ok.error());
   return m;
 }
 

@@ -12,6 +12,7 @@
 #include "core/config/deployment.hpp"
 #include "core/error.hpp"
 #include "core/model/model_loader.hpp"
+#include "core/rerank/reranker.hpp"
 #include "core/tokenizer/chat_template.hpp"
 #include "core/tokenizer/tokenizer.hpp"
 
@@ -26,13 +27,18 @@ struct served_model {
   std::string chat_template_name;    ///< for the start-up log: "llama-3", "plain" ...
   std::string bos_text, eos_text;    ///< BOS / EOS token texts the templates write
   double request_timeout_s = 0.0;    ///< server.request_timeout_s
+  std::shared_ptr<const reranker> rerank;  ///< null: /v1/rerank and /v1/score are not served
+  std::string rerank_unavailable;    ///< why rerank is null (the routes' error message)
+  int max_rerank_documents = 0;      ///< rerank.max_documents
   std::int64_t created = 0;          ///< unix time the server started (GET /v1/models)
 };
 
 /// Resolves the chat template: model.chat_template by name when set, else the one
 /// detected from tokenizer_config.json, else the plain-text fallback. An explicit but
 /// unknown name is an error; an unrecognised detected template falls back to plain text
-/// and says so in `warning`.
+/// and says so in `warning`. Sets up reranking as [rerank] says: with enabled = true a
+/// template or word the tokenizer cannot serve is an error; with "auto" rerank stays off
+/// and `warning` says why.
 result<served_model> try_make_served_model(const loaded_model& model, const deployment& d, std::string* warning);
 
 /// The fallback template for models without one (llama2.c, byte tokenizer):

@@ -7,6 +7,7 @@
 #include "actors/gateway/openai_request.hpp"
 #include "actors/gateway/openai_response.hpp"
 #include "actors/gateway/posting_sink.hpp"
+#include "actors/gateway/score_request.hpp"
 
 namespace inflight::gateway {
 
@@ -53,7 +54,7 @@ void ws_session::stop() {
 void ws_session::abort_requests() {
   net::post(ws_.get_executor(), [self = shared_from_this()] {
     self->is_aborting_ = true;
-    for (const auto& [key, live] : self->live_) self->state_.eng().cancel(live.engine_id);
+    for (const auto& [key, live] : self->live_) self->cancel_live(live);
   });
 }
 
@@ -90,8 +91,9 @@ void ws_session::handle_text(const std::string& text) {
   const std::string key = dump_json(id);
   const std::string type = m.contains("type") && m["type"].is_string() ? m["type"].get<std::string>() : "";
   if (type == "generate") return handle_generate(m, key);
+  if (type == "rerank") return handle_rerank(m, key);
   if (type == "cancel") return handle_cancel(key);
-  send_error(id, bad_request("type must be \"generate\" or \"cancel\"", "type", "unknown_type"));
+  send_error(id, bad_request("type must be \"generate\", \"rerank\" or \"cancel\"", "type", "unknown_type"));
 }
 
 void ws_session::handle_generate(const json& msg, const std::string& key) {
@@ -120,9 +122,58 @@ void ws_session::handle_generate(const json& msg, const std::string& key) {
   state_.add_live_request();
 }
 
+void ws_session::handle_rerank(const json& msg, const std::string& key) {
+  const json& id = msg["id"];
+  if (live_.contains(key))
+    return send_error(id, bad_request("a request with this id is still running", "id", "duplicate_id"));
+  if (is_stopping_ || state_.is_shutting_down())
+    return send_error(id, unavailable("the server is shutting down", "shutting_down"));
+  auto parsed = try_parse_rerank(msg, state_.model());
+  if (!parsed) return send_error(id, parsed.error());
+  auto ex = ws_.get_executor();
+  auto self = shared_from_this();
+  auto call = std::make_shared<score_call>(
+      state_, std::move(*parsed), [ex](std::function<void()> task) { net::post(ex, std::move(task)); },
+      [self, key](api_result<json> out) { self->on_reranked(key, std::move(out)); });
+  if (auto err = call->try_start()) return send_error(id, *err);
+  live_request live;
+  live.id = id;
+  live.scoring = std::move(call);
+  live_.emplace(key, std::move(live));
+}
+
+void ws_session::on_reranked(const std::string& key, api_result<json> out) {
+  auto it = live_.find(key);
+  if (it == live_.end()) return;
+  const json id = it->second.id;
+  live_.erase(it);
+  if (!out) {
+    send_error(id, out.error());
+  } else {
+    json done = std::move(*out);
+    done["type"] = "done";
+    done["id"] = id;
+    enqueue({"", false, std::move(done)});
+  }
+  maybe_close_after_stop();
+}
+
+void ws_session::cancel_live(const live_request& live) {
+  if (live.scoring) return live.scoring->cancel();
+  state_.eng().cancel(live.engine_id);
+}
+
 void ws_session::handle_cancel(const std::string& key) {
   // An id that is not running is ignored: it may have finished while the cancel was on its way.
-  if (auto it = live_.find(key); it != live_.end()) state_.eng().cancel(it->second.engine_id);
+  auto it = live_.find(key);
+  if (it == live_.end()) return;
+  cancel_live(it->second);
+  if (!it->second.scoring) return;  // a generation's done follows from the engine
+  // A rerank ends now: its documents' requests finish within a step, their results unused.
+  const json id = it->second.id;
+  live_.erase(it);
+  enqueue({"", false, {{"type", "done"}, {"id", id}, {"finish_reason", "cancelled"}}});
+  maybe_close_after_stop();
 }
 
 void ws_session::on_token(const std::string& key, const token_event& ev) {
@@ -216,7 +267,7 @@ void ws_session::connection_lost() {
   is_lost_ = true;
   queue_.clear();
   // The client is gone: its requests are cancelled and free their KV blocks within a step.
-  for (const auto& [key, live] : live_) state_.eng().cancel(live.engine_id);
+  for (const auto& [key, live] : live_) cancel_live(live);
 }
 
 }  // namespace inflight::gateway

@@ -18,6 +18,7 @@
 
 #include "actors/gateway/errors.hpp"
 #include "actors/gateway/gateway_state.hpp"
+#include "actors/gateway/score_call.hpp"
 
 namespace inflight::gateway {
 
@@ -36,6 +37,7 @@ class ws_session final : public session_base, public std::enable_shared_from_thi
     token_id prev = -1;          ///< last token, for logprob token texts
     bool has_logprobs = false;
     int num_top_logprobs = 0;
+    std::shared_ptr<score_call> scoring;  ///< a rerank message: its documents' engine requests
   };
   /// A queued message: token messages stay structured so that they can be merged.
   struct outgoing {
@@ -49,7 +51,10 @@ class ws_session final : public session_base, public std::enable_shared_from_thi
   void on_read(boost::beast::error_code ec);
   void handle_text(const std::string& text);
   void handle_generate(const nlohmann::json& msg, const std::string& key);
+  void handle_rerank(const nlohmann::json& msg, const std::string& key);
+  void on_reranked(const std::string& key, api_result<nlohmann::json> out);
   void handle_cancel(const std::string& key);
+  void cancel_live(const live_request& live);
   void on_token(const std::string& key, const token_event& ev);
   void on_finish(const std::string& key, const finish_event& ev);
 

@@ -1,0 +1,25 @@
+#pragma once
+/// What a connection knows of a call it runs (a completion, a scoring request): the
+/// bytes it hands over, and how to stop it when the client goes away.
+
+#include <string>
+
+namespace inflight::gateway {
+
+/// Bytes for the client: SSE events while streaming; the whole body (with `status`)
+/// otherwise. `is_last` marks the end of the response.
+struct call_output {
+  int status = 200;
+  std::string bytes;
+  bool is_last = false;
+};
+
+class gateway_call {
+ public:
+  virtual ~gateway_call() = default;
+  /// The client went away: cancels the engine requests still running (each finishes
+  /// within a step).
+  virtual void cancel() = 0;
+};
+
+}  // namespace inflight::gateway

@@ -1,0 +1,31 @@
+#pragma once
+/// Typed reads of request-body fields for every endpoint: absent or null means "keep
+/// the default" (as OpenAI's API does); a field of the wrong type or out of range is a
+/// 400 that names it.
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/gateway/errors.hpp"
+
+namespace inflight::gateway {
+
+/// No value: the field was fine (or absent).
+using opt_error = std::optional<api_error>;
+
+/// The field, or nullptr when it is absent or null.
+const nlohmann::json* field(const nlohmann::json& body, const char* key);
+
+opt_error read_float(const nlohmann::json& body, const char* key, float& out);
+/// An integer in [lo, hi]; integral floats (2.0) count as integers.
+opt_error read_integer(const nlohmann::json& body, const char* key, long long lo, long long hi, long long& out);
+opt_error read_int(const nlohmann::json& body, const char* key, long long lo, long long hi, int& out);
+opt_error read_bool(const nlohmann::json& body, const char* key, bool& out);
+opt_error read_string(const nlohmann::json& body, const char* key, std::string& out);
+
+/// The optional `model` field must name the served model: 404 model_not_found otherwise.
+opt_error check_model_name(const nlohmann::json& body, const std::string& served_name);
+
+}  // namespace inflight::gateway

@@ -1,0 +1,51 @@
+#pragma once
+/// One /v1/rerank, /v1/score or WebSocket "rerank" call: submits each query-document
+/// pair as its own prefill-only engine request (so they batch together, and share the
+/// query prefix), turns each pair's yes/no logits into a score and, when every pair
+/// has one, hands over the whole response. Runs on the connection's strand (events
+/// arrive through posting_sink); knows no sockets.
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/gateway/errors.hpp"
+#include "actors/gateway/gateway_call.hpp"
+#include "actors/gateway/gateway_state.hpp"
+#include "actors/gateway/posting_sink.hpp"
+#include "actors/gateway/score_request.hpp"
+
+namespace inflight::gateway {
+
+class score_call final : public gateway_call, public std::enable_shared_from_this<score_call> {
+ public:
+  /// The response body, or the error that ended the call; called once.
+  using emit_fn = std::function<void(api_result<nlohmann::json>)>;
+
+  score_call(gateway_state& state, score_request request, post_fn post, emit_fn emit);
+
+  /// Submits every pair. On error nothing was emitted and nothing stays queued: the
+  /// caller answers with the error.
+  std::optional<api_error> try_start();
+  void cancel() override;
+  bool is_done() const { return num_finished_ == request_.num_pairs(); }
+
+ private:
+  void on_finish(int index, const finish_event& ev);
+  void fail(api_error e);
+
+  gateway_state& state_;
+  score_request request_;
+  post_fn post_;
+  emit_fn emit_;
+  std::vector<request_id> ids_;
+  std::vector<double> scores_;
+  std::vector<bool> is_finished_;
+  int num_finished_ = 0;
+  bool is_cancelled_ = false;
+};
+
+}  // namespace inflight::gateway
