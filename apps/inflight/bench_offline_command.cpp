@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "apps/inflight/bench_engine_run.hpp"
+#include "apps/inflight/bench_rerank_command.hpp"
 #include "apps/inflight/bench_report.hpp"
 #include "apps/inflight/commands.hpp"
 #include "config/deployment_loader.hpp"
@@ -32,6 +33,7 @@ struct offline_options {
   double burstiness = 1.0;
   int budget = 0;       // interference: max_num_batched_tokens of every policy (0 = longest prompt + streams)
   int chunk = 256;      // interference: splitfuse's max_chunk_tokens
+  int max_concurrency = 0;  // rerank: requests in flight at once (0 = all at once)
   std::string result_json;
 };
 
@@ -242,6 +244,10 @@ void run_offline(offline_options o) {
   auto model = load_model(base.model);
   if (!model) fail(model.error().message);
   std::fprintf(stderr, "model: %s\n", model->description.c_str());
+  if (o.workload == "rerank") {
+    return run_rerank_bench({o.policies, o.size, o.num_prompts, o.seed, o.max_concurrency, o.result_json}, base,
+                            *model);
+  }
   const auto prompts = offline_prompts(o, model->weights->config.vocab_size);
   if (o.workload == "overhead") return run_overhead(o, base, *model, prompts);
   std::vector<policy_result> results;
@@ -275,7 +281,8 @@ void add_bench_offline_command(CLI::App& bench) {
   auto* cmd = bench.add_subcommand("offline", "Run the engine in-process on a workload, once per policy");
   cmd->add_option("--config", o->config_path, "deployment TOML (KV memory, max_num_seqs, threads)");
   cmd->add_option("--set", o->overrides, "override a deployment key (key=value), repeatable");
-  cmd->add_option("--workload", o->workload, "variance | latency | procurement | interference | overhead")->capture_default_str();
+  cmd->add_option("--workload", o->workload, "variance | latency | procurement | interference | overhead | rerank")
+      ->capture_default_str();
   cmd->add_option("--policy", o->policies, "policies to compare, in order; all = every policy in the plugin dir")->delimiter(',')->capture_default_str();
   cmd->add_option("--cap", o->cap, "variance: output length cap (default: the largest of the size)");
   cmd->add_option("--size", o->size, "small | full")->capture_default_str();
@@ -286,6 +293,8 @@ void add_bench_offline_command(CLI::App& bench) {
   cmd->add_option("--burstiness", o->burstiness, "gamma shape of the arrival gaps (1 = Poisson)")->capture_default_str();
   cmd->add_option("--budget", o->budget, "interference: token budget of every policy (default: longest prompt + streams)");
   cmd->add_option("--chunk", o->chunk, "interference: splitfuse's max_chunk_tokens")->capture_default_str();
+  cmd->add_option("--max-concurrency", o->max_concurrency, "rerank: requests in flight at once (0 = all at once)")
+      ->capture_default_str();
   cmd->add_option("--result-json", o->result_json, "write every request and the summaries to this file");
   cmd->callback([o] { run_offline(*o); });
 }

@@ -1,0 +1,39 @@
+#pragma once
+/// The rerank workload (../shared/workloads/README.md): requests of one query and many
+/// documents, as text of given token lengths in the served model's tokenizer.
+///   full:  20 requests, a query of 32 tokens, 100 documents of 256 tokens each
+///   small:  5 requests, a query of 16 tokens, 100 documents of 64 tokens each
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/bench/dataset.hpp"
+#include "core/error.hpp"
+#include "core/tokenizer/tokenizer.hpp"
+
+namespace inflight::bench {
+
+struct rerank_case {
+  std::string query;
+  std::vector<std::string> documents;
+};
+
+struct rerank_shape {
+  int num_requests = 5;
+  int query_tokens = 16;
+  int num_documents = 100;
+  int document_tokens = 64;
+};
+
+rerank_shape rerank_shape_of(workload_size size);
+
+/// Text that `tok` encodes (without BOS) to exactly `num_tokens` tokens when it can, drawn
+/// from the ids [first_id, vocab) and settled by re-encoding; otherwise within a few.
+std::string text_of_tokens(const tokenizer& tok, int num_tokens, std::mt19937_64& rng, int first_id = 3);
+
+/// The workload's requests; `num_requests` > 0 overrides the size's count.
+result<std::vector<rerank_case>> rerank_workload(workload_size size, int num_requests, const tokenizer& tok,
+                                                 std::mt19937_64& rng);
+
+}  // namespace inflight::bench
