@@ -30,7 +30,7 @@ struct generate_request {
   /// Prefill-only scoring when not empty: nothing is generated; the request finishes
   /// once its prompt is computed, with the logits of these vocabulary rows at the last
   /// prompt position (finish_event::row_logits). `params` are not used.
-  std::vector<token_id> score_rows;
+  std::vector<token_id> score_rows{};
 };
 
 /// Times of one request, from the engine's clock.
@@ -55,7 +55,7 @@ struct finish_event {
   int prompt_tokens = 0;
   int completion_tokens = 0;
   request_timings timings;
-  std::vector<float> row_logits;       ///< scoring requests: the score_rows' logits, in their order
+  std::vector<float> row_logits{};     ///< scoring requests: the score_rows' logits, in their order
 };
 
 /// Receives a request's events, on an engine thread: implementations must be

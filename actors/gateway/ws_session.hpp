@@ -37,7 +37,7 @@ class ws_session final : public session_base, public std::enable_shared_from_thi
     token_id prev = -1;          ///< last token, for logprob token texts
     bool has_logprobs = false;
     int num_top_logprobs = 0;
-    std::shared_ptr<score_call> scoring;  ///< a rerank message: its documents' engine requests
+    std::shared_ptr<score_call> scoring{};  ///< a rerank message: its documents' engine requests
   };
   /// A queued message: token messages stay structured so that they can be merged.
   struct outgoing {

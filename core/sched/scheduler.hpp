@@ -44,7 +44,7 @@ struct seq_event {
   std::string message;          ///< kind::finished: why, for error / aborted
   int num_generated_tokens = 0; ///< after this event
   int num_cached_tokens = 0;    ///< kind::finished: prompt tokens taken from the prefix cache
-  std::vector<float> row_logits;  ///< kind::finished of a prefill-only sequence: its score rows' logits
+  std::vector<float> row_logits{};  ///< kind::finished of a prefill-only sequence: its score rows' logits
 };
 
 struct scheduler_counters {

@@ -37,7 +37,7 @@ struct seq_request {
   std::string cache_salt;
   /// Prefill-only scoring when not empty: no token is generated; the sequence finishes
   /// when its prompt is computed, with the logits of these vocabulary rows.
-  std::vector<token_id> score_rows;
+  std::vector<token_id> score_rows{};
 };
 
 /// Times on the scheduler's clock, in seconds.

@@ -19,7 +19,7 @@ struct seq_step {
   bool do_sample = false;            ///< sample a token after the last of `tokens`
   /// Vocabulary rows whose logits to return after the last of `tokens` (prefill-only
   /// scoring): only these rows of the classifier are computed. Empty: none.
-  std::vector<token_id> logit_rows;
+  std::vector<token_id> logit_rows{};
   sampling_params params;            ///< used when do_sample
   std::uint64_t seed = 0;            ///< the request's RNG seed (params.seed, or drawn at arrival)
   std::uint64_t sample_index = 0;    ///< number of tokens sampled before (position in the RNG stream)
@@ -61,7 +61,7 @@ struct seq_row_logits {
 struct step_result {
   std::uint64_t step_id = 0;
   std::vector<sampled_token> tokens;  ///< one per seq_step with do_sample, in plan order
-  std::vector<seq_row_logits> rows;      ///< one per seq_step with logit_rows, in plan order
+  std::vector<seq_row_logits> rows{};    ///< one per seq_step with logit_rows, in plan order
   double backend_seconds = 0.0;       ///< time spent inside the backend
 };
 

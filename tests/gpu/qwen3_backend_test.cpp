@@ -43,7 +43,7 @@ std::shared_ptr<const model_weights> qwen3_weights() {
 
 std::vector<token_id> prompt_of(int length, unsigned seed) {
   std::mt19937 rng(seed);
-  std::vector<token_id> p(std::size_t(length));
+  std::vector<token_id> p(static_cast<std::size_t>(length));
   for (auto& t : p) t = token_id(3 + rng() % 990);
   return p;
 }
