@@ -6,6 +6,7 @@
 
 #include "actors/backend/cpu_backend.hpp"
 #include "tests/actors/rerank_fixture.hpp"
+#include "tests/shipped_policies.hpp"
 
 using namespace inflight;
 using namespace inflight::test;
@@ -96,7 +97,7 @@ TEST_CASE("rerank engine: scores are sigmoid(yes - no) of a plain forward pass",
 TEST_CASE("rerank engine: documents score the same alone, together and under every policy", "[engine][rerank]") {
   const auto together = score_all(qwen3_scoring_deployment("splitfuse", 64));
   const auto alone = score_all(qwen3_scoring_deployment("splitfuse", 64), true);
-  for (const char* policy : {"static", "fcfs", "splitfuse", "priority"}) {
+  for (const std::string& policy : shipped_policies()) {
     INFO(policy);
     for (const int budget : {16, 512}) {
       const auto got = score_all(qwen3_scoring_deployment(policy, budget));
