@@ -1,5 +1,6 @@
 #include "core/bench/rerank_workload.hpp"
 
+#include <algorithm>
 #include <span>
 
 namespace inflight::bench {
@@ -20,22 +21,38 @@ rerank_shape rerank_shape_of(workload_size size) {
   return {5, 16, 100, 64};
 }
 
-std::string text_of_tokens(const tokenizer& tok, int num_tokens, std::mt19937_64& rng, int first_id) {
-  std::uniform_int_distribution<int> id(first_id, tok.vocab_size() - 1);
+std::vector<token_id> whole_character_tokens(const tokenizer& tok, int first_id) {
+  std::vector<token_id> ids;
+  for (token_id id = first_id; id < tok.vocab_size(); ++id) {
+    const auto text = decode(tok, std::span(&id, 1));
+    const bool is_printable = std::none_of(text.begin(), text.end(), [](char c) {
+      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    });
+    if (!text.empty() && is_printable && is_valid_utf8(text) && text.find("\xEF\xBF\xBD") == std::string::npos) {
+      ids.push_back(id);
+    }
+  }
+  return ids;
+}
+
+std::string text_of_tokens(const tokenizer& tok, const std::vector<token_id>& ids, int num_tokens,
+                           std::mt19937_64& rng) {
+  if (ids.empty()) return {};
+  std::uniform_int_distribution<std::size_t> pick(0, ids.size() - 1);
   const auto draw = [&](int n) {
-    std::vector<token_id> ids(std::size_t(std::max(0, n)));
-    for (auto& t : ids) t = token_id(id(rng));
-    return decode(tok, ids);
+    std::vector<token_id> drawn(std::size_t(std::max(0, n)));
+    for (auto& t : drawn) t = ids[pick(rng)];
+    return decode(tok, drawn);
   };
-  // Decoded random ids re-encode to about as many tokens (merges, byte fallback):
-  // cut or extend until the count settles.
+  // Decoded random ids re-encode to about as many tokens (merges differ): cut or
+  // extend until the count settles.
   std::string text = draw(num_tokens);
   for (int round = 0; round < 8; ++round) {
-    const auto ids = tok.encode(text, false);
-    const int n = int(ids.size());
+    const auto encoded = tok.encode(text, false);
+    const int n = int(encoded.size());
     if (n == num_tokens) break;
     if (n > num_tokens) {
-      text = decode(tok, std::span(ids).first(std::size_t(num_tokens)));
+      text = decode(tok, std::span(encoded).first(std::size_t(num_tokens)));
     } else {
       text += draw(num_tokens - n);
     }
@@ -48,10 +65,14 @@ result<std::vector<rerank_case>> rerank_workload(workload_size size, int num_req
   if (num_requests < 0) return make_error(errc::invalid_argument, "the number of requests must not be negative");
   auto shape = rerank_shape_of(size);
   if (num_requests > 0) shape.num_requests = num_requests;
+  const auto ids = whole_character_tokens(tok);
+  if (ids.empty()) return make_error(errc::invalid_argument, "the tokenizer has no tokens to write text with");
   std::vector<rerank_case> cases(std::size_t(shape.num_requests));
   for (auto& c : cases) {
-    c.query = text_of_tokens(tok, shape.query_tokens, rng);
-    for (int d = 0; d < shape.num_documents; ++d) c.documents.push_back(text_of_tokens(tok, shape.document_tokens, rng));
+    c.query = text_of_tokens(tok, ids, shape.query_tokens, rng);
+    for (int d = 0; d < shape.num_documents; ++d) {
+      c.documents.push_back(text_of_tokens(tok, ids, shape.document_tokens, rng));
+    }
   }
   return cases;
 }

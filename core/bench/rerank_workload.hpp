@@ -28,9 +28,15 @@ struct rerank_shape {
 
 rerank_shape rerank_shape_of(workload_size size);
 
-/// Text that `tok` encodes (without BOS) to exactly `num_tokens` tokens when it can, drawn
-/// from the ids [first_id, vocab) and settled by re-encoding; otherwise within a few.
-std::string text_of_tokens(const tokenizer& tok, int num_tokens, std::mt19937_64& rng, int first_id = 3);
+/// The ids in [first_id, vocab) whose text alone is whole, printable, non-empty UTF-8
+/// (no lone byte of a longer character, no control character): what text_of_tokens
+/// draws from.
+std::vector<token_id> whole_character_tokens(const tokenizer& tok, int first_id = 3);
+
+/// Text that `tok` encodes (without BOS) to exactly `num_tokens` tokens when it can,
+/// drawn from `ids` and settled by re-encoding; otherwise within a few.
+std::string text_of_tokens(const tokenizer& tok, const std::vector<token_id>& ids, int num_tokens,
+                           std::mt19937_64& rng);
 
 /// The workload's requests; `num_requests` > 0 overrides the size's count.
 result<std::vector<rerank_case>> rerank_workload(workload_size size, int num_requests, const tokenizer& tok,

@@ -21,6 +21,7 @@ TEST_CASE("rerank workload: sizes and token lengths with the byte tokenizer", "[
     for (const auto& d : c.documents) CHECK(tok.encode(d, false).size() == 64);
   }
   CHECK((*small)[0].documents[0] != (*small)[0].documents[1]);
+  CHECK(bench::whole_character_tokens(tok).size() == 95);  // printable ASCII, from space to tilde
   const auto full = bench::rerank_shape_of(bench::workload_size::full);
   CHECK(full.num_requests == 20);
   CHECK(full.query_tokens == 32);
@@ -38,10 +39,12 @@ TEST_CASE("rerank workload: texts of the llama2.c 32k tokenizer have the asked l
   auto tok = llama2c_tokenizer::load(path);
   REQUIRE(tok.has_value());
   std::mt19937_64 rng(2);
+  const auto ids = bench::whole_character_tokens(**tok);
+  CHECK(ids.size() > 30000);  // the byte-fallback tokens of non-ASCII bytes are left out
   int num_exact = 0;
   for (const int n : {16, 32, 64, 256}) {
     for (int i = 0; i < 10; ++i) {
-      const auto text = bench::text_of_tokens(**tok, n, rng);
+      const auto text = bench::text_of_tokens(**tok, ids, n, rng);
       const int got = int((*tok)->encode(text, false).size());
       CHECK(std::abs(got - n) <= 2);
       num_exact += got == n;
