@@ -40,8 +40,7 @@ std::vector<scored> score_all(const deployment& d, bool one_at_a_time = false) {
     REQUIRE(s->wait());
     out.push_back({s->finish().row_logits, s->finish()});
   }
-  const auto snap = eng->snapshot();
-  CHECK(snap.num_free_blocks == snap.num_blocks);  // every block freed
+  CHECK(all_blocks_return(*eng));
   return out;
 }
 
@@ -164,6 +163,5 @@ TEST_CASE("rerank engine: cancelled scoring requests free their blocks", "[engin
     else CHECK(s->finish().row_logits.size() == 2);
   }
   CHECK(num_cancelled > 0);
-  const auto snap = eng->snapshot();
-  CHECK(snap.num_free_blocks == snap.num_blocks);
+  CHECK(all_blocks_return(*eng));
 }
