@@ -95,3 +95,63 @@ TEST_CASE("prefill-only: a result without the score rows is refused", "[core][sc
   REQUIRE(events->size() == 1);
   CHECK(events->front().row_logits.size() == 2);
 }
+
+namespace {
+
+/// One query's scoring prompts: the same `prefix`, then a document of its own.
+seq_request document_of(seq_id id, const std::vector<token_id>& prefix, int document_length) {
+  seq_request r = scoring(id, 0);
+  r.prompt = prefix;
+  for (int i = 0; i < document_length; ++i) r.prompt.push_back(token_id(20 + (int(id) * 7 + i) % 11));
+  return r;
+}
+
+/// Steps until nothing is left; the finished events by sequence, and each sequence's
+/// first scheduled position.
+void drain(sched_rig& s, std::map<seq_id, seq_event>& finished, std::map<seq_id, int>& first_position) {
+  for (int step = 0; step < 200 && s.has_work(); ++step) {
+    auto plan = s.schedule();
+    REQUIRE(plan.has_value());
+    check_step_invariants(s, *plan);
+    for (const auto& st : plan->seqs) first_position.try_emplace(st.id, st.start_position);
+    auto events = s.apply(answer(*plan));
+    REQUIRE(events.has_value());
+    for (auto& ev : *events) finished.emplace(ev.id, ev);
+  }
+  REQUIRE_FALSE(s.has_work());
+}
+
+}  // namespace
+
+TEST_CASE("prefill-only: the documents of one query share its prefix through the prefix cache",
+          "[core][sched][rerank][prefix]") {
+  // Prefix of 18 tokens = 4 whole blocks of 4 (16 tokens) + 2; documents of 9 tokens.
+  std::vector<token_id> prefix;
+  for (int i = 0; i < 18; ++i) prefix.push_back(token_id(1 + i % 15));
+  for (const bool is_caching : {true, false}) {
+    INFO("prefix caching " << (is_caching ? "on" : "off"));
+    auto config = make_config(32, 4);
+    config.enable_prefix_caching = is_caching;
+    auto s = make_scheduler(config, 64, 4, load_policy("splitfuse"));
+    std::map<seq_id, seq_event> finished;
+    std::map<seq_id, int> first_position;
+    // The first document computes the prefix; the next ones arrive after it finished.
+    REQUIRE(s.submit(document_of(1, prefix, 9)).has_value());
+    drain(s, finished, first_position);
+    for (seq_id id = 2; id <= 6; ++id) REQUIRE(s.submit(document_of(id, prefix, 9)).has_value());
+    drain(s, finished, first_position);
+    REQUIRE(finished.size() == 6);
+    CHECK(finished.at(1).num_cached_tokens == 0);
+    CHECK(first_position.at(1) == 0);
+    for (seq_id id = 2; id <= 6; ++id) {
+      INFO("document " << id);
+      CHECK(finished.at(id).row_logits == std::vector<float>{7.5f, 9.5f});
+      // Only whole blocks of the shared prefix are reused; the documents differ after it.
+      CHECK(finished.at(id).num_cached_tokens == (is_caching ? 16 : 0));
+      CHECK(first_position.at(id) == (is_caching ? 16 : 0));
+    }
+    CHECK(s.counters().num_prefix_cache_hits == (is_caching ? 5u * 16u : 0u));
+    REQUIRE(s.schedule().has_value());  // the last releases
+    CHECK(s.num_free_blocks() == 64);   // cached blocks wait in the free queue
+  }
+}
