@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstddef>
+#include <cstring>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +24,36 @@ bool is_valid_policy_name(std::string_view name) {
 std::string dl_error_text() {
   const char* text = dlerror();
   return text != nullptr ? text : "unknown dlopen error";
+}
+
+// inflight_seq_info as ABI version 1 laid it out. A version-1 plugin walks the view's
+// arrays with this stride, so it must get arrays of exactly this struct: version 2
+// appended fields and the struct grew from 56 to 64 bytes.
+struct seq_info_v1 {
+  std::uint64_t seq_id;
+  std::int32_t state;
+  std::int32_t priority;
+  double arrival_time;
+  std::int32_t num_prompt_tokens;
+  std::int32_t num_tokens;
+  std::int32_t num_computed_tokens;
+  std::int32_t num_generated_tokens;
+  std::int32_t max_tokens;
+  std::int32_t num_blocks_held;
+  std::int32_t num_tokens_needed;
+};
+static_assert(sizeof(seq_info_v1) == 56);
+static_assert(sizeof(inflight_seq_info) == 64);
+// Version 2 only appends: the version-1 fields sit where they always did.
+static_assert(offsetof(inflight_seq_info, num_tokens_needed) == offsetof(seq_info_v1, num_tokens_needed));
+
+constexpr std::size_t v1_fields_size = offsetof(seq_info_v1, num_tokens_needed) + sizeof(std::int32_t);
+
+const inflight_seq_info* to_v1(const inflight_seq_info* seqs, std::size_t n, std::vector<unsigned char>& out) {
+  out.assign(n * sizeof(seq_info_v1), 0);
+  for (std::size_t i = 0; i < n; ++i) std::memcpy(out.data() + i * sizeof(seq_info_v1), &seqs[i], v1_fields_size);
+  // The plugin reads these bytes as its own (version-1) struct; never as ours.
+  return reinterpret_cast<const inflight_seq_info*>(out.data());
 }
 
 }  // namespace
@@ -102,10 +134,11 @@ result<policy> policy::try_create(const inflight_policy_vtable* vtable, std::str
                                   const policy_settings& settings, void* library) {
   if (vtable == nullptr)
     return make_error(errc::invalid_argument, "policy plugin " + origin + " returned no vtable");
-  if (vtable->abi_version != INFLIGHT_POLICY_ABI_VERSION)
+  if (vtable->abi_version < INFLIGHT_POLICY_MIN_ABI_VERSION || vtable->abi_version > INFLIGHT_POLICY_ABI_VERSION)
     return make_error(errc::unsupported,
                       "policy plugin " + origin + " was built for policy ABI version " +
-                          std::to_string(vtable->abi_version) + ", this engine needs version " +
+                          std::to_string(vtable->abi_version) + ", this engine loads versions " +
+                          std::to_string(INFLIGHT_POLICY_MIN_ABI_VERSION) + " to " +
                           std::to_string(INFLIGHT_POLICY_ABI_VERSION) + ": rebuild it against " +
                           "this engine's inflight_policy.h");
   if (vtable->create == nullptr || vtable->destroy == nullptr || vtable->decide == nullptr)
@@ -124,6 +157,7 @@ result<policy> policy::try_create(const inflight_policy_vtable* vtable, std::str
                                                   ") refused its settings: " + message.data());
   policy p;
   p.vtable_ = vtable;
+  p.abi_version_ = vtable->abi_version;
   p.state_ = state;
   p.library_ = library;
   p.name_ = std::move(name);
@@ -137,6 +171,7 @@ policy& policy::operator=(policy&& other) noexcept {
   if (this == &other) return *this;
   reset();
   vtable_ = std::exchange(other.vtable_, nullptr);
+  abi_version_ = other.abi_version_;
   state_ = std::exchange(other.state_, nullptr);
   library_ = std::exchange(other.library_, nullptr);
   name_ = std::move(other.name_);
@@ -158,10 +193,18 @@ result<void> policy::decide(const inflight_sched_view& view, inflight_decision& 
   if (vtable_ == nullptr) return make_error(errc::internal, "policy used after move");
   decision.num_scheduled = 0;
   decision.num_preempt = 0;
-  if (vtable_->decide(state_, &view, &decision) != INFLIGHT_POLICY_OK)
+  if (vtable_->decide(state_, &view_for_plugin(view), &decision) != INFLIGHT_POLICY_OK)
     return make_error(errc::internal, "policy '" + name_ + "' failed to decide step " +
                                           std::to_string(view.step_id));
   return {};
+}
+
+const inflight_sched_view& policy::view_for_plugin(const inflight_sched_view& view) {
+  if (abi_version_ >= INFLIGHT_POLICY_ABI_VERSION) return view;
+  v1_view_ = view;
+  v1_view_.running = to_v1(view.running, view.num_running, v1_running_);
+  v1_view_.waiting = to_v1(view.waiting, view.num_waiting, v1_waiting_);
+  return v1_view_;
 }
 
 }  // namespace inflight

@@ -3,6 +3,7 @@
 /// a shared library with dlopen, or given as a vtable directly (tests, built-ins
 /// linked statically). Owns the library handle and the policy instance.
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -39,7 +40,10 @@ class policy {
   ~policy();
 
   const std::string& name() const { return name_; }
-  /// Runs the plugin's decide; the decision is raw and must be validated.
+  /// The ABI version the plugin was built for.
+  std::uint32_t abi_version() const { return abi_version_; }
+  /// Runs the plugin's decide on a view in the current layout (a plugin built for an
+  /// older version gets a copy in its own); the decision is raw and must be validated.
   result<void> decide(const inflight_sched_view& view, inflight_decision& decision);
 
  private:
@@ -48,11 +52,17 @@ class policy {
                                    const policy_settings& settings, void* library);
   void reset();
 
+  const inflight_sched_view& view_for_plugin(const inflight_sched_view& view);
+
   const inflight_policy_vtable* vtable_ = nullptr;
+  std::uint32_t abi_version_ = INFLIGHT_POLICY_ABI_VERSION;
   void* state_ = nullptr;
   void* library_ = nullptr;  // dlopen handle, closed after destroy
   std::string name_;
   std::string origin_;       // file (or "vtable") for error messages
+  // Version-1 plugins: the view's arrays copied into the version-1 layout.
+  std::vector<unsigned char> v1_running_, v1_waiting_;
+  inflight_sched_view v1_view_{};
 };
 
 /// Turns a policy's settings table, given as a JSON object (as the deployment loader

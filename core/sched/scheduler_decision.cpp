@@ -33,6 +33,8 @@ inflight_seq_info make_info(const sequence& seq) {
   info.max_tokens = seq.params.max_tokens;
   info.num_blocks_held = seq.num_blocks_held;
   info.num_tokens_needed = seq.num_tokens() - planned_computed(seq);
+  info.num_cached_tokens = seq.status == seq_status::running ? seq.num_cached_tokens : seq.num_cached_hint;
+  info.num_preemptions = seq.num_preemptions;
   return info;
 }
 

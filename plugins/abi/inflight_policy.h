@@ -10,8 +10,14 @@
  * The engine validates every decision: a bad decision can make scheduling worse but
  * never corrupts the engine's state.
  *
- * Compatibility: the engine refuses a table whose `abi_version` differs from
- * INFLIGHT_POLICY_ABI_VERSION. New fields are only ever appended, with a version bump.
+ * Compatibility: new fields are only ever appended, with a version bump. The engine
+ * loads plugins built for any version from INFLIGHT_POLICY_MIN_ABI_VERSION to
+ * INFLIGHT_POLICY_ABI_VERSION and hands each the struct layout of its own version (its
+ * arrays have that version's stride); it refuses any other `abi_version`.
+ *
+ *   version 1  the first
+ *   version 2  inflight_seq_info gains num_cached_tokens (prefix caching) and
+ *              num_preemptions
  */
 #ifndef INFLIGHT_POLICY_H
 #define INFLIGHT_POLICY_H
@@ -23,7 +29,8 @@
 extern "C" {
 #endif
 
-#define INFLIGHT_POLICY_ABI_VERSION 1u
+#define INFLIGHT_POLICY_ABI_VERSION 2u
+#define INFLIGHT_POLICY_MIN_ABI_VERSION 1u
 #define INFLIGHT_POLICY_ENTRY_SYMBOL "inflight_policy_entry"
 
 #if defined(_WIN32)
@@ -53,11 +60,19 @@ typedef struct inflight_seq_info {
   double arrival_time;           /**< seconds on the engine's clock */
   int32_t num_prompt_tokens;
   int32_t num_tokens;            /**< prompt + generated */
-  int32_t num_computed_tokens;   /**< tokens already in the KV cache */
+  int32_t num_computed_tokens;   /**< tokens already in the KV cache; for a waiting
+                                      sequence, its cached prefix */
   int32_t num_generated_tokens;
   int32_t max_tokens;            /**< generation limit of the request */
-  int32_t num_blocks_held;
+  int32_t num_blocks_held;       /**< 0 while waiting */
   int32_t num_tokens_needed;     /**< num_tokens - num_computed_tokens: 1 for a decode */
+  /* version 2 */
+  int32_t num_cached_tokens;     /**< waiting: leading tokens the prefix cache holds
+                                      (whole blocks, never the last token; admitting
+                                      it starts there, and a cached block nobody holds
+                                      costs a free block like a new one). Running: the
+                                      tokens its first admission took from it. */
+  int32_t num_preemptions;       /**< times it lost its blocks so far */
 } inflight_seq_info;
 
 /** Limits of one step. */

@@ -89,8 +89,8 @@ TEST_CASE("policy: broken plugins are refused with clear errors", "[core][plugin
   REQUIRE(!wrong.has_value());
   CHECK(wrong.error().code == errc::unsupported);
   CHECK(contains(wrong.error().message, "inflight_policy_test_wrong_abi.so"));
-  CHECK(contains(wrong.error().message, "version 42"));
-  CHECK(contains(wrong.error().message, "needs version 1"));
+  CHECK(contains(wrong.error().message, "version " + std::to_string(INFLIGHT_POLICY_ABI_VERSION + 41)));
+  CHECK(contains(wrong.error().message, "loads versions 1 to 2"));
 
   auto no_entry = policy::try_load(test_only_plugin_dir(), "test_no_entry");
   REQUIRE(!no_entry.has_value());
@@ -248,4 +248,84 @@ TEST_CASE("policy: the example custom policy runs clean", "[core][plugin][random
   opt.seed = 11;
   auto r = run_random(opt);  // no rejections: it respects budget, seats and blocks
   check_against_solo_runs(r, opt.vocab);
+}
+
+TEST_CASE("policy: a plugin built for ABI version 1 loads and gets the version-1 layout", "[core][plugin]") {
+  auto p = policy::try_load(test_only_plugin_dir(), "test_v1");
+  INFO((p ? std::string() : p.error().message));
+  REQUIRE(p.has_value());
+  CHECK(p->abi_version() == 1);
+  CHECK(load_policy("fcfs").abi_version() == INFLIGHT_POLICY_ABI_VERSION);
+  // It walks the queues with the 56-byte version-1 stride: given the 64-byte arrays it
+  // would read garbage ids and counts from the second entry on.
+  std::vector<inflight_seq_info> running(2), waiting(3);
+  for (std::size_t i = 0; i < 5; ++i) {
+    auto& s = i < 2 ? running[i] : waiting[i - 2];
+    s.seq_id = 100 + i;
+    s.state = i < 2 ? INFLIGHT_SEQ_RUNNING : INFLIGHT_SEQ_WAITING;
+    s.num_tokens = s.num_prompt_tokens = 20;
+    s.num_computed_tokens = i < 2 ? 19 : 0;
+    s.num_blocks_held = i < 2 ? 2 : 0;
+    s.num_tokens_needed = s.num_tokens - s.num_computed_tokens;
+    s.num_cached_tokens = 7;  // version-2 fields: bytes a 56-byte stride would misread
+    s.num_preemptions = 3;
+  }
+  std::vector<inflight_schedule_entry> entries(8);
+  std::vector<std::uint64_t> preempt(1);
+  inflight_sched_view view{};
+  view.running = running.data();
+  view.num_running = running.size();
+  view.waiting = waiting.data();
+  view.num_waiting = waiting.size();
+  view.budget = {1000, 8, 100, 100, 16};
+  inflight_decision d{entries.data(), entries.size(), 0, preempt.data(), 0, 0};
+  REQUIRE(p->decide(view, d).has_value());
+  std::vector<std::pair<std::uint64_t, int>> got;
+  for (std::size_t i = 0; i < d.num_scheduled; ++i) got.emplace_back(entries[i].seq_id, entries[i].num_tokens);
+  CHECK(got == std::vector<std::pair<std::uint64_t, int>>{{100, 1}, {101, 1}, {102, 20}, {103, 20}, {104, 20}});
+  random_run_options opt;
+  opt.policy_name = "test_v1";
+  opt.plugin_dir = test_only_plugin_dir();
+  opt.seed = 5;
+  opt.has_shared_prefixes = true;
+  auto r = run_random(opt);
+  CHECK(r.counters.num_rejected_decisions == 0);  // every id and count it read was right
+  check_against_solo_runs(r, opt.vocab);
+  CHECK(r.counters.num_prefix_cache_hits > 0);
+}
+
+TEST_CASE("policy: lpm admits the longest cached prefix first, arrival order past max_waiting",
+          "[core][plugin][prefix]") {
+  // view: three waiting sequences, arrival order 1 2 3, cached prefixes 0, 32, 16
+  std::vector<inflight_seq_info> waiting(3);
+  for (int i = 0; i < 3; ++i) {
+    auto& w = waiting[static_cast<std::size_t>(i)];
+    w.seq_id = static_cast<std::uint64_t>(i + 1);
+    w.state = INFLIGHT_SEQ_WAITING;
+    w.arrival_time = i;
+    w.num_tokens = w.num_prompt_tokens = 40;
+    w.num_cached_tokens = w.num_computed_tokens = i == 1 ? 32 : i == 2 ? 16 : 0;
+    w.num_tokens_needed = w.num_tokens - w.num_computed_tokens;
+    w.max_tokens = 4;
+  }
+  auto order = [&](const policy_settings& settings) {
+    auto p = load_policy("lpm", settings);
+    std::vector<inflight_schedule_entry> entries(3);
+    std::vector<std::uint64_t> preempt(1);
+    inflight_sched_view view{};
+    view.waiting = waiting.data();
+    view.num_waiting = waiting.size();
+    view.budget = {1000, 8, 100, 100, 16};
+    inflight_decision d{entries.data(), entries.size(), 0, preempt.data(), 0, 0};
+    REQUIRE(p.decide(view, d).has_value());
+    std::vector<std::pair<std::uint64_t, int>> out;
+    for (std::size_t i = 0; i < d.num_scheduled; ++i) out.emplace_back(entries[i].seq_id, entries[i].num_tokens);
+    return out;
+  };
+  using v = std::vector<std::pair<std::uint64_t, int>>;
+  CHECK(order({}) == v{{2, 8}, {3, 24}, {1, 40}});  // only what is left to compute
+  CHECK(order({{"max_waiting", "2"}}) == v{{1, 40}, {2, 8}, {3, 24}});  // 3 waiting > 2
+  CHECK(order({{"max_waiting", "0"}}) == v{{1, 40}, {2, 8}, {3, 24}});
+  CHECK(!policy::try_load(plugin_dir(), "lpm", {{"max_waiting", "-1"}}).has_value());
+  CHECK(!policy::try_load(plugin_dir(), "lpm", {{"chunk", "8"}}).has_value());
 }
