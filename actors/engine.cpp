@@ -69,6 +69,7 @@ result<scheduler> make_scheduler(const deployment& d, const loaded_model& m, con
   c.max_seq_len = m.max_context;
   c.eos_token_ids = m.eos_ids;
   c.seed = std::random_device{}();
+  c.enable_prefix_caching = d.engine.enable_prefix_caching;
   return scheduler::try_create(c, kv, std::move(*pol), engine_now);
 }
 
@@ -153,7 +154,7 @@ result<request_id> engine::submit(generate_request request, std::shared_ptr<requ
                                                " requests; server.max_waiting_requests)");
   }
   const request_id id = p.next_id++;
-  seq_request seq{id, request.prompt, request.params, request.priority};
+  seq_request seq{id, request.prompt, request.params, request.priority, request.cache_salt};
   seq.score_rows = request.score_rows;
   request_context ctx{id, std::move(request), std::move(sink), p.model.tok, p.model.eos_ids, p.metrics, p.num_live,
                       engine_now()};

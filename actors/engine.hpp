@@ -26,6 +26,8 @@ struct generate_request {
   sampling_params params;
   std::vector<std::string> stop;       ///< stop strings (not included in the output)
   int priority = 0;                    ///< larger = more important (priority policy)
+  /// Prefix-cache salt: requests with different salts never share cached K/V.
+  std::string cache_salt;
   double timeout_s = 0.0;              ///< deadline from submission (0 = none)
   /// Prefill-only scoring when not empty: nothing is generated; the request finishes
   /// once its prompt is computed, with the logits of these vocabulary rows at the last
@@ -54,6 +56,7 @@ struct finish_event {
   std::string text;                    ///< text released at the end (held bytes)
   int prompt_tokens = 0;
   int completion_tokens = 0;
+  int cached_tokens = 0;               ///< prompt tokens taken from the prefix cache
   request_timings timings;
   std::vector<float> row_logits{};     ///< scoring requests: the score_rows' logits, in their order
 };

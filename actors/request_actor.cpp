@@ -79,6 +79,7 @@ void on_finished(self_ptr self, const seq_event& ev) {
   if (!st.is_stopping) out.text = st.stream->finish();
   out.prompt_tokens = int(st.ctx.request.prompt.size());
   out.completion_tokens = st.num_tokens;
+  out.cached_tokens = ev.num_cached_tokens;
   out.timings = make_timings(st.ctx.arrival_s, st.first_scheduled_s, st.first_token_s, now, st.num_tokens);
   out.row_logits = ev.row_logits;
   auto& m = *st.ctx.metrics;

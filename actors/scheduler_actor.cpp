@@ -18,6 +18,8 @@ engine_snapshot make_snapshot(self_ptr self) {
   s.gauges.kv_cache_usage = sched.kv_usage();
   s.gauges.num_preemptions = sched.num_preemptions();
   s.gauges.num_rejected_decisions = sched.num_rejected_decisions();
+  s.gauges.num_prefix_cache_queries = sched.counters().num_prefix_cache_queries;
+  s.gauges.num_prefix_cache_hits = sched.counters().num_prefix_cache_hits;
   s.num_free_blocks = sched.kv().num_free_blocks;
   s.num_blocks = sched.kv().num_blocks;
   return s;

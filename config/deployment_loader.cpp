@@ -66,6 +66,15 @@ key_spec number(S deployment::*section, T S::*member, double lo, double hi, std:
 }
 
 template <class S>
+key_spec boolean(S deployment::*section, bool S::*member, std::string key) {
+  return {"a boolean", [=](deployment& d, const toml::node& n) -> result<void> {
+            if (!n.is_boolean()) return bad_value(key, n, "a boolean");
+            (d.*section).*member = n.as_boolean()->get();
+            return {};
+          }};
+}
+
+template <class S>
 key_spec text(S deployment::*section, std::string S::*member, std::vector<std::string> choices, std::string key) {
   std::string expected = "a string";
   if (!choices.empty()) {
@@ -79,15 +88,6 @@ key_spec text(S deployment::*section, std::string S::*member, std::vector<std::s
               return bad_value(key, n, expected);
             }
             (d.*section).*member = s;
-            return {};
-          }};
-}
-
-template <class S>
-key_spec boolean(S deployment::*section, bool S::*member, std::string key) {
-  return {"a boolean", [=](deployment& d, const toml::node& n) -> result<void> {
-            if (!n.is_boolean()) return bad_value(key, n, "a boolean");
-            (d.*section).*member = n.as_boolean()->get();
             return {};
           }};
 }
@@ -201,6 +201,8 @@ const std::map<std::string, key_spec>& specs() {
         [](auto k) { return integer(&D::engine, &engine_settings::max_num_seqs, 1, 1 << 16, k); });
     add("engine.max_num_batched_tokens",
         [](auto k) { return integer(&D::engine, &engine_settings::max_num_batched_tokens, 1, 1 << 22, k); });
+    add("engine.enable_prefix_caching",
+        [](auto k) { return boolean(&D::engine, &engine_settings::enable_prefix_caching, k); });
     add("scheduler.policy", [](auto k) { return text(&D::scheduler, &scheduler_settings::policy, {}, k); });
     add("scheduler.plugin_dir", [](auto k) { return text(&D::scheduler, &scheduler_settings::plugin_dir, {}, k); });
     add("rerank.enabled", [](auto k) -> key_spec {

@@ -124,12 +124,15 @@ void completion_call::on_finish(int index, const finish_event& ev) {
 }
 
 void completion_call::finish_all() {
-  int num_prompt = 0, num_completion = 0;
+  int num_prompt = 0, num_completion = 0, num_cached = 0;
   for (int i = 0; i < int(choices_.size()); ++i) {
-    if (i % request_.n == 0) num_prompt += choices_[i].finish.prompt_tokens;
+    if (i % request_.n == 0) {  // each prompt once, whatever n
+      num_prompt += choices_[i].finish.prompt_tokens;
+      num_cached += choices_[i].finish.cached_tokens;
+    }
     num_completion += choices_[i].finish.completion_tokens;
   }
-  const json usage = usage_json(num_prompt, num_completion);
+  const json usage = usage_json(num_prompt, num_completion, num_cached);
   if (request_.stream) {
     std::string tail;
     if (request_.include_usage) tail += sse_event(usage_chunk(meta_, request_.is_chat, usage));

@@ -30,10 +30,11 @@ const char* finish_reason_name(finish_reason reason) {
   return "error";
 }
 
-json usage_json(int prompt_tokens, int completion_tokens) {
+json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens) {
   return {{"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},
-          {"total_tokens", prompt_tokens + completion_tokens}};
+          {"total_tokens", prompt_tokens + completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
 }
 
 namespace {

@@ -202,7 +202,7 @@ void ws_session::on_finish(const std::string& key, const finish_event& ev) {
     send_error(id, api_error{500, "internal_server_error", ev.message, {}, "engine_error"});
   } else {
     json done = {{"type", "done"}, {"id", id}, {"finish_reason", ws_finish_reason(ev.reason, is_aborting_)},
-                 {"usage", usage_json(ev.prompt_tokens, ev.completion_tokens)}, {"timings", timings_json(ev.timings)}};
+                 {"usage", usage_json(ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens)}, {"timings", timings_json(ev.timings)}};
     if (!ev.message.empty()) done["message"] = ev.message;
     enqueue({"", false, std::move(done)});
   }

@@ -64,6 +64,7 @@ struct engine_settings {
   double gpu_memory_utilization = 0.9;
   int max_num_seqs = 64;
   int max_num_batched_tokens = 512;
+  bool enable_prefix_caching = true;  ///< reuse the K/V of cached prompt prefixes
 };
 
 struct scheduler_settings {

@@ -111,6 +111,10 @@ std::string engine_metrics::render(const std::string& model_name, const engine_g
   counter("generation_tokens_total", "Tokens generated.", double(generation_tokens_total.load()));
   counter("policy_decisions_rejected_total", "Policy decision entries clipped or refused by the engine.",
           double(g.num_rejected_decisions));
+  counter("prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache (at first admission).",
+          double(g.num_prefix_cache_queries));
+  counter("prefix_cache_hits_total", "Prompt tokens found in the prefix cache (at first admission).",
+          double(g.num_prefix_cache_hits));
   header(out, "inflight:request_success_total", "Finished requests by finish reason.", "counter");
   {
     std::lock_guard lock(mutex_);

@@ -37,6 +37,8 @@ struct engine_gauges {
   double kv_cache_usage = 0.0;  ///< 0..1
   std::uint64_t num_preemptions = 0;
   std::uint64_t num_rejected_decisions = 0;
+  std::uint64_t num_prefix_cache_queries = 0;  ///< prompt tokens looked up in the prefix cache
+  std::uint64_t num_prefix_cache_hits = 0;     ///< of them, found cached
 };
 
 class engine_metrics {

@@ -100,3 +100,13 @@ TEST_CASE("sizes parse with binary and decimal units", "[config]") {
   CHECK_FALSE(parse_bytes("-1GiB").has_value());
   CHECK_FALSE(parse_bytes("").has_value());
 }
+
+TEST_CASE("engine.enable_prefix_caching is on by default and takes a boolean", "[config][prefix]") {
+  CHECK(parse_deployment("")->engine.enable_prefix_caching);
+  auto off = parse_deployment("[engine]\nenable_prefix_caching = false\n");
+  REQUIRE(off.has_value());
+  CHECK_FALSE(off->engine.enable_prefix_caching);
+  auto wrong = parse_deployment("[engine]\nenable_prefix_caching = 1\n");
+  REQUIRE_FALSE(wrong.has_value());
+  CHECK_THAT(wrong.error().message, Catch::Contains("engine.enable_prefix_caching") && Catch::Contains("a boolean"));
+}

@@ -18,7 +18,9 @@ const completion = await client.completions.create({ model, prompt, max_tokens: 
 assert.equal(completion.object, 'text_completion');
 assert.equal(completion.choices[0].text, expected);
 assert.equal(completion.choices[0].finish_reason, 'length');
-assert.deepEqual(completion.usage, { prompt_tokens: 5, completion_tokens: 20, total_tokens: 25 });
+assert.deepEqual(completion.usage, {
+  prompt_tokens: 5, completion_tokens: 20, total_tokens: 25, prompt_tokens_details: { cached_tokens: 0 },
+});
 
 const stream = await client.completions.create({
   model, prompt, max_tokens: 20, temperature: 0, stream: true, stream_options: { include_usage: true },

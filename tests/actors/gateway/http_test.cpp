@@ -71,7 +71,8 @@ TEST_CASE("gateway http: completions, streamed and not, equal the engine's greed
   CHECK(body["id"].get<std::string>().starts_with("cmpl-"));
   CHECK(body["choices"][0]["text"] == expected);
   CHECK(body["choices"][0]["finish_reason"] == "length");
-  CHECK(body["usage"] == json{{"prompt_tokens", 5}, {"completion_tokens", 40}, {"total_tokens", 45}});
+  CHECK(body["usage"] == json{{"prompt_tokens", 5}, {"completion_tokens", 40}, {"total_tokens", 45},
+                              {"prompt_tokens_details", {{"cached_tokens", 0}}}});
 
   auto streamed = post_json(s.port, "/v1/completions",
                             {{"prompt", prompt}, {"max_tokens", 40}, {"temperature", 0}, {"stream", true},
@@ -225,4 +226,42 @@ TEST_CASE("gateway http: a client that goes away mid-stream frees its KV blocks"
   }
   CHECK(metric(s.port, "request_success_total{model_name=\"stories260K\",finished_reason=\"abort\"}") == aborted + 2);
   CHECK(get(s.port, "/health").status == 200);
+}
+
+TEST_CASE("gateway http: cache_salt and usage.prompt_tokens_details.cached_tokens", "[gateway][http][prefix]") {
+  if (!has_stories()) return;
+  served s(stories_deployment());
+  const std::string prompt = "Once upon a time, there was a little girl named Lily. She loved to play outside in "
+                             "the park with her mom and her big red ball.";
+  auto ask = [&](const json& extra) {
+    json body = {{"prompt", prompt}, {"max_tokens", 4}, {"temperature", 0}};
+    if (extra.is_object()) body.update(extra);  // {} is null
+    return post_json(s.port, "/v1/completions", body);
+  };
+  auto cached_of = [](const http_answer& a) { return a.body_json()["usage"]["prompt_tokens_details"]["cached_tokens"]; };
+  auto first = ask({});
+  REQUIRE(first.status == 200);
+  CHECK(cached_of(first) == 0);
+  const int num_prompt = first.body_json()["usage"]["prompt_tokens"];
+  const int expected = (num_prompt - 1) / 16 * 16;  // whole blocks, never the last token
+  REQUIRE(expected >= 16);
+  auto again = ask({});
+  CHECK(cached_of(again) == expected);
+  CHECK(again.body_json()["choices"][0]["text"] == first.body_json()["choices"][0]["text"]);
+  // another salt shares nothing; the same salt again does
+  CHECK(cached_of(ask({{"cache_salt", "tenant-a"}})) == 0);
+  CHECK(cached_of(ask({{"cache_salt", "tenant-b"}})) == 0);
+  CHECK(cached_of(ask({{"cache_salt", "tenant-a"}})) == expected);
+  // the final usage chunk of a stream carries it too
+  auto streamed = ask({{"stream", true}, {"stream_options", {{"include_usage", true}}}});
+  REQUIRE(streamed.status == 200);
+  const auto chunks = sse_payloads(streamed.body);
+  CHECK(chunks.back()["usage"]["prompt_tokens_details"]["cached_tokens"] == expected);
+  for (const json& bad : {json(""), json(5)}) {
+    auto refused = ask({{"cache_salt", bad}});
+    CHECK(refused.status == 400);
+    CHECK(refused.body_json()["error"]["param"] == "cache_salt");
+  }
+  CHECK(metric(s.port, "prefix_cache_hits_total") == 3 * expected);
+  CHECK(metric(s.port, "prefix_cache_queries_total") == 6 * num_prompt);
 }

@@ -231,7 +231,9 @@ TEST_CASE("openai protocol: response and chunk shapes", "[gateway][protocol]") {
   CHECK(chat["choices"][0]["delta"] == json::object());
   const json usage = usage_chunk(meta, true, usage_json(3, 4));
   CHECK(usage["choices"] == json::array());
-  CHECK(usage["usage"] == json::parse(R"({"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7})"));
+  CHECK(usage["usage"] == json::parse(R"({"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7,
+                                           "prompt_tokens_details": {"cached_tokens": 0}})"));
+  CHECK(usage_json(30, 4, 16)["prompt_tokens_details"]["cached_tokens"] == 16);
   const json full = chat_response(meta, {{"a", nullptr, "stop"}, {"b", nullptr, "length"}}, usage_json(1, 2));
   CHECK(full["object"] == "chat.completion");
   CHECK(full["choices"][1]["index"] == 1);

@@ -51,7 +51,8 @@ TEST_CASE("gateway ws: one request streams the engine's greedy text", "[gateway]
     }
     REQUIRE(msg["type"] == "done");
     CHECK(msg["finish_reason"] == "length");
-    CHECK(msg["usage"] == json{{"prompt_tokens", 5}, {"completion_tokens", 30}, {"total_tokens", 35}});
+    CHECK(msg["usage"] == json{{"prompt_tokens", 5}, {"completion_tokens", 30}, {"total_tokens", 35},
+                               {"prompt_tokens_details", {{"cached_tokens", 0}}}});
     for (const char* key : {"queue_ms", "ttft_ms", "tpot_ms", "e2e_ms"}) CHECK(msg["timings"][key].get<double>() >= 0);
     CHECK(msg["timings"]["e2e_ms"].get<double>() >= msg["timings"]["ttft_ms"].get<double>());
     break;
