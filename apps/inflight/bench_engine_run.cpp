@@ -2,8 +2,12 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <optional>
+#include <tuple>
 #include <thread>
 
+#include "actors/gateway/engine_events.hpp"
+#include "actors/gateway/step_fanout.hpp"
 #include "apps/inflight/bench_report.hpp"
 
 namespace inflight::app {
@@ -63,6 +67,66 @@ class timeline_sink final : public request_sink {
   finish_event finish_;
 };
 
+/// One subscriber of the step feed on its own thread, woken by the engine as the SSE
+/// session is, encoding each event to its wire text.
+class feed_reader {
+ public:
+  feed_reader(engine& eng, const server_settings& settings)
+      : fanout_(std::make_shared<gateway::step_fanout>(eng, settings)) {}
+  ~feed_reader() { stop(); }
+
+  result<void> start() {
+    auto sub = fanout_->try_subscribe();
+    if (!sub) return make_error(errc::internal, "step feed: " + sub.error().message);
+    subscription_ = std::move(*sub);
+    subscription_->set_wake([this] {
+      std::lock_guard lock(mutex_);
+      is_woken_ = true;
+      cv_.notify_one();
+    });
+    thread_ = std::thread([this] { read(); });
+    return {};
+  }
+  /// Stops reading and unsubscribes; returns {events, bytes} encoded.
+  std::pair<long long, long long> stop() {
+    if (thread_.joinable()) {
+      {
+        std::lock_guard lock(mutex_);
+        is_stopping_ = true;
+        cv_.notify_one();
+      }
+      thread_.join();
+    }
+    subscription_.reset();
+    return {num_events_, num_bytes_};
+  }
+
+ private:
+  void read() {
+    for (;;) {
+      // Read until a take() finds nothing: only that arms the next wake.
+      for (auto steps = subscription_->take(); !steps.empty(); steps = subscription_->take()) {
+        for (const auto& step : steps) {
+          ++num_events_;
+          num_bytes_ += (long long)gateway::step_event_text(step).size();
+        }
+      }
+      std::unique_lock lock(mutex_);
+      cv_.wait(lock, [&] { return is_woken_ || is_stopping_; });
+      if (is_stopping_) return;
+      is_woken_ = false;
+    }
+  }
+
+  std::shared_ptr<gateway::step_fanout> fanout_;
+  std::shared_ptr<gateway::step_subscription> subscription_;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool is_woken_ = false, is_stopping_ = false;
+  long long num_events_ = 0, num_bytes_ = 0;
+};
+
 generate_request make_request(const bench::bench_prompt& p) {
   generate_request r;
   r.prompt = p.prompt_ids;
@@ -75,9 +139,18 @@ generate_request make_request(const bench::bench_prompt& p) {
 }  // namespace
 
 result<engine_run> run_engine_workload(const deployment& d, const loaded_model& model,
-                                       const std::vector<bench::bench_prompt>& prompts) {
+                                       const std::vector<bench::bench_prompt>& prompts,
+                                       bool with_step_feed) {
   auto eng = engine::start(d, model);
   if (!eng) return std::unexpected(eng.error());
+  std::optional<feed_reader> feed;
+  if (with_step_feed) {
+    feed.emplace(**eng, d.server);
+    if (auto started = feed->start(); !started) {
+      (*eng)->shutdown(0.0);
+      return std::unexpected(started.error());
+    }
+  }
   completion_latch latch;
   std::vector<std::shared_ptr<timeline_sink>> sinks;
   const double start = monotonic_seconds();
@@ -98,6 +171,7 @@ result<engine_run> run_engine_workload(const deployment& d, const loaded_model& 
   engine_run run;
   run.duration_s = monotonic_seconds() - start;
   run.snapshot = (*eng)->snapshot();
+  if (feed) std::tie(run.num_feed_events, run.num_feed_bytes) = feed->stop();
   (*eng)->shutdown(0.0);
   for (std::size_t i = 0; i < sinks.size(); ++i) {
     run.records.push_back(sinks[i]->record(start));

@@ -14,11 +14,16 @@ struct engine_run {
   std::vector<bench::request_record> records;
   double duration_s = 0.0;
   engine_snapshot snapshot;   ///< at the end of the run (counters start at zero with the engine)
+  long long num_feed_events = 0;  ///< with a step-feed reader: `step` events it encoded
+  long long num_feed_bytes = 0;   ///< and their size in bytes
 };
 
 /// Starts an engine for `d` on `model`, submits `prompts` (greedy, ignore EOS) at their
-/// arrival times (< 0 counts as 0), waits for all, shuts the engine down.
+/// arrival times (< 0 counts as 0), waits for all, shuts the engine down. With
+/// `with_step_feed`, one reader subscribes to the step feed for the whole run and encodes
+/// every event as GET /v1/engine/events would send it (the cost of one UI watching).
 result<engine_run> run_engine_workload(const deployment& d, const loaded_model& model,
-                                       const std::vector<bench::bench_prompt>& prompts);
+                                       const std::vector<bench::bench_prompt>& prompts,
+                                       bool with_step_feed = false);
 
 }  // namespace inflight::app

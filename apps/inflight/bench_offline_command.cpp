@@ -35,6 +35,7 @@ struct offline_options {
   int chunk = 256;      // interference: splitfuse's max_chunk_tokens
   int max_concurrency = 0;  // rerank: requests in flight at once (0 = all at once)
   std::string result_json;
+  bool step_feed = false;  // overhead: each row also with one step-feed reader
 };
 
 deployment base_deployment(const offline_options& o) {
@@ -209,10 +210,11 @@ void print_interference(const std::vector<policy_result>& results, int chunk) {
 }
 
 policy_result run_policy(const deployment& d, const loaded_model& model, const std::string& policy,
-                         const std::vector<bench::bench_prompt>& prompts) {
-  std::fprintf(stderr, "bench offline: %s, %zu requests, budget %d, max_num_seqs %d...\n", policy.c_str(),
-               prompts.size(), d.engine.max_num_batched_tokens, d.engine.max_num_seqs);
-  auto run = run_engine_workload(d, model, prompts);
+                         const std::vector<bench::bench_prompt>& prompts, bool with_step_feed = false) {
+  std::fprintf(stderr, "bench offline: %s, %zu requests, budget %d, max_num_seqs %d%s...\n", policy.c_str(),
+               prompts.size(), d.engine.max_num_batched_tokens, d.engine.max_num_seqs,
+               with_step_feed ? ", step feed read" : "");
+  auto run = run_engine_workload(d, model, prompts, with_step_feed);
   if (!run) fail(policy + ": " + run.error().message);
   policy_result r{policy, d.engine.max_num_batched_tokens, std::move(*run), {}};
   r.summary = bench::summarize(r.run.records, r.run.duration_s, {50, 90, 99}, {});
@@ -220,20 +222,27 @@ policy_result run_policy(const deployment& d, const loaded_model& model, const s
   return r;
 }
 
-/// Engine time per step outside and inside the backend at 1 and at N concurrent sequences.
+/// Engine time per step outside and inside the backend at 1 and at N concurrent sequences;
+/// with --step-feed each row runs twice, without and with one step-feed reader.
 void run_overhead(const offline_options& o, const deployment& base, const loaded_model& model,
                   const std::vector<bench::bench_prompt>& prompts) {
-  std::printf("%-13s %6s %8s %12s %12s %12s %9s\n", "policy", "seqs", "steps", "step ms", "backend ms", "outside ms",
-              "outside%");
+  std::printf("%-13s %6s %5s %8s %12s %12s %12s %9s %10s\n", "policy", "seqs", "feed", "steps", "step ms",
+              "backend ms", "outside ms", "outside%", "feed B/step");
+  std::vector<bool> feeds = {false};
+  if (o.step_feed) feeds.push_back(true);
   for (const auto& policy : o.policies) {
     for (std::size_t n : {std::size_t(1), prompts.size()}) {
       const std::vector<bench::bench_prompt> part(prompts.begin(), prompts.begin() + std::ptrdiff_t(n));
-      const auto r = run_policy(policy_deployment(base, policy, o, part), model, policy, part);
-      const auto& s = r.run.snapshot;
-      const double outside = s.engine_seconds - s.backend_seconds;
-      std::printf("%-13s %6zu %8llu %12.3f %12.3f %12.3f %8.1f%%\n", policy.c_str(), n, (unsigned long long)s.num_steps,
-                  per_step_ms(s.engine_seconds, s.num_steps), per_step_ms(s.backend_seconds, s.num_steps),
-                  per_step_ms(outside, s.num_steps), s.engine_seconds > 0 ? 100.0 * outside / s.engine_seconds : 0.0);
+      for (const bool feed : feeds) {
+        const auto r = run_policy(policy_deployment(base, policy, o, part), model, policy, part, feed);
+        const auto& s = r.run.snapshot;
+        const double outside = s.engine_seconds - s.backend_seconds;
+        std::printf("%-13s %6zu %5s %8llu %12.3f %12.3f %12.3f %8.1f%% %10.0f\n", policy.c_str(), n,
+                    feed ? "on" : "off", (unsigned long long)s.num_steps, per_step_ms(s.engine_seconds, s.num_steps),
+                    per_step_ms(s.backend_seconds, s.num_steps), per_step_ms(outside, s.num_steps),
+                    s.engine_seconds > 0 ? 100.0 * outside / s.engine_seconds : 0.0,
+                    s.num_steps > 0 ? double(r.run.num_feed_bytes) / double(s.num_steps) : 0.0);
+      }
     }
   }
 }
@@ -295,6 +304,7 @@ void add_bench_offline_command(CLI::App& bench) {
   cmd->add_option("--chunk", o->chunk, "interference: splitfuse's max_chunk_tokens")->capture_default_str();
   cmd->add_option("--max-concurrency", o->max_concurrency, "rerank: requests in flight at once (0 = all at once)")
       ->capture_default_str();
+  cmd->add_flag("--step-feed", o->step_feed, "overhead: also run each row with one reader of the step feed");
   cmd->add_option("--result-json", o->result_json, "write every request and the summaries to this file");
   cmd->callback([o] { run_offline(*o); });
 }
