@@ -21,6 +21,7 @@ std::optional<api_error> score_call::try_start() {
     generate_request req;
     req.prompt = request_.prompts[std::size_t(i)];
     req.priority = request_.priority;
+    req.cache_salt = request_.cache_salt;
     req.timeout_s = model.request_timeout_s;
     const auto rows = model.rerank->score_rows();
     req.score_rows.assign(rows.begin(), rows.end());
@@ -69,12 +70,14 @@ void score_call::on_finish(int index, const finish_event& ev) {
                  "engine_error"});
   }
   scores_[std::size_t(index)] = reranker::score(ev.row_logits[0], ev.row_logits[1]);
+  num_cached_tokens_ += ev.cached_tokens;
   if (!is_done()) return;
   const auto& model = state_.model();
   const bool is_rerank = request_.api == score_api::rerank;
   const response_meta meta{make_response_id(is_rerank ? "rerank-" : "score-"), unix_now(), model.name};
   auto emit = std::exchange(emit_, nullptr);
-  emit(is_rerank ? rerank_response(meta, request_, scores_) : score_response(meta, request_, scores_));
+  emit(is_rerank ? rerank_response(meta, request_, scores_, num_cached_tokens_)
+                 : score_response(meta, request_, scores_, num_cached_tokens_));
 }
 
 }  // namespace inflight::gateway

@@ -45,6 +45,7 @@ class score_call final : public gateway_call, public std::enable_shared_from_thi
   std::vector<double> scores_;
   std::vector<bool> is_finished_;
   int num_finished_ = 0;
+  int num_cached_tokens_ = 0;  ///< prompt tokens of the pairs taken from the prefix cache
   bool is_cancelled_ = false;
 };
 

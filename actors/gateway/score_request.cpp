@@ -84,7 +84,11 @@ api_result<std::vector<std::vector<token_id>>> tokenize_pairs(const served_model
 }
 
 opt_error read_common(const json& body, score_request& r) {
-  return read_int(body, "priority", -1000000000LL, 1000000000LL, r.priority);
+  if (auto e = read_int(body, "priority", -1000000000LL, 1000000000LL, r.priority)) return e;
+  if (auto e = read_string(body, "cache_salt", r.cache_salt)) return e;
+  if (field(body, "cache_salt") && r.cache_salt.empty())
+    return bad_request("cache_salt must be a non-empty string", "cache_salt");
+  return {};
 }
 
 }  // namespace

@@ -33,6 +33,7 @@ struct score_request {
   int top_n = 0;                               ///< rerank: results kept (0 = all)
   bool return_documents = true;                ///< rerank: results carry {"document": {"text"}}
   int priority = 0;
+  std::string cache_salt;                      ///< prefix caching: pairs share cached K/V only within a salt
 
   int num_pairs() const { return int(prompts.size()); }
   /// Prompt tokens of every pair together (the usage count).

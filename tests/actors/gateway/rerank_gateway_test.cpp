@@ -25,6 +25,14 @@ double engine_score(engine& eng, const reranker& r, const std::string& query, co
   return reranker::score(rows[0], rows[1]);
 }
 
+/// `n` documents of `length` bytes that differ from their first byte on, so none finds
+/// another's blocks in the prefix cache: scoring them takes many steps.
+std::vector<std::string> distinct_documents(int n, int length) {
+  std::vector<std::string> out;
+  for (int i = 0; i < n; ++i) out.emplace_back(std::size_t(length), char('a' + i));
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("gateway rerank: scores, order, top_n, documents, usage and every alias", "[gateway][rerank]") {
@@ -68,6 +76,42 @@ TEST_CASE("gateway rerank: scores, order, top_n, documents, usage and every alia
   CHECK_FALSE(t["results"][0].contains("document"));
   const double best = std::max({want[0], want[1], want[3]});
   CHECK(t["results"][0]["relevance_score"].get<double>() == Approx(best).margin(1e-5));
+  CHECK(engine_idle(s.port));
+}
+
+TEST_CASE("gateway rerank: the query's prefix comes from the prefix cache, counted in usage; salts keep apart",
+          "[gateway][rerank][prefix]") {
+  const auto d = qwen3_scoring_deployment();
+  served s(d);
+  const auto r = make_reranker(d, *s.eng);
+  const std::string query = "what does a cow say?";
+  const int num_prefix_blocks = int(r.encode_prefix(query).size()) / d.engine.block_size;
+  REQUIRE(num_prefix_blocks > 0);
+  const auto rerank = [&](const std::vector<std::string>& documents, const std::string& salt) {
+    json body = {{"query", query}, {"documents", documents}};
+    if (!salt.empty()) body["cache_salt"] = salt;
+    const auto a = post_json(s.port, "/v1/rerank", body);
+    REQUIRE(a.status == 200);
+    return a.body_json();
+  };
+  const auto first = rerank({docs[0]}, "");
+  CHECK(first["usage"]["prompt_tokens_details"]["cached_tokens"] == 0);  // a cold cache
+  // Every document of the next request finds at least the query's prefix blocks.
+  const auto next = rerank(docs, "");
+  CHECK(next["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>() >=
+        int(docs.size()) * num_prefix_blocks * d.engine.block_size);
+  for (const auto& item : next["results"]) {
+    const int index = item["index"];
+    CHECK(item["relevance_score"].get<double>() == Approx(engine_score(*s.eng, r, query, docs[std::size_t(index)])).margin(1e-5));
+  }
+  // Another tenant's salt shares nothing with the blocks above.
+  const auto salted = rerank({docs[0]}, "tenant-b");
+  CHECK(salted["usage"]["prompt_tokens_details"]["cached_tokens"] == 0);
+  CHECK(salted["results"][0]["relevance_score"].get<double>() ==
+        Approx(first["results"][0]["relevance_score"].get<double>()).margin(1e-5));
+  const auto score = post_json(s.port, "/v1/score", {{"text_1", query}, {"text_2", docs[1]}}).body_json();
+  CHECK(score["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>() >= num_prefix_blocks * d.engine.block_size);
+  CHECK(post_json(s.port, "/v1/rerank", {{"query", "q"}, {"documents", {"a"}}, {"cache_salt", ""}}).status == 400);
   CHECK(engine_idle(s.port));
 }
 
@@ -153,7 +197,7 @@ TEST_CASE("gateway rerank: a client that leaves frees the KV blocks of its docum
     net::io_context ioc;
     beast::tcp_stream stream(ioc);
     stream.connect(net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(s.port)));
-    const json body = {{"query", "q"}, {"documents", std::vector<std::string>(8, std::string(100, 'z'))}};
+    const json body = {{"query", "q"}, {"documents", distinct_documents(8, 100)}};
     http::request<http::string_body> req{http::verb::post, "/v1/rerank", 11};
     req.set(http::field::host, "127.0.0.1");
     req.set(http::field::content_type, "application/json");
@@ -182,8 +226,20 @@ TEST_CASE("gateway rerank over the WebSocket: done carries the HTTP results; can
   const auto done = c.receive();
   CHECK(done["type"] == "done");
   CHECK(done["id"] == "r1");
-  CHECK(done["results"] == http["results"]);
-  CHECK(done["usage"] == http["usage"]);
+  // The same order and scores (within float rounding: with the query's blocks now cached
+  // the documents' prompts are computed in other chunks).
+  REQUIRE(done["results"].size() == http["results"].size());
+  for (std::size_t i = 0; i < http["results"].size(); ++i) {
+    CHECK(done["results"][i]["index"] == http["results"][i]["index"]);
+    CHECK(done["results"][i]["document"] == http["results"][i]["document"]);
+    CHECK(done["results"][i]["relevance_score"].get<double>() ==
+          Approx(http["results"][i]["relevance_score"].get<double>()).margin(1e-5));
+  }
+  CHECK(done["usage"]["prompt_tokens"] == http["usage"]["prompt_tokens"]);
+  CHECK(done["usage"]["total_tokens"] == http["usage"]["total_tokens"]);
+  // The same query again: its prefix now comes from the cache.
+  CHECK(done["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>() >
+        http["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>());
 
   c.send({{"type", "rerank"}, {"id", 2}, {"query", "q"}, {"documents", json::array()}});
   const auto error = c.receive();
@@ -193,7 +249,7 @@ TEST_CASE("gateway rerank over the WebSocket: done carries the HTTP results; can
 
   // A long rerank cancelled at once ends with done / cancelled, and frees its blocks.
   c.send({{"type", "rerank"}, {"id", "long"}, {"query", "q"},
-          {"documents", std::vector<std::string>(12, std::string(120, 'm'))}});
+          {"documents", distinct_documents(12, 120)}});
   c.send({{"type", "cancel"}, {"id", "long"}});
   const auto cancelled = c.receive();
   CHECK(cancelled["type"] == "done");

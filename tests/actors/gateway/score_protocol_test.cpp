@@ -96,6 +96,8 @@ TEST_CASE("rerank response: sorted by score, cut to top_n, documents when asked,
   CHECK(top["usage"]["prompt_tokens"] == r->num_prompt_tokens());  // every document was scored
   r->top_n = 10;  // more than there are: all of them
   CHECK(rerank_response(meta, *r, scores)["results"].size() == 4);
+  CHECK(all["usage"]["prompt_tokens_details"]["cached_tokens"] == 0);
+  CHECK(rerank_response(meta, *r, scores, 7)["usage"]["prompt_tokens_details"]["cached_tokens"] == 7);
 }
 
 TEST_CASE("score: 1:1, 1:N and N:N pairs, data in input order", "[gateway][score]") {
@@ -128,6 +130,7 @@ TEST_CASE("score: 1:1, 1:N and N:N pairs, data in input order", "[gateway][score
   CHECK(body["usage"]["prompt_tokens"] == pairs->num_prompt_tokens());
   CHECK(body["usage"]["total_tokens"] == pairs->num_prompt_tokens());
   CHECK(body["usage"]["completion_tokens"] == 0);
+  CHECK(score_response(score_meta, *pairs, {0.75, 0.125}, 5)["usage"]["prompt_tokens_details"]["cached_tokens"] == 5);
 }
 
 TEST_CASE("scoring: every bad input is a 400 naming its field", "[gateway][score]") {
@@ -152,6 +155,8 @@ TEST_CASE("scoring: every bad input is a 400 naming its field", "[gateway][score
       {json::parse(R"({"query": "q", "documents": ["a"], "top_n": -1})"), true, "top_n", ""},
       {json::parse(R"({"query": "q", "documents": ["a"], "top_n": "2"})"), true, "top_n", ""},
       {json::parse(R"({"query": "q", "documents": ["a"], "return_documents": 1})"), true, "return_documents", ""},
+      {json::parse(R"({"query": "q", "documents": ["a"], "cache_salt": 5})"), true, "cache_salt", ""},
+      {json::parse(R"({"text_1": "q", "text_2": "d", "cache_salt": ""})"), false, "cache_salt", ""},
       {json::parse(R"({"text_2": "d"})"), false, "text_1", ""},
       {json::parse(R"({"text_1": "q"})"), false, "text_2", ""},
       {json::parse(R"({"text_1": [], "text_2": "d"})"), false, "text_1", ""},
