@@ -165,3 +165,55 @@ TEST_CASE("rerank engine: cancelled scoring requests free their blocks", "[engin
   CHECK(num_cancelled > 0);
   CHECK(all_blocks_return(*eng));
 }
+
+namespace {
+
+/// Leading tokens two prompts have in common.
+int num_common_tokens(const std::vector<token_id>& a, const std::vector<token_id>& b) {
+  int n = 0;
+  while (n < int(a.size()) && n < int(b.size()) && a[std::size_t(n)] == b[std::size_t(n)]) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("rerank engine: a query's prefix is computed once with prefix caching; scores equal caching off",
+          "[engine][rerank][prefix]") {
+  auto d = qwen3_scoring_deployment("splitfuse", 64);
+  const int block_size = d.engine.block_size;
+  d.engine.enable_prefix_caching = false;
+  const auto off_alone = score_all(d, true);
+  const auto off_together = score_all(d);
+  d.engine.enable_prefix_caching = true;
+  const auto on_alone = score_all(d, true);
+  const auto on_together = score_all(d);
+  auto model = load_model(d.model);
+  REQUIRE(model.has_value());
+  auto r = reranker::try_create(d.rerank, model->tok);
+  REQUIRE(r.has_value());
+  const auto prefix = r->encode_prefix(query);
+  REQUIRE(int(prefix.size()) >= block_size);  // else nothing whole could be shared
+  std::vector<std::vector<token_id>> prompts;
+  for (const auto& doc : documents) prompts.push_back(r->encode(prefix, query, doc).tokens);
+  int num_hit_together = 0;
+  for (std::size_t i = 0; i < documents.size(); ++i) {
+    INFO("document " << i);
+    for (const auto* run : {&off_together, &on_alone, &on_together}) {
+      REQUIRE((*run)[i].row_logits.size() == 2);
+      CHECK((*run)[i].row_logits[0] == Approx(off_alone[i].row_logits[0]).margin(1e-4));
+      CHECK((*run)[i].row_logits[1] == Approx(off_alone[i].row_logits[1]).margin(1e-4));
+    }
+    CHECK(off_alone[i].finish.cached_tokens == 0);
+    CHECK(off_together[i].finish.cached_tokens == 0);
+    // One at a time, each document finds the whole blocks it shares with those before
+    // it (at least the query's prefix; never its own last token).
+    int num_shared = 0;
+    for (std::size_t j = 0; j < i; ++j) num_shared = std::max(num_shared, num_common_tokens(prompts[i], prompts[j]));
+    num_shared = std::min(num_shared, int(prompts[i].size()) - 1);
+    CHECK(on_alone[i].finish.cached_tokens == num_shared / block_size * block_size);
+    if (i > 0) CHECK(on_alone[i].finish.cached_tokens >= int(prefix.size()) / block_size * block_size);
+    num_hit_together += on_together[i].finish.cached_tokens > 0;
+  }
+  // All at once: the documents admitted after the first step's find its prefix cached.
+  CHECK(num_hit_together > 0);
+}
