@@ -34,6 +34,7 @@ struct offline_options {
   int budget = 0;       // interference: max_num_batched_tokens of every policy (0 = longest prompt + streams)
   int chunk = 256;      // interference: splitfuse's max_chunk_tokens
   int max_concurrency = 0;  // rerank: requests in flight at once (0 = all at once)
+  std::string prefix_caching;  // rerank: on | off | both ("" = the deployment's)
   std::string result_json;
   bool step_feed = false;  // overhead: each row also with one step-feed reader
 };
@@ -247,6 +248,13 @@ void run_overhead(const offline_options& o, const deployment& base, const loaded
   }
 }
 
+/// --prefix-caching: the settings to run each policy with ({} = the deployment's).
+std::vector<bool> parse_prefix_caching(const std::string& v) {
+  if (v == "both") return {true, false};
+  if (v.empty()) return {};
+  return {v == "on"};
+}
+
 void run_offline(offline_options o) {
   const auto base = base_deployment(o);
   o.policies = expand_policies(o.policies, base.scheduler);
@@ -254,7 +262,8 @@ void run_offline(offline_options o) {
   if (!model) fail(model.error().message);
   std::fprintf(stderr, "model: %s\n", model->description.c_str());
   if (o.workload == "rerank") {
-    return run_rerank_bench({o.policies, o.size, o.num_prompts, o.seed, o.max_concurrency, o.result_json}, base,
+    return run_rerank_bench({o.policies, o.size, o.num_prompts, o.seed, o.max_concurrency,
+                             parse_prefix_caching(o.prefix_caching), o.result_json}, base,
                             *model);
   }
   const auto prompts = offline_prompts(o, model->weights->config.vocab_size);
@@ -305,6 +314,9 @@ void add_bench_offline_command(CLI::App& bench) {
   cmd->add_option("--max-concurrency", o->max_concurrency, "rerank: requests in flight at once (0 = all at once)")
       ->capture_default_str();
   cmd->add_flag("--step-feed", o->step_feed, "overhead: also run each row with one reader of the step feed");
+  cmd->add_option("--prefix-caching", o->prefix_caching,
+                  "rerank: on | off | both (each policy with caching on, then off; default: the deployment's)")
+      ->check(CLI::IsMember({"on", "off", "both"}));
   cmd->add_option("--result-json", o->result_json, "write every request and the summaries to this file");
   cmd->callback([o] { run_offline(*o); });
 }

@@ -17,6 +17,9 @@ struct rerank_bench_options {
   int num_requests = 0;     ///< 0 = the workload's own count
   std::uint64_t seed = 0;
   int max_concurrency = 0;  ///< requests in flight at once (0 = all at once)
+  /// Prefix-caching settings to run each policy with, in order: {true, false} puts
+  /// caching on and off side by side; empty = the deployment's engine.enable_prefix_caching.
+  std::vector<bool> prefix_caching;
   std::string result_json;
 };
 

@@ -20,6 +20,7 @@ struct rerank_tracker {
   void on_document(int request, int document, const finish_event& ev) {
     std::lock_guard lock(mutex);
     run->num_prompt_tokens += ev.prompt_tokens;
+    run->num_cached_tokens += ev.cached_tokens;
     if (ev.row_logits.size() == 2) {
       run->scores[std::size_t(request)][std::size_t(document)] = reranker::score(ev.row_logits[0], ev.row_logits[1]);
     } else {

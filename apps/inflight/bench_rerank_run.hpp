@@ -17,6 +17,7 @@ struct rerank_run {
   std::vector<std::vector<double>> scores;  ///< per request, per document
   int num_documents = 0;
   long long num_prompt_tokens = 0;
+  long long num_cached_tokens = 0;          ///< prompt tokens taken from the prefix cache
   int num_failed = 0;                       ///< documents that finished without a score
   std::string first_error;
   double duration_s = 0.0;
