@@ -69,6 +69,10 @@ class response_timeline {
     if (!u.is_object()) return;
     prompt_tokens_ = u.value("prompt_tokens", prompt_tokens_);
     completion_tokens_ = u.value("completion_tokens", completion_tokens_);
+    // Servers without prefix caching omit the details or send null.
+    if (auto d = u.find("prompt_tokens_details"); d != u.end() && d->is_object()) {
+      if (auto c = d->find("cached_tokens"); c != d->end() && c->is_number_integer()) cached_tokens_ = c->get<int>();
+    }
   }
   bool is_finished() const { return is_finished_; }
   void finish(std::string error = {}) {
@@ -80,6 +84,7 @@ class response_timeline {
     if (chunks_.empty() && first_event_s_ > 0.0 && tokens > 0 && error.empty()) chunks_.push_back(first_event_s_);
     auto r = bench::record_from_timeline(send_s_, chunks_, monotonic_seconds(), tokens);
     r.prompt_tokens = prompt_tokens_;
+    r.cached_tokens = cached_tokens_;
     if (!error.empty()) {
       r.is_success = false;
       r.error = std::move(error);
@@ -93,6 +98,7 @@ class response_timeline {
   double first_event_s_ = 0.0;
   std::vector<double> chunks_;
   int prompt_tokens_ = 0;
+  int cached_tokens_ = 0;
   int completion_tokens_ = -1;
   bool is_finished_ = false;
 };

@@ -51,6 +51,7 @@ class timeline_sink final : public request_sink {
     auto r = bench::record_from_timeline(send_s_, chunks_, end_s_, finish_.completion_tokens);
     r.start_s = send_s_ - run_start_s;
     r.prompt_tokens = finish_.prompt_tokens;
+    r.cached_tokens = finish_.cached_tokens;
     if (finish_.reason != finish_reason::length && finish_.reason != finish_reason::stop) {
       r.is_success = false;
       r.error = finish_.message.empty() ? "finished abnormally" : finish_.message;

@@ -34,7 +34,7 @@ struct offline_options {
   int budget = 0;       // interference: max_num_batched_tokens of every policy (0 = longest prompt + streams)
   int chunk = 256;      // interference: splitfuse's max_chunk_tokens
   int max_concurrency = 0;  // rerank: requests in flight at once (0 = all at once)
-  std::string prefix_caching;  // rerank: on | off | both ("" = the deployment's)
+  std::string prefix_caching;  // on | off | both ("" = the deployment's)
   std::string result_json;
   bool step_feed = false;  // overhead: each row also with one step-feed reader
 };
@@ -154,10 +154,13 @@ deployment policy_deployment(const deployment& base, const std::string& policy, 
 
 struct policy_result {
   std::string policy;
+  std::string caching;  // "on" / "off" when --prefix-caching chose it, else ""
   int budget = 0;
   engine_run run;
   bench::bench_summary summary;
 };
+
+std::string label(const policy_result& r) { return r.caching.empty() ? r.policy : r.policy + "/" + r.caching; }
 
 double per_step_ms(double seconds, std::uint64_t steps) { return steps ? seconds * 1e3 / double(steps) : 0.0; }
 
@@ -171,7 +174,9 @@ void print_table(const std::vector<policy_result>& results) {
               "req/s", "E2E p50", "E2E p90", "E2E p99", "TTFT p50", "TTFT p90", "TTFT p99", "batch", "KV%", "preempt",
               "step ms", "outside", "x static");
   double static_tps = 0.0;
-  for (const auto& r : results) if (r.policy == "static") static_tps = r.summary.output_throughput;
+  for (const auto& r : results) {
+    if (r.policy == "static" && static_tps == 0.0) static_tps = r.summary.output_throughput;
+  }
   for (const auto& r : results) {
     const auto& s = r.summary;
     const auto& snap = r.run.snapshot;
@@ -179,7 +184,7 @@ void print_table(const std::vector<policy_result>& results) {
     char ratio[16] = "-";
     if (static_tps > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", s.output_throughput / static_tps);
     std::printf("%-13s %7d %9.1f %7.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %6.1f %5.1f %6llu %8.2f %8.3f %7s\n",
-                r.policy.c_str(), r.budget, s.output_throughput, s.request_throughput, pct(s.e2el_ms, 50) / 1e3,
+                label(r).c_str(), r.budget, s.output_throughput, s.request_throughput, pct(s.e2el_ms, 50) / 1e3,
                 pct(s.e2el_ms, 90) / 1e3, pct(s.e2el_ms, 99) / 1e3, pct(s.ttft_ms, 50) / 1e3, pct(s.ttft_ms, 90) / 1e3,
                 pct(s.ttft_ms, 99) / 1e3, snap.batch_size_sum / steps, 100.0 * snap.kv_usage_sum / steps,
                 (unsigned long long)snap.gauges.num_preemptions, per_step_ms(snap.engine_seconds, snap.num_steps),
@@ -210,14 +215,36 @@ void print_interference(const std::vector<policy_result>& results, int chunk) {
   }
 }
 
+/// Prefix caching on against off: TTFT, throughput and hit rate per run, and for each
+/// policy run both ways the ratios off / on (TTFT) and on / off (throughput).
+void print_prefix_caching(const std::vector<policy_result>& results) {
+  std::printf("\nprefix caching (TTFT in ms; hit = prompt tokens taken from the cache)\n");
+  std::printf("%-17s %10s %10s %10s %8s %7s %12s %12s\n", "policy/caching", "TTFT p50", "TTFT p99", "out tok/s",
+              "req/s", "hit%", "TTFT p50 x", "tok/s x");
+  for (const auto& r : results) {
+    const auto& s = r.summary;
+    std::string ttft_x = "-", tps_x = "-";
+    for (const auto& off : results) {
+      if (r.caching != "on" || off.policy != r.policy || off.caching != "off") continue;
+      const double on_p50 = pct(s.ttft_ms, 50), off_tps = off.summary.output_throughput;
+      if (on_p50 > 0) ttft_x = std::to_string(pct(off.summary.ttft_ms, 50) / on_p50).substr(0, 5) + "x";
+      if (off_tps > 0) tps_x = std::to_string(s.output_throughput / off_tps).substr(0, 5) + "x";
+    }
+    std::printf("%-17s %10.1f %10.1f %10.1f %8.2f %7.1f %12s %12s\n", label(r).c_str(), pct(s.ttft_ms, 50),
+                pct(s.ttft_ms, 99), s.output_throughput, s.request_throughput, 100.0 * s.prefix_cache_hit_rate(),
+                ttft_x.c_str(), tps_x.c_str());
+  }
+  std::printf("(TTFT p50 x = off / on, lower with caching is > 1; tok/s x = on / off)\n");
+}
+
 policy_result run_policy(const deployment& d, const loaded_model& model, const std::string& policy,
                          const std::vector<bench::bench_prompt>& prompts, bool with_step_feed = false) {
-  std::fprintf(stderr, "bench offline: %s, %zu requests, budget %d, max_num_seqs %d%s...\n", policy.c_str(),
-               prompts.size(), d.engine.max_num_batched_tokens, d.engine.max_num_seqs,
-               with_step_feed ? ", step feed read" : "");
+  std::fprintf(stderr, "bench offline: %s, %zu requests, budget %d, max_num_seqs %d, prefix caching %s%s...\n",
+               policy.c_str(), prompts.size(), d.engine.max_num_batched_tokens, d.engine.max_num_seqs,
+               d.engine.enable_prefix_caching ? "on" : "off", with_step_feed ? ", step feed read" : "");
   auto run = run_engine_workload(d, model, prompts, with_step_feed);
   if (!run) fail(policy + ": " + run.error().message);
-  policy_result r{policy, d.engine.max_num_batched_tokens, std::move(*run), {}};
+  policy_result r{policy, {}, d.engine.max_num_batched_tokens, std::move(*run), {}};
   r.summary = bench::summarize(r.run.records, r.run.duration_s, {50, 90, 99}, {});
   if (r.summary.num_failed > 0) fail(policy + ": " + std::to_string(r.summary.num_failed) + " requests failed");
   return r;
@@ -268,22 +295,31 @@ void run_offline(offline_options o) {
   }
   const auto prompts = offline_prompts(o, model->weights->config.vocab_size);
   if (o.workload == "overhead") return run_overhead(o, base, *model, prompts);
+  std::vector<std::string> modes = {""};
+  if (o.prefix_caching == "both") modes = {"off", "on"};
+  else if (!o.prefix_caching.empty()) modes = {o.prefix_caching};
   std::vector<policy_result> results;
   for (const auto& policy : o.policies) {
-    results.push_back(run_policy(policy_deployment(base, policy, o, prompts), *model, policy, prompts));
+    for (const auto& mode : modes) {  // off and on back to back, so both see the same machine load
+      auto d = policy_deployment(base, policy, o, prompts);
+      if (!mode.empty()) d.engine.enable_prefix_caching = mode == "on";
+      results.push_back(run_policy(d, *model, policy, prompts));
+      results.back().caching = mode;
+    }
   }
   std::printf("workload %s (%s%s), %zu requests, model %s, KV blocks %d, max_num_seqs %d\n", o.workload.c_str(),
               o.size.c_str(), o.cap ? (", cap " + std::to_string(o.cap)).c_str() : "", prompts.size(),
               model->name.c_str(), results.front().run.snapshot.num_blocks, base.engine.max_num_seqs);
   print_table(results);
   if (o.workload == "interference") print_interference(results, o.chunk);
+  if (!o.prefix_caching.empty() || o.workload.starts_with("prefix")) print_prefix_caching(results);
   if (o.result_json.empty()) return;
   nlohmann::json doc = {{"workload", o.workload}, {"size", o.size}, {"cap", o.cap}, {"seed", o.seed}};
   for (const auto& r : results) {
     nlohmann::json records = nlohmann::json::array();
     for (const auto& rec : r.run.records) records.push_back(to_json(rec));
     const auto& s = r.run.snapshot;
-    doc["policies"][r.policy] = {{"budget", r.budget},           {"summary", to_json(r.summary)},
+    doc["policies"][label(r)] = {{"budget", r.budget},           {"summary", to_json(r.summary)},
                                  {"num_steps", s.num_steps},     {"engine_seconds", s.engine_seconds},
                                  {"backend_seconds", s.backend_seconds}, {"batch_size_sum", s.batch_size_sum},
                                  {"kv_usage_sum", s.kv_usage_sum}, {"preemptions", s.gauges.num_preemptions},
@@ -299,7 +335,8 @@ void add_bench_offline_command(CLI::App& bench) {
   auto* cmd = bench.add_subcommand("offline", "Run the engine in-process on a workload, once per policy");
   cmd->add_option("--config", o->config_path, "deployment TOML (KV memory, max_num_seqs, threads)");
   cmd->add_option("--set", o->overrides, "override a deployment key (key=value), repeatable");
-  cmd->add_option("--workload", o->workload, "variance | latency | procurement | interference | overhead | rerank")
+  cmd->add_option("--workload", o->workload,
+                  "variance | latency | procurement | interference | overhead | prefix | prefix-chat | rerank")
       ->capture_default_str();
   cmd->add_option("--policy", o->policies, "policies to compare, in order; all = every policy in the plugin dir")->delimiter(',')->capture_default_str();
   cmd->add_option("--cap", o->cap, "variance: output length cap (default: the largest of the size)");
@@ -315,7 +352,8 @@ void add_bench_offline_command(CLI::App& bench) {
       ->capture_default_str();
   cmd->add_flag("--step-feed", o->step_feed, "overhead: also run each row with one reader of the step feed");
   cmd->add_option("--prefix-caching", o->prefix_caching,
-                  "rerank: on | off | both (each policy with caching on, then off; default: the deployment's)")
+                  "on | off | both (each policy with caching off, then on; rerank: on, then off; "
+                  "default: the deployment's)")
       ->check(CLI::IsMember({"on", "off", "both"}));
   cmd->add_option("--result-json", o->result_json, "write every request and the summaries to this file");
   cmd->callback([o] { run_offline(*o); });

@@ -10,7 +10,8 @@ namespace inflight::app {
 nlohmann::json to_json(const bench::request_record& r) {
   nlohmann::json j = {{"index", r.index},         {"success", r.is_success},         {"start_s", r.start_s},
                       {"ttft_s", r.ttft_s},       {"e2el_s", r.e2el_s},             {"tpot_s", r.tpot_s()},
-                      {"itl_s", r.itl_s},         {"prompt_tokens", r.prompt_tokens}, {"output_tokens", r.output_tokens}};
+                      {"itl_s", r.itl_s},         {"prompt_tokens", r.prompt_tokens}, {"output_tokens", r.output_tokens},
+                      {"cached_tokens", r.cached_tokens}};
   if (!r.error.empty()) j["error"] = r.error;
   if (!r.tag.empty()) j["tag"] = r.tag;
   return j;
@@ -32,6 +33,8 @@ nlohmann::json to_json(const bench::bench_summary& s) {
                       {"duration_s", s.duration_s},
                       {"total_input_tokens", s.total_input_tokens},
                       {"total_output_tokens", s.total_output_tokens},
+                      {"total_cached_tokens", s.total_cached_tokens},
+                      {"prefix_cache_hit_rate", s.prefix_cache_hit_rate()},
                       {"request_throughput", s.request_throughput},
                       {"output_throughput", s.output_throughput},
                       {"total_token_throughput", s.total_token_throughput},
@@ -69,6 +72,7 @@ void print_summary(std::FILE* out, const std::string& title, const bench::bench_
   std::fprintf(out, "%-40s %10.2f\n", "Benchmark duration (s):", s.duration_s);
   std::fprintf(out, "%-40s %10lld\n", "Total input tokens:", s.total_input_tokens);
   std::fprintf(out, "%-40s %10lld\n", "Total generated tokens:", s.total_output_tokens);
+  std::fprintf(out, "%-40s %10.2f\n", "Prefix cache hit rate (%):", 100.0 * s.prefix_cache_hit_rate());
   std::fprintf(out, "%-40s %10.2f\n", "Request throughput (req/s):", s.request_throughput);
   if (s.goodput) std::fprintf(out, "%-40s %10.2f\n", "Request goodput (req/s):", *s.goodput);
   std::fprintf(out, "%-40s %10.2f\n", "Output token throughput (tok/s):", s.output_throughput);

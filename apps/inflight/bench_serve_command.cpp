@@ -74,7 +74,7 @@ std::vector<bench::bench_prompt> load_prompts(const serve_options& o) {
 }
 
 /// Send times: the arrival process at a finite rate; otherwise the workload's own
-/// schedule (interference) or all at once.
+/// schedule (interference, prefix-chat) or all at once.
 std::vector<double> send_times(const std::vector<bench::bench_prompt>& prompts, double rate, double burstiness,
                                std::uint64_t seed) {
   std::mt19937_64 rng(seed + 1);
@@ -201,7 +201,7 @@ void add_bench_serve_command(CLI::App& bench) {
   cmd->add_option("--model", o->model, "model name sent with each request");
   cmd->add_option("--dataset", o->dataset, "random | jsonl")->capture_default_str();
   cmd->add_option("--dataset-path", o->dataset_path, "JSONL file: {\"prompt\": text or [ids], \"output_len\": N}");
-  cmd->add_option("--workload", o->workload, "a named workload: variance | latency | procurement | interference");
+  cmd->add_option("--workload", o->workload, "a named workload: variance | latency | procurement | interference | prefix | prefix-chat");
   cmd->add_option("--size", o->size, "workload size: small | full")->capture_default_str();
   cmd->add_option("--cap", o->cap, "variance: output length cap");
   cmd->add_option("--num-prompts", o->num_prompts, "requests (random: 1000; workloads: their own count)");

@@ -130,6 +130,10 @@ int peak_concurrency(const std::vector<request_record>& records) {
   return peak;
 }
 
+double bench_summary::prefix_cache_hit_rate() const {
+  return total_input_tokens > 0 ? double(total_cached_tokens) / double(total_input_tokens) : 0.0;
+}
+
 bench_summary summarize(const std::vector<request_record>& records, double duration_s,
                         const std::vector<double>& percentiles, const slo& objectives) {
   bench_summary s;
@@ -143,6 +147,7 @@ bench_summary summarize(const std::vector<request_record>& records, double durat
     }
     ++s.num_completed;
     s.total_input_tokens += r.prompt_tokens;
+    s.total_cached_tokens += r.cached_tokens;
     s.total_output_tokens += r.output_tokens;
     ttft.push_back(r.ttft_s * 1e3);
     e2el.push_back(r.e2el_s * 1e3);

@@ -24,6 +24,7 @@ struct request_record {
   std::vector<double> itl_s;    ///< every gap between consecutive output chunks
   int prompt_tokens = 0;
   int output_tokens = 0;        ///< from the server's usage
+  int cached_tokens = 0;        ///< prompt tokens the prefix cache held (usage.prompt_tokens_details)
   std::string tag;              ///< dataset tag (interference: "decode" / "long")
 
   /// (E2EL - TTFT) / (output tokens - 1); 0 for fewer than two tokens.
@@ -73,11 +74,14 @@ struct bench_summary {
   double duration_s = 0.0;
   long long total_input_tokens = 0;
   long long total_output_tokens = 0;
+  long long total_cached_tokens = 0;    ///< prompt tokens taken from the prefix cache
   double request_throughput = 0.0;      ///< completed requests / s
   double output_throughput = 0.0;       ///< output tokens / s
   double total_token_throughput = 0.0;  ///< (input + output) tokens / s
   std::optional<double> goodput;        ///< requests meeting the SLOs / s (when SLOs are set)
   int peak_concurrency = 0;             ///< most requests in flight at once
+  /// Share of the prompt tokens the prefix cache held (0 when the server reports none).
+  double prefix_cache_hit_rate() const;
   metric_stats ttft_ms, tpot_ms, itl_ms, e2el_ms;
 };
 

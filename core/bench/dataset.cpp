@@ -82,7 +82,9 @@ result<workload_size> parse_workload_size(std::string_view text) {
   return make_error(errc::invalid_argument, "size must be small or full, got '" + std::string(text) + "'");
 }
 
-std::vector<std::string> workload_names() { return {"variance", "latency", "procurement", "interference", "overhead"}; }
+std::vector<std::string> workload_names() {
+  return {"variance", "latency", "procurement", "interference", "overhead", "prefix", "prefix-chat"};
+}
 
 namespace {
 
@@ -180,6 +182,62 @@ result<std::vector<bench_prompt>> overhead_workload(const workload_options& o, s
   return out;
 }
 
+/// `tail` appended to `head`, in the prompt's format (ids or text).
+bench_prompt concat(const bench_prompt& head, const bench_prompt& tail) {
+  bench_prompt p = head;
+  p.prompt_ids.insert(p.prompt_ids.end(), tail.prompt_ids.begin(), tail.prompt_ids.end());
+  p.prompt_text += tail.prompt_text;
+  p.input_len += tail.input_len;
+  return p;
+}
+
+/// Groups of 8 requests sharing a long prefix, each with a short unique suffix; the
+/// requests of all groups shuffled. No schedule of its own (the arrival process).
+result<std::vector<bench_prompt>> prefix_workload(const workload_options& o, std::mt19937_64& rng) {
+  const bool full = o.size == workload_size::full;
+  const auto ro = prompt_options(o);
+  const int num_groups = count_or(o, 256, 64) / 8;
+  if (num_groups < 1) return make_error(errc::invalid_argument, "prefix: needs at least 8 prompts (groups of 8)");
+  std::vector<bench_prompt> out;
+  for (int g = 0; g < num_groups; ++g) {
+    const auto shared = make_prompt(full ? 1024 : 256, ro, rng);
+    for (int i = 0; i < 8; ++i) {
+      auto p = concat(shared, make_prompt(full ? 64 : 16, ro, rng));
+      p.output_len = full ? 32 : 8;
+      p.tag = "group" + std::to_string(g);
+      out.push_back(std::move(p));
+    }
+  }
+  std::shuffle(out.begin(), out.end(), rng);
+  return out;
+}
+
+/// Multi-turn chat: each turn resends the history (earlier turns' prompts and replies)
+/// plus new user tokens. The replies in the history are random tokens of the reply's
+/// length, not the model's answer (prompts are fixed before the run). Turn t of
+/// conversation c is sent at (t + c / C) * gap: conversations staggered, one turn per
+/// conversation every `gap` seconds.
+result<std::vector<bench_prompt>> prefix_chat_workload(const workload_options& o, std::mt19937_64& rng) {
+  const bool full = o.size == workload_size::full;
+  const auto ro = prompt_options(o);
+  const int num_turns = full ? 6 : 4, turn_len = full ? 64 : 32, reply_len = full ? 64 : 16;
+  const int num_chats = std::max(1, count_or(o, 16 * num_turns, 8 * num_turns) / num_turns);
+  const double gap = full ? 4.0 : 1.0;
+  std::vector<bench_prompt> out;
+  for (int c = 0; c < num_chats; ++c) {
+    bench_prompt history = make_prompt(turn_len, ro, rng);
+    for (int t = 0; t < num_turns; ++t) {
+      if (t > 0) history = concat(concat(history, make_prompt(reply_len, ro, rng)), make_prompt(turn_len, ro, rng));
+      auto p = history;
+      p.output_len = reply_len;
+      p.arrival_s = (t + double(c) / num_chats) * gap;
+      p.tag = "turn" + std::to_string(t);
+      out.push_back(std::move(p));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 result<std::vector<bench_prompt>> workload_dataset(const workload_options& o, std::mt19937_64& rng) {
@@ -190,8 +248,11 @@ result<std::vector<bench_prompt>> workload_dataset(const workload_options& o, st
   if (o.name == "procurement") return procurement_workload(o, rng);
   if (o.name == "interference") return interference_workload(o, rng);
   if (o.name == "overhead") return overhead_workload(o, rng);
-  return make_error(errc::invalid_argument,
-                    "unknown workload '" + o.name + "' (variance, latency, procurement, interference, overhead)");
+  if (o.name == "prefix") return prefix_workload(o, rng);
+  if (o.name == "prefix-chat") return prefix_chat_workload(o, rng);
+  return make_error(errc::invalid_argument, "unknown workload '" + o.name +
+                                                "' (variance, latency, procurement, interference, overhead, prefix, "
+                                                "prefix-chat)");
 }
 
 namespace {

@@ -1,8 +1,8 @@
 #pragma once
 /// Benchmark prompts: random prompts of given lengths, the named workloads of
 /// ../shared/workloads/README.md (variance, latency, procurement, interference,
-/// overhead), and JSONL files. Everything is drawn from one seeded generator, so a
-/// seed gives the same prompts on every run.
+/// overhead, prefix, prefix-chat), and JSONL files. Everything is drawn from one seeded
+/// generator, so a seed gives the same prompts on every run.
 
 #include <cstdint>
 #include <filesystem>
@@ -56,7 +56,7 @@ enum class workload_size { small, full };
 result<workload_size> parse_workload_size(std::string_view text);
 
 struct workload_options {
-  std::string name;                   ///< variance | latency | procurement | interference | overhead
+  std::string name;                   ///< variance | latency | procurement | interference | overhead | prefix | prefix-chat
   workload_size size = workload_size::small;
   int cap = 0;                        ///< variance: output cap (0 = the largest of the size)
   int num_prompts = 0;                ///< 0 = the workload's own count

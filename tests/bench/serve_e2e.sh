@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end: `inflight bench serve` (SSE and WebSocket) against a real `inflight serve`
 # on loopback; the output tokens the client counted must equal the server's
-# inflight:generation_tokens_total. Usage: serve_e2e.sh INFLIGHT_BINARY PLUGIN_DIR WORK_DIR
+# inflight:generation_tokens_total, and the cached prompt tokens of the prefix workload
+# its inflight:prefix_cache_hits_total. Usage: serve_e2e.sh INFLIGHT_BINARY PLUGIN_DIR WORK_DIR
 # Exit 77 (skipped) when the binary is missing, except under CI=true, where that fails.
 set -u
 inflight=${1:?inflight binary}
@@ -58,13 +59,24 @@ field() { grep -o "\"$2\": [0-9]*" "$1" | head -1 | grep -o '[0-9]*$'; }
   --ignore-eos --max-concurrency 3 --result-json "$work/sse.json" || fail "bench serve (SSE) failed"
 "$inflight" bench serve --url "$url" --ws --num-prompts 5 --input-len 24 --output-len 8 --ignore-eos \
   --request-rate 20 --seed 3 --result-json "$work/ws.json" || fail "bench serve (WebSocket) failed"
+# Two groups of 8 sharing 256 tokens (16 blocks), one request at a time: each group's
+# first request computes the prefix, the 7 others find it (2 x 7 x 256 tokens).
+"$inflight" bench serve --url "$url" --workload prefix --size small --num-prompts 16 --ignore-eos \
+  --max-concurrency 1 --result-json "$work/prefix.json" || fail "bench serve (prefix) failed"
+[ "$(field "$work/prefix.json" completed)" = "16" ] || fail "prefix: expected 16 completed requests"
+cached=$(field "$work/prefix.json" total_cached_tokens)
+server_hits=$(curl -sf "$url/metrics" | grep '^inflight:prefix_cache_hits_total' | awk '{print $2}' | cut -d. -f1)
+echo "prefix: client saw $cached cached prompt tokens, server counted $server_hits hits"
+[ "$cached" = "3584" ] || fail "prefix: expected 3584 cached tokens"
+[ "$cached" = "$server_hits" ] || fail "prefix: cached tokens differ from inflight:prefix_cache_hits_total"
 
-for f in sse ws; do
+for f in sse ws prefix; do
   [ "$(field "$work/$f.json" failed)" = "0" ] || fail "$f: some requests failed"
 done
 [ "$(field "$work/sse.json" completed)" = "6" ] || fail "SSE: expected 6 completed requests"
 [ "$(field "$work/ws.json" completed)" = "5" ] || fail "WebSocket: expected 5 completed requests"
-client=$(( $(field "$work/sse.json" total_output_tokens) + $(field "$work/ws.json" total_output_tokens) ))
+client=$(( $(field "$work/sse.json" total_output_tokens) + $(field "$work/ws.json" total_output_tokens) \
+  + $(field "$work/prefix.json" total_output_tokens) ))
 server_tokens=$(curl -sf "$url/metrics" | grep '^inflight:generation_tokens_total' | awk '{print $2}' | cut -d. -f1)
 [ -n "$server_tokens" ] || fail "no inflight:generation_tokens_total in /metrics"
 echo "client counted $client output tokens, server counted $server_tokens"

@@ -1,8 +1,10 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <numeric>
 
 #include "core/bench/arrival.hpp"
@@ -162,6 +164,62 @@ TEST_CASE("bench dataset: workload shapes follow the workload README", "[core][b
   CHECK_FALSE(workload_dataset({"nope", workload_size::small}, rng).has_value());
   CHECK(parse_workload_size("full").value() == workload_size::full);
   CHECK_FALSE(parse_workload_size("medium").has_value());
+}
+
+TEST_CASE("bench dataset: prefix groups share 256 leading tokens and nothing else", "[core][bench][prefix]") {
+  std::mt19937_64 rng(0);
+  auto w = workload_dataset({"prefix", workload_size::small, 0, 0, 32000}, rng);
+  REQUIRE(w.has_value());
+  REQUIRE(w->size() == 64);
+  std::map<std::string, std::vector<const bench_prompt*>> groups;
+  for (const auto& p : *w) {
+    CHECK((p.input_len == 272 && p.prompt_ids.size() == 272 && p.output_len == 8 && p.arrival_s < 0));
+    groups[p.tag].push_back(&p);
+  }
+  REQUIRE(groups.size() == 8);
+  auto common = [](const bench_prompt& a, const bench_prompt& b) {
+    return std::size_t(std::mismatch(a.prompt_ids.begin(), a.prompt_ids.end(), b.prompt_ids.begin()).first -
+                       a.prompt_ids.begin());
+  };
+  for (const auto& [tag, members] : groups) {
+    REQUIRE(members.size() == 8);
+    for (std::size_t i = 1; i < members.size(); ++i) {
+      CHECK(common(*members[0], *members[i]) >= 256);
+      CHECK(common(*members[0], *members[i]) < 262);  // the suffixes differ (random ids from 32000)
+    }
+    if (tag != groups.begin()->first) CHECK(common(*members[0], *groups.begin()->second[0]) < 8);
+  }
+  // shuffled: the first 8 requests are not one group
+  CHECK(std::any_of(w->begin(), w->begin() + 8, [&](const auto& p) { return p.tag != w->front().tag; }));
+  // text format: the members of a group share the prefix text
+  auto text = workload_dataset({"prefix", workload_size::small, 0, 16, 32000, prompt_format::text}, rng);
+  REQUIRE(text.has_value());
+  REQUIRE(text->size() == 16);
+  for (const auto& p : *text) {
+    const auto& first = *std::find_if(text->begin(), text->end(), [&](const auto& q) { return q.tag == p.tag; });
+    CHECK(p.prompt_text.size() == 272);
+    CHECK(p.prompt_text.substr(0, 256) == first.prompt_text.substr(0, 256));
+  }
+  CHECK_FALSE(workload_dataset({"prefix", workload_size::small, 0, 7}, rng).has_value());
+}
+
+TEST_CASE("bench dataset: each chat turn resends the previous turn and its reply", "[core][bench][prefix]") {
+  std::mt19937_64 rng(0);
+  auto w = workload_dataset({"prefix-chat", workload_size::full, 0, 0, 32000}, rng);
+  REQUIRE(w.has_value());
+  REQUIRE(w->size() == 16 * 6);
+  for (std::size_t i = 0; i < w->size(); ++i) {
+    const auto& p = (*w)[i];
+    const int turn = int(i % 6);
+    CHECK(p.tag == "turn" + std::to_string(turn));
+    CHECK(p.input_len == 64 + turn * 128);
+    CHECK(p.output_len == 64);
+    CHECK(p.arrival_s == Approx((turn + double(i / 6) / 16) * 4.0));
+    if (turn == 0) continue;
+    const auto& prev = (*w)[i - 1];
+    CHECK(std::equal(prev.prompt_ids.begin(), prev.prompt_ids.end(), p.prompt_ids.begin()));
+  }
+  CHECK((*w)[0].prompt_ids[0] != (*w)[6].prompt_ids[0]);  // conversations differ
 }
 
 TEST_CASE("bench dataset: JSONL prompts as text or token ids, with optional lengths", "[core][bench]") {

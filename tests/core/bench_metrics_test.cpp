@@ -64,6 +64,7 @@ TEST_CASE("bench metrics: summary throughput, goodput and peak concurrency", "[c
   a.prompt_tokens = 10;
   auto b = record_from_timeline(0.25, {0.85, 0.9}, 0.95, 5);     // ttft 600 ms, tpot (700 - 600) / 4 = 25 ms
   b.prompt_tokens = 20;
+  b.cached_tokens = 16;
   request_record failed;
   failed.start_s = 3.0;
   failed.e2el_s = 0.1;
@@ -76,6 +77,8 @@ TEST_CASE("bench metrics: summary throughput, goodput and peak concurrency", "[c
   CHECK(s.num_failed == 1);
   CHECK(s.total_input_tokens == 30);
   CHECK(s.total_output_tokens == 8);
+  CHECK(s.total_cached_tokens == 16);
+  CHECK(s.prefix_cache_hit_rate() == Approx(16.0 / 30.0));
   CHECK(s.request_throughput == Approx(0.5));
   CHECK(s.output_throughput == Approx(2.0));
   CHECK(s.total_token_throughput == Approx(9.5));
