@@ -1,0 +1,181 @@
+// The vector kernel tables (portable, AVX2, AVX-512: each one this CPU runs) against
+// double-precision references, and their batch invariance: a row's result must be the
+// same bits whatever else is computed with it.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/cpu_isa.hpp"
+
+using namespace inflight::kernels::cpu;
+
+namespace {
+
+std::vector<cpu_isa> runnable_isas() {
+  std::vector<cpu_isa> out;
+  for (auto isa : {cpu_isa::portable, cpu_isa::avx2, cpu_isa::avx512}) {
+    if (can_run(isa)) out.push_back(isa);
+  }
+  return out;
+}
+
+std::vector<float> random_vector(std::size_t n, std::mt19937& rng, float scale = 1.0f) {
+  std::normal_distribution<float> normal(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = normal(rng);
+  return v;
+}
+
+bool same_bits(const float* a, const float* b, std::size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
+
+}  // namespace
+
+TEST_CASE("the detected kernel table runs on this CPU, and the portable one everywhere", "[kernels][isa]") {
+  CHECK(can_run(cpu_isa::portable));
+  CHECK(can_run(detect_cpu_isa()));
+  CHECK(kernels_for(detect_cpu_isa()).isa == detect_cpu_isa());
+  INFO("detected: " << to_string(detect_cpu_isa()));
+}
+
+TEST_CASE("gemm of every table equals a double-precision reference, with odd shapes and tails", "[kernels][gemm]") {
+  std::mt19937 rng(11);
+  for (auto isa : runnable_isas()) {
+    const auto& k = kernels_for(isa);
+    for (int depth : {1, 7, 16, 33, 172}) {
+      for (int n : {1, 5, 6, 7, 13}) {
+        const int out = 37, row_begin = 3, row_end = 34;  // a slice, not the whole layer
+        const auto x = random_vector(std::size_t(n) * depth, rng), w = random_vector(std::size_t(out) * depth, rng);
+        for (bool accumulate : {false, true}) {
+          auto y = random_vector(std::size_t(n) * out, rng);
+          const auto before = y;
+          k.gemm({x.data(), depth, w.data(), depth, y.data(), out, n, depth, accumulate}, row_begin, row_end);
+          for (int t = 0; t < n; ++t) {
+            for (int o = 0; o < out; ++o) {
+              const float got = y[std::size_t(t) * out + o], old = before[std::size_t(t) * out + o];
+              INFO(to_string(isa) << " k " << depth << " n " << n << " t " << t << " o " << o);
+              if (o < row_begin || o >= row_end) {
+                CHECK(got == old);  // rows outside the slice are untouched
+                continue;
+              }
+              double ref = accumulate ? old : 0.0, magnitude = std::abs(ref);
+              for (int i = 0; i < depth; ++i) {
+                const double p = double(x[std::size_t(t) * depth + i]) * w[std::size_t(o) * depth + i];
+                ref += p;
+                magnitude += std::abs(p);
+              }
+              // fp32 accumulation: a few units of rounding per term, relative to the terms' size.
+              CHECK(std::abs(got - ref) <= 1e-6 * magnitude * std::sqrt(double(depth)) + 1e-30);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("gemm rows are batch-invariant: the same bits alone, in any batch, any slice", "[kernels][gemm]") {
+  std::mt19937 rng(5);
+  const int depth = 100, out = 23, n = 11;
+  const auto x = random_vector(std::size_t(n) * depth, rng), w = random_vector(std::size_t(out) * depth, rng);
+  for (auto isa : runnable_isas()) {
+    const auto& k = kernels_for(isa);
+    std::vector<float> whole(std::size_t(n) * out);
+    k.gemm({x.data(), depth, w.data(), depth, whole.data(), out, n, depth, false}, 0, out);
+    for (int t = 0; t < n; ++t) {
+      std::vector<float> alone(out);
+      k.gemm({x.data() + std::size_t(t) * depth, depth, w.data(), depth, alone.data(), out, 1, depth, false}, 0, out);
+      INFO(to_string(isa) << " token " << t);
+      CHECK(same_bits(alone.data(), whole.data() + std::size_t(t) * out, out));
+    }
+    // Slices that cut the 4-row micro-tiles elsewhere.
+    std::vector<float> sliced(whole.size());
+    for (int r = 0; r < out; r += 3) {
+      k.gemm({x.data(), depth, w.data(), depth, sliced.data(), out, n, depth, false}, r, std::min(out, r + 3));
+    }
+    CHECK(same_bits(sliced.data(), whole.data(), whole.size()));
+  }
+}
+
+TEST_CASE("attention of every table equals naive softmax attention through a shuffled block table",
+          "[kernels][attention]") {
+  std::mt19937 rng(9);
+  const int block_size = 4, num_blocks = 16, kv_heads = 2;
+  for (auto isa : runnable_isas()) {
+    for (int head_dim : {8, 64, 72}) {
+      const int kv_dim = kv_heads * head_dim;
+      const auto k_cache = random_vector(std::size_t(num_blocks) * block_size * kv_dim, rng);
+      const auto v_cache = random_vector(k_cache.size(), rng);
+      const std::vector<std::int32_t> table = {9, 2, 14, 0, 7, 11, 3, 5, 1, 12};
+      for (int num_keys : {1, 3, 4, 17, 40}) {
+        const auto q = random_vector(std::size_t(head_dim), rng, 0.5f);
+        std::vector<float> scores(static_cast<std::size_t>(num_keys)), out(static_cast<std::size_t>(head_dim));
+        attention_args a;
+        a.q = q.data();
+        a.k_cache = k_cache.data();
+        a.v_cache = v_cache.data();
+        a.kv_dim = kv_dim;
+        a.head_offset = head_dim;  // the second KV head
+        a.block_table = table.data();
+        a.block_size = block_size;
+        a.num_keys = num_keys;
+        a.head_dim = head_dim;
+        a.scale = 1.0f / std::sqrt(float(head_dim));
+        a.scores = scores.data();
+        a.out = out.data();
+        kernels_for(isa).attention(a);
+        std::vector<double> w(static_cast<std::size_t>(num_keys));
+        double max_w = -1e300, sum = 0.0;
+        for (int p = 0; p < num_keys; ++p) {
+          const std::size_t row = (std::size_t(table[p / block_size]) * block_size + p % block_size) * kv_dim + head_dim;
+          double dot = 0.0;
+          for (int i = 0; i < head_dim; ++i) dot += double(q[i]) * k_cache[row + i];
+          w[p] = dot * a.scale;
+          max_w = std::max(max_w, w[p]);
+        }
+        for (auto& x : w) sum += (x = std::exp(x - max_w));
+        for (int i = 0; i < head_dim; ++i) {
+          double expected = 0.0;
+          for (int p = 0; p < num_keys; ++p) {
+            const std::size_t row = (std::size_t(table[p / block_size]) * block_size + p % block_size) * kv_dim + head_dim;
+            expected += w[p] / sum * v_cache[row + i];
+          }
+          INFO(to_string(isa) << " head_dim " << head_dim << " keys " << num_keys << " i " << i);
+          CHECK(out[i] == Approx(expected).margin(2e-6));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("rmsnorm and silu rows of every table equal their formulas", "[kernels]") {
+  std::mt19937 rng(2);
+  for (auto isa : runnable_isas()) {
+    const auto& k = kernels_for(isa);
+    for (int dim : {1, 15, 64, 100}) {
+      const auto x = random_vector(std::size_t(dim), rng, 3.0f), w = random_vector(std::size_t(dim), rng);
+      std::vector<float> out(static_cast<std::size_t>(dim));
+      k.rmsnorm_row(out.data(), x.data(), w.data(), dim, 1e-5f);
+      double ss = 0.0;
+      for (float v : x) ss += double(v) * v;
+      const double scale = 1.0 / std::sqrt(ss / dim + 1e-5);
+      for (int i = 0; i < dim; ++i) {
+        INFO(to_string(isa) << " dim " << dim << " i " << i);
+        CHECK(out[i] == Approx(w[i] * scale * x[i]).epsilon(2e-6).margin(1e-7));
+      }
+    }
+    // Wide range: silu saturates to 0 and to g for large |g|, and exp must not overflow.
+    std::vector<float> gate = random_vector(300, rng, 6.0f), up = random_vector(300, rng);
+    gate[0] = -120.0f, gate[1] = 120.0f, gate[2] = 0.0f, gate[3] = -88.5f, gate[4] = 89.0f;
+    auto got = gate;
+    k.silu_mul(got.data(), up.data(), int(got.size()));
+    for (std::size_t i = 0; i < gate.size(); ++i) {
+      const double g = gate[i], expected = g / (1.0 + std::exp(-g)) * up[i];
+      INFO(to_string(isa) << " g " << g);
+      CHECK(std::isfinite(got[i]));
+      CHECK(got[i] == Approx(expected).epsilon(4e-6).margin(1e-30));
+    }
+  }
+}
