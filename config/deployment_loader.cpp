@@ -192,6 +192,7 @@ const std::map<std::string, key_spec>& specs() {
     });
     add("engine.backend", [](auto k) { return text(&D::engine, &engine_settings::backend, {"cpu", "cuda"}, k); });
     add("engine.threads", [](auto k) { return integer(&D::engine, &engine_settings::threads, 0, 1024, k); });
+    add("engine.pin_threads", [](auto k) { return boolean(&D::engine, &engine_settings::pin_threads, k); });
     add("engine.block_size", [](auto k) { return integer(&D::engine, &engine_settings::block_size, 1, 1024, k); });
     add("engine.kv_memory", [](auto k) { return bytes(&engine_settings::kv_memory_bytes, k); });
     add("engine.kv_blocks", [](auto k) { return integer(&D::engine, &engine_settings::kv_blocks, 0, 1 << 26, k); });

@@ -1,8 +1,5 @@
 #include "actors/backend/backend_factory.hpp"
 
-#include <cblas.h>
-#include <omp.h>
-
 #include "actors/backend/cpu_backend.hpp"
 #ifdef INFLIGHT_HAS_CUDA
 #include "actors/backend/cuda_backend.hpp"
@@ -36,11 +33,10 @@ result<std::unique_ptr<backend>> make_backend(const engine_settings& s, std::sha
 #endif
   }
   if (s.backend != "cpu") return make_error(errc::invalid_argument, "unknown engine.backend '" + s.backend + "'");
-  if (s.threads > 0) {
-    omp_set_num_threads(s.threads);
-    openblas_set_num_threads(s.threads);
-  }
-  auto be = cpu_backend::create(std::move(weights), {s.block_size, s.kv_blocks, s.kv_memory_bytes});
+  cpu_backend_options options;
+  options.num_threads = s.threads;
+  options.pin_threads = s.pin_threads;
+  auto be = cpu_backend::create(std::move(weights), {s.block_size, s.kv_blocks, s.kv_memory_bytes}, options);
   if (!be) return std::unexpected(be.error());
   return std::unique_ptr<backend>(std::move(*be));
 }

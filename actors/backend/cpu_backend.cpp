@@ -3,21 +3,32 @@
 #include <chrono>
 
 #include "core/sampling/sampler.hpp"
+#include "kernels/cpu/cpu_threads.hpp"
 
 namespace inflight {
 
 result<std::unique_ptr<cpu_backend>> cpu_backend::create(std::shared_ptr<const model_weights> weights,
-                                                         const kv_cache_config& kv) {
+                                                         const kv_cache_config& kv, const cpu_backend_options& options) {
   if (!weights) return make_error(errc::invalid_argument, "cpu backend: no weights");
+  if (options.num_threads < 0) return make_error(errc::invalid_argument, "cpu backend: threads must be >= 0");
+  if (options.isa && !kernels::cpu::can_run(*options.isa)) {
+    return make_error(errc::unsupported, std::string("cpu backend: this CPU cannot run the ") +
+                                             kernels::cpu::to_string(*options.isa) + " kernels");
+  }
   const auto& c = weights->config;
   const auto bytes_per_token = kv_bytes_per_token(c.num_layers, c.num_kv_heads, c.head_dim, sizeof(float));
   auto num_blocks = try_resolve_num_blocks(kv, bytes_per_token);
   if (!num_blocks) return std::unexpected(num_blocks.error());
-  return std::unique_ptr<cpu_backend>(new cpu_backend(std::move(weights), *num_blocks, kv.block_size));
+  return std::unique_ptr<cpu_backend>(new cpu_backend(std::move(weights), *num_blocks, kv.block_size, options));
 }
 
-cpu_backend::cpu_backend(std::shared_ptr<const model_weights> weights, int num_blocks, int block_size)
+cpu_backend::cpu_backend(std::shared_ptr<const model_weights> weights, int num_blocks, int block_size,
+                         const cpu_backend_options& options)
     : weights_(std::move(weights)), num_blocks_(num_blocks), block_size_(block_size) {
+  forward_options_.kernels = &kernels::cpu::kernels_for(options.isa.value_or(kernels::cpu::detect_cpu_isa()));
+  forward_options_.num_threads =
+      options.num_threads > 0 ? options.num_threads : int(kernels::cpu::physical_core_cpus().size());
+  is_pin_pending_ = options.pin_threads;
   const auto& c = weights_->config;
   shape_ = to_kernel_shape(c);
   layer_views_ = to_layer_views(*weights_);
@@ -38,7 +49,14 @@ result<std::span<const float>> cpu_backend::forward(const step_plan& plan) {
   const kernels::cpu::paged_kv_view kv{k_ptrs_.data(), v_ptrs_.data(), num_blocks_, block_size_};
   logits_.resize(std::size_t(b.num_logits) * shape_.vocab_size);
   row_logits_.resize(std::size_t(b.num_row_logits));
-  if (b.num_tokens > 0) kernels::cpu::llama_forward(shape_, wv, kv, b, workspace_, logits_.data(), row_logits_.data());
+  if (is_pin_pending_) {
+    // The team belongs to the thread that runs the steps (the executor's), known only now.
+    is_pin_pending_ = false;
+    kernels::cpu::pin_team(forward_options_.num_threads, kernels::cpu::physical_core_cpus());
+  }
+  if (b.num_tokens > 0) {
+    kernels::cpu::llama_forward(shape_, wv, kv, b, workspace_, logits_.data(), row_logits_.data(), forward_options_);
+  }
   return std::span<const float>(logits_);
 }
 

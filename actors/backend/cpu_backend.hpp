@@ -1,8 +1,10 @@
 #pragma once
-/// The CPU backend: core's backend interface over kernels/cpu (fp32, OpenBLAS).
-/// Owns the weights' kernel views, the paged KV memory and the step workspace.
+/// The CPU backend: core's backend interface over kernels/cpu (fp32, own vector kernels
+/// chosen for the CPU at run time). Owns the weights' kernel views, the paged KV memory,
+/// the step workspace and the compute threads' settings.
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -15,10 +17,16 @@
 
 namespace inflight {
 
+struct cpu_backend_options {
+  int num_threads = 0;       ///< compute threads; 0 = one per physical core
+  bool pin_threads = false;  ///< pin them to cores (done by the thread that runs the first step)
+  std::optional<kernels::cpu::cpu_isa> isa;  ///< kernel table; empty = the best this CPU runs
+};
+
 class cpu_backend final : public backend {
  public:
   static result<std::unique_ptr<cpu_backend>> create(std::shared_ptr<const model_weights> weights,
-                                                     const kv_cache_config& kv);
+                                                     const kv_cache_config& kv, const cpu_backend_options& options = {});
 
   result<step_result> execute(const step_plan& plan) override;
   /// Runs the forward pass only: logits [num sampled seqs x vocab], in plan order.
@@ -30,9 +38,14 @@ class cpu_backend final : public backend {
   int num_kv_blocks() const override { return num_blocks_; }
   int block_size() const override { return block_size_; }
   std::string name() const override { return "cpu"; }
+  int num_threads() const { return forward_options_.num_threads; }
+  kernels::cpu::cpu_isa isa() const { return forward_options_.kernels->isa; }
+  /// Accumulates per-stage wall time of every later step into `times` (null: stop).
+  void set_stage_times(kernels::cpu::stage_times* times) { forward_options_.times = times; }
 
  private:
-  cpu_backend(std::shared_ptr<const model_weights> weights, int num_blocks, int block_size);
+  cpu_backend(std::shared_ptr<const model_weights> weights, int num_blocks, int block_size,
+              const cpu_backend_options& options);
 
   std::shared_ptr<const model_weights> weights_;
   int num_blocks_;
@@ -45,6 +58,8 @@ class cpu_backend final : public backend {
   ragged_batch batch_;  // the current step, flattened
   std::vector<float> logits_;
   std::vector<float> row_logits_;
+  kernels::cpu::forward_options forward_options_;
+  bool is_pin_pending_ = false;
 };
 
 }  // namespace inflight

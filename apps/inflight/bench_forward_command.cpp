@@ -1,5 +1,5 @@
 // `inflight bench forward`: forward-step time of the backend alone for ragged batches
-// (decode steps at a given context, and one prefill), no scheduler or actors.
+// (decode steps at a given context, and prefills), no scheduler or actors.
 #include <chrono>
 #include <cstdio>
 #include <sstream>
@@ -20,6 +20,10 @@ struct bench_forward_options {
   int context = 256;
   int steps = 20;
   int prefill = 512;
+  int threads = 0;
+  bool pin = false;
+  std::string isa;
+  bool profile = false;
 };
 
 std::shared_ptr<const model_weights> bench_weights(const bench_forward_options& o) {
@@ -50,6 +54,28 @@ step_plan make_plan(int batch, int start, int tokens, int blocks_per_seq, int bl
   return plan;
 }
 
+cpu_backend_options backend_options(const bench_forward_options& o) {
+  cpu_backend_options b;
+  b.num_threads = o.threads;
+  b.pin_threads = o.pin;
+  if (o.isa == "avx512") b.isa = kernels::cpu::cpu_isa::avx512;
+  if (o.isa == "avx2") b.isa = kernels::cpu::cpu_isa::avx2;
+  if (o.isa == "portable") b.isa = kernels::cpu::cpu_isa::portable;
+  return b;
+}
+
+/// Milliseconds per step in each stage, and its share of the step.
+void print_profile(const char* title, const kernels::cpu::stage_times& t) {
+  double total = 0.0;
+  for (double s : t.seconds) total += s;
+  if (t.num_steps == 0 || total <= 0.0) return;
+  std::printf("%s: %.3f ms per step over %d steps\n", title, total * 1e3 / t.num_steps, t.num_steps);
+  for (int i = 0; i < kernels::cpu::num_forward_stages; ++i) {
+    std::printf("  %-10s %9.3f ms %5.1f%%\n", kernels::cpu::to_string(kernels::cpu::forward_stage(i)),
+                t.seconds[i] * 1e3 / t.num_steps, 100.0 * t.seconds[i] / total);
+  }
+}
+
 double time_step(cpu_backend& be, const step_plan& plan) {
   const auto t0 = std::chrono::steady_clock::now();
   auto r = be.execute(plan);
@@ -62,24 +88,35 @@ void run_bench_forward(const bench_forward_options& o) {
   const int block_size = 16;
   const int max_batch = *std::max_element(o.batches.begin(), o.batches.end());
   const int blocks_per_seq = (std::max(o.context + o.steps, o.prefill) + block_size - 1) / block_size;
-  auto be = cpu_backend::create(weights, {block_size, max_batch * blocks_per_seq, 0});
+  auto be = cpu_backend::create(weights, {block_size, max_batch * blocks_per_seq, 0}, backend_options(o));
   if (!be) fail(be.error().message);
   const auto& c = weights->config;
-  std::printf("model: dim %d, %d layers, %d heads (%d kv), vocab %d\n", c.dim, c.num_layers, c.num_heads,
-              c.num_kv_heads, c.vocab_size);
-  std::printf("%-8s %-10s %-14s %-14s\n", "batch", "context", "step ms", "tokens/s");
+  std::printf("model: dim %d, %d layers, %d heads (%d kv), vocab %d; %d threads, %s kernels\n", c.dim, c.num_layers,
+              c.num_heads, c.num_kv_heads, c.vocab_size, (*be)->num_threads(), kernels::cpu::to_string((*be)->isa()));
+  std::printf("%-8s %-10s %-14s %-14s %-18s\n", "batch", "context", "step ms", "tokens/s", "prefill tokens/s");
+  kernels::cpu::stage_times decode_times;
   for (int batch : o.batches) {
-    // Fill each sequence's cache up to `context`, then time decode steps after it.
-    time_step(**be, make_plan(batch, 0, o.context, blocks_per_seq, block_size, false));
+    // Prefill every sequence's `context` tokens in one step, then time decode steps after it.
+    const double prefill = time_step(**be, make_plan(batch, 0, o.context, blocks_per_seq, block_size, true));
+    if (o.profile) (*be)->set_stage_times(&decode_times);
     double total = 0.0;
     for (int i = 0; i < o.steps; ++i) {
       total += time_step(**be, make_plan(batch, o.context + i, 1, blocks_per_seq, block_size, true));
     }
+    (*be)->set_stage_times(nullptr);
     const double step = total / o.steps;
-    std::printf("%-8d %-10d %-14.3f %-14.1f\n", batch, o.context, step * 1e3, batch / step);
+    std::printf("%-8d %-10d %-14.3f %-14.1f %-18.1f\n", batch, o.context, step * 1e3, batch / step,
+                batch * o.context / prefill);
   }
+  kernels::cpu::stage_times prefill_times;
+  if (o.profile) (*be)->set_stage_times(&prefill_times);
   const double prefill = time_step(**be, make_plan(1, 0, o.prefill, blocks_per_seq, block_size, true));
+  (*be)->set_stage_times(nullptr);
   std::printf("prefill of %d tokens: %.2f ms (%.0f tokens/s)\n", o.prefill, prefill * 1e3, o.prefill / prefill);
+  if (o.profile) {
+    print_profile("decode steps (all batch sizes)", decode_times);
+    print_profile("prefill", prefill_times);
+  }
 }
 
 }  // namespace
@@ -93,6 +130,11 @@ void add_bench_forward_command(CLI::App& bench) {
   cmd->add_option("--context", o->context, "tokens already in each sequence's cache")->capture_default_str();
   cmd->add_option("--steps", o->steps, "decode steps timed per batch size")->capture_default_str();
   cmd->add_option("--prefill", o->prefill, "prompt length of the timed prefill")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "compute threads (0 = one per physical core)")->capture_default_str();
+  cmd->add_option("--pin", o->pin, "pin the compute threads to cores")->capture_default_str();
+  cmd->add_option("--isa", o->isa, "kernels: avx512 | avx2 | portable (default: the best this CPU runs)")
+      ->check(CLI::IsMember({"avx512", "avx2", "portable"}));
+  cmd->add_flag("--profile", o->profile, "print the time per stage of the forward pass");
   cmd->callback([o] { run_bench_forward(*o); });
 }
 

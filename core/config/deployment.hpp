@@ -57,7 +57,8 @@ struct model_settings {
 
 struct engine_settings {
   std::string backend = "cpu";     ///< cpu | cuda
-  int threads = 0;                 ///< CPU threads (0 = all cores)
+  int threads = 0;                 ///< cpu: compute threads (0 = one per physical core)
+  bool pin_threads = false;        ///< cpu: pin the compute threads to cores (a dedicated machine)
   int block_size = 16;             ///< tokens per KV block
   std::int64_t kv_memory_bytes = 256ll << 20;  ///< KV budget when kv_blocks = 0
   int kv_blocks = 0;               ///< explicit block count (overrides kv_memory)

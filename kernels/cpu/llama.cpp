@@ -13,7 +13,6 @@ void embedding_gather(float* out, const float* table, const std::int32_t* ids, i
 }
 
 void rmsnorm(float* out, const float* x, const float* w, int n, int dim, float eps) {
-#pragma omp parallel for if (n > 64)
   for (int t = 0; t < n; ++t) {
     const float* row = x + std::int64_t(t) * dim;
     float ss = 0.0f;
@@ -47,38 +46,33 @@ float rope_inv_freq(int pair, const llama_shape& s) {
   return (1.0f - smooth) * freq / s.rope_factor + smooth * freq;
 }
 
-namespace {
-
-void rotate_heads(float* v, int num_heads, const float* cos_t, const float* sin_t, const llama_shape& s) {
+void rope_rotate_head(float* head, const float* cos_t, const float* sin_t, const llama_shape& s) {
   const int half = s.head_dim / 2;
-  for (int h = 0; h < num_heads; ++h) {
-    float* head = v + std::int64_t(h) * s.head_dim;
-    for (int j = 0; j < half; ++j) {
-      const int a = s.rope_interleaved ? 2 * j : j;
-      const int b = s.rope_interleaved ? 2 * j + 1 : j + half;
-      const float x0 = head[a], x1 = head[b];
-      head[a] = x0 * cos_t[j] - x1 * sin_t[j];
-      head[b] = x0 * sin_t[j] + x1 * cos_t[j];
-    }
+  for (int j = 0; j < half; ++j) {
+    const int a = s.rope_interleaved ? 2 * j : j;
+    const int b = s.rope_interleaved ? 2 * j + 1 : j + half;
+    const float x0 = head[a], x1 = head[b];
+    head[a] = x0 * cos_t[j] - x1 * sin_t[j];
+    head[b] = x0 * sin_t[j] + x1 * cos_t[j];
   }
 }
 
-}  // namespace
-
 void rope(float* q, float* k, const std::int32_t* positions, int n, const llama_shape& s) {
   const int half = s.head_dim / 2;
-  std::vector<float> inv_freq(half);
+  std::vector<float> inv_freq(half), cos_t(half), sin_t(half);
   for (int j = 0; j < half; ++j) inv_freq[j] = rope_inv_freq(j, s);
-#pragma omp parallel for if (n > 64)
   for (int t = 0; t < n; ++t) {
-    std::vector<float> cos_t(half), sin_t(half);
     for (int j = 0; j < half; ++j) {
       const float angle = float(positions[t]) * inv_freq[j];
       cos_t[j] = std::cos(angle);
       sin_t[j] = std::sin(angle);
     }
-    rotate_heads(q + std::int64_t(t) * s.num_heads * s.head_dim, s.num_heads, cos_t.data(), sin_t.data(), s);
-    rotate_heads(k + std::int64_t(t) * s.num_kv_heads * s.head_dim, s.num_kv_heads, cos_t.data(), sin_t.data(), s);
+    for (int h = 0; h < s.num_heads; ++h) {
+      rope_rotate_head(q + (std::int64_t(t) * s.num_heads + h) * s.head_dim, cos_t.data(), sin_t.data(), s);
+    }
+    for (int h = 0; h < s.num_kv_heads; ++h) {
+      rope_rotate_head(k + (std::int64_t(t) * s.num_kv_heads + h) * s.head_dim, cos_t.data(), sin_t.data(), s);
+    }
   }
 }
 
@@ -94,7 +88,6 @@ void classifier_rows(float* out, const float* normed, const float* classifier, c
 }
 
 void silu_mul(float* gate, const float* up, std::int64_t n) {
-#pragma omp parallel for if (n > (1 << 20))
   for (std::int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
     gate[i] = g / (1.0f + std::exp(-g)) * up[i];
@@ -158,76 +151,6 @@ void paged_attention(float* out, const float* q, const float* k_cache, const flo
         for (int i = 0; i < head_dim; ++i) oh[i] += weight * vp[i];
       }
     }
-  }
-}
-
-namespace {
-
-void grow(std::vector<float>& v, std::int64_t n) {
-  if (std::int64_t(v.size()) < n) v.resize(std::size_t(n));
-}
-
-/// One transformer layer over all tokens of the step; x is updated in place.
-void layer_forward(const llama_shape& s, const llama_layer_view& w, float* k_cache, float* v_cache,
-                   const paged_kv_view& kv, const ragged_batch_view& b, llama_workspace& ws) {
-  const int n = b.num_tokens, d = s.dim, qd = s.num_heads * s.head_dim, kvd = s.num_kv_heads * s.head_dim;
-  rmsnorm(ws.xb.data(), ws.x.data(), w.attn_norm, n, d, s.norm_eps);
-  linear(ws.q.data(), ws.xb.data(), w.wq, w.bq, n, d, qd);
-  linear(ws.k.data(), ws.xb.data(), w.wk, w.bk, n, d, kvd);
-  linear(ws.v.data(), ws.xb.data(), w.wv, w.bv, n, d, kvd);
-  if (w.q_norm != nullptr) {  // Qwen3: every head of q and k is RMS-normalised before RoPE
-    rmsnorm(ws.q.data(), ws.q.data(), w.q_norm, n * s.num_heads, s.head_dim, s.norm_eps);
-    rmsnorm(ws.k.data(), ws.k.data(), w.k_norm, n * s.num_kv_heads, s.head_dim, s.norm_eps);
-  }
-  rope(ws.q.data(), ws.k.data(), b.positions, n, s);
-  kv_write(k_cache, v_cache, ws.k.data(), ws.v.data(), b.slot_mapping, n, kvd);
-  paged_attention(ws.attn.data(), ws.q.data(), k_cache, v_cache, b, kv.block_size, s.num_heads, s.num_kv_heads,
-                  s.head_dim);
-  // Residual adds ride on the GEMM: x += attn * wo^T.
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, d, qd, 1.0f, ws.attn.data(), qd, w.wo, qd, 1.0f,
-              ws.x.data(), d);
-  rmsnorm(ws.xb.data(), ws.x.data(), w.ffn_norm, n, d, s.norm_eps);
-  linear(ws.hb.data(), ws.xb.data(), w.w_gate, nullptr, n, d, s.hidden_dim);
-  linear(ws.hb2.data(), ws.xb.data(), w.w_up, nullptr, n, d, s.hidden_dim);
-  silu_mul(ws.hb.data(), ws.hb2.data(), std::int64_t(n) * s.hidden_dim);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, d, s.hidden_dim, 1.0f, ws.hb.data(), s.hidden_dim,
-              w.w_down, s.hidden_dim, 1.0f, ws.x.data(), d);
-}
-
-/// The final norm of the rows at `indices`, into ws.logits_in.
-void final_norm_rows(const llama_shape& s, const llama_weights_view& w, const std::int32_t* indices, int n,
-                     llama_workspace& ws) {
-  const std::int64_t d = s.dim;
-  grow(ws.logits_in, n * d);
-  for (int i = 0; i < n; ++i) std::copy_n(ws.x.data() + std::int64_t(indices[i]) * d, d, ws.xb.data() + i * d);
-  rmsnorm(ws.logits_in.data(), ws.xb.data(), w.final_norm, n, s.dim, s.norm_eps);
-}
-
-}  // namespace
-
-void llama_forward(const llama_shape& s, const llama_weights_view& w, const paged_kv_view& kv,
-                   const ragged_batch_view& b, llama_workspace& ws, float* logits, float* row_logits) {
-  const std::int64_t n = b.num_tokens, d = s.dim;
-  grow(ws.x, n * d);
-  grow(ws.xb, n * d);
-  grow(ws.q, n * s.num_heads * s.head_dim);
-  grow(ws.k, n * s.num_kv_heads * s.head_dim);
-  grow(ws.v, n * s.num_kv_heads * s.head_dim);
-  grow(ws.attn, n * s.num_heads * s.head_dim);
-  grow(ws.hb, n * s.hidden_dim);
-  grow(ws.hb2, n * s.hidden_dim);
-  embedding_gather(ws.x.data(), w.token_embedding, b.token_ids, b.num_tokens, s.dim);
-  for (int l = 0; l < s.num_layers; ++l) layer_forward(s, w.layers[l], kv.k[l], kv.v[l], kv, b, ws);
-  // Only the rows that are sampled go through the final norm and the classifier.
-  if (b.num_logits > 0) {
-    final_norm_rows(s, w, b.logit_indices, b.num_logits, ws);
-    linear(logits, ws.logits_in.data(), w.classifier, nullptr, b.num_logits, s.dim, s.vocab_size);
-  }
-  // Scoring: a dot product per named row instead of the whole vocabulary.
-  if (b.num_row_logits > 0 && row_logits != nullptr) {
-    final_norm_rows(s, w, b.scored_indices, b.num_scored, ws);
-    classifier_rows(row_logits, ws.logits_in.data(), w.classifier, b.row_logit_positions, b.row_logit_ids,
-                    b.num_row_logits, s.dim);
   }
 }
 

@@ -1,7 +1,7 @@
 #pragma once
-/// The Llama forward pass over a ragged batch, on the CPU (fp32, OpenBLAS GEMMs).
-/// Raw pointers in; no engine types. This is the numerical reference every other
-/// backend is compared with.
+/// The Llama forward pass over a ragged batch, on the CPU (fp32, the vector kernels of
+/// cpu_isa.hpp chosen for the CPU at run time). Raw pointers in; no engine types. This is
+/// the numerical reference every other backend is compared with.
 ///
 /// The ragged batch flattens the tokens of every scheduled sequence:
 ///
@@ -12,8 +12,11 @@
 /// Sequence s attends, for its token at position p, to keys at positions 0..p read
 /// through its block table row.
 
+#include <array>
 #include <cstdint>
 #include <vector>
+
+#include "kernels/cpu/cpu_isa.hpp"
 
 namespace inflight::kernels::cpu {
 
@@ -86,19 +89,48 @@ struct ragged_batch_view {
   const std::int32_t* row_logit_ids = nullptr;        ///< [num_row_logits] vocabulary rows
 };
 
-/// Scratch memory, grown on demand and reused across steps.
+/// Scratch memory, grown on demand and reused across steps (no allocation in a step
+/// once the largest batch has been seen).
 struct llama_workspace {
-  std::vector<float> x, xb, q, k, v, attn, hb, hb2, logits_in;
+  std::vector<float> x, q, k, v, attn, hb, hb2;
+  std::vector<float> xb;  ///< per thread, [max(tokens, logits) x dim]
+  std::vector<float> inv_freq, cos_table, sin_table;  ///< RoPE: [half], [n x half], [n x half]
+  std::vector<float> scores;                             ///< per thread, [max keys]
+  std::vector<std::int32_t> seq_of_token;
+};
+
+/// The parts of a step that `stage_times` measures: the work of the team's first thread
+/// in each stage, and its waits at the barriers between stages (load imbalance, and a
+/// thread the OS did not run).
+enum class forward_stage { embed, norm, qkv_rope, attention, attn_out, gate_up, down, logits, barrier_wait, count };
+constexpr int num_forward_stages = int(forward_stage::count);
+const char* to_string(forward_stage stage);
+
+/// Wall-clock seconds per stage of the team's first thread, summed over layers and steps;
+/// together they are the steps' time.
+struct stage_times {
+  std::array<double, num_forward_stages> seconds{};
+  int num_steps = 0;
+};
+
+struct forward_options {
+  const cpu_kernel_table* kernels = nullptr;  ///< null: the best table for this CPU
+  int num_threads = 1;                        ///< the OpenMP team of the step
+  stage_times* times = nullptr;               ///< null: no timing
 };
 
 /// Runs every layer over the batch, writes K/V into the cache,
 /// `logits[num_logits x vocab]` for the requested tokens and `row_logits[num_row_logits]`
-/// for the named rows.
+/// for the named rows. The whole step is one parallel region: linear layers split their
+/// output rows, attention its (token, head) pairs, in chunks taken dynamically so that a
+/// thread slowed by the machine's other work does not hold the others back.
 void llama_forward(const llama_shape& shape, const llama_weights_view& weights,
                    const paged_kv_view& kv, const ragged_batch_view& batch,
-                   llama_workspace& ws, float* logits, float* row_logits = nullptr);
+                   llama_workspace& ws, float* logits, float* row_logits = nullptr,
+                   const forward_options& options = {});
 
-// ---- the individual kernels (CPU twins of kernels/cuda) ----
+// ---- the individual kernels (CPU twins of kernels/cuda; plain loops and OpenBLAS,
+// the step-by-step reference that the fused pass above and the CUDA kernels are tested against) ----
 
 /// out[t] = table[ids[t]] for each of n tokens, rows of `dim`.
 void embedding_gather(float* out, const float* table, const std::int32_t* ids, int n, int dim);
@@ -114,6 +146,8 @@ float rope_inv_freq(int pair, const llama_shape& shape);
 /// only the named rows of the classifier (rows of `dim`; normed: final-normed hidden states).
 void classifier_rows(float* out, const float* normed, const float* classifier, const std::int32_t* positions,
                      const std::int32_t* row_ids, int n, int dim);
+/// Rotates one head in place by the angles of its pairs (cos_t, sin_t: [head_dim / 2]).
+void rope_rotate_head(float* head, const float* cos_t, const float* sin_t, const llama_shape& shape);
 /// gate[i] = silu(gate[i]) * up[i] over n values.
 void silu_mul(float* gate, const float* up, std::int64_t n);
 /// Scatters k/v rows [n x kv_dim] into the cache at slot_mapping.

@@ -110,3 +110,16 @@ TEST_CASE("engine.enable_prefix_caching is on by default and takes a boolean", "
   REQUIRE_FALSE(wrong.has_value());
   CHECK_THAT(wrong.error().message, Catch::Contains("engine.enable_prefix_caching") && Catch::Contains("a boolean"));
 }
+
+TEST_CASE("engine.pin_threads is off by default and takes a boolean", "[config]") {
+  CHECK_FALSE(parse_deployment("")->engine.pin_threads);
+  auto off = parse_deployment("[engine]\npin_threads = false\n");
+  REQUIRE(off.has_value());
+  CHECK_FALSE(off->engine.pin_threads);
+  auto on = parse_deployment("[engine]\npin_threads = true\n");
+  REQUIRE(on.has_value());
+  CHECK(on->engine.pin_threads);
+  auto wrong = parse_deployment("[engine]\npin_threads = \"yes\"\n");
+  REQUIRE_FALSE(wrong.has_value());
+  CHECK_THAT(wrong.error().message, Catch::Contains("engine.pin_threads") && Catch::Contains("a boolean"));
+}

@@ -1,0 +1,290 @@
+// The parallel forward pass: the same bits on any number of threads, a sequence's logits
+// the same bits alone or in a ragged batch, and every kernel table close to the portable one.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/llama.hpp"
+
+using namespace inflight::kernels::cpu;
+
+namespace {
+
+/// A small random model (GQA, a hidden size that is no multiple of any vector width)
+/// with its own paged KV memory.
+struct toy_model {
+  llama_shape shape;
+  std::vector<std::vector<float>> tensors;
+  std::vector<llama_layer_view> layers;
+  llama_weights_view weights;
+  int num_blocks = 12, block_size = 4;
+  std::vector<std::vector<float>> k_cache, v_cache;
+  std::vector<float*> k_ptrs, v_ptrs;
+
+  /// has_extras: Q/K/V biases and Qwen3's per-head RMSNorm of q and k.
+  explicit toy_model(bool has_extras = false) {
+    shape.dim = 48;
+    shape.hidden_dim = 100;
+    shape.num_layers = 2;
+    shape.num_heads = 4;
+    shape.num_kv_heads = 2;
+    shape.head_dim = 12;
+    shape.vocab_size = 70;
+    std::mt19937 rng(4);
+    auto tensor = [&](std::size_t n, float scale) {
+      std::normal_distribution<float> normal(0.0f, scale);
+      tensors.emplace_back(n);
+      for (auto& x : tensors.back()) x = normal(rng);
+      return tensors.back().data();
+    };
+    tensors.reserve(32);
+    const std::size_t d = shape.dim, h = shape.hidden_dim, qd = shape.num_heads * shape.head_dim,
+                      kvd = shape.num_kv_heads * shape.head_dim;
+    for (int l = 0; l < shape.num_layers; ++l) {
+      llama_layer_view v;
+      v.attn_norm = tensor(d, 1.0f);
+      v.wq = tensor(qd * d, 0.2f);
+      v.wk = tensor(kvd * d, 0.2f);
+      v.wv = tensor(kvd * d, 0.2f);
+      v.wo = tensor(d * qd, 0.2f);
+      v.ffn_norm = tensor(d, 1.0f);
+      v.w_gate = tensor(h * d, 0.2f);
+      v.w_down = tensor(d * h, 0.2f);
+      v.w_up = tensor(h * d, 0.2f);
+      if (has_extras) {
+        v.bq = tensor(qd, 0.5f);
+        v.bk = tensor(kvd, 0.5f);
+        v.bv = tensor(kvd, 0.5f);
+        v.q_norm = tensor(shape.head_dim, 1.0f);
+        v.k_norm = tensor(shape.head_dim, 1.0f);
+      }
+      layers.push_back(v);
+    }
+    weights = {tensor(shape.vocab_size * d, 1.0f), layers.data(), tensor(d, 1.0f), tensor(shape.vocab_size * d, 0.2f)};
+    reset_cache();
+  }
+
+  void reset_cache() {
+    const std::size_t floats = std::size_t(num_blocks) * block_size * shape.num_kv_heads * shape.head_dim;
+    k_cache.assign(shape.num_layers, std::vector<float>(floats));
+    v_cache.assign(shape.num_layers, std::vector<float>(floats));
+    k_ptrs.clear();
+    v_ptrs.clear();
+    for (int l = 0; l < shape.num_layers; ++l) {
+      k_ptrs.push_back(k_cache[l].data());
+      v_ptrs.push_back(v_cache[l].data());
+    }
+  }
+};
+
+/// Sequences of a ragged batch: (tokens, start position, block table); every token is sampled.
+struct toy_seq {
+  std::vector<std::int32_t> tokens;
+  int start = 0;
+  std::vector<std::int32_t> blocks;
+};
+
+std::vector<float> run(toy_model& m, const std::vector<toy_seq>& seqs, const forward_options& options) {
+  std::vector<std::int32_t> ids, positions, slots, query_start{0}, tables, logit_indices;
+  const int stride = 3;
+  for (const auto& s : seqs) {
+    for (std::size_t j = 0; j < s.tokens.size(); ++j) {
+      const int pos = s.start + int(j);
+      ids.push_back(s.tokens[j]);
+      positions.push_back(pos);
+      slots.push_back(s.blocks[pos / m.block_size] * m.block_size + pos % m.block_size);
+      logit_indices.push_back(std::int32_t(ids.size()) - 1);
+    }
+    query_start.push_back(std::int32_t(ids.size()));
+    auto row = s.blocks;
+    row.resize(stride, 0);
+    tables.insert(tables.end(), row.begin(), row.end());
+  }
+  ragged_batch_view b;
+  b.num_tokens = int(ids.size());
+  b.token_ids = ids.data();
+  b.positions = positions.data();
+  b.slot_mapping = slots.data();
+  b.num_seqs = int(seqs.size());
+  b.query_start = query_start.data();
+  b.block_tables = tables.data();
+  b.block_table_stride = stride;
+  b.num_logits = int(logit_indices.size());
+  b.logit_indices = logit_indices.data();
+  const paged_kv_view kv{m.k_ptrs.data(), m.v_ptrs.data(), m.num_blocks, m.block_size};
+  llama_workspace ws;
+  std::vector<float> logits(std::size_t(b.num_logits) * m.shape.vocab_size);
+  llama_forward(m.shape, m.weights, kv, b, ws, logits.data(), nullptr, options);
+  return logits;
+}
+
+/// The same step composed from the step-by-step kernels of llama.hpp (plain loops and
+/// OpenBLAS): what the fused pass must compute, up to float rounding.
+std::vector<float> run_reference(toy_model& m, const std::vector<toy_seq>& seqs) {
+  std::vector<std::int32_t> ids, positions, slots, query_start{0}, tables, logit_indices;
+  const int stride = 3;
+  for (const auto& s : seqs) {
+    for (std::size_t j = 0; j < s.tokens.size(); ++j) {
+      const int pos = s.start + int(j);
+      ids.push_back(s.tokens[j]);
+      positions.push_back(pos);
+      slots.push_back(s.blocks[pos / m.block_size] * m.block_size + pos % m.block_size);
+      logit_indices.push_back(std::int32_t(ids.size()) - 1);
+    }
+    query_start.push_back(std::int32_t(ids.size()));
+    auto row = s.blocks;
+    row.resize(stride, 0);
+    tables.insert(tables.end(), row.begin(), row.end());
+  }
+  const auto& sh = m.shape;
+  const int n = int(ids.size()), d = sh.dim, qd = sh.num_heads * sh.head_dim, kvd = sh.num_kv_heads * sh.head_dim;
+  ragged_batch_view b;
+  b.num_tokens = n;
+  b.token_ids = ids.data();
+  b.positions = positions.data();
+  b.slot_mapping = slots.data();
+  b.num_seqs = int(seqs.size());
+  b.query_start = query_start.data();
+  b.block_tables = tables.data();
+  b.block_table_stride = stride;
+  std::vector<float> x(std::size_t(n) * d), xb(x.size()), q(std::size_t(n) * qd), k(std::size_t(n) * kvd),
+      v(k.size()), attn(q.size()), proj(x.size()), hb(std::size_t(n) * sh.hidden_dim), hb2(hb.size());
+  embedding_gather(x.data(), m.weights.token_embedding, ids.data(), n, d);
+  for (int l = 0; l < sh.num_layers; ++l) {
+    const auto& w = m.layers[l];
+    rmsnorm(xb.data(), x.data(), w.attn_norm, n, d, sh.norm_eps);
+    linear(q.data(), xb.data(), w.wq, w.bq, n, d, qd);
+    linear(k.data(), xb.data(), w.wk, w.bk, n, d, kvd);
+    linear(v.data(), xb.data(), w.wv, w.bv, n, d, kvd);
+    if (w.q_norm != nullptr) {
+      rmsnorm(q.data(), q.data(), w.q_norm, n * sh.num_heads, sh.head_dim, sh.norm_eps);
+      rmsnorm(k.data(), k.data(), w.k_norm, n * sh.num_kv_heads, sh.head_dim, sh.norm_eps);
+    }
+    rope(q.data(), k.data(), positions.data(), n, sh);
+    kv_write(m.k_ptrs[l], m.v_ptrs[l], k.data(), v.data(), slots.data(), n, kvd);
+    paged_attention(attn.data(), q.data(), m.k_ptrs[l], m.v_ptrs[l], b, m.block_size, sh.num_heads, sh.num_kv_heads,
+                    sh.head_dim);
+    linear(proj.data(), attn.data(), w.wo, nullptr, n, qd, d);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] += proj[i];
+    rmsnorm(xb.data(), x.data(), w.ffn_norm, n, d, sh.norm_eps);
+    linear(hb.data(), xb.data(), w.w_gate, nullptr, n, d, sh.hidden_dim);
+    linear(hb2.data(), xb.data(), w.w_up, nullptr, n, d, sh.hidden_dim);
+    silu_mul(hb.data(), hb2.data(), std::int64_t(hb.size()));
+    linear(proj.data(), hb.data(), w.w_down, nullptr, n, sh.hidden_dim, d);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] += proj[i];
+  }
+  rmsnorm(xb.data(), x.data(), m.weights.final_norm, n, d, sh.norm_eps);
+  std::vector<float> logits(std::size_t(n) * sh.vocab_size);
+  linear(logits.data(), xb.data(), m.weights.classifier, nullptr, n, d, sh.vocab_size);
+  return logits;
+}
+
+/// Two steps: prefills of three sequences, then one of them decodes while another prefills more.
+std::vector<float> two_steps(toy_model& m, const forward_options& options) {
+  m.reset_cache();
+  run(m, {{{1, 5, 9, 2, 7}, 0, {3, 0}}, {{4, 4, 8}, 0, {5, 1}}, {{6, 2, 3, 3, 1, 0, 9}, 0, {2, 7}}}, options);
+  return run(m, {{{11}, 5, {3, 0}}, {{12, 13, 14, 15}, 3, {5, 1}}}, options);
+}
+
+}  // namespace
+
+TEST_CASE("the forward pass gives the same bits on 1, 2 or 3 threads", "[kernels][forward]") {
+  toy_model m;
+  for (auto isa : {cpu_isa::portable, cpu_isa::avx2, cpu_isa::avx512}) {
+    if (!can_run(isa)) continue;
+    forward_options o;
+    o.kernels = &kernels_for(isa);
+    o.num_threads = 1;
+    const auto one = two_steps(m, o);
+    for (int threads : {2, 3}) {
+      o.num_threads = threads;
+      const auto many = two_steps(m, o);
+      INFO(to_string(isa) << " threads " << threads);
+      REQUIRE(many.size() == one.size());
+      CHECK(std::memcmp(many.data(), one.data(), one.size() * sizeof(float)) == 0);
+    }
+  }
+}
+
+TEST_CASE("a sequence's logits are the same bits alone and in a ragged batch", "[kernels][forward]") {
+  toy_model m;
+  forward_options o;
+  o.num_threads = 2;
+  const toy_seq s{{3, 1, 4, 1, 5, 9}, 0, {6, 2}};
+  m.reset_cache();
+  const auto alone = run(m, {s}, o);
+  m.reset_cache();
+  const auto together = run(m, {{{2, 7}, 0, {0}}, s, {{8, 8, 8, 8, 8}, 0, {1, 4}}}, o);
+  // s's rows start after the first sequence's two tokens.
+  const std::size_t vocab = m.shape.vocab_size;
+  CHECK(std::memcmp(together.data() + 2 * vocab, alone.data(), alone.size() * sizeof(float)) == 0);
+}
+
+TEST_CASE("every kernel table's forward pass is close to the portable one", "[kernels][forward]") {
+  toy_model m;
+  forward_options o;
+  o.num_threads = 2;
+  o.kernels = &kernels_for(cpu_isa::portable);
+  const auto ref = two_steps(m, o);
+  for (auto isa : {cpu_isa::avx2, cpu_isa::avx512}) {
+    if (!can_run(isa)) continue;
+    o.kernels = &kernels_for(isa);
+    const auto got = two_steps(m, o);
+    REQUIRE(got.size() == ref.size());
+    // Different summation orders and exp: float rounding only.
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      INFO(to_string(isa) << " logit " << i);
+      CHECK(got[i] == Approx(ref[i]).epsilon(1e-4).margin(1e-4));
+    }
+  }
+}
+
+TEST_CASE("stage times add up one step at a time", "[kernels][forward]") {
+  toy_model m;
+  stage_times times;
+  forward_options o;
+  o.num_threads = 1;  // every stage then runs on the timed thread
+  o.times = &times;
+  const auto start = std::chrono::steady_clock::now();
+  two_steps(m, o);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(times.num_steps == 2);
+  double total = 0.0;
+  for (int i = 0; i < num_forward_stages; ++i) {
+    const auto stage = forward_stage(i);
+    INFO(to_string(stage));
+    if (stage != forward_stage::barrier_wait) CHECK(times.seconds[i] > 0.0);
+    total += times.seconds[i];
+  }
+  // The stages are disjoint pieces of the steps, so they never add up to more than the steps took.
+  CHECK(total <= wall);
+}
+
+TEST_CASE("the fused pass of every kernel table equals the step-by-step kernels, biases, q/k norms and GQA included",
+          "[kernels][forward]") {
+  toy_model m(true);
+  const std::vector<toy_seq> first = {{{1, 5, 9, 2, 7}, 0, {3, 0}}, {{4, 4, 8}, 0, {5, 1}}};
+  const std::vector<toy_seq> second = {{{11}, 5, {3, 0}}, {{12, 13, 14, 15}, 3, {5, 1}}};
+  m.reset_cache();
+  run_reference(m, first);
+  const auto ref = run_reference(m, second);
+  for (auto isa : {cpu_isa::portable, cpu_isa::avx2, cpu_isa::avx512}) {
+    if (!can_run(isa)) continue;
+    forward_options o;
+    o.kernels = &kernels_for(isa);
+    o.num_threads = 2;
+    m.reset_cache();
+    run(m, first, o);
+    const auto got = run(m, second, o);
+    REQUIRE(got.size() == ref.size());
+    // Two layers of fp32 with other summation orders and another exp: rounding only, far
+    // below the logits' spread (they are of order 1 to 10 here).
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      INFO(to_string(isa) << " logit " << i);
+      CHECK(got[i] == Approx(ref[i]).epsilon(1e-4).margin(1e-4));
+    }
+  }
+}
