@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 
 namespace inflight::config {
@@ -38,13 +39,20 @@ std::unexpected<error> bad_value(const std::string& key, const toml::node& n, co
                                "config key '" + key + "': got " + describe(n) + ", expected " + expected});
 }
 
+/// The value of an integer node; nullopt for any other node. (node::value<int64_t>()
+/// also converts floats, which is undefined for one out of range such as 2e40.)
+std::optional<std::int64_t> integer_of(const toml::node& n) {
+  if (const auto* i = n.as_integer()) return i->get();
+  return std::nullopt;
+}
+
 /// Integer setting within [lo, hi].
 template <class S, class T>
 key_spec integer(S deployment::*section, T S::*member, std::int64_t lo, std::int64_t hi, std::string key) {
   std::string expected = "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
   return {expected, [=](deployment& d, const toml::node& n) -> result<void> {
-            auto v = n.value<std::int64_t>();
-            if (!n.is_integer() || !v || *v < lo || *v > hi) return bad_value(key, n, expected);
+            const auto v = integer_of(n);
+            if (!v || *v < lo || *v > hi) return bad_value(key, n, expected);
             (d.*section).*member = static_cast<T>(*v);
             return {};
           }};
@@ -96,7 +104,7 @@ key_spec bytes(std::int64_t engine_settings::*member, std::string key) {
   std::string expected = "a size in bytes (an integer, or a string like \"256MiB\" or \"2GiB\")";
   return {expected, [=](deployment& d, const toml::node& n) -> result<void> {
             result<std::int64_t> v = make_error(errc::invalid_argument, "");
-            if (auto i = n.value<std::int64_t>(); n.is_integer() && i) v = *i;
+            if (const auto i = integer_of(n)) v = *i;
             if (n.is_string()) v = parse_bytes(n.as_string()->get());
             if (!v || *v <= 0) return bad_value(key, n, expected);
             d.engine.*member = *v;
@@ -108,8 +116,8 @@ template <class T>
 key_spec dummy_int(T dummy_shape::*member, std::int64_t lo, std::int64_t hi, std::string key) {
   std::string expected = "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
   return {expected, [=](deployment& d, const toml::node& n) -> result<void> {
-            auto v = n.value<std::int64_t>();
-            if (!n.is_integer() || !v || *v < lo || *v > hi) return bad_value(key, n, expected);
+            const auto v = integer_of(n);
+            if (!v || *v < lo || *v > hi) return bad_value(key, n, expected);
             d.model.dummy.*member = static_cast<T>(*v);
             return {};
           }};

@@ -6,6 +6,7 @@
 
 #include "actors/gateway/json_fields.hpp"
 #include "core/sampling/sampler.hpp"
+#include "core/util/json_depth.hpp"
 
 namespace inflight::gateway {
 
@@ -231,6 +232,11 @@ api_result<openai_request> try_parse_request(const json& body, api_kind kind, co
 }
 
 api_result<json> try_parse_json(const std::string& text) {
+  if (json_nests_deeper_than(text)) {
+    return std::unexpected(bad_request("the body nests arrays and objects deeper than " +
+                                           std::to_string(max_json_depth) + " levels",
+                                       {}, "json_too_deep"));
+  }
   try {
     json body = json::parse(text);
     if (!body.is_object()) return std::unexpected(bad_request("the request body must be a JSON object"));

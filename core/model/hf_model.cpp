@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/util/json_depth.hpp"
+
 namespace inflight {
 
 namespace {
@@ -143,6 +145,9 @@ result<void> check_unsupported_features(field_reader& fields, model_config& conf
 }  // namespace
 
 result<model_config> try_parse_hf_config(std::string_view json_text, const std::string& source) {
+  if (json_nests_deeper_than(json_text)) {
+    return make_error(errc::corrupt_file, source + ": nests deeper than " + std::to_string(max_json_depth) + " levels");
+  }
   const json root = json::parse(json_text.begin(), json_text.end(), nullptr, false);
   if (root.is_discarded() || !root.is_object()) {
     return make_error(errc::corrupt_file, source + ": not a JSON object");
@@ -237,6 +242,9 @@ result<std::optional<token_id>> read_token_id(const json& value, const std::stri
 
 result<generation_ids> try_parse_generation_ids(std::string_view json_text, const std::string& source,
                                                 int vocab_size) {
+  if (json_nests_deeper_than(json_text)) {
+    return make_error(errc::corrupt_file, source + ": nests deeper than " + std::to_string(max_json_depth) + " levels");
+  }
   const json root = json::parse(json_text.begin(), json_text.end(), nullptr, false);
   if (root.is_discarded() || !root.is_object()) {
     return make_error(errc::corrupt_file, source + ": not a JSON object");

@@ -45,6 +45,12 @@ result<model_config> parse_header(const std::array<std::int32_t, 7>& h, const st
                                               std::to_string(c.num_kv_heads));
   }
   c.head_dim = c.dim / c.num_heads;
+  // Each value is at most 2^20, so the float count fits in int64 but its bytes may not.
+  if (num_weight_floats(c) > (std::numeric_limits<std::int64_t>::max() - header_bytes) / std::int64_t(sizeof(float))) {
+    return make_error(errc::corrupt_file, name + ": header values describe more than 2^63 bytes of weights (dim " +
+                                              std::to_string(c.dim) + ", " + std::to_string(c.num_layers) +
+                                              " layers, hidden " + std::to_string(c.hidden_dim) + ")");
+  }
   c.rope = rope_style::interleaved;
   c.architecture = "llama2.c";
   return c;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/util/half.hpp"
+#include "core/util/json_depth.hpp"
 
 namespace inflight {
 
@@ -211,6 +212,9 @@ result<safetensors_file> safetensors_file::try_open(const std::filesystem::path&
     return corrupt(path, "header length " + std::to_string(header_size) + " exceeds the 100 MB limit");
   }
   const auto* header_begin = reinterpret_cast<const char*>(bytes.data() + 8);
+  if (json_nests_deeper_than({header_begin, header_size})) {
+    return corrupt(path, "header nests deeper than " + std::to_string(max_json_depth) + " levels");
+  }
   const json header = json::parse(header_begin, header_begin + header_size, nullptr, false);
   if (header.is_discarded()) return corrupt(path, "header is not valid JSON");
   if (!header.is_object()) return corrupt(path, "header is not a JSON object");
@@ -261,6 +265,9 @@ result<tensor_store> tensor_store::try_open_index(const std::filesystem::path& i
   auto mapped = mapped_file::try_open(index_path);
   if (!mapped) return std::unexpected(std::move(mapped.error()));
   const auto* text = reinterpret_cast<const char*>(mapped->bytes().data());
+  if (json_nests_deeper_than({text, mapped->size()})) {
+    return corrupt_index(index_path, "nests deeper than " + std::to_string(max_json_depth) + " levels");
+  }
   const json index = json::parse(text, text + mapped->size(), nullptr, false);
   if (index.is_discarded() || !index.is_object()) return corrupt_index(index_path, "not a JSON object");
   const auto map_it = index.find("weight_map");

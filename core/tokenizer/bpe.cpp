@@ -45,7 +45,7 @@ bpe_model& bpe_model::operator=(bpe_model&& other) noexcept {
   return *this;
 }
 
-result<bpe_model> bpe_model::try_from_json(const json& model) {
+result<bpe_model> bpe_model::try_from_json(const json& model, std::int64_t id_limit) {
   const std::string type = model.value("type", std::string("BPE"));
   if (type != "BPE") {
     return make_error(errc::unsupported, "tokenizer.json: model type '" + type + "' is not supported (only BPE)");
@@ -61,7 +61,13 @@ result<bpe_model> bpe_model::try_from_json(const json& model) {
     return make_error(errc::corrupt_file, "tokenizer.json: BPE model without vocab or merges");
   }
   bpe_model bpe;
-  for (const auto& [piece, id] : model["vocab"].items()) bpe.add_piece(id.get<token_id>(), piece);
+  for (const auto& [piece, id] : model["vocab"].items()) {
+    if (!id.is_number_integer() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() >= id_limit) {
+      return make_error(errc::corrupt_file, "tokenizer.json: vocab entry '" + piece + "' has id " + id.dump() +
+                                                ", not an integer in [0, " + std::to_string(id_limit) + ")");
+    }
+    bpe.add_piece(static_cast<token_id>(id.get<std::int64_t>()), piece);
+  }
   if (auto r = bpe.try_read_merges(model["merges"]); !r) return std::unexpected(r.error());
   if (model.contains("unk_token") && model["unk_token"].is_string()) bpe.unk_id_ = bpe.find(model["unk_token"].get<std::string>());
   bpe.byte_fallback_ = model.value("byte_fallback", false);

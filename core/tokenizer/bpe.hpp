@@ -21,7 +21,9 @@ namespace inflight {
 class bpe_model {
  public:
   /// Reads tokenizer.json's "model" object (type BPE; merges as "a b" strings or [a, b] pairs).
-  static result<bpe_model> try_from_json(const nlohmann::json& model);
+  /// Ids must be integers below `id_limit` (errc::corrupt_file otherwise): the tables are
+  /// indexed by id, so a stray huge id would size them.
+  static result<bpe_model> try_from_json(const nlohmann::json& model, std::int64_t id_limit);
 
   bpe_model() = default;
   bpe_model(bpe_model&& other) noexcept;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/tokenizer/utf8.hpp"
+#include "core/util/json_depth.hpp"
 
 namespace inflight {
 namespace {
@@ -91,9 +92,45 @@ result<std::unique_ptr<hf_tokenizer>> hf_tokenizer::try_from_json(const hf_token
   return tok;
 }
 
+namespace {
+
+/// Parses one of the tokenizer's JSON files, refusing nesting that nothing real has.
+result<json> try_parse_json_file(const std::string& text, const char* file) {
+  if (json_nests_deeper_than(text)) {
+    return make_error(errc::corrupt_file, std::string(file) + " nests deeper than " + std::to_string(max_json_depth) +
+                                              " levels");
+  }
+  return json::parse(text);
+}
+
+/// Unused ids a tokenizer.json may leave beyond its number of entries.
+constexpr std::int64_t max_id_gap = 1 << 16;
+
+/// The id of an added token: an integer below `limit`.
+result<token_id> try_added_token_id(const json& entry, std::int64_t limit) {
+  const json& id = entry.at("id");
+  if (!id.is_number_integer() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() >= limit) {
+    return make_error(errc::corrupt_file, "tokenizer.json: added token '" + entry.value("content", std::string("?")) +
+                                              "' has id " + id.dump() + ", not an integer in [0, " +
+                                              std::to_string(limit) + ")");
+  }
+  return static_cast<token_id>(id.get<std::int64_t>());
+}
+
+}  // namespace
+
 result<void> hf_tokenizer::try_read_tokenizer(const std::string& text) {
-  const json root = json::parse(text);
-  auto model = bpe_model::try_from_json(root.at("model"));
+  const auto parsed = try_parse_json_file(text, "tokenizer.json");
+  if (!parsed) return std::unexpected(parsed.error());
+  const json& root = *parsed;
+  const json added_tokens = root.value("added_tokens", json::array());
+  // Tables are indexed by id. Ids may leave unused gaps, but an id far past the number
+  // of entries is corruption that would size the tables (a 100-byte file asking for GBs).
+  const json& model_json = root.at("model");
+  const auto vocab = model_json.find("vocab");
+  const std::size_t num_vocab = vocab != model_json.end() && vocab->is_object() ? vocab->size() : 0;
+  const std::int64_t id_limit = 2 * std::int64_t(num_vocab + added_tokens.size()) + max_id_gap;
+  auto model = bpe_model::try_from_json(model_json, id_limit);
   if (!model) return std::unexpected(model.error());
   model_ = std::move(*model);
   auto normalizer = text_normalizer::try_from_json(root.value("normalizer", json()));
@@ -106,13 +143,15 @@ result<void> hf_tokenizer::try_read_tokenizer(const std::string& text) {
   if (!decoder) return std::unexpected(decoder.error());
   decoder_ = std::move(*decoder);
 
-  for (const auto& entry : root.value("added_tokens", json::array())) {
+  for (const auto& entry : added_tokens) {
     if (entry.value("single_word", false)) {
       return make_error(errc::unsupported, "tokenizer.json: single_word added tokens are not supported ('" +
                                                entry.at("content").get<std::string>() + "')");
     }
-    added_token token{entry.at("id").get<token_id>(), entry.at("content").get<std::string>(),
-                      entry.value("special", false), entry.value("lstrip", false), entry.value("rstrip", false)};
+    const auto id = try_added_token_id(entry, id_limit);
+    if (!id) return std::unexpected(id.error());
+    added_token token{*id, entry.at("content").get<std::string>(), entry.value("special", false),
+                      entry.value("lstrip", false), entry.value("rstrip", false)};
     model_.add_piece(token.id, token.content);
     added_.push_back(std::move(token));
   }
@@ -129,7 +168,9 @@ result<void> hf_tokenizer::try_read_tokenizer(const std::string& text) {
 
 result<void> hf_tokenizer::try_read_config(const std::string& text) {
   if (!text.empty()) {
-    const json config = json::parse(text);
+    const auto parsed = try_parse_json_file(text, "tokenizer_config.json");
+    if (!parsed) return std::unexpected(parsed.error());
+    const json& config = *parsed;
     if (config.contains("bos_token")) bos_token_ = token_text(config, "bos_token");
     eos_token_ = token_text(config, "eos_token");
     if (auto it = config.find("add_bos_token"); it != config.end() && it->is_boolean()) adds_bos_ = it->get<bool>();
@@ -158,7 +199,7 @@ result<void> hf_tokenizer::try_read_config(const std::string& text) {
 }
 
 void hf_tokenizer::read_generation_config(const std::string& text) {
-  if (text.empty()) return;
+  if (text.empty() || json_nests_deeper_than(text)) return;  // optional: only its EOS ids are read
   const json config = json::parse(text);
   auto add = [&](const json& id) {
     if (!id.is_number_integer()) return;

@@ -211,9 +211,11 @@ std::string llama2c_tokenizer::piece(token_id token) const {
 std::string llama2c_tokenizer::token_bytes(token_id prev, token_id token) const {
   if (token < 0 || token >= vocab_size()) return {};
   const auto index = static_cast<std::size_t>(token);
-  // run.c tests the raw piece, so "<0x20>" after BOS keeps its space.
-  if (prev == bos_token && pieces_[index].starts_with(' ')) return texts_[index].substr(1);
-  return texts_[index];
+  const std::string& text = texts_[index];
+  // run.c tests the raw piece, so "<0x20>" after BOS keeps its space. BOS and EOS have no
+  // text whatever their piece is.
+  if (prev == bos_token && pieces_[index].starts_with(' ') && !text.empty()) return text.substr(1);
+  return text;
 }
 
 token_id llama2c_tokenizer::byte_token(unsigned char byte) const {

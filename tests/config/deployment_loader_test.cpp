@@ -87,6 +87,17 @@ TEST_CASE("command-line overrides (--set) set keys with typed values", "[config]
   REQUIRE(apply_override(d, "engine.kv_memory=64MiB").has_value());
   CHECK(d.engine.kv_memory_bytes == 64ll << 20);
   CHECK_FALSE(apply_override(d, "engine.max_num_seqs=-3").has_value());
+  // A float where an integer belongs: refused, not converted (2e40 does not fit an int64).
+  for (const char* set : {"model.dummy.num_heads=2e40", "engine.max_num_seqs=1e300", "engine.kv_memory=4.5e30",
+                          "engine.max_num_seqs=8.0"}) {
+    INFO(set);
+    auto r = apply_override(d, set);
+    REQUIRE_FALSE(r.has_value());
+    CHECK_THAT(r.error().message, Catch::Contains("an integer") || Catch::Contains("a size"));
+  }
+  auto in_file = parse_deployment("[model.dummy]\nnum_heads = 2e40\n");
+  REQUIRE_FALSE(in_file.has_value());
+  CHECK_THAT(in_file.error().message, Catch::Contains("model.dummy.num_heads"));
   CHECK_FALSE(apply_override(d, "engine.nope=1").has_value());
   CHECK_FALSE(apply_override(d, "no_equals_sign").has_value());
 }

@@ -200,6 +200,38 @@ TEST_CASE("unsupported or malformed tokenizer files fail at load time", "[core][
   CHECK(hf_tokenizer::try_load("/nonexistent/dir").error().code == errc::io_error);
 }
 
+TEST_CASE("token ids out of range and deep nesting are corrupt files, not crashes", "[core][tokenizer]") {
+  auto error_of = [](const std::string& text) {
+    auto tok = hf_tokenizer::try_from_json({text, "", ""});
+    REQUIRE_FALSE(tok);
+    return tok.error();
+  };
+  json j = byte_level_json();
+  j["model"]["vocab"]["zz"] = 2.5e58;  // a float id: converting it to int is undefined
+  CHECK(error_of(j.dump()).code == errc::corrupt_file);
+  CHECK_THAT(error_of(j.dump()).message, Catch::Contains("'zz'") && Catch::Contains("not an integer"));
+  j = byte_level_json();
+  j["model"]["vocab"]["zz"] = 555555273;  // would size the id tables at half a billion entries
+  CHECK_THAT(error_of(j.dump()).message, Catch::Contains("555555273"));
+  j = byte_level_json();
+  j["added_tokens"][0]["id"] = -1;  // indexed the added-token table at -1
+  CHECK_THAT(error_of(j.dump()).message, Catch::Contains("added token") && Catch::Contains("-1"));
+  j = byte_level_json();
+  j["added_tokens"][0]["id"] = "300";
+  CHECK(error_of(j.dump()).code == errc::corrupt_file);
+  // Gaps in the ids are allowed (the fixture's added tokens start at 300).
+  CHECK(load(byte_level_json())->vocab_size() == 303);
+  // Copying a 100000-deep value overflowed the stack.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  j = byte_level_json();
+  std::string text = j.dump();
+  text.insert(text.size() - 1, ",\"extra\":" + deep);
+  CHECK_THAT(error_of(text).message, Catch::Contains("nests deeper than 64"));
+  auto config = hf_tokenizer::try_from_json({byte_level_json().dump(), "{\"chat_template\":" + deep + "}", ""});
+  REQUIRE_FALSE(config);
+  CHECK(config.error().code == errc::corrupt_file);
+}
+
 TEST_CASE("NFC composes, reorders marks and handles Hangul", "[core][tokenizer]") {
   using inflight::nfc_normalize;
   CHECK(nfc_normalize("e\xCC\x81") == "\xC3\xA9");                      // e + U+0301 -> é

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <array>
+
 #include <fstream>
 #include <random>
 
@@ -100,4 +102,14 @@ TEST_CASE("truncated, padded or garbage checkpoints are clear errors", "[llama2c
   auto missing = load_llama2c("/nonexistent/x.bin");
   REQUIRE_FALSE(missing.has_value());
   CHECK(missing.error().code == errc::io_error);
+}
+
+TEST_CASE("header values whose weights overflow int64 bytes are a clear error", "[llama2c]") {
+  // Each value within its range, but dim 2^20 x hidden 2^20 x 2^20 layers needs > 2^63 bytes.
+  const std::array<std::int32_t, 7> huge{1 << 20, 1 << 20, 1 << 20, 1 << 10, 1 << 10, 1 << 20, 1 << 20};
+  const std::string header(reinterpret_cast<const char*>(huge.data()), sizeof huge);
+  auto r = load_llama2c(write_temp("inflight-huge.bin", header));
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().code == errc::corrupt_file);
+  CHECK_THAT(r.error().message, Catch::Contains("2^63"));
 }

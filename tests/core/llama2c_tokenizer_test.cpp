@@ -329,6 +329,28 @@ TEST_CASE("llama2c token_bytes follows run.c decode", "[core][tokenizer][llama2c
   CHECK(tok->piece(0x0A + 3) == "<0x0A>");
 }
 
+TEST_CASE("llama2c BOS and EOS decode to nothing whatever their piece", "[core][tokenizer][llama2c]") {
+  // Pieces starting with a space: after BOS that space is cut, and cutting it from the
+  // empty text of BOS / EOS threw std::out_of_range.
+  std::string bytes(4, '\0');
+  bytes[0] = 5;  // max_token_length
+  for (const std::string piece : {"<unk>", " <s>", " </s>", " a"}) {
+    const std::int32_t len = static_cast<std::int32_t>(piece.size());
+    bytes.append(4, '\0');  // score 0
+    bytes.append(reinterpret_cast<const char*>(&len), 4);
+    bytes += piece;
+  }
+  auto tok = llama2c_tokenizer::parse(bytes, std::nullopt);
+  REQUIRE(tok.has_value());
+  REQUIRE((*tok)->piece(1) == " <s>");
+  CHECK((*tok)->token_bytes(1, 1).empty());
+  CHECK((*tok)->token_bytes(1, 3) == "a");
+  incremental_decoder dec(**tok);
+  CHECK(dec.push(1).empty());
+  CHECK(dec.push(1).empty());
+  CHECK(dec.push(3) == "a");
+}
+
 TEST_CASE("llama2c encode then incremental decode gives the text back", "[core][tokenizer][llama2c]") {
   const std::vector<std::string> texts = {
       "Once upon a time", "Lily and Ben went to the park.\nThe end!", " leading space",

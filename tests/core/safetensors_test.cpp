@@ -225,6 +225,17 @@ TEST_CASE("safetensors truncated at any point is a corrupt file", "[core][safete
   }
 }
 
+TEST_CASE("safetensors headers nested past any real header are corrupt files", "[core][safetensors]") {
+  scratch_dir dir("safetensors_deep");
+  const auto path = dir.path / "deep.safetensors";
+  // The error message quoted the shape, and dumping 200000 levels overflowed the stack.
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  write_raw(path, "{\"t\":{\"dtype\":\"F32\",\"shape\":" + deep + ",\"data_offsets\":[0,0]}}", "");
+  require_corrupt(path, {"nests deeper than 64"});
+  write_raw(path, "{\"t\":{\"dtype\":\"F32\",\"shape\":[[[1]]],\"data_offsets\":[0,0]}}", "");
+  require_corrupt(path, {"'t'", "invalid shape"});
+}
+
 TEST_CASE("safetensors header problems give clear corrupt-file errors", "[core][safetensors]") {
   scratch_dir dir("st_header");
   const auto path = dir.path / "bad.safetensors";

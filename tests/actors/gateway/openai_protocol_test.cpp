@@ -48,6 +48,18 @@ TEST_CASE("openai protocol: malformed bodies are 400 with a code", "[gateway][pr
     CHECK(r.error().status == 400);
     CHECK(r.error().code == code);
   }
+  // Copying or dumping a value recurses per level: 100000 levels overflowed the stack.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  for (const auto& body : {R"({"messages": [{"role": "user", "content": )" + deep + "}]}", R"({"prompt": )" + deep + "}",
+                           "{\"a\": \"[[[[\", \"prompt\": " + std::string(65, '[') + std::string(65, ']') + "}"}) {
+    auto r = try_parse_json(body);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().status == 400);
+    CHECK(r.error().code == "json_too_deep");
+  }
+  // Brackets inside strings do not count; 64 levels are accepted.
+  CHECK(try_parse_json("{\"prompt\": \"" + std::string(1000, '[') + "\"}").has_value());
+  CHECK(try_parse_json("{\"prompt\": " + std::string(63, '[') + std::string(63, ']') + "}").has_value());
   auto array = try_parse_json("[1, 2]");
   REQUIRE_FALSE(array.has_value());
   CHECK(array.error().message.find("JSON object") != std::string::npos);
