@@ -8,6 +8,7 @@
 #include "actors/gateway/openai_response.hpp"
 #include "actors/gateway/posting_sink.hpp"
 #include "actors/gateway/score_request.hpp"
+#include "actors/gateway/ws_message.hpp"
 
 namespace inflight::gateway {
 
@@ -70,43 +71,31 @@ void ws_session::do_read() {
 
 void ws_session::on_read(beast::error_code ec) {
   if (ec) return connection_lost();
-  const bool is_text = ws_.got_text();
-  std::string text = beast::buffers_to_string(read_buffer_.data());
+  const std::string text = beast::buffers_to_string(read_buffer_.data());
   read_buffer_.consume(read_buffer_.size());
-  if (!is_text) {
-    send_error(nullptr, bad_request("binary frames are not supported: send JSON text frames", {}, "binary_frame"));
+  auto msg = try_parse_ws_message(text, ws_.got_text());
+  if (!msg) {
+    send_error(msg.error().id, msg.error().error);
+  } else if (msg->type == ws_message_type::generate) {
+    handle_generate(*msg);
+  } else if (msg->type == ws_message_type::rerank) {
+    handle_rerank(*msg);
   } else {
-    handle_text(text);
+    handle_cancel(msg->key);
   }
   do_read();
 }
 
-void ws_session::handle_text(const std::string& text) {
-  auto msg = try_parse_json(text);
-  if (!msg) return send_error(nullptr, msg.error());
-  const json& m = *msg;
-  const json id = m.contains("id") ? m["id"] : json(nullptr);
-  if (!id.is_string() && !id.is_number_integer())
-    return send_error(id.is_null() ? json(nullptr) : id, bad_request("id must be a string or an integer", "id", "missing_id"));
-  const std::string key = dump_json(id);
-  const std::string type = m.contains("type") && m["type"].is_string() ? m["type"].get<std::string>() : "";
-  if (type == "generate") return handle_generate(m, key);
-  if (type == "rerank") return handle_rerank(m, key);
-  if (type == "cancel") return handle_cancel(key);
-  send_error(id, bad_request("type must be \"generate\", \"rerank\" or \"cancel\"", "type", "unknown_type"));
-}
-
-void ws_session::handle_generate(const json& msg, const std::string& key) {
-  const json& id = msg["id"];
+void ws_session::handle_generate(const ws_message& msg) {
+  const json& id = msg.id;
+  const std::string& key = msg.key;
   if (live_.contains(key))
     return send_error(id, bad_request("a request with this id is still running", "id", "duplicate_id"));
   if (is_stopping_ || state_.is_shutting_down())
     return send_error(id, unavailable("the server is shutting down", "shutting_down"));
-  auto parsed = try_parse_request(msg, api_kind::websocket, state_.model());
+  auto parsed = try_parse_ws_generate(msg.body, state_.model());
   if (!parsed) return send_error(id, parsed.error());
-  if (parsed->num_choices() != 1)
-    return send_error(id, bad_request("one prompt and n = 1 per WebSocket request: send several ids", "n"));
-  auto req = parsed->choice_request(0);
+  auto& req = parsed->request;
   live_request live{0, id, req.prompt.back(), parsed->has_logprobs, parsed->num_top_logprobs};
   auto ex = ws_.get_executor();
   auto self = shared_from_this();
@@ -122,13 +111,14 @@ void ws_session::handle_generate(const json& msg, const std::string& key) {
   state_.add_live_request();
 }
 
-void ws_session::handle_rerank(const json& msg, const std::string& key) {
-  const json& id = msg["id"];
+void ws_session::handle_rerank(const ws_message& msg) {
+  const json& id = msg.id;
+  const std::string& key = msg.key;
   if (live_.contains(key))
     return send_error(id, bad_request("a request with this id is still running", "id", "duplicate_id"));
   if (is_stopping_ || state_.is_shutting_down())
     return send_error(id, unavailable("the server is shutting down", "shutting_down"));
-  auto parsed = try_parse_rerank(msg, state_.model());
+  auto parsed = try_parse_rerank(msg.body, state_.model());
   if (!parsed) return send_error(id, parsed.error());
   auto ex = ws_.get_executor();
   auto self = shared_from_this();
@@ -210,7 +200,7 @@ void ws_session::on_finish(const std::string& key, const finish_event& ev) {
 }
 
 void ws_session::send_error(const json& id, const api_error& e) {
-  enqueue({"", false, {{"type", "error"}, {"id", id}, {"error", error_object(e)}}});
+  enqueue({"", false, ws_error_message(id, e)});
 }
 
 void ws_session::enqueue(outgoing msg) {

@@ -19,6 +19,7 @@
 #include "actors/gateway/errors.hpp"
 #include "actors/gateway/gateway_state.hpp"
 #include "actors/gateway/score_call.hpp"
+#include "actors/gateway/ws_message.hpp"
 
 namespace inflight::gateway {
 
@@ -49,9 +50,8 @@ class ws_session final : public session_base, public std::enable_shared_from_thi
   void on_accept(boost::beast::error_code ec);
   void do_read();
   void on_read(boost::beast::error_code ec);
-  void handle_text(const std::string& text);
-  void handle_generate(const nlohmann::json& msg, const std::string& key);
-  void handle_rerank(const nlohmann::json& msg, const std::string& key);
+  void handle_generate(const ws_message& msg);
+  void handle_rerank(const ws_message& msg);
   void on_reranked(const std::string& key, api_result<nlohmann::json> out);
   void handle_cancel(const std::string& key);
   void cancel_live(const live_request& live);

@@ -1,0 +1,52 @@
+#pragma once
+/// Client messages on /v1/ws (protocol: docs/websocket.md), parsed and checked without a
+/// socket or an engine: what ws_session does with a frame before anything runs, so that
+/// the whole decision can be tested and fuzzed on its own.
+
+#include <expected>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/engine.hpp"
+#include "actors/gateway/errors.hpp"
+#include "actors/gateway/served_model.hpp"
+
+namespace inflight::gateway {
+
+enum class ws_message_type { generate, rerank, cancel };
+
+/// A frame that names a known type and a valid id.
+struct ws_message {
+  ws_message_type type = ws_message_type::generate;
+  nlohmann::json id;    ///< a string or an integer, echoed in every reply about it
+  std::string key;      ///< the id as compact JSON: "7" and "\"7\"" are different requests
+  nlohmann::json body;  ///< the whole message (generate and rerank read their fields from it)
+};
+
+/// A frame that cannot be served, and the id its error is sent under (null when the
+/// frame has no usable id).
+struct ws_message_error {
+  nlohmann::json id;
+  api_error error;
+};
+
+/// Parses one frame: JSON text with a string or integer `id` and a `type` of "generate",
+/// "rerank" or "cancel". Binary frames, malformed JSON and bad ids or types are errors.
+std::expected<ws_message, ws_message_error> try_parse_ws_message(const std::string& text, bool is_text);
+
+/// A generate message turned into the one engine request it asks for.
+struct ws_generate {
+  generate_request request;
+  bool has_logprobs = false;
+  int num_top_logprobs = 0;
+};
+
+/// Validates a generate message's body as the HTTP API does; one prompt and n = 1.
+api_result<ws_generate> try_parse_ws_generate(const nlohmann::json& body, const served_model& model);
+
+/// {"type": "error", "id": id, "error": {...}}: how every refusal is sent.
+nlohmann::json ws_error_message(const nlohmann::json& id, const api_error& e);
+
+}  // namespace inflight::gateway
