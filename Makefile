@@ -6,7 +6,11 @@ CONFIG ?= config/default.toml
 CMAKE_FLAGS ?=
 PREFIX ?= /usr/local
 
-.PHONY: deps configure build test-setup test sanitize-core run install asan clean
+FUZZ_BUILD ?= build-fuzz
+FUZZ_CC ?= clang-16
+FUZZ_CXX ?= clang++-16
+
+.PHONY: deps configure build test-setup test sanitize-core run install asan clean fuzz-build fuzz-check fuzz fuzz-seeds
 
 deps:
 	./scripts/install-deps.sh
@@ -24,12 +28,30 @@ test-setup:
 test: build test-setup
 	cd $(BUILD) && ctest --output-on-failure --timeout 600 -LE gpu -j $(JOBS)
 	$(MAKE) sanitize-core
+	$(MAKE) fuzz-check
 
 # The core, kernel and backend tests again under AddressSanitizer + UBSan.
 sanitize-core: deps
 	cmake -S . -B build-asan -G Ninja -DINFLIGHT_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DINFLIGHT_CUDA=OFF
 	cmake --build build-asan -j $(JOBS) --target inflight_core_tests inflight_kernel_tests inflight_backend_tests
 	cd build-asan && ctest --output-on-failure --timeout 900 -L 'core|kernels|backend' -j $(JOBS)
+
+# libFuzzer harnesses (tests/fuzz) under ASan + UBSan, built with clang in their own folder.
+fuzz-build: deps
+	CC=$(FUZZ_CC) CXX=$(FUZZ_CXX) cmake -S . -B $(FUZZ_BUILD) -G Ninja -DINFLIGHT_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug $(FUZZ_CMAKE_FLAGS)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+
+# make test's share: every regression input, then a fixed number of seeded runs per harness.
+fuzz-check: fuzz-build
+	tests/fuzz/run-fuzz.sh $(FUZZ_BUILD) check
+
+# Longer: FUZZ_SECONDS per harness (default 300), FUZZ_JOBS at a time; findings in $(FUZZ_BUILD)/fuzz-findings.
+fuzz: fuzz-build
+	tests/fuzz/run-fuzz.sh $(FUZZ_BUILD) long
+
+# Rewrites the generated seeds of tests/fuzz/corpus with the project's own writers.
+fuzz-seeds: fuzz-build
+	$(FUZZ_BUILD)/bin/inflight_fuzz_seeds tests/fuzz/corpus
 
 run: build
 	$(BUILD)/bin/inflight serve --config $(CONFIG)
@@ -45,4 +67,4 @@ asan: test-setup
 	cd build-asan-all && ctest --output-on-failure --timeout 900 -LE gpu -j $(JOBS)
 
 clean:
-	rm -rf $(BUILD) build-asan build-asan-all
+	rm -rf $(BUILD) build-asan build-asan-all $(FUZZ_BUILD)

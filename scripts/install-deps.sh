@@ -17,6 +17,8 @@ packages=(
   libxxhash-dev         # prefix-cache block hashes (XXH3-128)
   curl                  # SSE test script
   gnuplot-nox           # inflight bench serve --plot
+  clang-16 libclang-rt-16-dev  # libFuzzer harnesses (tests/fuzz; clang-14 lacks std::expected)
+  llvm-16               # llvm-symbolizer for readable sanitizer reports
 )
 
 missing=()

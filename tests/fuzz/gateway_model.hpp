@@ -1,0 +1,66 @@
+#pragma once
+// The served models the gateway harnesses parse requests for: a byte tokenizer (cheap,
+// every byte string encodes) with the plain chat fallback and with each family template.
+
+#include <memory>
+#include <vector>
+
+#include "actors/gateway/errors.hpp"
+#include "actors/gateway/openai_request.hpp"
+#include "actors/gateway/served_model.hpp"
+#include "core/tokenizer/byte_tokenizer.hpp"
+#include "tests/fuzz/fuzz_util.hpp"
+
+namespace inflight::fuzz {
+
+/// [0] plain chat, then one per family template.
+inline const std::vector<gateway::served_model>& served_models() {
+  static const std::vector<gateway::served_model> models = [] {
+    std::vector<gateway::served_model> out;
+    auto tok = std::make_shared<const byte_tokenizer>(300);
+    for (const char* name : {"", "llama-2", "llama-3", "mistral", "chatml", "qwen3", "zephyr"}) {
+      gateway::served_model m;
+      m.tok = tok;
+      m.name = "fuzz-model";
+      m.max_context = 256;
+      m.vocab_size = tok->vocab_size();
+      m.bos_text = "<s>";
+      m.eos_text = "</s>";
+      if (*name) {
+        auto t = chat_template::try_from_name(name);
+        FUZZ_CHECK(t.has_value());
+        m.chat = *t;
+      }
+      out.push_back(std::move(m));
+    }
+    return out;
+  }();
+  return models;
+}
+
+/// An error a client may see: a 4xx/5xx with a type and a message, whose envelope
+/// serialises to JSON that parses back.
+inline void check_api_error(const gateway::api_error& e) {
+  FUZZ_CHECK(e.status >= 400 && e.status <= 599);
+  FUZZ_CHECK(!e.type.empty());
+  FUZZ_CHECK(!e.message.empty());
+  const auto back = nlohmann::json::parse(gateway::dump_json(gateway::error_body(e)), nullptr, false);
+  FUZZ_CHECK(!back.is_discarded() && back["error"]["message"].is_string());
+}
+
+/// What the engine relies on: non-empty prompts inside the context and the vocabulary.
+inline void check_prompt(const std::vector<token_id>& prompt, const gateway::served_model& m) {
+  FUZZ_CHECK(!prompt.empty());
+  FUZZ_CHECK(static_cast<int>(prompt.size()) < m.max_context);
+  for (token_id id : prompt) FUZZ_CHECK(id >= 0 && id < m.vocab_size);
+}
+
+inline void check_generate_request(const generate_request& r, const gateway::served_model& m) {
+  check_prompt(r.prompt, m);
+  FUZZ_CHECK(r.params.max_tokens >= 1);
+  FUZZ_CHECK(r.stop.size() <= 16);
+  for (const auto& s : r.stop) FUZZ_CHECK(!s.empty());
+  for (token_id id : r.params.stop_token_ids) FUZZ_CHECK(id >= 0 && id < m.vocab_size);
+}
+
+}  // namespace inflight::fuzz

@@ -1,0 +1,211 @@
+// Writes the generated seeds of the fuzz corpora with the project's own writers (the
+// hand-written seeds live next to them): `inflight_fuzz_seeds tests/fuzz/corpus`.
+// Seeds stay small (a few KB) so that the corpus can live in the repository.
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/model/dummy_model.hpp"
+#include "core/model/llama2c.hpp"
+#include "core/model/safetensors.hpp"
+
+using namespace inflight;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+void write_file(const fs::path& path, const std::string& bytes) {
+  fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) {
+    std::cerr << "cannot write " << path << "\n";
+    std::exit(1);
+  }
+}
+
+void check(const result<void>& r) {
+  if (!r) {
+    std::cerr << r.error().message << "\n";
+    std::exit(1);
+  }
+}
+
+void safetensors_seeds(const fs::path& dir) {
+  fs::create_directories(dir);
+  const std::vector<float> values{0.5f, -1.0f, 2.0f, 0.0f, 3.25f, -0.125f};
+  const std::vector<tensor_to_write> one{{"w", {2, 3}, values, tensor_dtype::f32}};
+  check(try_write_safetensors(dir / "seed-f32", one, {{"format", "pt"}}));
+  const std::vector<tensor_to_write> mixed{{"a", {3}, std::span(values).first(3), tensor_dtype::bf16},
+                                           {"b", {1, 3}, std::span(values).last(3), tensor_dtype::f16},
+                                           {"empty", {0, 4}, {}, tensor_dtype::f32}};
+  check(try_write_safetensors(dir / "seed-mixed", mixed));
+}
+
+void llama2c_checkpoint_seeds(const fs::path& dir) {
+  fs::create_directories(dir);
+  model_config c;
+  c.architecture = "llama2.c";
+  c.dim = 8;
+  c.hidden_dim = 16;
+  c.num_layers = 1;
+  c.num_heads = 2;
+  c.num_kv_heads = 1;
+  c.head_dim = 4;
+  c.vocab_size = 8;
+  c.max_seq_len = 4;
+  for (bool tied : {true, false}) {
+    c.tied_embeddings = tied;
+    auto w = make_dummy_weights(c, 1);
+    if (!w) check(std::unexpected(w.error()));
+    check(write_llama2c(*w, dir / (tied ? "seed-tied" : "seed-untied")));
+  }
+}
+
+/// tokenizer.bin as llama2.c's tokenizer.py writes it: <unk> <s> </s>, 256 byte tokens,
+/// then merged pieces with scores.
+std::string llama2c_tokenizer_bytes(const std::vector<std::string>& extra) {
+  std::vector<std::string> pieces{"<unk>", "\n<s>\n", "\n</s>\n"};
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof name, "<0x%02X>", b);
+    pieces.push_back(name);
+  }
+  pieces.insert(pieces.end(), extra.begin(), extra.end());
+  std::int32_t max_len = 0;
+  for (const auto& p : pieces) max_len = std::max<std::int32_t>(max_len, std::int32_t(p.size()));
+  std::string out(reinterpret_cast<const char*>(&max_len), 4);
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    const float score = i < 259 ? 0.0f : -float(i - 259);
+    const auto len = std::int32_t(pieces[i].size());
+    out.append(reinterpret_cast<const char*>(&score), 4);
+    out.append(reinterpret_cast<const char*>(&len), 4);
+    out += pieces[i];
+  }
+  return out;
+}
+
+void llama2c_tokenizer_seeds(const fs::path& dir) {
+  const std::string meta = "\xE2\x96\x81";  // the sentencepiece space
+  const std::vector<std::string> extra{meta, "e", "n", "o", "t", meta + "t", "on", meta + "on", "ce", meta + "o",
+                                       "nce", meta + "once"};
+  const std::string bytes = llama2c_tokenizer_bytes(extra);
+  for (int vocab : {271, 262}) {
+    const std::string prefix{char(vocab & 0xff), char(vocab >> 8)};
+    write_file(dir / ("seed-vocab" + std::to_string(vocab)), prefix + bytes);
+  }
+}
+
+/// A TemplateProcessing post-processor that puts `bos` before a single sequence.
+json template_processing(const std::string& bos) {
+  const json special = {{"SpecialToken", {{"id", bos}, {"type_id", 0}}}};
+  const json sequence = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}};
+  return {{"type", "TemplateProcessing"}, {"single", json::array({special, sequence})}};
+}
+
+json byte_level_tokenizer() {
+  // GPT-2's byte-to-character table: printable Latin-1 bytes stand for themselves, the
+  // rest map to U+0100 onwards.
+  json vocab = json::object();
+  int next = 256;
+  for (int b = 0; b < 256; ++b) {
+    const bool is_printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || b >= 0xae;
+    const int cp = is_printable ? b : next++;
+    std::string ch;
+    if (cp < 0x80) {
+      ch = char(cp);
+    } else {
+      ch = {char(0xC0 | (cp >> 6)), char(0x80 | (cp & 0x3F))};
+    }
+    vocab[ch] = b;
+  }
+  vocab["\xC4\xA0" "t"] = 256;
+  vocab["he"] = 257;
+  vocab["\xC4\xA0" "the"] = 258;
+  return {{"model",
+           {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"\xC4\xA0 t", "h e", "\xC4\xA0t he"}}, {"ignore_merges", false}}},
+          {"normalizer", {{"type", "NFC"}}},
+          {"pre_tokenizer",
+           {{"type", "Sequence"},
+            {"pretokenizers",
+             {{{"type", "Split"},
+               {"pattern", {{"Regex", "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}}},
+               {"behavior", "Isolated"},
+               {"invert", false}},
+              {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}}}}}},
+          {"post_processor", template_processing("<|begin_of_text|>")},
+          {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
+          {"added_tokens",
+           {{{"id", 259}, {"content", "<|begin_of_text|>"}, {"special", true}},
+            {{"id", 260}, {"content", "<|eot_id|>"}, {"special", true}},
+            {{"id", 261}, {"content", "<tool>"}, {"special", false}, {"lstrip", true}, {"rstrip", true}}}}};
+}
+
+json sentencepiece_tokenizer() {
+  json vocab = {{"<unk>", 0}, {"<s>", 1}, {"</s>", 2}};
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof name, "<0x%02X>", b);
+    vocab[name] = 3 + b;
+  }
+  const std::string meta = "\xE2\x96\x81";
+  vocab[meta] = 259;
+  vocab["h"] = 260;
+  vocab["i"] = 261;
+  vocab[meta + "h"] = 262;
+  vocab[meta + "hi"] = 263;
+  json added = json::array();
+  for (int id = 0; id < 3; ++id)
+    added.push_back({{"id", id}, {"content", id == 0 ? "<unk>" : id == 1 ? "<s>" : "</s>"}, {"special", true}});
+  return {{"model",
+           {{"type", "BPE"}, {"vocab", vocab}, {"merges", {meta + " h", meta + "h i"}}, {"unk_token", "<unk>"},
+            {"byte_fallback", true}, {"fuse_unk", true}}},
+          {"normalizer",
+           {{"type", "Sequence"},
+            {"normalizers",
+             {{{"type", "Prepend"}, {"prepend", meta}}, {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", meta}}}}}},
+          {"pre_tokenizer", nullptr},
+          {"post_processor", template_processing("<s>")},
+          {"decoder",
+           {{"type", "Sequence"},
+            {"decoders",
+             {{{"type", "Replace"}, {"pattern", {{"String", meta}}}, {"content", " "}},
+              {{"type", "ByteFallback"}},
+              {{"type", "Fuse"}},
+              {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}}}}},
+          {"added_tokens", added}};
+}
+
+void hf_tokenizer_seeds(const fs::path& dir) {
+  const std::string nul(1, '\0');
+  const json llama3_config = {{"bos_token", "<|begin_of_text|>"}, {"eos_token", "<|eot_id|>"},
+                              {"chat_template", "{% for message in messages %}<|start_header_id|>{{ message['role'] }}"
+                                                "<|end_header_id|>\n\n{{ message['content'] }}<|eot_id|>{% endfor %}"}};
+  write_file(dir / "seed-byte-level", byte_level_tokenizer().dump());
+  write_file(dir / "seed-byte-level-config",
+             byte_level_tokenizer().dump() + nul + llama3_config.dump() + nul + json{{"eos_token_id", {260, 2}}}.dump());
+  const json sp_config = {{"bos_token", {{"content", "<s>"}, {"lstrip", false}}}, {"eos_token", "</s>"},
+                          {"add_bos_token", true}};
+  write_file(dir / "seed-sentencepiece", sentencepiece_tokenizer().dump() + nul + sp_config.dump());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::cerr << "usage: inflight_fuzz_seeds CORPUS_DIR (tests/fuzz/corpus)\n";
+    return 2;
+  }
+  const fs::path root = argv[1];
+  safetensors_seeds(root / "safetensors");
+  llama2c_checkpoint_seeds(root / "llama2c_checkpoint");
+  llama2c_tokenizer_seeds(root / "llama2c_tokenizer");
+  hf_tokenizer_seeds(root / "hf_tokenizer");
+  return 0;
+}

@@ -1,0 +1,59 @@
+// libFuzzer harness: request bodies of /v1/completions, /v1/chat/completions,
+// /tokenize and /detokenize, through the gateway's parsers exactly as the HTTP session
+// runs them (text -> JSON -> request). Every outcome must be a valid request or a
+// well-formed error; the input is one body, tried on every route.
+#include "actors/gateway/openai_request.hpp"
+#include "core/sampling/sampler.hpp"
+#include "tests/fuzz/gateway_model.hpp"
+
+using namespace inflight;
+using namespace inflight::gateway;
+
+namespace {
+
+void check_request(const openai_request& r, const served_model& m) {
+  FUZZ_CHECK(r.num_choices() >= 1 && r.num_choices() <= max_choices);
+  FUZZ_CHECK(r.num_top_logprobs >= 0 && r.num_top_logprobs <= max_top_logprobs);
+  for (int i = 0; i < r.num_choices(); ++i) {
+    const auto choice = r.choice_request(i);
+    fuzz::check_generate_request(choice, m);
+    FUZZ_CHECK(choice.prompt == r.prompts[static_cast<std::size_t>(i / r.n)]);
+  }
+}
+
+void try_route(const nlohmann::json& body, api_kind kind, const served_model& m) {
+  auto r = try_parse_request(body, kind, m);
+  if (r) {
+    check_request(*r, m);
+  } else {
+    fuzz::note(r.error().message);
+    fuzz::check_api_error(r.error());
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const auto& models = fuzz::served_models();
+  auto body = try_parse_json(std::string(fuzz::as_text(data, size)));
+  if (!body) {
+    fuzz::check_api_error(body.error());
+    return 0;
+  }
+  try_route(*body, api_kind::completion, models[0]);
+  for (const auto& m : models) try_route(*body, api_kind::chat, m);
+
+  if (auto ids = try_parse_tokenize(*body, models[0])) {
+    for (token_id id : *ids) FUZZ_CHECK(id >= 0 && id < models[0].vocab_size);
+  } else {
+    fuzz::check_api_error(ids.error());
+  }
+  if (auto ids = try_parse_detokenize(*body, models[0])) {
+    const auto text = detokenize(models[0], *ids);
+    const auto back = nlohmann::json::parse(dump_json({{"prompt", text}}), nullptr, false);
+    FUZZ_CHECK(!back.is_discarded());
+  } else {
+    fuzz::check_api_error(ids.error());
+  }
+  return 0;
+}
