@@ -9,8 +9,9 @@ PREFIX ?= /usr/local
 FUZZ_BUILD ?= build-fuzz
 FUZZ_CC ?= clang-16
 FUZZ_CXX ?= clang++-16
+SOAK_LONG_SECONDS ?= 1800
 
-.PHONY: deps configure build test-setup test sanitize-core run install asan clean fuzz-build fuzz-check fuzz fuzz-seeds
+.PHONY: deps configure build test-setup test sanitize-core run install asan clean fuzz-build fuzz-check fuzz fuzz-seeds soak
 
 deps:
 	./scripts/install-deps.sh
@@ -52,6 +53,10 @@ fuzz: fuzz-build
 # Rewrites the generated seeds of tests/fuzz/corpus with the project's own writers.
 fuzz-seeds: fuzz-build
 	$(FUZZ_BUILD)/bin/inflight_fuzz_seeds tests/fuzz/corpus
+
+# The soak test for SOAK_LONG_SECONDS (default 30 minutes; make test runs it for 60 s).
+soak: build test-setup
+	cd $(BUILD) && SOAK_SECONDS=$(SOAK_LONG_SECONDS) ctest -R '^soak:' --output-on-failure --timeout $$(( $(SOAK_LONG_SECONDS) + 600 ))
 
 run: build
 	$(BUILD)/bin/inflight serve --config $(CONFIG)
