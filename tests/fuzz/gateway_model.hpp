@@ -13,7 +13,7 @@
 
 namespace inflight::fuzz {
 
-/// [0] plain chat, then one per family template.
+/// [0] plain chat, then one per family template, then plain chat with reranking.
 inline const std::vector<gateway::served_model>& served_models() {
   static const std::vector<gateway::served_model> models = [] {
     std::vector<gateway::served_model> out;
@@ -33,6 +33,18 @@ inline const std::vector<gateway::served_model>& served_models() {
       }
       out.push_back(std::move(m));
     }
+    // Plain chat again, serving /v1/rerank and /v1/score (one-byte yes/no words, so the
+    // byte tokenizer holds each in one token).
+    auto scoring = out.front();
+    rerank_settings rs;
+    rs.yes_word = "Y";
+    rs.no_word = "N";
+    rs.max_documents = 64;
+    auto r = reranker::try_create(rs, tok);
+    FUZZ_CHECK(r.has_value());
+    scoring.rerank = std::make_shared<const reranker>(std::move(*r));
+    scoring.max_rerank_documents = rs.max_documents;
+    out.push_back(std::move(scoring));
     return out;
   }();
   return models;

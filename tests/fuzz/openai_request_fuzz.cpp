@@ -1,8 +1,9 @@
 // libFuzzer harness: request bodies of /v1/completions, /v1/chat/completions,
-// /tokenize and /detokenize, through the gateway's parsers exactly as the HTTP session
+// /tokenize, /detokenize, /v1/rerank and /v1/score, through the gateway's parsers exactly as the HTTP session
 // runs them (text -> JSON -> request). Every outcome must be a valid request or a
 // well-formed error; the input is one body, tried on every route.
 #include "actors/gateway/openai_request.hpp"
+#include "actors/gateway/score_request.hpp"
 #include "core/sampling/sampler.hpp"
 #include "tests/fuzz/gateway_model.hpp"
 
@@ -31,6 +32,17 @@ void try_route(const nlohmann::json& body, api_kind kind, const served_model& m)
   }
 }
 
+void check_scoring(const api_result<score_request>& r, const served_model& m) {
+  if (!r) {
+    fuzz::note(r.error().message);
+    fuzz::check_api_error(r.error());
+    return;
+  }
+  FUZZ_CHECK(r->num_pairs() >= 1 && r->num_pairs() <= m.max_rerank_documents);
+  FUZZ_CHECK(r->top_n >= 0);
+  for (const auto& prompt : r->prompts) fuzz::check_prompt(prompt, m);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -55,5 +67,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } else {
     fuzz::check_api_error(ids.error());
   }
+  const auto& scoring = models.back();
+  check_scoring(try_parse_rerank(*body, scoring), scoring);
+  check_scoring(try_parse_score(*body, scoring), scoring);
   return 0;
 }
