@@ -49,7 +49,9 @@ api_result<std::vector<std::string>> text_list(const json& body, const char* par
 opt_error check_pair_count(std::size_t num_pairs, const served_model& m, const char* param, const char* what) {
   if (num_pairs <= std::size_t(m.max_rerank_documents)) return {};
   return bad_request(std::string(param) + " holds " + std::to_string(num_pairs) + " " + what + "; at most " +
-                         std::to_string(m.max_rerank_documents) + " per request (rerank.max_documents)",
+                         std::to_string(m.max_rerank_documents) +
+                         " per request (rerank.max_documents; each document is queued as one request, so also "
+                         "server.max_waiting_requests)",
                      param, "too_many_documents");
 }
 

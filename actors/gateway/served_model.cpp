@@ -1,5 +1,6 @@
 #include "actors/gateway/served_model.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/tokenizer/hf_tokenizer.hpp"
@@ -16,8 +17,11 @@ void append_warning(std::string* warning, const std::string& text) {
   if (warning) *warning += (warning->empty() ? "" : "\n") + text;
 }
 
-result<void> set_up_rerank(served_model& m, const rerank_settings& s, std::string* warning) {
-  m.max_rerank_documents = s.max_documents;
+result<void> set_up_rerank(served_model& m, const rerank_settings& s, int max_waiting_requests,
+                           std::string* warning) {
+  // Each document waits in the engine's queue as a request of its own: a request with
+  // more documents than the queue holds could never be queued whole.
+  m.max_rerank_documents = std::min(s.max_documents, max_waiting_requests);
   if (s.mode == rerank_mode::off) {
     m.rerank_unavailable = "reranking is disabled on this server (rerank.enabled = false)";
     return {};
@@ -64,7 +68,7 @@ result<served_model> try_make_served_model(const loaded_model& model, const depl
     }
   }
   m.chat_template_name = m.chat ? std::string(m.chat->name()) : "plain";
-  if (auto ok = set_up_rerank(m, d.rerank, warning); !ok) return std::unexpected(ok.error());
+  if (auto ok = set_up_rerank(m, d.rerank, d.server.max_waiting_requests, warning); !ok) return std::unexpected(ok.error());
   return m;
 }
 

@@ -29,7 +29,7 @@ struct served_model {
   double request_timeout_s = 0.0;    ///< server.request_timeout_s
   std::shared_ptr<const reranker> rerank;  ///< null: /v1/rerank and /v1/score are not served
   std::string rerank_unavailable;    ///< why rerank is null (the routes' error message)
-  int max_rerank_documents = 0;      ///< rerank.max_documents
+  int max_rerank_documents = 0;      ///< rerank.max_documents, at most server.max_waiting_requests
   std::int64_t created = 0;          ///< unix time the server started (GET /v1/models)
 };
 

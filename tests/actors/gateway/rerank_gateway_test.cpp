@@ -168,6 +168,26 @@ TEST_CASE("gateway rerank: bad input gets the OpenAI envelope, the server stays 
   CHECK(ok.status == 200);
 }
 
+TEST_CASE("gateway rerank: more documents than the waiting queue holds is a 400, never a partial queue",
+          "[gateway][rerank]") {
+  auto d = qwen3_scoring_deployment();
+  d.rerank.max_documents = 1000;
+  d.server.max_waiting_requests = 6;  // each document waits as one request
+  served s(d);
+  const auto over = post_json(s.port, "/v1/rerank", {{"query", "q"}, {"documents", distinct_documents(7, 3)}});
+  CHECK(over.status == 400);
+  const auto e = over.body_json()["error"];
+  CHECK(e["code"] == "too_many_documents");
+  CHECK_THAT(e["message"].get<std::string>(), Catch::Contains("at most 6") &&
+                                                  Catch::Contains("server.max_waiting_requests"));
+  CHECK(post_json(s.port, "/v1/score", {{"text_1", "q"}, {"text_2", distinct_documents(7, 3)}}).status == 400);
+  // As many as the queue holds are scored.
+  const auto full = post_json(s.port, "/v1/rerank", {{"query", "q"}, {"documents", distinct_documents(6, 3)}});
+  CHECK(full.status == 200);
+  CHECK(full.body_json()["results"].size() == 6);
+  CHECK(engine_idle(s.port));
+}
+
 TEST_CASE("gateway rerank: a tokenizer without single-token words serves 400s that say why", "[gateway][rerank]") {
   auto d = qwen3_scoring_deployment();
   d.rerank.mode = rerank_mode::automatic;
