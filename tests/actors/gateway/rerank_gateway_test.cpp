@@ -269,7 +269,7 @@ TEST_CASE("gateway rerank over the WebSocket: done carries the HTTP results; can
 
   // A long rerank cancelled at once ends with done / cancelled, and frees its blocks.
   c.send({{"type", "rerank"}, {"id", "long"}, {"query", "q"},
-          {"documents", distinct_documents(12, 120)}});
+          {"documents", distinct_documents(24, 400)}});
   c.send({{"type", "cancel"}, {"id", "long"}});
   const auto cancelled = c.receive();
   CHECK(cancelled["type"] == "done");
