@@ -1,6 +1,8 @@
 // The scheduler actor's step summaries (actors/step_feed.hpp) from the real engine.
+#include <chrono>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "actors/step_feed.hpp"
 #include "tests/actors/engine_fixture.hpp"
@@ -97,6 +99,17 @@ TEST_CASE("step feed: preemptions and finishes are listed", "[step_feed]") {
   CHECK(b->finish().reason == finish_reason::length);
   const auto num_preemptions = eng->snapshot().gauges.num_preemptions;
   REQUIRE(num_preemptions > 0);
+  // A request can finish before the summary of the step that finished it reaches the
+  // sink: wait for both finishes to be listed (the deadline only bounds a failing run).
+  const auto num_listed_finishes = [&] {
+    std::set<seq_id> ids;
+    for (const auto& s : steps->steps())
+      for (const auto& f : s.finished) ids.insert(f.id);
+    return ids.size();
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (num_listed_finishes() < 2 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
 
   int listed = 0;
   std::set<seq_id> preempted, finished;
