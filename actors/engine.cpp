@@ -154,7 +154,8 @@ result<request_id> engine::submit(generate_request request, std::shared_ptr<requ
                                                " requests; server.max_waiting_requests)");
   }
   const request_id id = p.next_id++;
-  seq_request seq{id, request.prompt, request.params, request.priority, request.cache_salt};
+  seq_request seq{.id = id, .prompt = request.prompt, .params = request.params, .priority = request.priority,
+                  .cache_salt = request.cache_salt, .seed = request.seed};
   seq.score_rows = request.score_rows;
   request_context ctx{id, std::move(request), std::move(sink), p.model.tok, p.model.eos_ids, p.metrics, p.num_live,
                       engine_now()};

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ class step_sink;  // actors/step_feed.hpp
 struct generate_request {
   std::vector<token_id> prompt;        ///< already tokenized (BOS included when the model wants it)
   sampling_params params;
+  std::optional<std::uint64_t> seed;   ///< reproducible sampling; none = a seed of its own per request
   std::vector<std::string> stop;       ///< stop strings (not included in the output)
   int priority = 0;                    ///< larger = more important (priority policy)
   /// Prefix-cache salt: requests with different salts never share cached K/V.

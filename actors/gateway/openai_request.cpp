@@ -131,6 +131,14 @@ opt_error parse_stop(const json& body, std::vector<std::string>& out) {
   return {};
 }
 
+opt_error parse_seed(const json& body, std::optional<std::uint64_t>& out) {
+  if (!field(body, "seed")) return {};
+  long long seed = 0;
+  if (auto e = read_integer(body, "seed", LLONG_MIN, LLONG_MAX, seed)) return e;
+  out = static_cast<std::uint64_t>(seed);
+  return {};
+}
+
 opt_error parse_sampling(const json& body, const served_model& m, sampling_params& p) {
   if (auto e = read_float(body, "temperature", p.temperature)) return e;
   if (auto e = read_float(body, "top_p", p.top_p)) return e;
@@ -140,12 +148,6 @@ opt_error parse_sampling(const json& body, const served_model& m, sampling_param
   if (auto e = read_float(body, "frequency_penalty", p.frequency_penalty)) return e;
   if (auto e = read_float(body, "repetition_penalty", p.repetition_penalty)) return e;
   if (auto e = read_bool(body, "ignore_eos", p.ignore_eos)) return e;
-  if (const json* v = field(body, "seed")) {
-    long long seed = 0;
-    if (auto e = read_integer(body, "seed", LLONG_MIN, LLONG_MAX, seed)) return e;
-    (void)v;
-    p.seed = static_cast<std::uint64_t>(seed);
-  }
   if (const json* v = field(body, "stop_token_ids")) {
     if (!v->is_array()) return bad_request("stop_token_ids must be a list of token ids", "stop_token_ids");
     auto ids = token_list(*v, m, "stop_token_ids");
@@ -191,6 +193,7 @@ opt_error parse_options(const json& body, const served_model& m, openai_request&
   if (auto e = parse_logprobs(body, r.kind, r)) return e;
   auto& p = r.base.params;
   if (auto e = parse_sampling(body, m, p)) return e;
+  if (auto e = parse_seed(body, r.base.seed)) return e;
   p.logprobs = r.has_logprobs ? std::max(1, r.num_top_logprobs) : 0;
   std::size_t longest = 0;
   for (const auto& ids : r.prompts) longest = std::max(longest, ids.size());
@@ -210,7 +213,7 @@ opt_error parse_options(const json& body, const served_model& m, openai_request&
 generate_request openai_request::choice_request(int index) const {
   generate_request out = base;
   out.prompt = prompts[static_cast<std::size_t>(index / n)];
-  if (out.params.seed) *out.params.seed += static_cast<std::uint64_t>(index % n);
+  if (out.seed) *out.seed += static_cast<std::uint64_t>(index % n);
   return out;
 }
 

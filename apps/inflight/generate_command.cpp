@@ -115,7 +115,7 @@ void run_generate(const generate_options& o) {
     const auto& tok = *(*eng)->model().tok;
     req.prompt = tok.encode(prompt, tok.adds_bos());
     req.params = o.params;
-    req.params.seed = o.seed;
+    req.seed = o.seed;
     auto sink = std::make_shared<print_sink>(prompt, is_streaming, mutex, cv, num_done);
     if (is_streaming) std::cout << prompt << std::flush;
     if (auto id = (*eng)->submit(std::move(req), sink); !id) fail(id.error().message);

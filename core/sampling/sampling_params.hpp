@@ -3,7 +3,6 @@
 /// (temperature 1); temperature 0 means greedy.
 
 #include <cstdint>
-#include <optional>
 #include <vector>
 
 #include "core/types.hpp"
@@ -18,7 +17,6 @@ struct sampling_params {
   float repetition_penalty = 1.0f;  ///< 1 = off; over prompt and output tokens
   float presence_penalty = 0.0f;    ///< over output tokens
   float frequency_penalty = 0.0f;   ///< over output tokens
-  std::optional<std::uint64_t> seed;  ///< reproducible sampling when set
   int max_tokens = 16;
   bool ignore_eos = false;
   std::vector<token_id> stop_token_ids;

@@ -72,7 +72,7 @@ result<void> scheduler::submit(seq_request request) {
   seq.priority = request.priority;
   seq.params = std::move(request.params);
   seq.score_rows = std::move(request.score_rows);
-  seq.seed = seq.params.seed.value_or(mix_seed(config_.seed, seq.id));
+  seq.seed = request.seed.value_or(mix_seed(config_.seed, seq.id));
   seq.cache_salt = std::move(request.cache_salt);
   seq.times.arrival = now();
   hash_full_blocks(seq);
@@ -241,7 +241,7 @@ seq_step scheduler::make_seq_step(sequence& seq, int num_tokens, std::vector<blo
   step.do_sample = is_last && !seq.is_prefill_only();
   if (is_last && seq.is_prefill_only()) step.logit_rows = seq.score_rows;
   step.params = seq.params;
-  step.params.seed = seq.seed;
+  step.seed = seq.seed;
   step.sample_index = static_cast<std::uint64_t>(seq.num_generated_tokens());
   step.num_prompt_tokens = seq.num_prompt_tokens();
   if (step.do_sample && seq.params.has_penalties()) step.history = seq.all_tokens();

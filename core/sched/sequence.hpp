@@ -38,6 +38,9 @@ struct seq_request {
   /// Prefill-only scoring when not empty: no token is generated; the sequence finishes
   /// when its prompt is computed, with the logits of these vocabulary rows.
   std::vector<token_id> score_rows{};
+  /// The client's sampling seed (reproducible draws); none = the scheduler derives one
+  /// per sequence. The scheduler resolves it once into sequence::seed.
+  std::optional<std::uint64_t> seed;
 };
 
 /// Times on the scheduler's clock, in seconds.
@@ -65,7 +68,7 @@ struct sequence {
   seq_status status = seq_status::waiting;
   int priority = 0;
   sampling_params params;
-  std::uint64_t seed = 0;       ///< params.seed, or one the scheduler derived; fixed for life
+  std::uint64_t seed = 0;       ///< the request's seed, or one the scheduler derived; fixed for life
   seq_timestamps times;
   int num_preemptions = 0;
   std::optional<finish_reason> finish;

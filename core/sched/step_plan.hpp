@@ -21,7 +21,7 @@ struct seq_step {
   /// scoring): only these rows of the classifier are computed. Empty: none.
   std::vector<token_id> logit_rows{};
   sampling_params params;            ///< used when do_sample
-  std::uint64_t seed = 0;            ///< the request's RNG seed (params.seed, or drawn at arrival)
+  std::uint64_t seed = 0;            ///< the sequence's RNG seed (sequence::seed): the only seed of a step
   std::uint64_t sample_index = 0;    ///< number of tokens sampled before (position in the RNG stream)
   /// Tokens the penalties look at (prompt + generated) when params.has_penalties();
   /// generated ones start at `num_prompt_tokens`.

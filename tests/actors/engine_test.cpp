@@ -176,23 +176,3 @@ TEST_CASE("engine: shutdown while streaming cancels what is left and frees every
   }
   CHECK_FALSE(eng->submit(greedy_request(*eng, "x", 2), std::make_shared<collect_sink>()).has_value());
 }
-
-TEST_CASE("engine: seeded sampling is reproducible across batch compositions", "[engine][sampling]") {
-  if (shared_file("models/stories260K/stories260K.bin").empty()) return;
-  auto run = [](int num_copies) {
-    auto eng = start_engine(stories_deployment("splitfuse", 32));
-    std::vector<std::shared_ptr<collect_sink>> sinks;
-    for (int i = 0; i < num_copies; ++i) {
-      auto req = greedy_request(*eng, "Once upon a time", 30);
-      req.params.temperature = 0.9f;
-      req.params.top_p = 0.95f;
-      req.params.seed = 1234;
-      auto sink = std::make_shared<collect_sink>();
-      REQUIRE(eng->submit(req, sink).has_value());
-      sinks.push_back(sink);
-    }
-    for (auto& s : sinks) REQUIRE(s->wait());
-    return sinks.front()->tokens();
-  };
-  CHECK(run(1) == run(5));
-}

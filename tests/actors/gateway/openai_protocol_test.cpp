@@ -143,9 +143,9 @@ TEST_CASE("openai protocol: prompts, defaults and sampling fields", "[gateway][p
   CHECK(many->num_choices() == 6);
   CHECK(many->choice_request(0).prompt == std::vector<token_id>{1, 'a' + 3});
   CHECK(many->choice_request(4).prompt == std::vector<token_id>{5, 6, 7});
-  CHECK(many->choice_request(0).params.seed == 10u);
-  CHECK(many->choice_request(2).params.seed == 12u);  // n choices differ but stay reproducible
-  CHECK(many->choice_request(3).params.seed == 10u);
+  CHECK(many->choice_request(0).seed == 10u);
+  CHECK(many->choice_request(2).seed == 12u);  // n choices differ but stay reproducible
+  CHECK(many->choice_request(3).seed == 10u);
   const auto& p = many->base.params;
   CHECK(p.temperature == 0.5f);
   CHECK(p.top_k == 4);
