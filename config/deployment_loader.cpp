@@ -274,15 +274,57 @@ result<void> apply_table(deployment& d, const toml::table& table, const std::str
   return {};
 }
 
-result<void> check_consistency(const deployment& d) {
+}  // namespace
+
+result<void> validate_deployment(const deployment& d) {
   const auto& s = d.model.dummy;
   if (s.num_heads % s.num_kv_heads != 0) {
-    return make_error(errc::invalid_argument, "model.dummy.num_heads must be a multiple of model.dummy.num_kv_heads");
+    return make_error(errc::invalid_argument, "model.dummy.num_heads (" + std::to_string(s.num_heads) +
+                                                  ") must be a multiple of model.dummy.num_kv_heads (" +
+                                                  std::to_string(s.num_kv_heads) + ")");
   }
   if (s.head_dim == 0 && s.hidden_size % s.num_heads != 0) {
-    return make_error(errc::invalid_argument, "model.dummy.hidden_size must be a multiple of model.dummy.num_heads");
+    return make_error(errc::invalid_argument, "model.dummy.hidden_size (" + std::to_string(s.hidden_size) +
+                                                  ") must be a multiple of model.dummy.num_heads (" +
+                                                  std::to_string(s.num_heads) + ") when head_dim = 0");
   }
   return {};
+}
+
+namespace {
+
+/// The text of a file as a deployment, not yet validated (overrides may follow).
+result<deployment> parse_unvalidated(const std::string& toml_text, const std::string& source_name) {
+  deployment d;
+  try {
+    auto table = toml::parse(toml_text, source_name);
+    if (auto ok = apply_table(d, table, ""); !ok) return std::unexpected(ok.error());
+  } catch (const toml::parse_error& e) {
+    std::ostringstream ss;
+    ss << source_name << ":" << e.source().begin.line << ":" << e.source().begin.column << ": " << e.description();
+    return make_error(errc::invalid_argument, ss.str());
+  }
+  return d;
+}
+
+result<deployment> read_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) return make_error(errc::io_error, path.string() + ": cannot open config file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto d = parse_unvalidated(ss.str(), path.string());
+  if (!d) return d;
+  const auto base = path.parent_path();
+  auto resolve = [&](std::string& p) {
+    if (!p.empty() && std::filesystem::path(p).is_relative() && std::filesystem::exists(base / p)) {
+      p = (base / p).lexically_normal().string();
+    }
+  };
+  resolve(d->model.path);
+  resolve(d->model.tokenizer);
+  resolve(d->model.config_json);
+  resolve(d->scheduler.plugin_dir);
+  return d;
 }
 
 }  // namespace
@@ -308,36 +350,20 @@ result<std::int64_t> parse_bytes(const std::string& text) {
 }
 
 result<deployment> parse_deployment(const std::string& toml_text, const std::string& source_name) {
-  deployment d;
-  try {
-    auto table = toml::parse(toml_text, source_name);
-    if (auto ok = apply_table(d, table, ""); !ok) return std::unexpected(ok.error());
-  } catch (const toml::parse_error& e) {
-    std::ostringstream ss;
-    ss << source_name << ":" << e.source().begin.line << ":" << e.source().begin.column << ": " << e.description();
-    return make_error(errc::invalid_argument, ss.str());
-  }
-  if (auto ok = check_consistency(d); !ok) return std::unexpected(ok.error());
+  auto d = parse_unvalidated(toml_text, source_name);
+  if (!d) return d;
+  if (auto ok = validate_deployment(*d); !ok) return std::unexpected(ok.error());
   return d;
 }
 
-result<deployment> load_deployment(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) return make_error(errc::io_error, path.string() + ": cannot open config file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto d = parse_deployment(ss.str(), path.string());
+result<deployment> load_deployment(const std::filesystem::path& path, std::span<const std::string> overrides) {
+  deployment defaults;
+  result<deployment> d = defaults;
+  if (!path.empty()) d = read_file(path);
   if (!d) return d;
-  const auto base = path.parent_path();
-  auto resolve = [&](std::string& p) {
-    if (!p.empty() && std::filesystem::path(p).is_relative() && std::filesystem::exists(base / p)) {
-      p = (base / p).lexically_normal().string();
-    }
-  };
-  resolve(d->model.path);
-  resolve(d->model.tokenizer);
-  resolve(d->model.config_json);
-  resolve(d->scheduler.plugin_dir);
+  for (const auto& assignment : overrides)
+    if (auto ok = apply_override(*d, assignment); !ok) return std::unexpected(ok.error());
+  if (auto ok = validate_deployment(*d); !ok) return std::unexpected(ok.error());
   return d;
 }
 
@@ -353,8 +379,7 @@ result<void> apply_override(deployment& d, const std::string& assignment) {
   } catch (const toml::parse_error&) {
     doc = toml::table{{"v", value}};  // a bare word is a string: --set model.format=hf
   }
-  if (auto ok = apply_key(d, key, *doc.get("v")); !ok) return ok;
-  return check_consistency(d);
+  return apply_key(d, key, *doc.get("v"));
 }
 
 std::vector<std::string> known_keys() {

@@ -19,16 +19,9 @@ void add_commands(CLI::App& app) {
 }
 
 deployment load_deployment_or_fail(const std::string& config_path, const std::vector<std::string>& overrides) {
-  deployment d;
-  if (!config_path.empty()) {
-    auto loaded = config::load_deployment(config_path);
-    if (!loaded) fail(loaded.error().message);
-    d = *loaded;
-  }
-  for (const auto& s : overrides) {
-    if (auto ok = config::apply_override(d, s); !ok) fail(ok.error().message);
-  }
-  return d;
+  auto d = config::load_deployment(config_path, overrides);
+  if (!d) fail(d.error().message);
+  return *d;
 }
 
 void fail(const std::string& message) {
