@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 
+#include "actors/gateway/chat_messages.hpp"
 #include "actors/gateway/json_fields.hpp"
 #include "core/sampling/sampler.hpp"
 #include "core/util/json_depth.hpp"
@@ -74,37 +75,8 @@ api_result<std::vector<std::vector<token_id>>> parse_prompts(const json& p, cons
   return out;
 }
 
-/// content: a string, null, or a list of {"type": "text", "text": ...} parts.
-api_result<std::string> message_content(const json& c) {
-  if (c.is_null()) return std::string();
-  if (c.is_string()) return c.get<std::string>();
-  if (!c.is_array()) return std::unexpected(bad_request("messages[].content must be a string or a list of parts", "messages"));
-  std::string text;
-  for (const auto& part : c) {
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
-      return std::unexpected(bad_request("messages[].content parts must be {\"type\": \"text\", \"text\": ...}", "messages"));
-    text += part["text"].get<std::string>();
-  }
-  return text;
-}
-
-api_result<std::vector<chat_message>> parse_messages(const json& msgs) {
-  if (!msgs.is_array()) return std::unexpected(bad_request("messages must be a list", "messages"));
-  if (msgs.empty()) return std::unexpected(bad_request("messages must not be empty", "messages"));
-  std::vector<chat_message> out;
-  for (const auto& m : msgs) {
-    if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
-      return std::unexpected(bad_request("each message must be an object with a string role", "messages"));
-    auto content = message_content(m.contains("content") ? m["content"] : json());
-    if (!content) return std::unexpected(content.error());
-    if (!is_valid_utf8(*content)) return std::unexpected(bad_request("messages are not valid UTF-8", "messages", "invalid_utf8"));
-    out.push_back({m["role"].get<std::string>(), std::move(*content)});
-  }
-  return out;
-}
-
 api_result<std::vector<std::vector<token_id>>> parse_chat_prompt(const json& body, const served_model& m) {
-  auto msgs = parse_messages(body["messages"]);
+  auto msgs = try_parse_messages(body["messages"]);
   if (!msgs) return std::unexpected(msgs.error());
   bool add_generation_prompt = true;
   if (auto e = read_bool(body, "add_generation_prompt", add_generation_prompt)) return std::unexpected(*e);
@@ -257,7 +229,7 @@ api_result<std::vector<token_id>> try_parse_tokenize(const json& body, const ser
   bool add_special = true;
   if (auto e = read_bool(body, "add_special_tokens", add_special)) return std::unexpected(*e);
   if (field(body, "messages")) {
-    auto msgs = parse_messages(body["messages"]);
+    auto msgs = try_parse_messages(body["messages"]);
     if (!msgs) return std::unexpected(msgs.error());
     bool add_generation_prompt = true;
     if (auto e = read_bool(body, "add_generation_prompt", add_generation_prompt)) return std::unexpected(*e);

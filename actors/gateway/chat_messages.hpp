@@ -1,0 +1,24 @@
+#pragma once
+/// Chat `messages` checked against OpenAI's schema, each error a 400 that names the
+/// exact field (`messages[2].content[0].type`):
+///   system, developer  content: a string or a non-empty list of text parts
+///   user               content: a string or a non-empty list of text parts (image,
+///                      audio and file parts are refused: this server serves text models)
+///   assistant          content: a string, a list of text / refusal parts, or null or
+///                      absent when tool_calls (or the legacy function_call) are given
+///   tool               content as user; tool_call_id: a string
+/// `name` is optional (a string). A developer message is rendered as a system message.
+
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/gateway/errors.hpp"
+#include "core/tokenizer/chat_template.hpp"
+
+namespace inflight::gateway {
+
+/// The messages as the chat template sees them (role and text).
+api_result<std::vector<chat_message>> try_parse_messages(const nlohmann::json& messages);
+
+}  // namespace inflight::gateway
