@@ -122,7 +122,7 @@ result<std::unique_ptr<engine>> engine::start(const deployment& d, loaded_model 
 
 result<request_id> engine::submit(generate_request request, std::shared_ptr<request_sink> sink) {
   auto& p = *impl_;
-  if (!p.is_accepting) return make_error(errc::unsupported, "the server is shutting down");
+  if (!p.is_accepting) return make_error(errc::shutting_down, "the server is shutting down");
   if (request.prompt.empty()) return make_error(errc::invalid_argument, "the prompt is empty");
   const int max_context = p.model.max_context;
   // A scoring request generates nothing: its prompt may fill the whole context.
@@ -150,7 +150,7 @@ result<request_id> engine::submit(generate_request request, std::shared_ptr<requ
   if (auto ok = try_validate(request.params); !ok) return std::unexpected(ok.error());
   const int waiting = *p.num_live - p.gauges->num_running;
   if (waiting >= p.settings.server.max_waiting_requests) {
-    return make_error(errc::out_of_memory, "the waiting queue is full (" + std::to_string(waiting) +
+    return make_error(errc::queue_full, "the waiting queue is full (" + std::to_string(waiting) +
                                                " requests; server.max_waiting_requests)");
   }
   const request_id id = p.next_id++;

@@ -54,7 +54,7 @@ struct token_event {
 
 struct finish_event {
   finish_reason reason = finish_reason::stop;
-  std::string message;                 ///< for error / aborted
+  std::optional<error> cause;          ///< why, for error / aborted (a value: the edge maps it)
   std::string text;                    ///< text released at the end (held bytes)
   int prompt_tokens = 0;
   int completion_tokens = 0;
@@ -97,8 +97,8 @@ class engine {
   engine& operator=(const engine&) = delete;
 
   /// Queues a request; its events go to `sink`. Refused (invalid_argument) for an
-  /// empty or too long prompt or bad parameters, (out_of_memory) when the waiting
-  /// queue is full, (unsupported) while shutting down.
+  /// empty or too long prompt or bad parameters, (queue_full) when the waiting
+  /// queue is full, (shutting_down) while shutting down.
   result<request_id> submit(generate_request request, std::shared_ptr<request_sink> sink);
   /// Stops a request within one step; its sink gets on_finish(cancelled).
   void cancel(request_id id);

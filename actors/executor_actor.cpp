@@ -13,7 +13,7 @@ executor_actor::behavior_type executor_fn(executor_actor::stateful_pointer<execu
           out.result = std::move(*r);
         } else {
           out.result.step_id = plan.step_id;
-          out.error = r.error().message;
+          out.failure = std::move(r.error());
         }
         return out;
       },

@@ -7,6 +7,8 @@
 
 #include <caf/all.hpp>
 
+#include <optional>
+
 #include "actors/engine.hpp"
 #include "core/kv/kv_grant.hpp"
 #include "core/sched/scheduler.hpp"
@@ -26,10 +28,10 @@ using drain_atom = caf::atom_constant<caf::atom("drain")>;
 using abort_atom = caf::atom_constant<caf::atom("abort")>;
 using grant_atom = caf::atom_constant<caf::atom("grant")>;
 
-/// The executor's reply: a result, or the backend's error message.
+/// The executor's reply: a result, or the backend's error.
 struct step_outcome {
   step_result result;
-  std::string error;  ///< non-empty: the step failed
+  std::optional<error> failure;  ///< set: the step failed
 };
 
 /// The kv-allocator's answer to a step's kv_request (an error: refused, nothing changed).

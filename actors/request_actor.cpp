@@ -21,17 +21,6 @@ request_timings make_timings(double arrival, std::optional<double> first_schedul
   return t;
 }
 
-const char* metrics_reason(finish_reason reason) {
-  switch (reason) {
-    case finish_reason::stop: return "stop";
-    case finish_reason::length: return "length";
-    case finish_reason::cancelled:
-    case finish_reason::aborted: return "abort";
-    case finish_reason::error: return "error";
-  }
-  return "error";
-}
-
 namespace {
 
 using self_ptr = request_actor::stateful_pointer<request_state>;
@@ -75,7 +64,7 @@ void on_finished(self_ptr self, const seq_event& ev) {
   const double now = engine_now();
   finish_event out;
   out.reason = ev.reason;
-  out.message = ev.message;
+  out.cause = ev.cause;
   if (!st.is_stopping) out.text = st.stream->finish();
   out.prompt_tokens = int(st.ctx.request.prompt.size());
   out.completion_tokens = st.num_tokens;
@@ -85,7 +74,7 @@ void on_finished(self_ptr self, const seq_event& ev) {
   auto& m = *st.ctx.metrics;
   m.e2e_request_latency.observe(now - st.ctx.arrival_s);
   m.prompt_tokens_total += std::uint64_t(out.prompt_tokens);
-  m.count_finished(metrics_reason(ev.reason));
+  m.count_finished(api_name(ev.reason));
   st.ctx.sink->on_finish(out);
   --*st.ctx.num_live;
   self->quit();
@@ -111,7 +100,8 @@ request_actor::behavior_type request_fn(self_ptr self, request_context ctx, sche
         ev.id = self->state.ctx.id;
         ev.type = seq_event::kind::finished;
         ev.reason = finish_reason::aborted;
-        ev.message = "request deadline of " + std::to_string(self->state.ctx.request.timeout_s) + " s exceeded";
+        ev.cause = error{errc::timeout, "request deadline of " + std::to_string(self->state.ctx.request.timeout_s) +
+                                            " s exceeded (server.request_timeout_s)"};
         self->send(self->state.scheduler, finish_atom::value, self->state.ctx.id, ev);
       },
       [self](cancel_atom) { self->send(self->state.scheduler, cancel_atom::value, self->state.ctx.id); },

@@ -28,7 +28,4 @@ request_actor::behavior_type request_fn(request_actor::stateful_pointer<request_
 request_timings make_timings(double arrival, std::optional<double> first_scheduled, std::optional<double> first_token,
                              double finished, int num_tokens);
 
-/// The Prometheus `finished_reason` label of a finish reason.
-const char* metrics_reason(finish_reason reason);
-
 }  // namespace inflight

@@ -52,30 +52,30 @@ void route(self_ptr self, const std::vector<seq_event>& events, double step_star
   }
 }
 
-void finish_one(self_ptr self, seq_id id, finish_reason reason, const std::string& message) {
-  auto ev = self->state.sched->finish(id, reason, message);
+void finish_one(self_ptr self, seq_id id, finish_reason reason, std::optional<error> cause) {
+  auto ev = self->state.sched->finish(id, reason, std::move(cause));
   if (ev) route(self, {*ev}, engine_now());
   maybe_step(self);  // returns its blocks even when nothing else runs
 }
 
 /// The kv round trip failed: the step's sequences finish with an error, the others go
 /// on (each failure finishes at least one sequence, so this ends).
-void fail(self_ptr self, const std::string& problem, double start) {
+void fail(self_ptr self, const error& cause, double start) {
   self->state.gauges->is_healthy = false;
-  route(self, self->state.sched->fail_step(problem), start);
+  route(self, self->state.sched->fail_step(cause), start);
   if (self->state.sched->has_work()) maybe_step(self);
 }
 
 void on_step_done(self_ptr self, step_outcome& out, double start, int num_seqs, int num_tokens) {
   auto& st = self->state;
   std::vector<seq_event> events;
-  if (!out.error.empty()) {
+  if (out.failure) {
     st.gauges->is_healthy = false;
-    events = st.sched->fail_step("backend error: " + out.error);
+    events = st.sched->fail_step({errc::backend_error, "backend error: " + out.failure->message});
   } else if (auto applied = st.sched->apply(out.result); applied) {
     events = std::move(*applied);
   } else {
-    events = st.sched->fail_step("engine error: " + applied.error().message);
+    events = st.sched->fail_step({errc::internal, "engine error: " + applied.error().message});
   }
   const double end = engine_now();
   auto& t = st.totals;
@@ -107,7 +107,7 @@ void execute(self_ptr self, step_plan plan, double start) {
 void on_grant(self_ptr self, kv_reply& reply, double start) {
   auto& st = self->state;
   auto plan = reply ? st.sched->on_grant(std::move(*reply)) : std::unexpected(reply.error());
-  if (!plan) return fail(self, "kv allocator: " + plan.error().message, start);
+  if (!plan) return fail(self, {errc::internal, "kv allocator: " + plan.error().message}, start);
   if (!plan->seqs.empty()) return execute(self, std::move(*plan), start);
   publish(self);
   // Only blocks went back, or every sequence asked was cancelled meanwhile: look again
@@ -123,10 +123,12 @@ void maybe_step(self_ptr self) {
   if (!st.sched->has_work() && !st.sched->has_pending_releases()) return;
   const double start = engine_now();
   auto request = st.sched->schedule();
-  if (!request) return fail(self, request.error().message, start);
+  if (!request) return fail(self, {errc::internal, request.error().message}, start);
   self->request(st.kv, caf::infinite, grant_atom::value, std::move(*request))
       .then([self, start](kv_reply& reply) { on_grant(self, reply, start); },
-            [self, start](caf::error& err) { fail(self, "kv allocator: " + self->system().render(err), start); });
+            [self, start](caf::error& err) {
+              fail(self, {errc::internal, "kv allocator: " + self->system().render(err)}, start);
+            });
 }
 
 void on_submit(self_ptr self, seq_request& req, request_context& ctx) {
@@ -134,12 +136,13 @@ void on_submit(self_ptr self, seq_request& req, request_context& ctx) {
   request_actor actor = self->spawn(request_fn, std::move(ctx), scheduler_actor(self));
   const seq_id id = req.id;
   if (!st.is_accepting) {
-    seq_event ev{id, seq_event::kind::finished, {}, finish_reason::aborted, "the server is shutting down", 0};
+    seq_event ev{id, seq_event::kind::finished, {}, finish_reason::aborted,
+                 error{errc::shutting_down, "the server is shutting down"}, 0};
     self->send(actor, finished_atom::value, ev);
     return;
   }
   if (auto ok = st.sched->submit(std::move(req)); !ok) {
-    seq_event ev{id, seq_event::kind::finished, {}, finish_reason::error, ok.error().message, 0};
+    seq_event ev{id, seq_event::kind::finished, {}, finish_reason::error, ok.error(), 0};
     self->send(actor, finished_atom::value, ev);
     return;
   }
@@ -163,15 +166,16 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, std::shared_ptr<std::
   st.gauges = std::move(gauges);
   return {
       [self](submit_atom, seq_request& req, request_context& ctx) { on_submit(self, req, ctx); },
-      [self](cancel_atom, seq_id id) { finish_one(self, id, finish_reason::cancelled, "cancelled"); },
-      [self](finish_atom, seq_id id, const seq_event& ev) { finish_one(self, id, ev.reason, ev.message); },
+      [self](cancel_atom, seq_id id) { finish_one(self, id, finish_reason::cancelled, std::nullopt); },
+      [self](finish_atom, seq_id id, const seq_event& ev) { finish_one(self, id, ev.reason, ev.cause); },
       [self](step_atom) { maybe_step(self); },
       [self](drain_atom) { self->state.is_accepting = false; },
       [self](abort_atom) {
         self->state.is_accepting = false;
         std::vector<seq_id> ids;
         for (const auto& [id, r] : self->state.routes) ids.push_back(id);
-        for (auto id : ids) finish_one(self, id, finish_reason::aborted, "the server is shutting down");
+        for (auto id : ids)
+          finish_one(self, id, finish_reason::aborted, error{errc::shutting_down, "the server is shutting down"});
       },
   };
 }

@@ -115,10 +115,9 @@ void completion_call::on_finish(int index, const finish_event& ev) {
   state_.remove_live_request();
   if (!emit_) return;
   if (ev.reason == finish_reason::error) {
-    if (request_.stream)
-      emit_({200, sse_event(error_body(api_error{500, "internal_server_error", ev.message, {}, "engine_error"})), false});
+    if (request_.stream) emit_({200, sse_event(error_body(finish_error(ev))), false});
   } else {
-    emit_delta(index, ev.text, {}, finish_reason_name(ev.reason));
+    emit_delta(index, ev.text, {}, api_name(ev.reason));
   }
   if (is_done()) finish_all();
 }
@@ -143,11 +142,11 @@ void completion_call::finish_all() {
   std::vector<choice_result> results;
   for (const auto& c : choices_) {
     if (c.finish.reason == finish_reason::error) {
-      emit_({500, dump_json(error_body(api_error{500, "internal_server_error", c.finish.message, {}, "engine_error"})),
-             true});
+      const api_error e = finish_error(c.finish);
+      emit_({e.status, dump_json(error_body(e)), true});
       return;
     }
-    results.push_back({c.text, c.logprobs, finish_reason_name(c.finish.reason)});
+    results.push_back({c.text, c.logprobs, api_name(c.finish.reason)});
   }
   json body = request_.is_chat ? chat_response(meta_, results, usage) : completion_response(meta_, results, usage);
   emit_({200, dump_json(body), true});

@@ -3,45 +3,12 @@
 namespace inflight::gateway {
 
 api_error to_api_error(const error& e, std::string param) {
-  api_error out;
-  out.message = e.message;
-  out.param = std::move(param);
-  switch (e.code) {
-    case errc::invalid_argument:
-      out.status = 400;
-      out.type = "invalid_request_error";
-      break;
-    case errc::not_found:
-      out.status = 404;
-      out.type = "not_found_error";
-      break;
-    case errc::out_of_memory:  // the engine's waiting queue is full
-      out.status = 503;
-      out.type = "service_unavailable_error";
-      out.code = "queue_full";
-      break;
-    case errc::unsupported:  // the engine refuses while it shuts down
-      out.status = 503;
-      out.type = "service_unavailable_error";
-      out.code = "shutting_down";
-      break;
-    case errc::cancelled:
-      out.status = 499;
-      out.type = "cancelled_error";
-      break;
-    case errc::timeout:
-      out.status = 504;
-      out.type = "timeout_error";
-      break;
-    case errc::io_error:
-    case errc::corrupt_file:
-    case errc::internal:
-    case errc::backend_error:
-      out.status = 500;
-      out.type = "internal_server_error";
-      break;
-  }
-  return out;
+  const errc_info& i = info(e.code);
+  return api_error{i.http_status, i.api_type, e.message, std::move(param), i.name};
+}
+
+api_error finish_error(const finish_event& ev) {
+  return to_api_error(ev.cause.value_or(error{errc::internal, "the request failed without a cause"}));
 }
 
 api_error bad_request(std::string message, std::string param, std::string code) {
@@ -62,9 +29,7 @@ api_error payload_too_large(long long limit) {
                    {}, "payload_too_large"};
 }
 
-api_error unavailable(std::string message, std::string code) {
-  return api_error{503, "service_unavailable_error", std::move(message), {}, std::move(code)};
-}
+api_error shutting_down() { return to_api_error({errc::shutting_down, "the server is shutting down"}); }
 
 nlohmann::json error_object(const api_error& e) {
   nlohmann::json j;

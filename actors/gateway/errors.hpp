@@ -1,12 +1,13 @@
 #pragma once
-/// Errors at the edge: the OpenAI error envelope and the one mapping from
-/// inflight::errc to an HTTP status.
+/// Errors at the edge: the OpenAI error envelope, built from inflight::error values
+/// (their status, type and code come from the one table in core/error.cpp).
 
 #include <expected>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "actors/engine.hpp"
 #include "core/error.hpp"
 
 namespace inflight::gateway {
@@ -23,8 +24,11 @@ struct api_error {
 template <class T>
 using api_result = std::expected<T, api_error>;
 
-/// The status and type for an engine error code; the one place that maps errc to HTTP.
+/// An engine error as the client sees it: status, type and code from errc's one table
+/// (core/error.hpp), the message as the engine wrote it.
 api_error to_api_error(const error& e, std::string param = {});
+/// The error of a request that finished with finish_reason::error (its cause).
+api_error finish_error(const finish_event& ev);
 
 /// 400 invalid_request_error naming `param`.
 api_error bad_request(std::string message, std::string param = {}, std::string code = {});
@@ -34,8 +38,8 @@ api_error not_found(std::string message, std::string code = {});
 api_error method_not_allowed(std::string message);
 /// 413 for a body over server.max_body_bytes.
 api_error payload_too_large(long long limit);
-/// 503 while shutting down or when the queue is full.
-api_error unavailable(std::string message, std::string code = {});
+/// 503 shutting_down: the server no longer accepts requests.
+api_error shutting_down();
 
 /// {"message", "type", "param", "code"} (param / code null when empty).
 nlohmann::json error_object(const api_error& e);

@@ -91,7 +91,7 @@ void http_session::handle(request_t&& req) {
   if (kind == route_kind::completion || kind == route_kind::chat || kind == route_kind::rerank ||
       kind == route_kind::score) {
     if (state_.is_shutting_down())
-      return send_reply(error_reply(unavailable("the server is shutting down", "shutting_down")));
+      return send_reply(error_reply(shutting_down()));
     if (kind == route_kind::rerank || kind == route_kind::score) return start_scoring(kind, req.body());
     return start_generation(kind, req.body());
   }

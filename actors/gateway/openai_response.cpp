@@ -19,17 +19,6 @@ std::int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-const char* finish_reason_name(finish_reason reason) {
-  switch (reason) {
-    case finish_reason::stop: return "stop";
-    case finish_reason::length: return "length";
-    case finish_reason::cancelled:
-    case finish_reason::aborted: return "abort";
-    case finish_reason::error: return "error";
-  }
-  return "error";
-}
-
 json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens) {
   return {{"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},

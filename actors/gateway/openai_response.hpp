@@ -26,9 +26,6 @@ std::string make_response_id(const std::string& prefix);
 /// Seconds since the Unix epoch.
 std::int64_t unix_now();
 
-/// "stop" | "length" | "abort" (cancelled or aborted) | "error".
-const char* finish_reason_name(finish_reason reason);
-
 nlohmann::json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens = 0);
 
 /// Completions logprobs {tokens, token_logprobs, top_logprobs, text_offset} for `tokens`;

@@ -45,8 +45,8 @@ constexpr std::array<route_entry, 17> known_routes{{
 }};
 
 http_reply health(gateway_state& state) {
-  if (state.is_shutting_down()) return error_reply(unavailable("the server is shutting down", "shutting_down"));
-  if (!state.eng().is_healthy()) return error_reply(unavailable("the engine is not healthy", "engine_unhealthy"));
+  if (state.is_shutting_down()) return error_reply(shutting_down());
+  if (!state.eng().is_healthy()) return error_reply(to_api_error({errc::unavailable, "the engine is not healthy"}));
   return {200, "application/json", "{}", {}};
 }
 

@@ -61,14 +61,13 @@ void score_call::on_finish(int index, const finish_event& ev) {
   ++num_finished_;
   state_.remove_live_request();
   if (!emit_) return;
-  if (ev.reason == finish_reason::error) return fail({500, "internal_server_error", ev.message, {}, "engine_error"});
+  if (ev.reason == finish_reason::error) return fail(finish_error(ev));
+  // Cut by shutdown (503 shutting_down) or its deadline (504 timeout): no partial score.
   if (ev.reason == finish_reason::cancelled || ev.reason == finish_reason::aborted) {
-    return fail(unavailable(ev.message.empty() ? "the request was cancelled" : ev.message, "aborted"));
+    return fail(ev.cause ? to_api_error(*ev.cause) : to_api_error({errc::cancelled, "the request was cancelled"}));
   }
-  if (ev.row_logits.size() != 2) {
-    return fail({500, "internal_server_error", "the engine returned no yes/no logits for a scoring request", {},
-                 "engine_error"});
-  }
+  if (ev.row_logits.size() != 2)
+    return fail(to_api_error({errc::internal, "the engine returned no yes/no logits for a scoring request"}));
   scores_[std::size_t(index)] = reranker::score(ev.row_logits[0], ev.row_logits[1]);
   num_cached_tokens_ += ev.cached_tokens;
   if (!is_done()) return;

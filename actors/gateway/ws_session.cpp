@@ -21,7 +21,7 @@ using nlohmann::json;
 namespace {
 
 const char* ws_finish_reason(finish_reason r, bool is_aborting) {
-  return r == finish_reason::cancelled && !is_aborting ? "cancelled" : finish_reason_name(r);
+  return r == finish_reason::cancelled && !is_aborting ? "cancelled" : api_name(r);
 }
 
 json timings_json(const request_timings& t) {
@@ -92,7 +92,7 @@ void ws_session::handle_generate(const ws_message& msg) {
   if (live_.contains(key))
     return send_error(id, bad_request("a request with this id is still running", "id", "duplicate_id"));
   if (is_stopping_ || state_.is_shutting_down())
-    return send_error(id, unavailable("the server is shutting down", "shutting_down"));
+    return send_error(id, shutting_down());
   auto parsed = try_parse_ws_generate(msg.body, state_.model());
   if (!parsed) return send_error(id, parsed.error());
   auto& req = parsed->request;
@@ -117,7 +117,7 @@ void ws_session::handle_rerank(const ws_message& msg) {
   if (live_.contains(key))
     return send_error(id, bad_request("a request with this id is still running", "id", "duplicate_id"));
   if (is_stopping_ || state_.is_shutting_down())
-    return send_error(id, unavailable("the server is shutting down", "shutting_down"));
+    return send_error(id, shutting_down());
   auto parsed = try_parse_rerank(msg.body, state_.model());
   if (!parsed) return send_error(id, parsed.error());
   auto ex = ws_.get_executor();
@@ -189,11 +189,11 @@ void ws_session::on_finish(const std::string& key, const finish_event& ev) {
                          {"index", ev.completion_tokens}}});
   }
   if (ev.reason == finish_reason::error) {
-    send_error(id, api_error{500, "internal_server_error", ev.message, {}, "engine_error"});
+    send_error(id, finish_error(ev));
   } else {
     json done = {{"type", "done"}, {"id", id}, {"finish_reason", ws_finish_reason(ev.reason, is_aborting_)},
                  {"usage", usage_json(ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens)}, {"timings", timings_json(ev.timings)}};
-    if (!ev.message.empty()) done["message"] = ev.message;
+    if (ev.cause) done["message"] = ev.cause->message;
     enqueue({"", false, std::move(done)});
   }
   maybe_close_after_stop();

@@ -54,7 +54,7 @@ class timeline_sink final : public request_sink {
     r.cached_tokens = finish_.cached_tokens;
     if (finish_.reason != finish_reason::length && finish_.reason != finish_reason::stop) {
       r.is_success = false;
-      r.error = finish_.message.empty() ? "finished abnormally" : finish_.message;
+      r.error = finish_.cause ? finish_.cause->message : std::string("finished abnormally");
     }
     return r;
   }

@@ -134,7 +134,8 @@ void run_generate(const generate_options& o) {
     } else {
       std::cout << "[" << i << "] " << s.prompt() << s.text() << "\n";
     }
-    if (s.finish().reason == finish_reason::error) std::cerr << "request " << i << ": " << s.finish().message << "\n";
+    if (const auto& cause = s.finish().cause; s.finish().reason == finish_reason::error && cause)
+      std::cerr << "request " << i << ": " << cause->message << "\n";
   }
   print_summary(sinks, wall);
 }

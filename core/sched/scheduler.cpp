@@ -82,19 +82,19 @@ result<void> scheduler::submit(seq_request request) {
   return {};
 }
 
-result<seq_event> scheduler::finish(seq_id id, finish_reason reason, std::string message) {
+result<seq_event> scheduler::finish(seq_id id, finish_reason reason, std::optional<error> cause) {
   auto it = seqs_.find(id);
   if (it == seqs_.end())
     return make_error(errc::not_found, "sequence " + std::to_string(id) + " is not live");
-  return finish_sequence(it->second, reason, std::move(message));
+  return finish_sequence(it->second, reason, std::move(cause));
 }
 
-seq_event scheduler::finish_sequence(sequence& seq, finish_reason reason, std::string message) {
+seq_event scheduler::finish_sequence(sequence& seq, finish_reason reason, std::optional<error> cause) {
   seq_event event;
   event.id = seq.id;
   event.type = seq_event::kind::finished;
   event.reason = reason;
-  event.message = std::move(message);
+  event.cause = std::move(cause);
   event.num_generated_tokens = seq.num_generated_tokens();
   event.num_cached_tokens = seq.num_cached_tokens;
   const seq_id id = seq.id;  // `seq` dangles after the erase below
@@ -323,7 +323,7 @@ std::optional<finish_reason> scheduler::check_stop(const sequence& seq, token_id
   return std::nullopt;
 }
 
-std::vector<seq_event> scheduler::fail_step(const std::string& message) {
+std::vector<seq_event> scheduler::fail_step(const error& cause) {
   std::vector<seq_id> ids;
   if (phase_ == step_phase::awaiting_grant) {
     // The KV manager never applied the request: its releases go out again.
@@ -341,7 +341,7 @@ std::vector<seq_event> scheduler::fail_step(const std::string& message) {
   std::vector<seq_event> events;
   for (seq_id id : ids) {
     auto it = seqs_.find(id);
-    if (it != seqs_.end()) events.push_back(finish_sequence(it->second, finish_reason::error, message));
+    if (it != seqs_.end()) events.push_back(finish_sequence(it->second, finish_reason::error, cause));
   }
   return events;
 }

@@ -41,7 +41,7 @@ struct seq_event {
   kind type = kind::token;
   sampled_token token;          ///< kind::token: the new token (stop tokens included)
   finish_reason reason = finish_reason::stop;  ///< kind::finished
-  std::string message;          ///< kind::finished: why, for error / aborted
+  std::optional<error> cause;   ///< kind::finished: why, for error / aborted (mapped at the edge)
   int num_generated_tokens = 0; ///< after this event
   int num_cached_tokens = 0;    ///< kind::finished: prompt tokens taken from the prefix cache
   std::vector<float> row_logits{};  ///< kind::finished of a prefill-only sequence: its score rows' logits
@@ -74,7 +74,7 @@ class scheduler {
   /// a prompt longer than the context.
   result<void> submit(seq_request request);
   /// Ends a live sequence for any reason; its blocks go back with the next kv request.
-  result<seq_event> finish(seq_id id, finish_reason reason, std::string message = {});
+  result<seq_event> finish(seq_id id, finish_reason reason, std::optional<error> cause = {});
   result<seq_event> cancel(seq_id id) { return finish(id, finish_reason::cancelled); }
 
   /// Plans the next step: the policy's decision, validated, as the step's one kv
@@ -86,8 +86,8 @@ class scheduler {
   result<step_plan> on_grant(kv_grant grant);
   /// Applies the executor's result for the pending plan.
   result<std::vector<seq_event>> apply(const step_result& result);
-  /// The pending request or step failed: its sequences finish with reason error.
-  std::vector<seq_event> fail_step(const std::string& message);
+  /// The pending request or step failed: its sequences finish with reason error and `cause`.
+  std::vector<seq_event> fail_step(const error& cause);
 
   bool has_work() const { return !running_.empty() || !waiting_.empty(); }
   /// Finished or preempted sequences whose blocks the next kv request returns.
@@ -161,7 +161,7 @@ class scheduler {
   void take_cached_prefixes(const std::vector<kv_cached_prefix>& prefixes);
   bool append_token(sequence& seq, const sampled_token& token, std::vector<seq_event>& events);
   result<void> check_result(const step_result& result) const;
-  seq_event finish_sequence(sequence& seq, finish_reason reason, std::string message);
+  seq_event finish_sequence(sequence& seq, finish_reason reason, std::optional<error> cause);
   std::optional<finish_reason> check_stop(const sequence& seq, token_id token) const;
   double now() const { return clock_(); }
 

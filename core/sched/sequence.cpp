@@ -23,6 +23,17 @@ const char* to_string(finish_reason reason) {
   return "unknown";
 }
 
+const char* api_name(finish_reason reason) {
+  switch (reason) {
+    case finish_reason::stop: return "stop";
+    case finish_reason::length: return "length";
+    case finish_reason::cancelled:
+    case finish_reason::aborted: return "abort";
+    case finish_reason::error: return "error";
+  }
+  return "error";
+}
+
 token_id sequence::token_at(int pos) const {
   if (pos < num_prompt_tokens()) return prompt[static_cast<std::size_t>(pos)];
   return generated[static_cast<std::size_t>(pos - num_prompt_tokens())];

@@ -26,6 +26,9 @@ enum class finish_reason {
 
 const char* to_string(seq_status status);
 const char* to_string(finish_reason reason);
+/// The name clients and metrics see (OpenAI's finish_reason): "stop", "length",
+/// "abort" (cancelled or aborted) or "error".
+const char* api_name(finish_reason reason);
 
 /// What a caller submits.
 struct seq_request {

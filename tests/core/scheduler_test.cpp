@@ -199,10 +199,12 @@ TEST_CASE("scheduler: apply checks the step, fail_step finishes with error", "[c
   step_result missing;
   missing.step_id = plan->step_id;
   CHECK(!s.apply(missing).has_value());
-  auto events = s.fail_step("device lost");
+  auto events = s.fail_step({errc::backend_error, "device lost"});
   REQUIRE(events.size() == 1);
   CHECK(events[0].reason == finish_reason::error);
-  CHECK(events[0].message == "device lost");
+  REQUIRE(events[0].cause.has_value());
+  CHECK(events[0].cause->code == errc::backend_error);
+  CHECK(events[0].cause->message == "device lost");
   REQUIRE(s.schedule().has_value());
   CHECK(s.num_free_blocks() == 16);
   CHECK(!s.has_pending_step());

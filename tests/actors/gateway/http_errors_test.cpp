@@ -99,16 +99,16 @@ TEST_CASE("gateway http: keep-alive serves several requests on one connection", 
   CHECK(raw.find("data: [DONE]") != std::string::npos);
 }
 
-TEST_CASE("gateway http: a full waiting queue is a 503", "[gateway][http][errors]") {
+TEST_CASE("gateway http: a full waiting queue is a 429", "[gateway][http][errors]") {
   if (!has_stories()) return;
   auto d = stories_deployment();
   d.server.max_waiting_requests = 0;
   served s(d);
   auto r = post_json(s.port, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 3}});
-  CHECK(r.status == 503);
+  CHECK(r.status == 429);
   CHECK(r.body_json()["error"]["code"] == "queue_full");
   auto w = post_json(s.port, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 3}, {"n", 2}, {"stream", true}});
-  CHECK(w.status == 503);
+  CHECK(w.status == 429);
   CHECK(engine_idle(s.port));
 }
 

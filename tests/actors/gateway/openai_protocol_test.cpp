@@ -209,9 +209,17 @@ TEST_CASE("openai protocol: tokenize and detokenize bodies", "[gateway][protocol
 TEST_CASE("openai protocol: errc maps to one HTTP status each", "[gateway][protocol]") {
   CHECK(to_api_error({errc::invalid_argument, "x"}).status == 400);
   CHECK(to_api_error({errc::not_found, "x"}).status == 404);
-  CHECK(to_api_error({errc::out_of_memory, "x"}).status == 503);
-  CHECK(to_api_error({errc::out_of_memory, "x"}).code == "queue_full");
-  CHECK(to_api_error({errc::unsupported, "x"}).status == 503);
+  // Each condition keeps its own meaning at the edge.
+  CHECK(to_api_error({errc::queue_full, "x"}).status == 429);
+  CHECK(to_api_error({errc::queue_full, "x"}).code == "queue_full");
+  CHECK(to_api_error({errc::queue_timeout, "x"}).status == 429);
+  CHECK(to_api_error({errc::queue_timeout, "x"}).code == "queue_timeout");
+  CHECK(to_api_error({errc::shutting_down, "x"}).status == 503);
+  CHECK(to_api_error({errc::shutting_down, "x"}).code == "shutting_down");
+  CHECK(to_api_error({errc::out_of_memory, "x"}).status == 500);
+  CHECK(to_api_error({errc::out_of_memory, "x"}).code == "out_of_memory");
+  CHECK(to_api_error({errc::unsupported, "x"}).status == 400);
+  CHECK(to_api_error({errc::unsupported, "x"}).code == "unsupported");
   CHECK(to_api_error({errc::timeout, "x"}).status == 504);
   CHECK(to_api_error({errc::internal, "x"}).status == 500);
   CHECK(to_api_error({errc::backend_error, "x"}).status == 500);
@@ -251,7 +259,7 @@ TEST_CASE("openai protocol: response and chunk shapes", "[gateway][protocol]") {
   CHECK(full["choices"][1]["index"] == 1);
   CHECK(full["choices"][1]["message"] == json::parse(R"({"role": "assistant", "content": "b"})"));
   CHECK(full["choices"][0]["finish_reason"] == "stop");
-  CHECK(std::string(finish_reason_name(finish_reason::aborted)) == "abort");
+  CHECK(std::string(api_name(finish_reason::aborted)) == "abort");
   CHECK(make_response_id("cmpl-").size() == 5 + 24);
   CHECK(make_response_id("cmpl-") != make_response_id("cmpl-"));
 
