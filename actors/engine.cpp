@@ -8,6 +8,7 @@
 
 #include "actors/actor_runtime.hpp"
 #include "actors/backend/backend_factory.hpp"
+#include "actors/backend/debug_backend.hpp"
 #include "actors/executor_actor.hpp"
 #include "actors/kv_allocator_actor.hpp"
 #include "actors/request_actor.hpp"
@@ -87,6 +88,7 @@ result<std::unique_ptr<engine>> engine::start(const deployment& d, loaded_model 
   p->plugin_dir = *plugin_dir;
   auto be = make_backend(d.engine, model.weights);
   if (!be) return std::unexpected(be.error());
+  if (is_active(d.debug)) *be = make_debug_backend(std::move(*be), d.debug);
   auto kv = kv_manager::try_create((*be)->num_kv_blocks(), (*be)->block_size());
   if (!kv) return std::unexpected(kv.error());
   auto sched = make_scheduler(d, model, kv->snapshot(), p->plugin_dir);

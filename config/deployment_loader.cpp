@@ -233,6 +233,10 @@ const std::map<std::string, key_spec>& specs() {
     add("rerank.no_word", [](auto k) { return text(&D::rerank, &rerank_settings::no_word, {}, k); });
     add("rerank.max_documents",
         [](auto k) { return integer(&D::rerank, &rerank_settings::max_documents, 1, 1 << 20, k); });
+    add("debug.step_delay_s", [](auto k) { return number(&D::debug, &debug_settings::step_delay_s, 0.0, 60.0, k); });
+    add("debug.fail_step", [](auto k) { return integer(&D::debug, &debug_settings::fail_step, 0, INT64_MAX, k); });
+    add("debug.num_failed_steps",
+        [](auto k) { return integer(&D::debug, &debug_settings::num_failed_steps, 1, 1 << 30, k); });
     add("logging.level", [](auto k) {
       return text(&D::logging, &logging_settings::level, {"trace", "debug", "info", "warn", "error"}, k);
     });

@@ -96,6 +96,13 @@ struct rerank_settings {
   int max_documents = 1000;        ///< documents (or text pairs) in one request
 };
 
+/// For tests and fault drills; the defaults change nothing (actors/backend/debug_backend.hpp).
+struct debug_settings {
+  double step_delay_s = 0.0;   ///< sleep before every backend step
+  std::int64_t fail_step = 0;  ///< the backend fails its step number N (from 1; 0 = never)
+  int num_failed_steps = 1;    ///< ... and the steps after it: this many fail in all
+};
+
 struct logging_settings {
   std::string level = "info";      ///< trace | debug | info | warn | error
 };
@@ -107,6 +114,7 @@ struct deployment {
   scheduler_settings scheduler;
   rerank_settings rerank;
   logging_settings logging;
+  debug_settings debug;
 };
 
 }  // namespace inflight

@@ -90,7 +90,9 @@ TEST_CASE("engine: greedy outputs are identical alone, together, staggered, chun
 
 TEST_CASE("engine: cancel stops a request and frees its blocks", "[engine][cancel]") {
   if (shared_file("models/stories260K/stories260K.bin").empty()) return;
-  auto eng = start_engine(stories_deployment("splitfuse", 64, 256));
+  auto d = stories_deployment("splitfuse", 64, 256);
+  d.debug.step_delay_s = 0.01;  // 400 tokens take 4 s at least: the cancel always comes first
+  auto eng = start_engine(d);
   auto sink = std::make_shared<collect_sink>();
   auto req = greedy_request(*eng, "Once upon a time", 400);
   req.params.ignore_eos = true;
@@ -132,13 +134,18 @@ TEST_CASE("engine: stop strings, max_tokens, deadlines and bad requests", "[engi
     CHECK(sink->finish().timings.e2e_ms >= sink->finish().timings.ttft_ms);
   }
   SECTION("a deadline aborts the request") {
+    auto d = stories_deployment();
+    d.debug.step_delay_s = 0.01;  // the context's 500 tokens take 5 s at least: the deadline comes first
+    auto slow = start_engine(d);
     auto sink = std::make_shared<collect_sink>();
-    auto req = greedy_request(*eng, "Once", 100000);
+    auto req = greedy_request(*slow, "Once", 100000);
     req.params.ignore_eos = true;
     req.timeout_s = 0.05;
-    REQUIRE(eng->submit(req, sink).has_value());
+    REQUIRE(slow->submit(req, sink).has_value());
     REQUIRE(sink->wait());
     CHECK(sink->finish().reason == finish_reason::aborted);
+    REQUIRE(sink->finish().cause.has_value());
+    CHECK(sink->finish().cause->code == errc::timeout);  // an error value, not a string, reached the sink
   }
   SECTION("bad requests are refused with a clear error") {
     generate_request empty;
@@ -160,7 +167,9 @@ TEST_CASE("engine: stop strings, max_tokens, deadlines and bad requests", "[engi
 
 TEST_CASE("engine: shutdown while streaming cancels what is left and frees everything", "[engine][shutdown]") {
   if (shared_file("models/stories260K/stories260K.bin").empty()) return;
-  auto eng = start_engine(stories_deployment());
+  auto d = stories_deployment();
+  d.debug.step_delay_s = 0.01;  // ~500 steps to the end of the context: never within the 0.05 s grace
+  auto eng = start_engine(d);
   std::vector<std::shared_ptr<collect_sink>> sinks;
   for (int i = 0; i < 8; ++i) {
     auto sink = std::make_shared<collect_sink>();
@@ -173,6 +182,10 @@ TEST_CASE("engine: shutdown while streaming cancels what is left and frees every
   for (auto& s : sinks) {
     CHECK(s->num_finishes() == 1);
     CHECK(s->finish().reason == finish_reason::aborted);
+    REQUIRE(s->finish().cause.has_value());
+    CHECK(s->finish().cause->code == errc::shutting_down);
   }
-  CHECK_FALSE(eng->submit(greedy_request(*eng, "x", 2), std::make_shared<collect_sink>()).has_value());
+  auto refused = eng->submit(greedy_request(*eng, "x", 2), std::make_shared<collect_sink>());
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.error().code == errc::shutting_down);
 }

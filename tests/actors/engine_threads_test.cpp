@@ -10,7 +10,9 @@ using namespace inflight::test;
 
 TEST_CASE("engine: submit on one thread, shut down from another while it lives", "[engine][threads]") {
   if (shared_file("models/stories260K/stories260K.bin").empty()) return;
-  auto eng = start_engine(stories_deployment());
+  auto d = stories_deployment();
+  d.debug.step_delay_s = 0.01;  // the request cannot finish within the 0.01 s grace
+  auto eng = start_engine(d);
   std::promise<void> submitted, done;
   auto sink = std::make_shared<collect_sink>();
   std::thread client([&] {
@@ -31,7 +33,9 @@ TEST_CASE("engine: submit on one thread, shut down from another while it lives",
 }
 TEST_CASE("engine: submit on a client thread that outlives the shutdown", "[engine][threads]") {
   if (shared_file("models/stories260K/stories260K.bin").empty()) return;
-  auto eng = start_engine(stories_deployment());
+  auto d = stories_deployment();
+  d.debug.step_delay_s = 0.01;  // the request cannot finish within the 0.01 s grace
+  auto eng = start_engine(d);
   std::promise<void> submitted, done;
   auto sink = std::make_shared<collect_sink>();
   std::thread client([&] {

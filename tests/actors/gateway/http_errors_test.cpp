@@ -116,6 +116,7 @@ TEST_CASE("gateway http: shutdown while streaming ends streams with abort, then 
   if (!has_stories()) return;
   auto d = stories_deployment();
   d.server.shutdown_grace_s = 0.05;
+  d.debug.step_delay_s = 0.01;  // 480 tokens take 4.8 s at least: never within the grace
   served s(d);
   std::string streamed;
   std::atomic<bool> is_streaming{false};

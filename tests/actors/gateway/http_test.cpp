@@ -201,7 +201,9 @@ TEST_CASE("gateway http: models, health, version, metrics, tokenize", "[gateway]
 
 TEST_CASE("gateway http: a client that goes away mid-stream frees its KV blocks", "[gateway][http][cancel]") {
   if (!has_stories()) return;
-  served s(stories_deployment());
+  auto d = stories_deployment();
+  d.debug.step_delay_s = 0.01;  // 480 tokens take 4.8 s at least: still running when the client leaves
+  served s(d);
   const double aborted = metric(s.port, "request_success_total{model_name=\"stories260K\",finished_reason=\"abort\"}");
   for (bool is_streaming : {true, false}) {
     net::io_context ioc;

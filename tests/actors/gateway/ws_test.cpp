@@ -174,7 +174,9 @@ TEST_CASE("gateway ws: bad frames get error messages and the socket stays up", "
 
 TEST_CASE("gateway ws: closing the socket cancels its requests", "[gateway][ws][cancel]") {
   if (!has_stories()) return;
-  served s(stories_deployment());
+  auto d = stories_deployment();
+  d.debug.step_delay_s = 0.01;  // 480 tokens take 4.8 s at least: still running when the socket closes
+  served s(d);
   {
     ws_client c(s.port);
     for (int id = 0; id < 4; ++id)
