@@ -30,6 +30,7 @@ struct engine::impl {
   std::shared_ptr<shared_gauges> gauges = std::make_shared<shared_gauges>();
   std::filesystem::path plugin_dir;
   std::shared_ptr<std::atomic<int>> num_live = std::make_shared<std::atomic<int>>(0);
+  std::shared_ptr<admission_gate> gate;
   std::atomic<request_id> next_id{1};
   std::atomic<bool> is_accepting{true};
   std::atomic<bool> is_stopped{false};
@@ -89,6 +90,8 @@ result<std::unique_ptr<engine>> engine::start(const deployment& d, loaded_model 
   auto be = make_backend(d.engine, model.weights);
   if (!be) return std::unexpected(be.error());
   if (is_active(d.debug)) *be = make_debug_backend(std::move(*be), d.debug);
+  p->gate = std::make_shared<admission_gate>(
+      admission_gate::limits{d.server.max_waiting_requests, d.server.max_waiting_tokens});
   auto kv = kv_manager::try_create((*be)->num_kv_blocks(), (*be)->block_size());
   if (!kv) return std::unexpected(kv.error());
   auto sched = make_scheduler(d, model, kv->snapshot(), p->plugin_dir);
@@ -106,7 +109,8 @@ result<std::unique_ptr<engine>> engine::start(const deployment& d, loaded_model 
     q.sys = std::make_unique<caf::actor_system>(q.cfg);
     q.exec = q.sys->spawn<caf::detached>(executor_fn, owned_backend);
     q.kv = q.sys->spawn(kv_allocator_fn, owned_kv);
-    q.sched = q.sys->spawn(scheduler_fn, owned_sched, q.exec, q.kv, q.metrics, q.gauges);
+    q.sched = q.sys->spawn(scheduler_fn, owned_sched, q.exec, q.kv, q.metrics, q.gauges,
+                           scheduler_actor_options{q.gate, q.settings.server.max_queue_time_s});
     is_ready.set_value();
     std::unique_lock lock(q.stop_mutex);
     q.stop_cv.wait(lock, [&] { return q.is_stop_requested; });
@@ -150,10 +154,10 @@ result<request_id> engine::submit(generate_request request, std::shared_ptr<requ
     request.params.max_tokens = 1;
   }
   if (auto ok = try_validate(request.params); !ok) return std::unexpected(ok.error());
-  const int waiting = *p.num_live - p.gauges->num_running;
-  if (waiting >= p.settings.server.max_waiting_requests) {
-    return make_error(errc::queue_full, "the waiting queue is full (" + std::to_string(waiting) +
-                                               " requests; server.max_waiting_requests)");
+  // Entered here, left by the scheduler actor when the request starts or finishes.
+  if (auto ok = p.gate->try_enter(int(request.prompt.size())); !ok) {
+    if (ok.error().code == errc::queue_full) ++p.metrics->requests_refused_total;
+    return std::unexpected(ok.error());
   }
   const request_id id = p.next_id++;
   seq_request seq{.id = id, .prompt = request.prompt, .params = request.params, .priority = request.priority,
@@ -173,8 +177,14 @@ void engine::cancel(request_id id) {
 engine_snapshot engine::snapshot() const {
   // Published by the scheduler actor; a scoped_actor here would tie this thread to
   // the actor system (CAF 0.17 then cannot shut down while the thread lives).
-  std::lock_guard lock(impl_->gauges->mutex);
-  return impl_->gauges->snapshot;
+  engine_snapshot snap;
+  {
+    std::lock_guard lock(impl_->gauges->mutex);
+    snap = impl_->gauges->snapshot;
+  }
+  snap.num_waiting_to_start = impl_->gate->num_requests();
+  snap.num_waiting_tokens = impl_->gate->num_tokens();
+  return snap;
 }
 
 void engine::shutdown(double grace_s) {
@@ -198,7 +208,16 @@ void engine::shutdown(double grace_s) {
   if (p.system_thread.joinable()) p.system_thread.join();
 }
 
-bool engine::is_healthy() const { return impl_->gauges->is_healthy && !impl_->is_stopped; }
+engine_health engine::health() const {
+  const auto snap = snapshot();
+  engine_health h;
+  h.is_stopped = impl_->is_stopped;
+  h.num_consecutive_failed_steps = snap.num_consecutive_failed_steps;
+  h.num_failed_steps = snap.num_failed_steps;
+  h.last_step_error = snap.last_step_error;
+  h.is_healthy = !h.is_stopped && h.num_consecutive_failed_steps < impl_->settings.engine.unhealthy_after_failed_steps;
+  return h;
+}
 const loaded_model& engine::model() const { return impl_->model; }
 const deployment& engine::settings() const { return impl_->settings; }
 const std::filesystem::path& engine::plugin_dir() const { return impl_->plugin_dir; }

@@ -82,6 +82,22 @@ struct engine_snapshot {
   double engine_seconds = 0.0;    ///< total time of steps, end to end (plan -> applied)
   double batch_size_sum = 0.0;    ///< sum over steps of sequences per step
   double kv_usage_sum = 0.0;      ///< sum over steps of KV usage
+  std::uint64_t num_failed_steps = 0;    ///< backend (or engine) steps that failed, since start
+  int num_consecutive_failed_steps = 0;  ///< failed steps since the last one that succeeded
+  std::string last_step_error;           ///< message of the last failed step ("" = none yet)
+  int num_waiting_to_start = 0;          ///< requests in the admission bound (server.max_waiting_requests)
+  std::int64_t num_waiting_tokens = 0;   ///< their prompt tokens (server.max_waiting_tokens)
+};
+
+/// What /health reports. A failed step fails only its own requests; the engine serves
+/// on. It is unhealthy once engine.unhealthy_after_failed_steps steps failed in a row
+/// (the backend is likely broken, not one request), until a step succeeds again.
+struct engine_health {
+  bool is_healthy = true;
+  bool is_stopped = false;
+  int num_consecutive_failed_steps = 0;
+  std::uint64_t num_failed_steps = 0;
+  std::string last_step_error;
 };
 
 /// The directory the engine loads policies from: the deployment's plugin_dir, else
@@ -106,8 +122,9 @@ class engine {
   /// Stops admitting, lets running requests finish for up to `grace_s`, cancels the
   /// rest, then stops the actors. Idempotent.
   void shutdown(double grace_s);
-  /// False after a fatal backend error.
-  bool is_healthy() const;
+  /// See engine_health.
+  engine_health health() const;
+  bool is_healthy() const { return health().is_healthy; }
   const loaded_model& model() const;
   const deployment& settings() const;
   /// Where the policy plugin was loaded from (see core/sched/plugin_dir.hpp).

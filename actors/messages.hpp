@@ -27,6 +27,7 @@ using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
 using abort_atom = caf::atom_constant<caf::atom("abort")>;
 using grant_atom = caf::atom_constant<caf::atom("grant")>;
+using expire_atom = caf::atom_constant<caf::atom("expire")>;
 
 /// The executor's reply: a result, or the backend's error.
 struct step_outcome {
@@ -68,6 +69,7 @@ using request_actor = caf::typed_actor<caf::reacts_to<token_atom, token_message>
 using scheduler_actor = caf::typed_actor<caf::reacts_to<submit_atom, seq_request, request_context>,
                                          caf::reacts_to<cancel_atom, seq_id>,
                                          caf::reacts_to<finish_atom, seq_id, seq_event>,
+                                         caf::reacts_to<expire_atom, seq_id>,
                                          caf::reacts_to<step_atom>,
                                          caf::reacts_to<drain_atom>,
                                          caf::reacts_to<abort_atom>>;

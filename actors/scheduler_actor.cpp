@@ -1,5 +1,8 @@
 #include "actors/scheduler_actor.hpp"
 
+#include <chrono>
+#include <cstdio>
+
 #include "actors/request_actor.hpp"
 
 namespace inflight {
@@ -20,6 +23,7 @@ engine_snapshot make_snapshot(self_ptr self) {
   s.gauges.num_rejected_decisions = sched.num_rejected_decisions();
   s.gauges.num_prefix_cache_queries = sched.counters().num_prefix_cache_queries;
   s.gauges.num_prefix_cache_hits = sched.counters().num_prefix_cache_hits;
+  s.gauges.num_failed_steps = st.totals.num_failed_steps;
   s.num_free_blocks = sched.kv().num_free_blocks;
   s.num_blocks = sched.kv().num_blocks;
   return s;
@@ -27,7 +31,6 @@ engine_snapshot make_snapshot(self_ptr self) {
 
 void publish(self_ptr self) {
   auto& st = self->state;
-  st.gauges->num_running = st.sched->num_running();
   auto snap = make_snapshot(self);
   std::lock_guard lock(st.gauges->mutex);
   st.gauges->snapshot = std::move(snap);
@@ -46,6 +49,8 @@ void route(self_ptr self, const std::vector<seq_event>& events, double step_star
       self->send(it->second.actor, token_atom::value,
                  token_message{ev.token, it->second.first_scheduled_s.value_or(step_start)});
     } else {
+      // Finished before it ever ran (cancelled, expired, aborted): it leaves the queue bound.
+      if (!it->second.first_scheduled_s) st.options.gate->leave(it->second.num_prompt_tokens);
       self->send(it->second.actor, finished_atom::value, ev);
       st.routes.erase(it);
     }
@@ -58,11 +63,21 @@ void finish_one(self_ptr self, seq_id id, finish_reason reason, std::optional<er
   maybe_step(self);  // returns its blocks even when nothing else runs
 }
 
+/// The step failed (its kv round trip or the backend): its sequences finish with
+/// `cause`; the engine serves on. /health turns 503 only after
+/// engine.unhealthy_after_failed_steps failures in a row.
+std::vector<seq_event> fail_step(self_ptr self, const error& cause) {
+  auto& t = self->state.totals;
+  ++t.num_failed_steps;
+  ++t.num_consecutive_failed_steps;
+  t.last_step_error = cause.message;
+  return self->state.sched->fail_step(cause);
+}
+
 /// The kv round trip failed: the step's sequences finish with an error, the others go
 /// on (each failure finishes at least one sequence, so this ends).
 void fail(self_ptr self, const error& cause, double start) {
-  self->state.gauges->is_healthy = false;
-  route(self, self->state.sched->fail_step(cause), start);
+  route(self, fail_step(self, cause), start);
   if (self->state.sched->has_work()) maybe_step(self);
 }
 
@@ -70,12 +85,12 @@ void on_step_done(self_ptr self, step_outcome& out, double start, int num_seqs, 
   auto& st = self->state;
   std::vector<seq_event> events;
   if (out.failure) {
-    st.gauges->is_healthy = false;
-    events = st.sched->fail_step({errc::backend_error, "backend error: " + out.failure->message});
+    events = fail_step(self, {errc::backend_error, "backend error: " + out.failure->message});
   } else if (auto applied = st.sched->apply(out.result); applied) {
+    st.totals.num_consecutive_failed_steps = 0;
     events = std::move(*applied);
   } else {
-    events = st.sched->fail_step({errc::internal, "engine error: " + applied.error().message});
+    events = fail_step(self, {errc::internal, "engine error: " + applied.error().message});
   }
   const double end = engine_now();
   auto& t = st.totals;
@@ -95,7 +110,9 @@ void execute(self_ptr self, step_plan plan, double start) {
   st.recorder.on_planned(st.gauges->steps, plan, *st.sched, start);
   for (const auto& s : plan.seqs) {
     auto it = st.routes.find(s.id);
-    if (it != st.routes.end() && !it->second.first_scheduled_s) it->second.first_scheduled_s = start;
+    if (it == st.routes.end() || it->second.first_scheduled_s) continue;
+    it->second.first_scheduled_s = start;
+    st.options.gate->leave(it->second.num_prompt_tokens);  // it has started: no longer waiting
   }
   const int num_seqs = int(plan.seqs.size()), num_tokens = plan.num_tokens();
   self->request(st.executor, caf::infinite, execute_atom::value, std::move(plan))
@@ -135,20 +152,34 @@ void on_submit(self_ptr self, seq_request& req, request_context& ctx) {
   auto& st = self->state;
   request_actor actor = self->spawn(request_fn, std::move(ctx), scheduler_actor(self));
   const seq_id id = req.id;
-  if (!st.is_accepting) {
-    seq_event ev{id, seq_event::kind::finished, {}, finish_reason::aborted,
-                 error{errc::shutting_down, "the server is shutting down"}, 0};
-    self->send(actor, finished_atom::value, ev);
-    return;
+  const int num_prompt_tokens = int(req.prompt.size());
+  const auto refuse = [&](finish_reason reason, error cause) {
+    st.options.gate->leave(num_prompt_tokens);
+    self->send(actor, finished_atom::value, seq_event{id, seq_event::kind::finished, {}, reason, std::move(cause), 0});
+  };
+  if (!st.is_accepting) return refuse(finish_reason::aborted, {errc::shutting_down, "the server is shutting down"});
+  if (auto ok = st.sched->submit(std::move(req)); !ok) return refuse(finish_reason::error, ok.error());
+  st.routes[id] = {std::move(actor), std::nullopt, num_prompt_tokens};
+  if (st.options.max_queue_time_s > 0) {
+    self->delayed_send(self, std::chrono::duration_cast<std::chrono::microseconds>(
+                                 std::chrono::duration<double>(st.options.max_queue_time_s)),
+                       expire_atom::value, id);
   }
-  if (auto ok = st.sched->submit(std::move(req)); !ok) {
-    seq_event ev{id, seq_event::kind::finished, {}, finish_reason::error, ok.error(), 0};
-    self->send(actor, finished_atom::value, ev);
-    return;
-  }
-  st.routes[id] = {std::move(actor), std::nullopt};
   publish(self);
   maybe_step(self);
+}
+
+/// A request that has not started within server.max_queue_time_s fails (it holds no
+/// KV blocks yet; its admission count is released as it finishes).
+void on_expire(self_ptr self, seq_id id) {
+  auto& st = self->state;
+  auto it = st.routes.find(id);
+  if (it == st.routes.end() || it->second.first_scheduled_s) return;
+  char limit[32];
+  std::snprintf(limit, sizeof limit, "%g", st.options.max_queue_time_s);
+  finish_one(self, id, finish_reason::error,
+             error{errc::queue_timeout, std::string("the request waited ") + limit +
+                                            " s without starting (server.max_queue_time_s): the server is overloaded"});
 }
 
 
@@ -157,17 +188,19 @@ void on_submit(self_ptr self, seq_request& req, request_context& ctx) {
 scheduler_actor::behavior_type scheduler_fn(self_ptr self, std::shared_ptr<std::optional<scheduler>> sched,
                                             executor_actor executor, kv_allocator_actor kv,
                                             std::shared_ptr<engine_metrics> metrics,
-                                            std::shared_ptr<shared_gauges> gauges) {
+                                            std::shared_ptr<shared_gauges> gauges, scheduler_actor_options options) {
   auto& st = self->state;
   st.sched = std::move(*sched);
   st.executor = std::move(executor);
   st.kv = std::move(kv);
   st.metrics = std::move(metrics);
   st.gauges = std::move(gauges);
+  st.options = std::move(options);
   return {
       [self](submit_atom, seq_request& req, request_context& ctx) { on_submit(self, req, ctx); },
       [self](cancel_atom, seq_id id) { finish_one(self, id, finish_reason::cancelled, std::nullopt); },
       [self](finish_atom, seq_id id, const seq_event& ev) { finish_one(self, id, ev.reason, ev.cause); },
+      [self](expire_atom, seq_id id) { on_expire(self, id); },
       [self](step_atom) { maybe_step(self); },
       [self](drain_atom) { self->state.is_accepting = false; },
       [self](abort_atom) {

@@ -11,6 +11,7 @@
 
 #include "actors/messages.hpp"
 #include "actors/step_feed.hpp"
+#include "core/sched/admission_gate.hpp"
 
 namespace inflight {
 
@@ -18,23 +19,29 @@ namespace inflight {
 /// actor publishes it before it routes any event, so a sink that saw a request
 /// finish also sees the snapshot that includes it.
 struct shared_gauges {
-  std::atomic<int> num_running{0};
-  std::atomic<bool> is_healthy{true};
   std::mutex mutex;
   engine_snapshot snapshot;
   step_feed steps;  ///< the live step feed (actors/step_feed.hpp)
 };
 
+/// What the scheduler actor enforces around the core scheduler.
+struct scheduler_actor_options {
+  std::shared_ptr<admission_gate> gate;  ///< requests not yet started; engine::submit enters, the actor leaves
+  double max_queue_time_s = 0.0;         ///< a request not started after this fails with queue_timeout (0 = none)
+};
+
 struct scheduler_state {
   struct route {
     request_actor actor;
-    std::optional<double> first_scheduled_s;
+    std::optional<double> first_scheduled_s;  ///< none: still waiting to start (inside the admission gate)
+    int num_prompt_tokens = 0;
   };
   std::optional<scheduler> sched;
   executor_actor executor;
   kv_allocator_actor kv;
   std::shared_ptr<engine_metrics> metrics;
   std::shared_ptr<shared_gauges> gauges;
+  scheduler_actor_options options;
   std::unordered_map<seq_id, route> routes;
   bool is_accepting = true;
   engine_snapshot totals;
@@ -45,6 +52,6 @@ struct scheduler_state {
 scheduler_actor::behavior_type scheduler_fn(scheduler_actor::stateful_pointer<scheduler_state> self,
                                             std::shared_ptr<std::optional<scheduler>> sched, executor_actor executor,
                                             kv_allocator_actor kv, std::shared_ptr<engine_metrics> metrics,
-                                            std::shared_ptr<shared_gauges> gauges);
+                                            std::shared_ptr<shared_gauges> gauges, scheduler_actor_options options);
 
 }  // namespace inflight

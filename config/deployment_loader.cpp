@@ -133,8 +133,21 @@ const std::map<std::string, key_spec>& specs() {
     add("server.io_threads", [](auto k) { return integer(&D::server, &server_settings::io_threads, 1, 256, k); });
     add("server.max_body_bytes",
         [](auto k) { return integer(&D::server, &server_settings::max_body_bytes, 1024, 1ll << 32, k); });
+    add("server.max_header_bytes",
+        [](auto k) { return integer(&D::server, &server_settings::max_header_bytes, 1024, 1 << 24, k); });
+    add("server.max_choices", [](auto k) { return integer(&D::server, &server_settings::max_choices, 1, 1 << 16, k); });
     add("server.max_waiting_requests",
         [](auto k) { return integer(&D::server, &server_settings::max_waiting_requests, 1, 1 << 24, k); });
+    add("server.max_waiting_tokens",
+        [](auto k) { return integer(&D::server, &server_settings::max_waiting_tokens, 1, 1ll << 40, k); });
+    add("server.max_queue_time_s",
+        [](auto k) { return number(&D::server, &server_settings::max_queue_time_s, 0.0, 1e7, k); });
+    add("server.retry_after_s", [](auto k) { return integer(&D::server, &server_settings::retry_after_s, 0, 86400, k); });
+    add("server.linger_s", [](auto k) { return number(&D::server, &server_settings::linger_s, 0.0, 3600.0, k); });
+    add("server.ws_handshake_timeout_s",
+        [](auto k) { return number(&D::server, &server_settings::ws_handshake_timeout_s, 0.1, 3600.0, k); });
+    add("server.max_stream_buffer_bytes",
+        [](auto k) { return integer(&D::server, &server_settings::max_stream_buffer_bytes, 1024, 1ll << 32, k); });
     add("server.request_timeout_s",
         [](auto k) { return number(&D::server, &server_settings::request_timeout_s, 0.0, 1e7, k); });
     add("server.idle_timeout_s",
@@ -212,6 +225,8 @@ const std::map<std::string, key_spec>& specs() {
         [](auto k) { return integer(&D::engine, &engine_settings::max_num_batched_tokens, 1, 1 << 22, k); });
     add("engine.enable_prefix_caching",
         [](auto k) { return boolean(&D::engine, &engine_settings::enable_prefix_caching, k); });
+    add("engine.unhealthy_after_failed_steps",
+        [](auto k) { return integer(&D::engine, &engine_settings::unhealthy_after_failed_steps, 1, 1 << 20, k); });
     add("scheduler.policy", [](auto k) { return text(&D::scheduler, &scheduler_settings::policy, {}, k); });
     add("scheduler.plugin_dir", [](auto k) { return text(&D::scheduler, &scheduler_settings::plugin_dir, {}, k); });
     add("rerank.enabled", [](auto k) -> key_spec {

@@ -1,5 +1,7 @@
 #include "actors/gateway/completion_call.hpp"
 
+#include <utility>
+
 #include "actors/gateway/sse.hpp"
 
 namespace inflight::gateway {
@@ -103,7 +105,28 @@ void completion_call::emit_delta(int index, const std::string& text, const std::
 
 void completion_call::on_token(int index, const token_event& ev) {
   if (!emit_ || choices_[index].is_finished) return;
-  if (request_.has_logprobs || !ev.text.empty()) emit_delta(index, ev.text, ev.logprobs, nullptr);
+  if (!request_.has_logprobs && ev.text.empty()) return;
+  if (is_paused_ && request_.stream) {
+    auto& c = choices_[index];
+    c.held_text += ev.text;
+    c.held_tokens.insert(c.held_tokens.end(), ev.logprobs.begin(), ev.logprobs.end());
+    return;
+  }
+  emit_delta(index, ev.text, ev.logprobs, nullptr);
+}
+
+void completion_call::flush_held(int index) {
+  auto& c = choices_[index];
+  if (c.held_text.empty() && c.held_tokens.empty()) return;
+  const std::string text = std::exchange(c.held_text, {});
+  const auto tokens = std::exchange(c.held_tokens, {});
+  emit_delta(index, text, tokens, nullptr);
+}
+
+void completion_call::resume() {
+  is_paused_ = false;
+  if (!emit_) return;
+  for (int i = 0; i < int(choices_.size()); ++i) flush_held(i);
 }
 
 void completion_call::on_finish(int index, const finish_event& ev) {
@@ -114,6 +137,7 @@ void completion_call::on_finish(int index, const finish_event& ev) {
   ++num_finished_;
   state_.remove_live_request();
   if (!emit_) return;
+  flush_held(index);  // the finish follows every token, paused or not
   if (ev.reason == finish_reason::error) {
     if (request_.stream) emit_({200, sse_event(error_body(finish_error(ev))), false});
   } else {

@@ -31,6 +31,12 @@ class completion_call final : public gateway_call, public std::enable_shared_fro
   std::optional<api_error> try_start();
   /// The client went away: cancels the choices still running (each finishes within a step).
   void cancel() override;
+  /// A slow reader: while paused, a stream's tokens are held per choice (as text and
+  /// token ids, not as events) and sent as one chunk per choice by resume(). The
+  /// session pauses when its buffer passes server.max_stream_buffer_bytes.
+  void pause() { is_paused_ = true; }
+  void resume();
+  bool is_paused() const { return is_paused_; }
   bool is_streaming() const { return request_.stream; }
   bool is_done() const { return num_finished_ == int(choices_.size()) && !choices_.empty(); }
 
@@ -42,6 +48,8 @@ class completion_call final : public gateway_call, public std::enable_shared_fro
     token_id prev = -1;               ///< last token, for logprob token texts
     nlohmann::json logprobs;          ///< accumulated (non-streaming)
     finish_event finish;
+    std::string held_text;            ///< streamed while paused, not yet sent
+    std::vector<sampled_token> held_tokens;
   };
 
   void on_token(int index, const token_event& ev);
@@ -50,6 +58,7 @@ class completion_call final : public gateway_call, public std::enable_shared_fro
   void emit_delta(int index, const std::string& text, const std::vector<sampled_token>& logprobs,
                   const char* finish_reason);
   void finish_all();
+  void flush_held(int index);
   nlohmann::json logprobs_of(choice_state& c, const std::vector<sampled_token>& tokens);
   std::string prompt_text(int index) const;
 
@@ -63,6 +72,7 @@ class completion_call final : public gateway_call, public std::enable_shared_fro
   std::vector<choice_state> choices_;
   int num_finished_ = 0;
   bool is_cancelled_ = false;
+  bool is_paused_ = false;
 };
 
 }  // namespace inflight::gateway

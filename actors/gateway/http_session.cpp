@@ -49,7 +49,7 @@ void http_session::do_read() {
   if (is_stopping_) return close();
   parser_.emplace();
   parser_->body_limit(static_cast<std::uint64_t>(state_.settings().max_body_bytes));
-  parser_->header_limit(64 * 1024);
+  parser_->header_limit(static_cast<std::uint32_t>(state_.settings().max_header_bytes));
   stream_.expires_after(seconds_of(state_.settings().idle_timeout_s));
   http::async_read(stream_, buffer_, *parser_,
                    [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
@@ -61,6 +61,14 @@ void http_session::on_read(beast::error_code ec) {
   if (ec == http::error::body_limit) {
     keep_alive_ = false;
     return send_reply(error_reply(payload_too_large(state_.settings().max_body_bytes)));
+  }
+  if (ec == http::error::header_limit) {
+    keep_alive_ = false;
+    return send_reply(error_reply(api_error{431, "invalid_request_error",
+                                            "the request headers are larger than " +
+                                                std::to_string(state_.settings().max_header_bytes) +
+                                                " bytes (server.max_header_bytes)",
+                                            {}, "header_too_large"}));
   }
   if (ec == http::error::partial_message) {
     keep_alive_ = false;
@@ -159,6 +167,8 @@ void http_session::send_reply(http_reply reply) {
   res->set(http::field::server, "inflight");
   res->set(http::field::content_type, reply.content_type);
   if (!reply.allow.empty()) res->set(http::field::allow, reply.allow);
+  // A load refusal (queue_full, queue_timeout): the client should come back later.
+  if (reply.status == 429) res->set(http::field::retry_after, std::to_string(state_.settings().retry_after_s));
   const bool keep_alive = keep_alive_ && !is_stopping_ && !is_gone_;
   res->keep_alive(keep_alive);
   res->body() = std::move(reply.body);
@@ -200,6 +210,8 @@ void http_session::on_output(call_output out) {
   if (!is_streaming_) return send_reply({out.status, "application/json", std::move(out.bytes), {}});
   pending_ += out.bytes;
   if (out.is_last) is_last_queued_ = true;
+  // A reader slower than the engine: the stream pauses instead of the buffer growing.
+  if (call_ && pending_.size() >= std::size_t(state_.settings().max_stream_buffer_bytes)) call_->pause();
   write_stream();
 }
 
@@ -241,8 +253,13 @@ void http_session::write_stream() {
   pending_.clear();
   is_writing_ = true;
   arm_stall_timer();
-  if (is_chunked_) return net::async_write(stream_, http::make_chunk(net::buffer(writing_)), std::move(on_written));
-  net::async_write(stream_, net::buffer(writing_), std::move(on_written));
+  if (is_chunked_) {
+    net::async_write(stream_, http::make_chunk(net::buffer(writing_)), std::move(on_written));
+  } else {
+    net::async_write(stream_, net::buffer(writing_), std::move(on_written));
+  }
+  // The buffer has room again: what a paused stream held joins it as one chunk per choice.
+  if (call_ && call_->is_paused()) call_->resume();
 }
 
 void http_session::on_stream_written(beast::error_code ec) {
@@ -299,14 +316,14 @@ void http_session::client_gone() {
 }
 
 void http_session::linger_close() {
-  // Half-close, then drain what the client still sends (for up to 2 s) so that it reads
-  // our answer instead of a reset (a 413 is sent before the body was read).
+  // Half-close, then drain what the client still sends (for up to server.linger_s) so
+  // that it reads our answer instead of a reset (a 413 is sent before the body was read).
   if (is_closed_ || is_lingering_) return;
   is_lingering_ = true;
   beast::error_code ignored;
   stream_.expires_never();
   stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
-  stall_timer_.expires_after(std::chrono::seconds(2));
+  stall_timer_.expires_after(seconds_of(state_.settings().linger_s));
   stall_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
     if (!ec) self->close();
   });

@@ -146,9 +146,11 @@ opt_error parse_logprobs(const json& body, api_kind kind, openai_request& r) {
 }
 
 opt_error parse_options(const json& body, const served_model& m, openai_request& r) {
-  if (auto e = read_int(body, "n", 1, max_choices, r.n)) return e;
-  if (r.num_choices() > max_choices)
-    return bad_request("n times the number of prompts must be at most " + std::to_string(max_choices), "n");
+  if (auto e = read_int(body, "n", 1, m.max_choices, r.n)) return e;
+  if (r.num_choices() > m.max_choices) {
+    return bad_request("n times the number of prompts must be at most " + std::to_string(m.max_choices) +
+                           " (server.max_choices)", "n");
+  }
   if (auto e = read_bool(body, "stream", r.stream)) return e;
   if (const json* so = field(body, "stream_options")) {
     if (!so->is_object()) return bad_request("stream_options must be an object", "stream_options");

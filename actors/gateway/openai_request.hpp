@@ -21,9 +21,6 @@ enum class api_kind {
   websocket,   ///< WebSocket generate: `prompt` (as completion) or `messages` (as chat)
 };
 
-/// Most choices (prompts x n) one request may ask for.
-inline constexpr int max_choices = 128;
-
 struct openai_request {
   api_kind kind = api_kind::completion;
   bool is_chat = false;                        ///< the prompt came from `messages`

@@ -44,10 +44,23 @@ constexpr std::array<route_entry, 17> known_routes{{
     {"/v1/score", "POST"},        {"/score", "POST"},
 }};
 
+/// 200 while requests can be served: {"status": "ok"}, or "degraded" with the last
+/// failure when a recent step failed; 503 while shutting down, or once
+/// engine.unhealthy_after_failed_steps steps failed in a row (until one succeeds).
 http_reply health(gateway_state& state) {
   if (state.is_shutting_down()) return error_reply(shutting_down());
-  if (!state.eng().is_healthy()) return error_reply(to_api_error({errc::unavailable, "the engine is not healthy"}));
-  return {200, "application/json", "{}", {}};
+  const auto h = state.eng().health();
+  if (!h.is_healthy) {
+    const std::string why = h.is_stopped ? "the engine has stopped"
+                                         : "the last " + std::to_string(h.num_consecutive_failed_steps) +
+                                               " engine steps failed (engine.unhealthy_after_failed_steps); last: " +
+                                               h.last_step_error;
+    return error_reply(to_api_error({errc::unavailable, why}));
+  }
+  json body = {{"status", h.num_consecutive_failed_steps > 0 ? "degraded" : "ok"},
+               {"failed_steps", h.num_failed_steps}, {"consecutive_failed_steps", h.num_consecutive_failed_steps}};
+  if (!h.last_step_error.empty()) body["last_step_error"] = h.last_step_error;
+  return json_reply(200, body);
 }
 
 http_reply model_by_name(gateway_state& state, std::string_view name) {

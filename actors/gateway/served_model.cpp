@@ -46,6 +46,7 @@ result<served_model> try_make_served_model(const loaded_model& model, const depl
   m.max_context = model.max_context;
   m.vocab_size = model.weights ? model.weights->config.vocab_size : model.tok->vocab_size();
   m.request_timeout_s = d.server.request_timeout_s;
+  m.max_choices = d.server.max_choices;
   m.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
                   .count();
   const auto* hf = dynamic_cast<const hf_tokenizer*>(model.tok.get());

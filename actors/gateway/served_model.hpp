@@ -30,6 +30,7 @@ struct served_model {
   std::shared_ptr<const reranker> rerank;  ///< null: /v1/rerank and /v1/score are not served
   std::string rerank_unavailable;    ///< why rerank is null (the routes' error message)
   int max_rerank_documents = 0;      ///< rerank.max_documents, at most server.max_waiting_requests
+  int max_choices = 128;             ///< server.max_choices: prompts x n of one request
   std::int64_t created = 0;          ///< unix time the server started (GET /v1/models)
 };
 

@@ -34,7 +34,8 @@ ws_session::ws_session(net::ip::tcp::socket&& socket, gateway_state& state) : ws
 
 void ws_session::run(http::request<http::string_body> req) {
   websocket::stream_base::timeout timeout{};
-  timeout.handshake_timeout = std::chrono::seconds(30);
+  timeout.handshake_timeout =
+      std::chrono::milliseconds(static_cast<std::int64_t>(state_.settings().ws_handshake_timeout_s * 1e3));
   timeout.idle_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(state_.settings().idle_timeout_s * 1e3));
   timeout.keep_alive_pings = true;  // a ping at half the idle timeout; no pong in time closes
   ws_.set_option(timeout);
@@ -200,7 +201,10 @@ void ws_session::on_finish(const std::string& key, const finish_event& ev) {
 }
 
 void ws_session::send_error(const json& id, const api_error& e) {
-  enqueue({"", false, ws_error_message(id, e)});
+  json msg = ws_error_message(id, e);
+  // A load refusal, as HTTP's 429 + Retry-After: the socket stays open, retry later.
+  if (e.status == 429) msg["retry_after_s"] = state_.settings().retry_after_s;
+  enqueue({"", false, std::move(msg)});
 }
 
 void ws_session::enqueue(outgoing msg) {

@@ -14,11 +14,19 @@ struct server_settings {
   int port = 8000;
   int io_threads = 2;
   std::int64_t max_body_bytes = 1 << 20;  ///< larger bodies get 413
-  int max_waiting_requests = 256;         ///< beyond this, new requests get 503
+  std::int64_t max_header_bytes = 64 << 10;  ///< larger request headers get 431
+  int max_choices = 128;                  ///< prompts x n of one request; more is a 400
+  int max_waiting_requests = 256;         ///< requests not yet started; beyond this, new ones get 429
+  std::int64_t max_waiting_tokens = 1 << 20;  ///< prompt tokens of those; beyond this, new ones get 429
+  double max_queue_time_s = 300.0;        ///< a request not started after this fails (429 queue_timeout); 0 = none
+  int retry_after_s = 1;                  ///< the Retry-After of a 429
   double request_timeout_s = 600.0;       ///< per-request deadline (0 = none)
   double idle_timeout_s = 60.0;           ///< keep-alive connections idle longer are closed
+  double linger_s = 2.0;                  ///< after an error that closes the connection, read what the client still sends
   double shutdown_grace_s = 10.0;         ///< streams in flight get this long on SIGINT/SIGTERM
   int ws_max_queued_messages = 1024;      ///< per-connection WebSocket send queue bound
+  double ws_handshake_timeout_s = 30.0;   ///< a WebSocket upgrade must complete within this
+  std::int64_t max_stream_buffer_bytes = 256 << 10;  ///< SSE bytes queued for a slow reader before its stream pauses
 
   // The web UI (GET /) and its live feed of engine steps (GET /v1/engine/events).
   bool enable_ui = true;                  ///< false: neither is served (404)
@@ -66,6 +74,7 @@ struct engine_settings {
   int max_num_seqs = 64;
   int max_num_batched_tokens = 512;
   bool enable_prefix_caching = true;  ///< reuse the K/V of cached prompt prefixes
+  int unhealthy_after_failed_steps = 3;  ///< this many failed backend steps in a row: /health is 503
 };
 
 struct scheduler_settings {

@@ -115,6 +115,10 @@ std::string engine_metrics::render(const std::string& model_name, const engine_g
           double(g.num_prefix_cache_queries));
   counter("prefix_cache_hits_total", "Prompt tokens found in the prefix cache (at first admission).",
           double(g.num_prefix_cache_hits));
+  counter("engine_step_failures_total", "Engine steps that failed (each failed only its own requests).",
+          double(g.num_failed_steps));
+  counter("request_refused_total", "Requests refused at submission because the waiting queue was full.",
+          double(requests_refused_total.load()));
   header(out, "inflight:request_success_total", "Finished requests by finish reason.", "counter");
   {
     std::lock_guard lock(mutex_);

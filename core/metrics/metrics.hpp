@@ -39,6 +39,7 @@ struct engine_gauges {
   std::uint64_t num_rejected_decisions = 0;
   std::uint64_t num_prefix_cache_queries = 0;  ///< prompt tokens looked up in the prefix cache
   std::uint64_t num_prefix_cache_hits = 0;     ///< of them, found cached
+  std::uint64_t num_failed_steps = 0;  ///< backend steps that failed (their requests failed)
 };
 
 class engine_metrics {
@@ -47,6 +48,7 @@ class engine_metrics {
 
   std::atomic<std::uint64_t> prompt_tokens_total{0};
   std::atomic<std::uint64_t> generation_tokens_total{0};
+  std::atomic<std::uint64_t> requests_refused_total{0};  ///< refused at submission for load (queue_full)
   histogram time_to_first_token;
   histogram inter_token_latency;
   histogram e2e_request_latency;

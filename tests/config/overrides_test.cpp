@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -60,3 +61,33 @@ TEST_CASE("overrides (--set): the final deployment is still validated and errors
   CHECK_THAT(r.error().message, Catch::Contains("engine.max_num_seqs"));
 }
 
+TEST_CASE("default.toml lists every key with its default", "[config]") {
+  std::ifstream in(std::filesystem::path(INFLIGHT_SOURCE_DIR) / "config" / "default.toml");
+  REQUIRE(in.good());
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const auto& entry : known_keys()) {
+    const std::string key = entry.substr(0, entry.find(' '));
+    const auto dot = key.rfind('.');
+    const std::string section = "\n[" + key.substr(0, dot) + "]";
+    const std::string leaf = "\n" + key.substr(dot + 1) + " = ";
+    INFO(key);
+    const auto begin = text.find(section);
+    REQUIRE(begin != std::string::npos);
+    const auto end = text.find("\n[", begin + 1);
+    const auto at = text.find(leaf, begin);
+    CHECK((at != std::string::npos && at < end));
+  }
+  // And the file is exactly the defaults.
+  auto d = load_deployment(std::filesystem::path(INFLIGHT_SOURCE_DIR) / "config" / "default.toml");
+  REQUIRE(d.has_value());
+  const deployment defaults;
+  CHECK(d->server.max_waiting_tokens == defaults.server.max_waiting_tokens);
+  CHECK(d->server.max_queue_time_s == defaults.server.max_queue_time_s);
+  CHECK(d->server.max_header_bytes == defaults.server.max_header_bytes);
+  CHECK(d->server.max_stream_buffer_bytes == defaults.server.max_stream_buffer_bytes);
+  CHECK(d->server.linger_s == defaults.server.linger_s);
+  CHECK(d->server.retry_after_s == defaults.server.retry_after_s);
+  CHECK(d->engine.unhealthy_after_failed_steps == defaults.engine.unhealthy_after_failed_steps);
+  CHECK(d->debug.fail_step == 0);
+  CHECK(d->debug.step_delay_s == 0.0);
+}

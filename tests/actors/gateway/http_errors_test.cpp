@@ -106,6 +106,7 @@ TEST_CASE("gateway http: a full waiting queue is a 429", "[gateway][http][errors
   served s(d);
   auto r = post_json(s.port, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 3}});
   CHECK(r.status == 429);
+  CHECK(r.headers["Retry-After"] == "1");
   CHECK(r.body_json()["error"]["code"] == "queue_full");
   auto w = post_json(s.port, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 3}, {"n", 2}, {"stream", true}});
   CHECK(w.status == 429);
