@@ -193,8 +193,10 @@ void engine::shutdown(double grace_s) {
   p.is_accepting = false;
   caf::anon_send(p.sched, drain_atom::value);
   using clock = std::chrono::steady_clock;
+  // Done when every request has finished and the scheduler has handed their blocks back.
+  const auto is_drained = [&] { return *p.num_live == 0 && snapshot().is_idle; };
   const auto wait_until = [&](clock::time_point deadline) {
-    while (*p.num_live > 0 && clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    while (!is_drained() && clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   };
   wait_until(clock::now() + std::chrono::microseconds(std::int64_t(grace_s * 1e6)));
   caf::anon_send(p.sched, abort_atom::value);

@@ -87,6 +87,7 @@ struct engine_snapshot {
   std::string last_step_error;           ///< message of the last failed step ("" = none yet)
   int num_waiting_to_start = 0;          ///< requests in the admission bound (server.max_waiting_requests)
   std::int64_t num_waiting_tokens = 0;   ///< their prompt tokens (server.max_waiting_tokens)
+  bool is_idle = true;                   ///< no sequence, no step and no block release pending
 };
 
 /// What /health reports. A failed step fails only its own requests; the engine serves

@@ -26,6 +26,7 @@ engine_snapshot make_snapshot(self_ptr self) {
   s.gauges.num_failed_steps = st.totals.num_failed_steps;
   s.num_free_blocks = sched.kv().num_free_blocks;
   s.num_blocks = sched.kv().num_blocks;
+  s.is_idle = !sched.has_work() && !sched.has_pending_step() && !sched.has_pending_releases();
   return s;
 }
 

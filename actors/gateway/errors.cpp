@@ -31,6 +31,12 @@ api_error payload_too_large(long long limit) {
 
 api_error shutting_down() { return to_api_error({errc::shutting_down, "the server is shutting down"}); }
 
+api_error unavailable(std::string message, std::string code) {
+  auto out = to_api_error({errc::unavailable, std::move(message)});
+  out.code = std::move(code);
+  return out;
+}
+
 nlohmann::json error_object(const api_error& e) {
   nlohmann::json j;
   j["message"] = e.message;

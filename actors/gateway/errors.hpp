@@ -40,6 +40,8 @@ api_error method_not_allowed(std::string message);
 api_error payload_too_large(long long limit);
 /// 503 shutting_down: the server no longer accepts requests.
 api_error shutting_down();
+/// 503 for a gateway resource at its own limit (not the engine's queue), with its own `code`.
+api_error unavailable(std::string message, std::string code);
 
 /// {"message", "type", "param", "code"} (param / code null when empty).
 nlohmann::json error_object(const api_error& e);

@@ -63,12 +63,12 @@ class sched_rig {
     return s_.on_grant(std::move(*grant));
   }
   result<void> submit(seq_request r) { return s_.submit(std::move(r)); }
-  result<seq_event> finish(seq_id id, finish_reason reason, std::string message = {}) {
-    return s_.finish(id, reason, std::move(message));
+  result<seq_event> finish(seq_id id, finish_reason reason, std::optional<error> cause = {}) {
+    return s_.finish(id, reason, std::move(cause));
   }
   result<seq_event> cancel(seq_id id) { return s_.cancel(id); }
   result<std::vector<seq_event>> apply(const step_result& r) { return s_.apply(r); }
-  std::vector<seq_event> fail_step(const std::string& m) { return s_.fail_step(m); }
+  std::vector<seq_event> fail_step(const error& cause) { return s_.fail_step(cause); }
 
   bool has_work() const { return s_.has_work(); }
   bool has_pending_step() const { return s_.has_pending_step(); }

@@ -21,11 +21,12 @@ seq_request seeded_request(seq_id id, std::optional<std::uint64_t> seed) {
 }
 
 /// The seed of every sampled sequence over the first steps, by sequence id.
-std::map<seq_id, std::set<std::uint64_t>> step_seeds(scheduler& s, fake_backend& backend, int num_steps) {
+std::map<seq_id, std::set<std::uint64_t>> step_seeds(sched_rig& s, fake_backend& backend, int num_steps) {
   std::map<seq_id, std::set<std::uint64_t>> seeds;
   for (int i = 0; i < num_steps && s.has_work(); ++i) {
     auto plan = s.schedule();
     REQUIRE(plan.has_value());
+    if (plan->seqs.empty()) continue;
     for (const auto& st : plan->seqs)
       if (st.do_sample) seeds[st.id].insert(st.seed);
     auto res = backend.execute(*plan);
