@@ -38,11 +38,14 @@ void publish(self_ptr self) {
 }
 
 /// Sends each event to the request actor that owns its sequence, after publishing
-/// the state those events leave behind.
-void route(self_ptr self, const std::vector<seq_event>& events, double step_start) {
+/// the state those events leave behind: the snapshot and, at the end of a step
+/// (`step_end`), its summary, so a sink that saw a request finish also sees both.
+void route(self_ptr self, const std::vector<seq_event>& events, double step_start,
+           std::optional<double> step_end = std::nullopt) {
   auto& st = self->state;
   publish(self);
   st.recorder.on_events(st.gauges->steps, events);
+  if (step_end) st.recorder.on_applied(st.gauges->steps, *st.sched, *step_end);
   for (const auto& ev : events) {
     auto it = st.routes.find(ev.id);
     if (it == st.routes.end()) continue;
@@ -101,8 +104,7 @@ void on_step_done(self_ptr self, step_outcome& out, double start, int num_seqs, 
   t.batch_size_sum += num_seqs;
   t.kv_usage_sum += st.sched->kv_usage();
   st.metrics->iteration_tokens.observe(num_tokens);
-  route(self, events, start);
-  st.recorder.on_applied(st.gauges->steps, *st.sched, end);
+  route(self, events, start, end);
   maybe_step(self);
 }
 
@@ -182,7 +184,6 @@ void on_expire(self_ptr self, seq_id id) {
              error{errc::queue_timeout, std::string("the request waited ") + limit +
                                             " s without starting (server.max_queue_time_s): the server is overloaded"});
 }
-
 
 }  // namespace
 
