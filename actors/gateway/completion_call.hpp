@@ -34,9 +34,9 @@ class completion_call final : public gateway_call, public std::enable_shared_fro
   /// A slow reader: while paused, a stream's tokens are held per choice (as text and
   /// token ids, not as events) and sent as one chunk per choice by resume(). The
   /// session pauses when its buffer passes server.max_stream_buffer_bytes.
-  void pause() { is_paused_ = true; }
-  void resume();
-  bool is_paused() const { return is_paused_; }
+  void pause() override { is_paused_ = true; }
+  void resume() override;
+  bool is_paused() const override { return is_paused_; }
   bool is_streaming() const { return request_.stream; }
   bool is_done() const { return num_finished_ == int(choices_.size()) && !choices_.empty(); }
 

@@ -20,6 +20,12 @@ class gateway_call {
   /// The client went away: cancels the engine requests still running (each finishes
   /// within a step).
   virtual void cancel() = 0;
+  /// A reader slower than the engine: the session pauses the call while its buffer is
+  /// over server.max_stream_buffer_bytes, and resumes it once the buffer drains. A call
+  /// that does not stream has nothing to pause.
+  virtual void pause() {}
+  virtual void resume() {}
+  virtual bool is_paused() const { return false; }
 };
 
 }  // namespace inflight::gateway

@@ -24,7 +24,7 @@ struct rerank_tracker {
     if (ev.row_logits.size() == 2) {
       run->scores[std::size_t(request)][std::size_t(document)] = reranker::score(ev.row_logits[0], ev.row_logits[1]);
     } else {
-      if (run->num_failed++ == 0) run->first_error = ev.message.empty() ? "no score rows" : ev.message;
+      if (run->num_failed++ == 0) run->first_error = ev.cause ? ev.cause->message : "no score rows";
     }
     if (--num_left[std::size_t(request)] > 0) return;
     end_s[std::size_t(request)] = monotonic_seconds();

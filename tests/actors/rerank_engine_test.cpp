@@ -76,7 +76,7 @@ TEST_CASE("rerank engine: scores are sigmoid(yes - no) of a plain forward pass",
     const auto prompt = r->encode(r->encode_prefix(query), query, documents[i]).tokens;
     const auto logits = plain_forward(*model, prompt);
     const auto& ev = got[i].finish;
-    INFO("document " << i << ": " << ev.message);
+    INFO("document " << i << ": " << (ev.cause ? ev.cause->message : std::string()));
     CHECK(ev.reason == finish_reason::stop);
     CHECK(ev.completion_tokens == 0);
     CHECK(ev.prompt_tokens == int(prompt.size()));
