@@ -32,6 +32,9 @@ model_flags() {
 start_server() {
   local log=$1
   shift
+  # Emptied here, not by the background job's redirection: that one may run after the
+  # loop below has read a port from the last run's log.
+  : >"$log"
   "$INFLIGHT_BIN" serve --config "$SOURCE_DIR/config/cpu-small.toml" --set server.port=0 $(model_flags) "$@" \
     >"$log" 2>&1 &
   SERVER_PID=$!
