@@ -103,15 +103,31 @@ result<std::unique_ptr<engine>> engine::start(const deployment& d, loaded_model 
   auto owned_backend = std::make_shared<std::unique_ptr<backend>>(std::move(*be));
   auto owned_sched = std::make_shared<std::optional<scheduler>>(std::move(*sched));
   auto owned_kv = std::make_shared<std::optional<kv_manager>>(std::move(*kv));
-  std::promise<void> is_ready;
+  std::promise<std::optional<error>> is_ready;  // set: the warm-up failed
   p->system_thread = std::thread([raw = p.get(), &is_ready, owned_backend, owned_sched, owned_kv] {
     auto& q = *raw;
     q.sys = std::make_unique<caf::actor_system>(q.cfg);
     q.exec = q.sys->spawn<caf::detached>(executor_fn, owned_backend);
+    // The first steps run on the executor's thread now, not in the first request's TTFT.
+    std::optional<error> failure;
+    {
+      caf::scoped_actor self{*q.sys};
+      self->request(q.exec, caf::infinite, warm_up_atom::value)
+          .receive([&](step_outcome& out) { failure = std::move(out.failure); },
+                   [&](caf::error& e) { failure = error{errc::backend_error, to_string(e)}; });
+    }
+    if (failure) {
+      failure->message = "the backend failed its warm-up step: " + failure->message;
+      caf::anon_send_exit(q.exec, caf::exit_reason::user_shutdown);
+      q.exec = nullptr;
+      is_ready.set_value(std::move(failure));
+      q.sys.reset();
+      return;
+    }
     q.kv = q.sys->spawn(kv_allocator_fn, owned_kv);
     q.sched = q.sys->spawn(scheduler_fn, owned_sched, q.exec, q.kv, q.metrics, q.gauges,
                            scheduler_actor_options{q.gate, q.settings.server.max_queue_time_s});
-    is_ready.set_value();
+    is_ready.set_value(std::nullopt);
     std::unique_lock lock(q.stop_mutex);
     q.stop_cv.wait(lock, [&] { return q.is_stop_requested; });
     caf::anon_send_exit(q.sched, caf::exit_reason::user_shutdown);
@@ -122,7 +138,10 @@ result<std::unique_ptr<engine>> engine::start(const deployment& d, loaded_model 
     q.exec = nullptr;
     q.sys.reset();  // waits for every actor
   });
-  is_ready.get_future().wait();
+  if (auto failure = is_ready.get_future().get()) {
+    p->system_thread.join();
+    return std::unexpected(std::move(*failure));
+  }
   return std::unique_ptr<engine>(new engine(std::move(p)));
 }
 

@@ -17,6 +17,11 @@ executor_actor::behavior_type executor_fn(executor_actor::stateful_pointer<execu
         }
         return out;
       },
+      [self](warm_up_atom) -> step_outcome {
+        step_outcome out;
+        if (auto ok = self->state.be->warm_up(); !ok) out.failure = std::move(ok.error());
+        return out;
+      },
   };
 }
 

@@ -28,6 +28,7 @@ using drain_atom = caf::atom_constant<caf::atom("drain")>;
 using abort_atom = caf::atom_constant<caf::atom("abort")>;
 using grant_atom = caf::atom_constant<caf::atom("grant")>;
 using expire_atom = caf::atom_constant<caf::atom("expire")>;
+using warm_up_atom = caf::atom_constant<caf::atom("warmup")>;
 
 /// The executor's reply: a result, or the backend's error.
 struct step_outcome {
@@ -57,7 +58,10 @@ struct token_message {
   double first_scheduled_s = 0.0;
 };
 
-using executor_actor = caf::typed_actor<caf::replies_to<execute_atom, step_plan>::with<step_outcome>>;
+/// warm_up_atom: backend::warm_up() once, before the scheduler exists (the reply's
+/// `failure` is set when it failed).
+using executor_actor = caf::typed_actor<caf::replies_to<execute_atom, step_plan>::with<step_outcome>,
+                                        caf::replies_to<warm_up_atom>::with<step_outcome>>;
 
 using kv_allocator_actor = caf::typed_actor<caf::replies_to<grant_atom, kv_request>::with<kv_reply>>;
 

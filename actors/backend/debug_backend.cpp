@@ -26,6 +26,8 @@ class debug_backend final : public backend {
   int num_kv_blocks() const override { return inner_->num_kv_blocks(); }
   int block_size() const override { return inner_->block_size(); }
   std::string name() const override { return inner_->name(); }
+  /// Not a step: neither delayed nor counted, so `fail_step` counts served steps only.
+  result<void> warm_up() override { return inner_->warm_up(); }
 
  private:
   std::unique_ptr<backend> inner_;
