@@ -90,6 +90,8 @@ void run_bench_forward(const bench_forward_options& o) {
   const int blocks_per_seq = (std::max(o.context + o.steps, o.prefill) + block_size - 1) / block_size;
   auto be = cpu_backend::create(weights, {block_size, max_batch * blocks_per_seq, 0}, backend_options(o));
   if (!be) fail(be.error().message);
+  // As the engine does before it serves, and llama.cpp's bench before it times.
+  if (auto ok = (*be)->warm_up(); !ok) fail(ok.error().message);
   const auto& c = weights->config;
   std::printf("model: dim %d, %d layers, %d heads (%d kv), vocab %d; %d threads, %s kernels\n", c.dim, c.num_layers,
               c.num_heads, c.num_kv_heads, c.vocab_size, (*be)->num_threads(), kernels::cpu::to_string((*be)->isa()));
