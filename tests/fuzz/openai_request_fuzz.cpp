@@ -13,7 +13,7 @@ using namespace inflight::gateway;
 namespace {
 
 void check_request(const openai_request& r, const served_model& m) {
-  FUZZ_CHECK(r.num_choices() >= 1 && r.num_choices() <= max_choices);
+  FUZZ_CHECK(r.num_choices() >= 1 && r.num_choices() <= m.max_choices);
   FUZZ_CHECK(r.num_top_logprobs >= 0 && r.num_top_logprobs <= max_top_logprobs);
   for (int i = 0; i < r.num_choices(); ++i) {
     const auto choice = r.choice_request(i);
