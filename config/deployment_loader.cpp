@@ -252,6 +252,7 @@ const std::map<std::string, key_spec>& specs() {
     add("debug.fail_step", [](auto k) { return integer(&D::debug, &debug_settings::fail_step, 0, INT64_MAX, k); });
     add("debug.num_failed_steps",
         [](auto k) { return integer(&D::debug, &debug_settings::num_failed_steps, 1, 1 << 30, k); });
+    add("debug.fail_warm_up", [](auto k) { return boolean(&D::debug, &debug_settings::fail_warm_up, k); });
     add("logging.level", [](auto k) {
       return text(&D::logging, &logging_settings::level, {"trace", "debug", "info", "warn", "error"}, k);
     });

@@ -27,7 +27,10 @@ class debug_backend final : public backend {
   int block_size() const override { return inner_->block_size(); }
   std::string name() const override { return inner_->name(); }
   /// Not a step: neither delayed nor counted, so `fail_step` counts served steps only.
-  result<void> warm_up() override { return inner_->warm_up(); }
+  result<void> warm_up() override {
+    if (settings_.fail_warm_up) return make_error(errc::backend_error, "injected failure (debug.fail_warm_up)");
+    return inner_->warm_up();
+  }
 
  private:
   std::unique_ptr<backend> inner_;
@@ -37,7 +40,7 @@ class debug_backend final : public backend {
 
 }  // namespace
 
-bool is_active(const debug_settings& s) { return s.step_delay_s > 0 || s.fail_step > 0; }
+bool is_active(const debug_settings& s) { return s.step_delay_s > 0 || s.fail_step > 0 || s.fail_warm_up; }
 
 std::unique_ptr<backend> make_debug_backend(std::unique_ptr<backend> inner, const debug_settings& s) {
   return std::make_unique<debug_backend>(std::move(inner), s);

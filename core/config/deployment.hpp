@@ -110,6 +110,7 @@ struct debug_settings {
   double step_delay_s = 0.0;   ///< sleep before every backend step
   std::int64_t fail_step = 0;  ///< the backend fails its step number N (from 1; 0 = never)
   int num_failed_steps = 1;    ///< ... and the steps after it: this many fail in all
+  bool fail_warm_up = false;   ///< the backend fails its warm-up (engine start fails)
 };
 
 struct logging_settings {

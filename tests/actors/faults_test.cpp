@@ -82,3 +82,23 @@ TEST_CASE("faults: steps failing in a row make the engine unhealthy until one su
   CHECK(eng->health().num_failed_steps == 3);
   CHECK(all_blocks_return(*eng));
 }
+
+TEST_CASE("faults: a backend that fails its warm-up fails engine::start with the reason", "[engine][faults]") {
+  if (shared_file("models/stories260K/stories260K.bin").empty()) return;
+  auto d = stories_deployment("fcfs", 256, 256, 1);
+  d.debug.fail_warm_up = true;
+  auto model = load_model(d.model);
+  REQUIRE(model.has_value());
+  auto eng = engine::start(d, std::move(*model));
+  REQUIRE_FALSE(eng.has_value());
+  CHECK(eng.error().code == errc::backend_error);
+  CHECK_THAT(eng.error().message, Catch::Contains("warm-up") && Catch::Contains("debug.fail_warm_up"));
+  // The same deployment without the fault starts, and its first served step is step 1
+  // of the debug backend's count: the warm-up is not a step.
+  d.debug.fail_warm_up = false;
+  d.debug.fail_step = 1;
+  auto started = start_engine(d);
+  auto r = submit(*started, "Once upon a time", 4);
+  REQUIRE(r.sink->wait());
+  CHECK(r.sink->finish().reason == finish_reason::error);
+}
