@@ -1,0 +1,44 @@
+#pragma once
+/// The storage types of weight matrices. Quantized types use the block layouts of GGUF
+/// files (ggml's), so a mapped file is used as it is:
+///
+///   q8_0  32 values: fp16 d, int8 q[32]                       x = d * q
+///   q4_0  32 values: fp16 d, 16 bytes of nibbles              x = d * (q - 8); value j in
+///                    the low nibble of byte j, value j + 16 in its high nibble
+///   q4_k  256 values: fp16 d, fp16 dmin, 12 bytes of 6-bit sub-block scales and mins,
+///                    128 bytes of nibbles                     x = d * sc * q - dmin * m
+///   q5_k  256 values: as q4_k plus 32 bytes of fifth bits
+///   q6_k  256 values: 128 bytes low nibbles, 64 bytes high 2 bits, int8 scales[16], fp16 d
+///
+/// A row of a matrix is a whole number of blocks.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace inflight {
+
+enum class weight_dtype : std::uint8_t { f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k };
+inline constexpr int num_weight_dtypes = 8;
+
+/// Values and bytes of one block (1 value for the float types).
+struct dtype_layout {
+  int block_values = 1;
+  int block_bytes = 4;
+};
+
+dtype_layout layout_of(weight_dtype dtype);
+/// "f32" | "f16" | "bf16" | "q8_0" | "q4_0" | "q4_k" | "q5_k" | "q6_k".
+const char* to_string(weight_dtype dtype);
+/// The names to_string gives, as "f32 | f16 | ..." for error messages.
+std::string weight_dtype_names();
+/// Parses to_string's spelling (also "Q8_0", "Q4_K", ...: case does not matter).
+std::optional<weight_dtype> try_parse_weight_dtype(std::string_view name);
+bool is_quantized(weight_dtype dtype);
+/// True when a row of `cols` values is a whole number of blocks.
+bool fits_blocks(weight_dtype dtype, std::int64_t cols);
+/// Bytes of a row of `cols` values (cols a whole number of blocks).
+std::int64_t row_bytes(weight_dtype dtype, std::int64_t cols);
+
+}  // namespace inflight

@@ -1,0 +1,27 @@
+#include <catch2/catch.hpp>
+
+#include "core/quant/weight_dtype.hpp"
+
+using namespace inflight;
+
+TEST_CASE("weight dtypes: names round-trip and block layouts match GGUF's", "[core][quant]") {
+  for (int i = 0; i < num_weight_dtypes; ++i) {
+    const auto dtype = weight_dtype(i);
+    REQUIRE(try_parse_weight_dtype(to_string(dtype)) == dtype);
+  }
+  CHECK(try_parse_weight_dtype("Q4_K") == weight_dtype::q4_k);
+  CHECK_FALSE(try_parse_weight_dtype("q3_k").has_value());
+  CHECK(weight_dtype_names() == "f32 | f16 | bf16 | q8_0 | q4_0 | q4_k | q5_k | q6_k");
+  // Bytes per block from ggml-common.h's structs.
+  CHECK(row_bytes(weight_dtype::q8_0, 64) == 2 * 34);
+  CHECK(row_bytes(weight_dtype::q4_0, 32) == 18);
+  CHECK(row_bytes(weight_dtype::q4_k, 512) == 2 * 144);
+  CHECK(row_bytes(weight_dtype::q5_k, 256) == 176);
+  CHECK(row_bytes(weight_dtype::q6_k, 256) == 210);
+  CHECK(row_bytes(weight_dtype::bf16, 7) == 14);
+  CHECK(fits_blocks(weight_dtype::f32, 172));
+  CHECK_FALSE(fits_blocks(weight_dtype::q8_0, 172));
+  CHECK_FALSE(fits_blocks(weight_dtype::q4_k, 128));
+  CHECK(is_quantized(weight_dtype::q6_k));
+  CHECK_FALSE(is_quantized(weight_dtype::bf16));
+}
