@@ -15,6 +15,12 @@ result<std::unique_ptr<cpu_backend>> cpu_backend::create(std::shared_ptr<const m
     return make_error(errc::unsupported, std::string("cpu backend: this CPU cannot run the ") +
                                              kernels::cpu::to_string(*options.isa) + " kernels");
   }
+  for (const auto dtype : weight_dtypes_of(*weights)) {
+    if (dtype != weight_dtype::f32) {
+      return make_error(errc::unsupported, std::string("cpu backend: weights of type ") + to_string(dtype) +
+                                               " are not supported by this build's CPU kernels");
+    }
+  }
   const auto& c = weights->config;
   const auto bytes_per_token = kv_bytes_per_token(c.num_layers, c.num_kv_heads, c.head_dim, sizeof(float));
   auto num_blocks = try_resolve_num_blocks(kv, bytes_per_token);

@@ -2,6 +2,8 @@
 
 #include "actors/backend/cuda_backend.hpp"
 
+#include <optional>
+
 #include <algorithm>
 #include <chrono>
 
@@ -29,8 +31,17 @@ result<std::unique_ptr<cuda_backend>> cuda_backend::create(std::shared_ptr<const
     return make_error(errc::invalid_argument, "engine.gpu_memory_utilization must be in (0, 1]");
   }
   const auto& c = weights->config;
-  const auto layers = to_layer_views(*weights);
-  const auto view = to_weights_view(*weights, layers);
+  // The device takes fp32 host arrays and converts them: other types are decoded first,
+  // into a copy that lives only until the upload is done.
+  std::optional<model_weights> decoded;
+  if (weight_dtypes_of(*weights) != std::vector<weight_dtype>{weight_dtype::f32}) {
+    auto f32 = try_decode_to_f32(*weights);
+    if (!f32) return std::unexpected(f32.error());
+    decoded = std::move(*f32);
+  }
+  const model_weights& host = decoded ? *decoded : *weights;
+  const auto layers = to_layer_views(host);
+  const auto view = to_weights_view(host, layers);
   kernels::cuda::runner_options ro;
   ro.dt = o.use_fp16 ? kernels::cuda::dtype::f16 : kernels::cuda::dtype::bf16;
   ro.device = o.device;

@@ -4,6 +4,8 @@ namespace inflight {
 namespace {
 
 const float* data_or_null(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
+// fp32 matrices only (the backends check weight_dtypes_of first).
+const float* data_or_null(const weight_tensor& t) { return t.f32().empty() ? nullptr : t.f32().data(); }
 
 }  // namespace
 
@@ -31,16 +33,18 @@ kernels::cpu::llama_shape to_kernel_shape(const model_config& c) {
 std::vector<kernels::cpu::llama_layer_view> to_layer_views(const model_weights& weights) {
   std::vector<kernels::cpu::llama_layer_view> views;
   for (const auto& l : weights.layers) {
-    views.push_back({l.attn_norm.data(), l.wq.data(), l.wk.data(), l.wv.data(), l.wo.data(), data_or_null(l.bq),
-                     data_or_null(l.bk), data_or_null(l.bv), l.ffn_norm.data(), l.w_gate.data(), l.w_down.data(),
-                     l.w_up.data(), data_or_null(l.q_norm), data_or_null(l.k_norm)});
+    views.push_back({l.attn_norm.data(), data_or_null(l.wq), data_or_null(l.wk), data_or_null(l.wv),
+                     data_or_null(l.wo), data_or_null(l.bq), data_or_null(l.bk), data_or_null(l.bv), l.ffn_norm.data(),
+                     data_or_null(l.w_gate), data_or_null(l.w_down), data_or_null(l.w_up), data_or_null(l.q_norm),
+                     data_or_null(l.k_norm)});
   }
   return views;
 }
 
 kernels::cpu::llama_weights_view to_weights_view(const model_weights& weights,
                                                  const std::vector<kernels::cpu::llama_layer_view>& layers) {
-  return {weights.token_embedding.data(), layers.data(), weights.final_norm.data(), weights.classifier_data()};
+  return {data_or_null(weights.token_embedding), layers.data(), weights.final_norm.data(),
+          data_or_null(weights.classifier_tensor())};
 }
 
 }  // namespace inflight

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <deque>
 #include <new>
 #include <thread>
 #include <vector>
@@ -65,42 +66,55 @@ void run_jobs(const std::vector<fill_job>& jobs, std::uint64_t seed) {
 
 }  // namespace
 
+namespace {
+
+/// A matrix filled in place, then moved into its weight tensor.
+struct pending_matrix {
+  weight_tensor* out;
+  std::vector<float> values;
+  std::int64_t rows, cols;
+};
+
+}  // namespace
+
 result<model_weights> make_dummy_weights(const model_config& config, std::uint64_t seed) {
   if (auto ok = try_check_shape(config); !ok) return std::unexpected(ok.error());
-  const std::size_t dim = std::size_t(config.dim), hidden = std::size_t(config.hidden_dim);
-  const std::size_t q = std::size_t(config.q_dim()), kv = std::size_t(config.kv_dim());
-  const std::size_t vocab = std::size_t(config.vocab_size);
+  const std::int64_t dim = config.dim, hidden = config.hidden_dim;
+  const std::int64_t q = config.q_dim(), kv = config.kv_dim(), vocab = config.vocab_size;
   model_weights w;
   w.config = config;
+  std::deque<pending_matrix> matrices;
   std::vector<std::vector<float>*> random;  // in a fixed order: the tensor index seeds its stream
+  const auto matrix = [&](weight_tensor& out, std::int64_t rows, std::int64_t cols) {
+    matrices.push_back({&out, std::vector<float>(std::size_t(rows * cols)), rows, cols});
+    random.push_back(&matrices.back().values);
+  };
   try {
-    w.token_embedding.resize(vocab * dim);
-    random.push_back(&w.token_embedding);
+    matrix(w.token_embedding, vocab, dim);
     w.layers.resize(std::size_t(config.num_layers));
     for (auto& layer : w.layers) {
-      layer.attn_norm.assign(dim, 1.0f);
-      layer.ffn_norm.assign(dim, 1.0f);
-      for (auto* m : {&layer.wq, &layer.wo}) m->resize(q * dim);
-      for (auto* m : {&layer.wk, &layer.wv}) m->resize(kv * dim);
-      for (auto* m : {&layer.w_gate, &layer.w_up, &layer.w_down}) m->resize(hidden * dim);
-      random.insert(random.end(), {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up,
-                                   &layer.w_down});
+      layer.attn_norm.assign(std::size_t(dim), 1.0f);
+      layer.ffn_norm.assign(std::size_t(dim), 1.0f);
+      matrix(layer.wq, q, dim);
+      matrix(layer.wk, kv, dim);
+      matrix(layer.wv, kv, dim);
+      matrix(layer.wo, dim, q);
+      matrix(layer.w_gate, hidden, dim);
+      matrix(layer.w_up, hidden, dim);
+      matrix(layer.w_down, dim, hidden);
       if (config.qk_norm) {
         layer.q_norm.assign(std::size_t(config.head_dim), 1.0f);
         layer.k_norm.assign(std::size_t(config.head_dim), 1.0f);
       }
       if (config.attention_bias) {
-        layer.bq.resize(q);
-        layer.bk.resize(kv);
-        layer.bv.resize(kv);
+        layer.bq.resize(std::size_t(q));
+        layer.bk.resize(std::size_t(kv));
+        layer.bv.resize(std::size_t(kv));
         random.insert(random.end(), {&layer.bq, &layer.bk, &layer.bv});
       }
     }
-    w.final_norm.assign(dim, 1.0f);
-    if (!config.tied_embeddings) {
-      w.classifier.resize(vocab * dim);
-      random.push_back(&w.classifier);
-    }
+    w.final_norm.assign(std::size_t(dim), 1.0f);
+    if (!config.tied_embeddings) matrix(w.classifier, vocab, dim);
   } catch (const std::bad_alloc&) {
     return make_error(errc::out_of_memory, "not enough memory for dummy weights of " +
                                                std::to_string(config.num_parameters()) + " parameters");
@@ -111,6 +125,7 @@ result<model_weights> make_dummy_weights(const model_config& config, std::uint64
     for (std::size_t c = 0; c < num_chunks; ++c) jobs.push_back({random[t], t, c});
   }
   run_jobs(jobs, seed);
+  for (auto& m : matrices) *m.out = weight_tensor::from_f32(std::move(m.values), m.rows, m.cols);
   return w;
 }
 

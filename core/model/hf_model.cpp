@@ -271,10 +271,17 @@ result<generation_ids> try_parse_generation_ids(std::string_view json_text, cons
 
 namespace {
 
+/// A tensor to load into a vector (norms, biases) or a matrix.
 struct tensor_request {
   std::string name;
   std::vector<std::int64_t> shape;
-  std::vector<float>* out;
+  std::vector<float>* out = nullptr;
+  weight_tensor* matrix = nullptr;
+
+  tensor_request(std::string n, std::vector<std::int64_t> s, std::vector<float>* v)
+      : name(std::move(n)), shape(std::move(s)), out(v) {}
+  tensor_request(std::string n, std::vector<std::int64_t> s, weight_tensor* m)
+      : name(std::move(n)), shape(std::move(s)), matrix(m) {}
 };
 
 std::string shape_string(const std::vector<std::int64_t>& shape) {
@@ -326,9 +333,14 @@ result<void> load_tensor(const tensor_store& store, const tensor_request& reques
     return make_error(errc::corrupt_file, where + " has shape " + shape_string(view->shape) + ", expected " +
                                               shape_string(request.shape));
   }
-  request.out->resize(std::size_t(view->num_elements()));
-  if (auto ok = try_convert_to_f32(*view, *request.out); !ok) {
+  std::vector<float> values(std::size_t(view->num_elements()));
+  if (auto ok = try_convert_to_f32(*view, values); !ok) {
     return make_error(ok.error().code, where + ": " + ok.error().message);
+  }
+  if (request.matrix != nullptr) {
+    *request.matrix = weight_tensor::from_f32(std::move(values), request.shape[0], request.shape[1]);
+  } else {
+    *request.out = std::move(values);
   }
   return {};
 }

@@ -2,6 +2,7 @@
 
 #include <deque>
 #include <fstream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -70,18 +71,34 @@ result<void> write_text(const std::filesystem::path& path, const std::string& te
   return {};
 }
 
-std::vector<tensor_to_write> list_tensors(const model_weights& w, tensor_dtype dtype) {
+/// fp32 values of a matrix: its own when it is fp32, else decoded into `storage`.
+result<std::span<const float>> f32_values(const weight_tensor& tensor, std::deque<std::vector<float>>& storage) {
+  if (tensor.dtype() == weight_dtype::f32) return tensor.f32();
+  auto values = try_to_f32(tensor);
+  if (!values) return std::unexpected(values.error());
+  storage.push_back(std::move(*values));
+  return std::span<const float>(storage.back());
+}
+
+result<std::vector<tensor_to_write>> list_tensors(const model_weights& w, tensor_dtype dtype,
+                                                  std::deque<std::vector<float>>& storage) {
   const auto& c = w.config;
   const std::int64_t dim = c.dim, hidden = c.hidden_dim, q = c.q_dim(), kv = c.kv_dim();
   std::vector<tensor_to_write> list;
-  list.push_back({"model.embed_tokens.weight", {c.vocab_size, dim}, w.token_embedding, dtype});
+  std::optional<error> failure;
+  const auto matrix = [&](const weight_tensor& t) -> std::span<const float> {
+    auto values = f32_values(t, storage);
+    if (!values && !failure) failure = values.error();
+    return values.value_or(std::span<const float>{});
+  };
+  list.push_back({"model.embed_tokens.weight", {c.vocab_size, dim}, matrix(w.token_embedding), dtype});
   for (std::size_t i = 0; i < w.layers.size(); ++i) {
     const auto& layer = w.layers[i];
     const std::string prefix = "model.layers." + std::to_string(i) + ".";
     list.push_back({prefix + "input_layernorm.weight", {dim}, layer.attn_norm, dtype});
-    list.push_back({prefix + "self_attn.q_proj.weight", {q, dim}, layer.wq, dtype});
-    list.push_back({prefix + "self_attn.k_proj.weight", {kv, dim}, layer.wk, dtype});
-    list.push_back({prefix + "self_attn.v_proj.weight", {kv, dim}, layer.wv, dtype});
+    list.push_back({prefix + "self_attn.q_proj.weight", {q, dim}, matrix(layer.wq), dtype});
+    list.push_back({prefix + "self_attn.k_proj.weight", {kv, dim}, matrix(layer.wk), dtype});
+    list.push_back({prefix + "self_attn.v_proj.weight", {kv, dim}, matrix(layer.wv), dtype});
     if (c.attention_bias) {
       list.push_back({prefix + "self_attn.q_proj.bias", {q}, layer.bq, dtype});
       list.push_back({prefix + "self_attn.k_proj.bias", {kv}, layer.bk, dtype});
@@ -91,14 +108,15 @@ std::vector<tensor_to_write> list_tensors(const model_weights& w, tensor_dtype d
       list.push_back({prefix + "self_attn.q_norm.weight", {c.head_dim}, layer.q_norm, dtype});
       list.push_back({prefix + "self_attn.k_norm.weight", {c.head_dim}, layer.k_norm, dtype});
     }
-    list.push_back({prefix + "self_attn.o_proj.weight", {dim, q}, layer.wo, dtype});
+    list.push_back({prefix + "self_attn.o_proj.weight", {dim, q}, matrix(layer.wo), dtype});
     list.push_back({prefix + "post_attention_layernorm.weight", {dim}, layer.ffn_norm, dtype});
-    list.push_back({prefix + "mlp.gate_proj.weight", {hidden, dim}, layer.w_gate, dtype});
-    list.push_back({prefix + "mlp.up_proj.weight", {hidden, dim}, layer.w_up, dtype});
-    list.push_back({prefix + "mlp.down_proj.weight", {dim, hidden}, layer.w_down, dtype});
+    list.push_back({prefix + "mlp.gate_proj.weight", {hidden, dim}, matrix(layer.w_gate), dtype});
+    list.push_back({prefix + "mlp.up_proj.weight", {hidden, dim}, matrix(layer.w_up), dtype});
+    list.push_back({prefix + "mlp.down_proj.weight", {dim, hidden}, matrix(layer.w_down), dtype});
   }
   list.push_back({"model.norm.weight", {dim}, w.final_norm, dtype});
-  if (!c.tied_embeddings) list.push_back({"lm_head.weight", {c.vocab_size, dim}, w.classifier, dtype});
+  if (!c.tied_embeddings) list.push_back({"lm_head.weight", {c.vocab_size, dim}, matrix(w.classifier), dtype});
+  if (failure) return std::unexpected(*failure);
   return list;
 }
 
@@ -168,8 +186,17 @@ result<model_weights> to_half_rope(const model_weights& weights) {
     rows = std::move(*permuted);
     return {};
   };
+  // Matrices are permuted as fp32 (a quantized one comes back as fp32).
+  const auto permute_matrix = [&](weight_tensor& m, int num_heads) -> result<void> {
+    auto values = try_to_f32(m);
+    if (!values) return std::unexpected(values.error());
+    const auto rows = m.rows(), cols = m.cols();
+    if (auto ok = permute(*values, num_heads, int(cols)); !ok) return ok;
+    m = weight_tensor::from_f32(std::move(*values), rows, cols);
+    return {};
+  };
   for (auto& layer : out.layers) {
-    for (auto ok : {permute(layer.wq, c.num_heads, c.dim), permute(layer.wk, c.num_kv_heads, c.dim),
+    for (auto ok : {permute_matrix(layer.wq, c.num_heads), permute_matrix(layer.wk, c.num_kv_heads),
                     permute(layer.bq, c.num_heads, 1), permute(layer.bk, c.num_kv_heads, 1),
                     permute(layer.q_norm, 1, 1), permute(layer.k_norm, 1, 1)}) {
       if (!ok) return std::unexpected(ok.error());
@@ -218,16 +245,17 @@ result<void> write_hf_model_folder(const model_weights& weights, const std::file
   // A stale index would take precedence over the single file written here.
   std::filesystem::remove(folder / "model.safetensors.index.json", ec);
 
-  auto tensors = list_tensors(weights, dtype);
+  std::deque<std::vector<float>> storage;  // decoded or permuted copies the tensors point at
+  auto tensors = list_tensors(weights, dtype, storage);
+  if (!tensors) return std::unexpected(tensors.error());
   // Only q/k rows move for an interleaved model: permute those, not a copy of the model.
-  std::deque<std::vector<float>> permuted;
   if (weights.config.rope == rope_style::interleaved) {
-    if (auto ok = permute_qk_tensors(weights.config, tensors, permuted); !ok) return ok;
+    if (auto ok = permute_qk_tensors(weights.config, *tensors, storage); !ok) return ok;
   }
   model_config written = weights.config;
   written.rope = rope_style::half;
   const std::map<std::string, std::string> metadata{{"format", "pt"}};
-  if (auto ok = try_write_safetensors(folder / "model.safetensors", tensors, metadata); !ok) return ok;
+  if (auto ok = try_write_safetensors(folder / "model.safetensors", *tensors, metadata); !ok) return ok;
   if (auto ok = write_text(folder / "config.json", hf_config_json(written, dtype, ids)); !ok) return ok;
   if (ids.eos_ids.empty() && !ids.bos_id) {
     std::filesystem::remove(folder / "generation_config.json", ec);

@@ -63,6 +63,23 @@ bool read_floats(std::ifstream& in, std::vector<float>& out, std::int64_t count)
   return bool(in);
 }
 
+/// Reads a [rows x cols] fp32 matrix.
+bool read_matrix(std::ifstream& in, weight_tensor& out, std::int64_t rows, std::int64_t cols) {
+  std::vector<float> values;
+  if (!read_floats(in, values, rows * cols)) return false;
+  out = weight_tensor::from_f32(std::move(values), rows, cols);
+  return true;
+}
+
+/// Reads each layer's [rows x cols] matrix of a [L x rows x cols] tensor.
+bool read_layers(std::ifstream& in, model_weights& w, weight_tensor layer_weights::*member, std::int64_t rows,
+                 std::int64_t cols) {
+  for (auto& layer : w.layers) {
+    if (!read_matrix(in, layer.*member, rows, cols)) return false;
+  }
+  return true;
+}
+
 /// Reads per-layer slices of a [L x rows] tensor into each layer's member.
 bool read_layers(std::ifstream& in, model_weights& w, std::vector<float> layer_weights::*member, std::int64_t count) {
   for (auto& layer : w.layers) {
@@ -104,14 +121,14 @@ result<model_weights> load_llama2c(const std::filesystem::path& path) {
   const auto& c = w.config;
   const std::int64_t d = c.dim, h = c.hidden_dim, kv = c.kv_dim();
   w.layers.resize(c.num_layers);
-  bool ok = read_floats(in, w.token_embedding, std::int64_t(c.vocab_size) * d) &&
-            read_layers(in, w, &layer_weights::attn_norm, d) && read_layers(in, w, &layer_weights::wq, d * d) &&
-            read_layers(in, w, &layer_weights::wk, kv * d) && read_layers(in, w, &layer_weights::wv, kv * d) &&
-            read_layers(in, w, &layer_weights::wo, d * d) && read_layers(in, w, &layer_weights::ffn_norm, d) &&
-            read_layers(in, w, &layer_weights::w_gate, h * d) && read_layers(in, w, &layer_weights::w_down, d * h) &&
-            read_layers(in, w, &layer_weights::w_up, h * d) && read_floats(in, w.final_norm, d);
+  bool ok = read_matrix(in, w.token_embedding, c.vocab_size, d) && read_layers(in, w, &layer_weights::attn_norm, d) &&
+            read_layers(in, w, &layer_weights::wq, d, d) && read_layers(in, w, &layer_weights::wk, kv, d) &&
+            read_layers(in, w, &layer_weights::wv, kv, d) && read_layers(in, w, &layer_weights::wo, d, d) &&
+            read_layers(in, w, &layer_weights::ffn_norm, d) && read_layers(in, w, &layer_weights::w_gate, h, d) &&
+            read_layers(in, w, &layer_weights::w_down, d, h) && read_layers(in, w, &layer_weights::w_up, h, d) &&
+            read_floats(in, w.final_norm, d);
   if (ok) in.seekg(std::int64_t(c.max_seq_len) * c.head_dim * std::int64_t(sizeof(float)), std::ios::cur);
-  if (ok && !c.tied_embeddings) ok = read_floats(in, w.classifier, std::int64_t(c.vocab_size) * d);
+  if (ok && !c.tied_embeddings) ok = read_matrix(in, w.classifier, c.vocab_size, d);
   if (!ok) return make_error(errc::io_error, name + ": read failed");
   return w;
 }
@@ -124,6 +141,23 @@ void write_floats(std::ofstream& out, const std::vector<float>& v) {
 
 void write_layers(std::ofstream& out, const model_weights& w, std::vector<float> layer_weights::*member) {
   for (const auto& layer : w.layers) write_floats(out, layer.*member);
+}
+
+/// Writes a matrix as fp32 (decoding other types); false when it cannot be decoded.
+bool write_matrix(std::ofstream& out, const weight_tensor& m) {
+  if (m.dtype() == weight_dtype::f32) {
+    out.write(reinterpret_cast<const char*>(m.bytes().data()), std::streamsize(m.bytes().size()));
+    return true;
+  }
+  auto values = try_to_f32(m);
+  if (values) write_floats(out, *values);
+  return values.has_value();
+}
+
+bool write_layers(std::ofstream& out, const model_weights& w, weight_tensor layer_weights::*member) {
+  bool ok = true;
+  for (const auto& layer : w.layers) ok = ok && write_matrix(out, layer.*member);
+  return ok;
 }
 
 }  // namespace
@@ -140,21 +174,21 @@ result<void> write_llama2c(const model_weights& w, const std::filesystem::path& 
   const std::array<std::int32_t, 7> header{c.dim, c.hidden_dim, c.num_layers, c.num_heads, c.num_kv_heads,
                                            c.tied_embeddings ? c.vocab_size : -c.vocab_size, c.max_seq_len};
   out.write(reinterpret_cast<const char*>(header.data()), header_bytes);
-  write_floats(out, w.token_embedding);
+  bool is_decoded = write_matrix(out, w.token_embedding);
   write_layers(out, w, &layer_weights::attn_norm);
-  write_layers(out, w, &layer_weights::wq);
-  write_layers(out, w, &layer_weights::wk);
-  write_layers(out, w, &layer_weights::wv);
-  write_layers(out, w, &layer_weights::wo);
+  for (auto member : {&layer_weights::wq, &layer_weights::wk, &layer_weights::wv, &layer_weights::wo}) {
+    is_decoded = is_decoded && write_layers(out, w, member);
+  }
   write_layers(out, w, &layer_weights::ffn_norm);
-  write_layers(out, w, &layer_weights::w_gate);
-  write_layers(out, w, &layer_weights::w_down);
-  write_layers(out, w, &layer_weights::w_up);
+  for (auto member : {&layer_weights::w_gate, &layer_weights::w_down, &layer_weights::w_up}) {
+    is_decoded = is_decoded && write_layers(out, w, member);
+  }
   write_floats(out, w.final_norm);
   // freq_cis tables: run.c skips them, but the layout needs the bytes.
   const std::vector<float> freq(std::size_t(c.max_seq_len) * c.head_dim, 0.0f);
   write_floats(out, freq);
-  if (!c.tied_embeddings) write_floats(out, w.classifier);
+  if (!c.tied_embeddings) is_decoded = is_decoded && write_matrix(out, w.classifier);
+  if (!is_decoded) return make_error(errc::unsupported, path.string() + ": cannot decode the weights' type to fp32");
   if (!out) return make_error(errc::io_error, path.string() + ": write failed");
   return {};
 }

@@ -1,36 +1,49 @@
 #pragma once
-/// fp32 weights of a Llama-family decoder, row-major [out x in] like PyTorch's Linear.
+/// The weights of a Llama-family decoder. Matrices are typed (`weight_tensor`: fp32,
+/// fp16, bf16 or GGUF's quantized blocks, owned or mapped), row-major [out x in] like
+/// PyTorch's Linear; norms and biases are small and always fp32.
 
+#include <array>
 #include <vector>
 
 #include "core/model/model_config.hpp"
+#include "core/model/weight_tensor.hpp"
 
 namespace inflight {
 
 struct layer_weights {
   std::vector<float> attn_norm;  ///< [dim]
-  std::vector<float> wq;         ///< [q_dim x dim]
-  std::vector<float> wk;         ///< [kv_dim x dim]
-  std::vector<float> wv;         ///< [kv_dim x dim]
-  std::vector<float> wo;         ///< [dim x q_dim]
+  weight_tensor wq;              ///< [q_dim x dim]
+  weight_tensor wk;              ///< [kv_dim x dim]
+  weight_tensor wv;              ///< [kv_dim x dim]
+  weight_tensor wo;              ///< [dim x q_dim]
   std::vector<float> bq, bk, bv; ///< empty unless config.attention_bias
   std::vector<float> q_norm, k_norm; ///< [head_dim] each; empty unless config.qk_norm
   std::vector<float> ffn_norm;   ///< [dim]
-  std::vector<float> w_gate;     ///< [hidden x dim]  (llama2.c w1)
-  std::vector<float> w_down;     ///< [dim x hidden]  (llama2.c w2)
-  std::vector<float> w_up;       ///< [hidden x dim]  (llama2.c w3)
+  weight_tensor w_gate;          ///< [hidden x dim]  (llama2.c w1)
+  weight_tensor w_down;          ///< [dim x hidden]  (llama2.c w2)
+  weight_tensor w_up;            ///< [hidden x dim]  (llama2.c w3)
 };
 
 struct model_weights {
   model_config config;
-  std::vector<float> token_embedding;  ///< [vocab x dim]
+  weight_tensor token_embedding;  ///< [vocab x dim]
   std::vector<layer_weights> layers;
-  std::vector<float> final_norm;       ///< [dim]
-  std::vector<float> classifier;       ///< [vocab x dim]; empty when tied
+  std::vector<float> final_norm;  ///< [dim]
+  weight_tensor classifier;       ///< [vocab x dim]; empty when tied
 
-  const float* classifier_data() const {
-    return classifier.empty() ? token_embedding.data() : classifier.data();
-  }
+  const weight_tensor& classifier_tensor() const { return classifier.empty() ? token_embedding : classifier; }
 };
+
+/// Every matrix of a layer, in a fixed order (for code that treats them alike).
+inline std::array<const weight_tensor*, 7> matrices_of(const layer_weights& l) {
+  return {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_down, &l.w_up};
+}
+
+/// The storage types the model's matrices use, each once, in weight_dtype order.
+std::vector<weight_dtype> weight_dtypes_of(const model_weights& weights);
+
+/// The same model with every matrix decoded to fp32 (for a backend that runs only fp32).
+result<model_weights> try_decode_to_f32(const model_weights& weights);
 
 }  // namespace inflight

@@ -2,6 +2,8 @@
 // modelling code (per-head RMSNorm of q and k before rotate_half RoPE).
 #include <catch2/catch.hpp>
 
+#include "tests/test_weights.hpp"
+
 #include <cmath>
 #include <memory>
 #include <random>
@@ -42,8 +44,9 @@ std::shared_ptr<const model_weights> qwen3_weights(std::uint64_t seed) {
   std::uniform_real_distribution<float> scale(0.5f, 3.0f);
   for (auto& l : w->layers) {
     for (auto* v : {&l.q_norm, &l.k_norm, &l.attn_norm, &l.ffn_norm}) for (auto& x : *v) x = scale(rng);
-    for (auto& x : l.wq) x *= 5.0f;  // large q/k: un-normalised scores would saturate the softmax
-    for (auto& x : l.wk) x *= 5.0f;
+    // Large q/k: un-normalised scores would saturate the softmax.
+    test::edit_values(l.wq, [](float x) { return x * 5.0f; });
+    test::edit_values(l.wk, [](float x) { return x * 5.0f; });
   }
   return std::make_shared<const model_weights>(std::move(*w));
 }
@@ -57,7 +60,8 @@ vec rmsnorm(const vec& x, const float* w, std::size_t offset, std::size_t n, dou
   return out;
 }
 
-vec matvec(const std::vector<float>& w, const vec& x, std::size_t rows) {
+vec matvec(const weight_tensor& matrix, const vec& x, std::size_t rows) {
+  const auto w = matrix.f32();
   vec y(rows, 0.0);
   for (std::size_t r = 0; r < rows; ++r)
     for (std::size_t c = 0; c < x.size(); ++c) y[r] += double(w[r * x.size() + c]) * x[c];
@@ -88,8 +92,9 @@ vec naive_forward(const model_weights& w, const std::vector<token_id>& tokens, b
   std::vector<std::vector<vec>> keys(w.layers.size()), values(w.layers.size());
   vec x;
   for (std::size_t p = 0; p < tokens.size(); ++p) {
-    x.assign(w.token_embedding.begin() + std::ptrdiff_t(std::size_t(tokens[p]) * d),
-             w.token_embedding.begin() + std::ptrdiff_t(std::size_t(tokens[p]) * d + d));
+    const auto embedding = w.token_embedding.f32();
+    x.assign(embedding.begin() + std::ptrdiff_t(std::size_t(tokens[p]) * d),
+             embedding.begin() + std::ptrdiff_t(std::size_t(tokens[p]) * d + d));
     for (std::size_t l = 0; l < w.layers.size(); ++l) {
       const auto& L = w.layers[l];
       const auto h = rmsnorm(x, L.attn_norm.data(), 0, d, c.norm_eps);

@@ -11,6 +11,7 @@
 
 #include "core/model/dummy_model.hpp"
 #include "core/model/hf_model.hpp"
+#include "tests/test_weights.hpp"
 #include "core/model/hf_writer.hpp"
 #include "core/model/llama2c.hpp"
 #include "core/util/half.hpp"
@@ -57,11 +58,12 @@ model_config small_config() {
 }
 
 // Every weight vector of a model in one fixed order, for element-wise comparison.
-std::vector<const std::vector<float>*> all_tensors(const model_weights& w) {
-  std::vector<const std::vector<float>*> out{&w.token_embedding, &w.final_norm, &w.classifier};
+std::vector<std::vector<float>> all_tensors(const model_weights& w) {
+  using test::values_of;
+  std::vector<std::vector<float>> out{values_of(w.token_embedding), w.final_norm, values_of(w.classifier)};
   for (const auto& l : w.layers) {
-    for (const auto* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk, &l.bv, &l.ffn_norm,
-                          &l.w_gate, &l.w_down, &l.w_up}) {
+    for (const auto& t : {l.attn_norm, values_of(l.wq), values_of(l.wk), values_of(l.wv), values_of(l.wo), l.bq,
+                          l.bk, l.bv, l.ffn_norm, values_of(l.w_gate), values_of(l.w_down), values_of(l.w_up)}) {
       out.push_back(t);
     }
   }
@@ -73,9 +75,9 @@ void require_same_weights(const model_weights& expected, const model_weights& fo
   const auto a = all_tensors(expected), b = all_tensors(found);
   REQUIRE(a.size() == b.size());
   for (std::size_t t = 0; t < a.size(); ++t) {
-    REQUIRE(a[t]->size() == b[t]->size());
-    for (std::size_t i = 0; i < a[t]->size(); ++i) {
-      if (round((*a[t])[i]) != (*b[t])[i]) REQUIRE(round((*a[t])[i]) == (*b[t])[i]);  // one assertion per failure
+    REQUIRE(a[t].size() == b[t].size());
+    for (std::size_t i = 0; i < a[t].size(); ++i) {
+      if (round(a[t][i]) != b[t][i]) REQUIRE(round(a[t][i]) == b[t][i]);  // one assertion per failure
     }
   }
 }
@@ -120,8 +122,8 @@ void rope(std::vector<float>& v, std::size_t offset, int head_dim, int pos, bool
 // The attention logit of query head 0 at position 7 against key head 0 at position 3.
 double attention_logit(const layer_weights& layer, const model_config& c, const std::vector<float>& x,
                        bool interleaved) {
-  auto q = matvec(layer.wq, x, std::size_t(c.q_dim()));
-  auto k = matvec(layer.wk, x, std::size_t(c.kv_dim()));
+  auto q = matvec(test::values_of(layer.wq), x, std::size_t(c.q_dim()));
+  auto k = matvec(test::values_of(layer.wk), x, std::size_t(c.kv_dim()));
   rope(q, 0, c.head_dim, 7, interleaved);
   rope(k, 0, c.head_dim, 3, interleaved);
   double dot = 0;
@@ -447,8 +449,10 @@ TEST_CASE("an interleaved-rope model written as hf keeps its attention scores", 
   const auto& written = loaded->weights.layers[1];
   CHECK(written.wv == original.wv);
   CHECK(written.wq != original.wq);
-  CHECK(*permute_for_interleaved_rope(written.wq, c.num_heads, c.head_dim, c.dim) == original.wq);
-  CHECK(*permute_for_interleaved_rope(written.wk, c.num_kv_heads, c.head_dim, c.dim) == original.wk);
+  CHECK(*permute_for_interleaved_rope(written.wq.f32(), c.num_heads, c.head_dim, c.dim) ==
+        test::values_of(original.wq));
+  CHECK(*permute_for_interleaved_rope(written.wk.f32(), c.num_kv_heads, c.head_dim, c.dim) ==
+        test::values_of(original.wk));
   std::mt19937 rng(1);
   std::normal_distribution<float> normal;
   std::vector<float> x(std::size_t(c.dim));
@@ -476,8 +480,11 @@ TEST_CASE("stories260K converted to an hf folder loads back permuted", "[core][h
   CHECK(loaded->weights.config.tied_embeddings);
   auto unpermuted = loaded->weights;
   for (auto& layer : unpermuted.layers) {
-    layer.wq = *permute_for_interleaved_rope(layer.wq, c.num_heads, c.head_dim, c.dim);
-    layer.wk = *permute_for_interleaved_rope(layer.wk, c.num_kv_heads, c.head_dim, c.dim);
+    layer.wq = weight_tensor::from_f32(*permute_for_interleaved_rope(layer.wq.f32(), c.num_heads, c.head_dim, c.dim),
+                                       layer.wq.rows(), layer.wq.cols());
+    layer.wk = weight_tensor::from_f32(
+        *permute_for_interleaved_rope(layer.wk.f32(), c.num_kv_heads, c.head_dim, c.dim), layer.wk.rows(),
+        layer.wk.cols());
   }
   require_same_weights(*original, unpermuted, [](float x) { return x; });
 }
@@ -495,17 +502,17 @@ TEST_CASE("dummy weights are reproducible by seed and shaped by the config", "[c
   require_same_weights(*a, *b, [](float x) { return x; });
   CHECK(a->layers[0].wq != other->layers[0].wq);
   CHECK(a->layers[0].wq != a->layers[1].wq);
-  CHECK(a->token_embedding.size() == std::size_t(1000 * 256));
-  CHECK(a->classifier.size() == std::size_t(1000 * 256));
+  CHECK((a->token_embedding.rows() == 1000 && a->token_embedding.cols() == 256));
+  CHECK((a->classifier.rows() == 1000 && a->classifier.cols() == 256));
   CHECK(a->layers[1].bk.size() == 128);
-  CHECK(a->layers[0].w_down.size() == std::size_t(256 * 512));
+  CHECK((a->layers[0].w_down.rows() == 256 && a->layers[0].w_down.cols() == 512));
   CHECK(std::all_of(a->layers[1].ffn_norm.begin(), a->layers[1].ffn_norm.end(), [](float v) { return v == 1.0f; }));
   double sum = 0, sum_sq = 0;
-  for (float v : a->token_embedding) {
+  for (float v : a->token_embedding.f32()) {
     sum += v;
     sum_sq += double(v) * v;
   }
-  const double n = double(a->token_embedding.size());
+  const double n = double(a->token_embedding.num_values());
   CHECK(std::abs(sum / n) < 1e-3);
   CHECK(std::sqrt(sum_sq / n) == Approx(dummy_weight_std).epsilon(0.01));
 
@@ -520,7 +527,10 @@ TEST_CASE("writing refuses weights that contradict their config", "[core][hf_mod
   REQUIRE(weights);
   model_dir dir("refused");
   auto short_wq = *weights;
-  short_wq.layers[0].wq.pop_back();
+  auto& wq = short_wq.layers[0].wq;
+  auto fewer = test::values_of(wq);
+  fewer.resize(fewer.size() - std::size_t(wq.cols()));
+  wq = weight_tensor::from_f32(std::move(fewer), wq.rows() - 1, wq.cols());
   CHECK(write_hf_model_folder(short_wq, dir.path).error().code == errc::invalid_argument);
   short_wq.config.rope = rope_style::interleaved;
   CHECK(write_hf_model_folder(short_wq, dir.path).error().code == errc::invalid_argument);

@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto& c = w->config;
   FUZZ_CHECK(llama2c_file_size(c) == static_cast<std::int64_t>(size));
   FUZZ_CHECK(static_cast<int>(w->layers.size()) == c.num_layers);
-  FUZZ_CHECK(w->token_embedding.size() == static_cast<std::size_t>(c.vocab_size) * c.dim);
+  FUZZ_CHECK(w->token_embedding.rows() == c.vocab_size && w->token_embedding.cols() == c.dim);
   FUZZ_CHECK(w->final_norm.size() == static_cast<std::size_t>(c.dim));
   FUZZ_CHECK(c.num_heads * c.head_dim == c.dim);
   return 0;
