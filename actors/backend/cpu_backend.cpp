@@ -68,6 +68,9 @@ result<std::span<const float>> cpu_backend::forward(const step_plan& plan) {
 
 result<step_result> cpu_backend::execute(const step_plan& plan) {
   const auto start = std::chrono::steady_clock::now();
+  for (const auto& s : plan.seqs) {
+    if (s.num_tail_logits > 0) return make_error(errc::invalid_argument, "step plan: tail logits are for forward()");
+  }
   auto logits = forward(plan);
   if (!logits) return std::unexpected(logits.error());
   step_result out;

@@ -29,7 +29,8 @@ class cpu_backend final : public backend {
                                                      const kv_cache_config& kv, const cpu_backend_options& options = {});
 
   result<step_result> execute(const step_plan& plan) override;
-  /// Runs the forward pass only: logits [num sampled seqs x vocab], in plan order.
+  /// Runs the forward pass only: logits [rows x vocab] in plan order, a row for each
+  /// sampled sequence and for each tail token a seq_step asks for (num_tail_logits).
   result<std::span<const float>> forward(const step_plan& plan);
   /// The named logit rows of the last forward: every seq_step's logit_rows, in plan order.
   std::span<const float> row_logits() const { return row_logits_; }

@@ -51,7 +51,12 @@ result<void> ragged_batch::try_add(const seq_step& s, std::size_t index, const r
     slots_.push_back(s.block_table[std::size_t(pos / b.block_size)] * b.block_size + pos % b.block_size);
   }
   query_start_.push_back(std::int32_t(token_ids_.size()));
+  if (s.num_tail_logits < 0 || s.num_tail_logits > int(s.tokens.size()) || (s.do_sample && s.num_tail_logits > 0)) {
+    return make_error(errc::invalid_argument, "step plan: sequence " + std::to_string(s.id) + " asks for " +
+                                                  std::to_string(s.num_tail_logits) + " tail logits");
+  }
   if (s.do_sample) logit_indices_.push_back(std::int32_t(token_ids_.size()) - 1);
+  for (int j = s.num_tail_logits; j > 0; --j) logit_indices_.push_back(std::int32_t(token_ids_.size()) - j);
   return try_add_rows(s, b);
 }
 

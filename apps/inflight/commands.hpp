@@ -19,6 +19,7 @@ void add_bench_forward_command(CLI::App& bench);
 void add_bench_offline_command(CLI::App& bench);
 void add_bench_serve_command(CLI::App& bench);
 void add_plan_command(CLI::App& app);
+void add_perplexity_command(CLI::App& app);
 
 /// The deployment of `config_path` (defaults when empty) with `--set` overrides
 /// applied; a bad file or override ends the command with its message.

@@ -20,6 +20,9 @@ struct seq_step {
   /// Vocabulary rows whose logits to return after the last of `tokens` (prefill-only
   /// scoring): only these rows of the classifier are computed. Empty: none.
   std::vector<token_id> logit_rows{};
+  /// Full logit rows of the last `num_tail_logits` tokens, for a caller of the CPU
+  /// backend's forward() (perplexity); never with do_sample. The engine leaves it 0.
+  int num_tail_logits = 0;
   sampling_params params;            ///< used when do_sample
   std::uint64_t seed = 0;            ///< the sequence's RNG seed (sequence::seed): the only seed of a step
   std::uint64_t sample_index = 0;    ///< number of tokens sampled before (position in the RNG stream)
