@@ -171,6 +171,10 @@ const std::map<std::string, key_spec>& specs() {
     add("model.dtype", [](auto k) {
       return text(&D::model, &model_settings::dtype, {"auto", "float32", "bfloat16", "float16"}, k);
     });
+    add("model.weight_dtype", [](auto k) {
+      return text(&D::model, &model_settings::weight_dtype,
+                  {"auto", "f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "q4_k_m"}, k);
+    });
     add("model.max_context", [](auto k) { return integer(&D::model, &model_settings::max_context, 0, 1 << 22, k); });
     add("model.chat_template", [](auto k) { return text(&D::model, &model_settings::chat_template, {}, k); });
     add("model.config_json", [](auto k) { return text(&D::model, &model_settings::config_json, {}, k); });
@@ -216,6 +220,8 @@ const std::map<std::string, key_spec>& specs() {
     add("engine.pin_threads", [](auto k) { return boolean(&D::engine, &engine_settings::pin_threads, k); });
     add("engine.block_size", [](auto k) { return integer(&D::engine, &engine_settings::block_size, 1, 1024, k); });
     add("engine.kv_memory", [](auto k) { return bytes(&engine_settings::kv_memory_bytes, k); });
+    add("engine.kv_dtype",
+        [](auto k) { return text(&D::engine, &engine_settings::kv_dtype, {"auto", "f32", "f16", "bf16"}, k); });
     add("engine.kv_blocks", [](auto k) { return integer(&D::engine, &engine_settings::kv_blocks, 0, 1 << 26, k); });
     add("engine.gpu_memory_utilization",
         [](auto k) { return number(&D::engine, &engine_settings::gpu_memory_utilization, 0.05, 0.99, k); });

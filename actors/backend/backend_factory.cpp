@@ -17,6 +17,11 @@ bool has_cuda_backend() {
 
 result<std::unique_ptr<backend>> make_backend(const engine_settings& s, std::shared_ptr<const model_weights> weights) {
   if (s.backend == "cuda") {
+    if (s.kv_dtype != "auto") {
+      return make_error(errc::invalid_argument, "engine.kv_dtype = \"" + s.kv_dtype +
+                                                    "\": the cuda backend keeps its KV cache in model.dtype; "
+                                                    "leave engine.kv_dtype at \"auto\"");
+    }
 #ifdef INFLIGHT_HAS_CUDA
     cuda_backend_options o;
     o.block_size = s.block_size;
@@ -33,6 +38,9 @@ result<std::unique_ptr<backend>> make_backend(const engine_settings& s, std::sha
 #endif
   }
   if (s.backend != "cpu") return make_error(errc::invalid_argument, "unknown engine.backend '" + s.backend + "'");
+  if (s.kv_dtype != "auto" && s.kv_dtype != "f32") {
+    return make_error(errc::unsupported, "engine.kv_dtype = \"" + s.kv_dtype + "\" is not supported by this build");
+  }
   cpu_backend_options options;
   options.num_threads = s.threads;
   options.pin_threads = s.pin_threads;

@@ -8,6 +8,7 @@
 #include "core/model/hf_model.hpp"
 #include "core/model/model_loader.hpp"
 #include "core/model/shapes.hpp"
+#include "core/quant/weight_dtype.hpp"
 
 namespace inflight::app {
 namespace {
@@ -21,8 +22,17 @@ struct plan_options {
   std::string flops = "989TFLOP/s";
   double utilization = 0.0;  // 0 = the deployment's engine.gpu_memory_utilization
   int context = 2048;
-  int dtype_bytes = 2;
+  std::string weight_dtype = "bf16";
+  std::string kv_dtype = "bf16";
 };
+
+/// Bytes per value of a weight dtype: its block bytes over its block values.
+double value_bytes(const std::string& name, const char* option) {
+  const auto dtype = try_parse_weight_dtype(name);
+  if (!dtype) fail(std::string(option) + ": unknown type '" + name + "' (" + weight_dtype_names() + ")");
+  const auto layout = layout_of(*dtype);
+  return double(layout.block_bytes) / layout.block_values;
+}
 
 /// The shape: --shape, else the deployment's model (dummy shape, config.json, or checkpoint).
 model_config plan_model(const plan_options& o, const deployment& d) {
@@ -56,12 +66,13 @@ void print_plan(const plan_options& o, const model_config& m, const bench::plan_
   const double gb = 1e9;
   std::printf("model: dim %d, MLP %d, %d layers, %d heads (%d KV), head_dim %d, vocab %d%s\n", m.dim, m.hidden_dim,
               m.num_layers, m.num_heads, m.num_kv_heads, m.head_dim, m.vocab_size, m.tied_embeddings ? ", tied" : "");
-  std::printf("hardware: %s memory x %.2f utilization, %s, %s; context %d, %d bytes per value\n\n", o.memory.c_str(),
-              r.hardware.memory_utilization, o.bandwidth.c_str(), o.flops.c_str(), r.context, r.dtype_bytes);
-  std::printf("weights       = params x dtype bytes = %lld x %d = %.2f GB\n", (long long)p.num_parameters,
-              r.dtype_bytes, p.weight_bytes / gb);
-  std::printf("KV per token  = 2 x layers x KV heads x head_dim x dtype bytes = 2 x %d x %d x %d x %d = %.0f B (%.1f KiB)\n",
-              m.num_layers, m.num_kv_heads, m.head_dim, r.dtype_bytes, p.kv_bytes_per_token, p.kv_bytes_per_token / 1024);
+  std::printf("hardware: %s memory x %.2f utilization, %s, %s; context %d; weights %s, KV %s\n\n", o.memory.c_str(),
+              r.hardware.memory_utilization, o.bandwidth.c_str(), o.flops.c_str(), r.context, o.weight_dtype.c_str(),
+              o.kv_dtype.c_str());
+  std::printf("weights       = params x bytes per weight = %lld x %.4g = %.2f GB\n", (long long)p.num_parameters,
+              r.weight_value_bytes, p.weight_bytes / gb);
+  std::printf("KV per token  = 2 x layers x KV heads x head_dim x KV bytes = 2 x %d x %d x %d x %d = %.0f B (%.1f KiB)\n",
+              m.num_layers, m.num_kv_heads, m.head_dim, r.kv_value_bytes, p.kv_bytes_per_token, p.kv_bytes_per_token / 1024);
   std::printf("KV budget     = memory x utilization - weights = %.2f - %.2f = %.2f GB\n", p.usable_bytes / gb,
               p.weight_bytes / gb, p.kv_budget_bytes / gb);
   std::printf("KV tokens     = KV budget / KV per token = %lld\n", (long long)p.max_kv_tokens);
@@ -82,7 +93,10 @@ void run_plan(const plan_options& o) {
   bench::plan_request r;
   r.model = plan_model(o, d);
   r.context = o.context;
-  r.dtype_bytes = o.dtype_bytes;
+  r.weight_value_bytes = value_bytes(o.weight_dtype, "--weight-dtype");
+  const double kv_bytes = value_bytes(o.kv_dtype, "--kv-dtype");
+  if (kv_bytes != 2.0 && kv_bytes != 4.0) fail("--kv-dtype: the KV cache is f32, f16 or bf16");
+  r.kv_value_bytes = int(kv_bytes);
   r.hardware.memory_bytes = quantity(o.memory, {"B"}, "--gpu-memory");
   r.hardware.bandwidth_bytes_per_s = quantity(o.bandwidth, {"B/s"}, "--bandwidth");
   r.hardware.flops_per_s = quantity(o.flops, {"FLOP/s", "FLOPS", "FLOP"}, "--flops");
@@ -105,7 +119,8 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--flops", o->flops, "dense peak FLOP/s at the dtype")->capture_default_str();
   cmd->add_option("--utilization", o->utilization, "fraction of memory for weights + KV (default: the deployment's)");
   cmd->add_option("--context", o->context, "tokens each sequence holds")->capture_default_str();
-  cmd->add_option("--dtype-bytes", o->dtype_bytes, "bytes per weight and KV value")->capture_default_str();
+  cmd->add_option("--weight-dtype", o->weight_dtype, "weight type: " + weight_dtype_names())->capture_default_str();
+  cmd->add_option("--kv-dtype", o->kv_dtype, "KV cache element type: f32 | f16 | bf16")->capture_default_str();
   cmd->callback([o] { run_plan(*o); });
 }
 

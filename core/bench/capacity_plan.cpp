@@ -13,7 +13,9 @@ result<capacity_plan> make_capacity_plan(const plan_request& r) {
   if (m.num_layers <= 0 || m.num_kv_heads <= 0 || m.head_dim <= 0 || m.dim <= 0) {
     return make_error(errc::invalid_argument, "the model shape is incomplete (layers, heads, head_dim, hidden size)");
   }
-  if (r.context <= 0 || r.dtype_bytes <= 0) return make_error(errc::invalid_argument, "context and dtype bytes must be positive");
+  if (r.context <= 0 || !(r.weight_value_bytes > 0) || r.kv_value_bytes <= 0) {
+    return make_error(errc::invalid_argument, "context, weight bytes and KV bytes must be positive");
+  }
   const auto& hw = r.hardware;
   if (!(hw.memory_bytes > 0 && hw.bandwidth_bytes_per_s > 0 && hw.flops_per_s > 0)) {
     return make_error(errc::invalid_argument, "memory, bandwidth and flops must be positive");
@@ -23,8 +25,8 @@ result<capacity_plan> make_capacity_plan(const plan_request& r) {
   }
   capacity_plan p;
   p.num_parameters = m.num_parameters();
-  p.weight_bytes = double(p.num_parameters) * r.dtype_bytes;
-  p.kv_bytes_per_token = double(kv_bytes_per_token(m.num_layers, m.num_kv_heads, m.head_dim, r.dtype_bytes));
+  p.weight_bytes = double(p.num_parameters) * r.weight_value_bytes;
+  p.kv_bytes_per_token = double(kv_bytes_per_token(m.num_layers, m.num_kv_heads, m.head_dim, r.kv_value_bytes));
   p.usable_bytes = hw.memory_bytes * hw.memory_utilization;
   p.kv_budget_bytes = p.usable_bytes - p.weight_bytes;
   p.max_kv_tokens = p.kv_budget_bytes > 0 ? std::int64_t(std::floor(p.kv_budget_bytes / p.kv_bytes_per_token)) : 0;

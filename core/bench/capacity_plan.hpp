@@ -23,7 +23,8 @@ struct plan_request {
   model_config model;
   hardware_spec hardware;
   int context = 2048;     ///< tokens of KV each sequence holds
-  int dtype_bytes = 2;    ///< bytes per weight and per KV element
+  double weight_value_bytes = 2.0;  ///< bytes per weight (a quantized type's block bytes / block values)
+  int kv_value_bytes = 2;           ///< bytes per KV element
   std::vector<int> batch_sizes = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 };
 
@@ -37,8 +38,8 @@ struct decode_floor {
 
 struct capacity_plan {
   std::int64_t num_parameters = 0;
-  double weight_bytes = 0.0;           ///< num_parameters x dtype bytes
-  double kv_bytes_per_token = 0.0;     ///< 2 (K and V) x layers x KV heads x head_dim x dtype bytes
+  double weight_bytes = 0.0;           ///< num_parameters x weight value bytes
+  double kv_bytes_per_token = 0.0;     ///< 2 (K and V) x layers x KV heads x head_dim x KV value bytes
   double usable_bytes = 0.0;           ///< memory x utilization
   double kv_budget_bytes = 0.0;        ///< usable - weights (may be negative: does not fit)
   std::int64_t max_kv_tokens = 0;      ///< kv_budget / kv_bytes_per_token

@@ -57,6 +57,9 @@ struct model_settings {
   std::string tokenizer;           ///< tokenizer file or folder; empty = next to the model / byte-level
   std::string name;                ///< served model name; empty = derived from the path
   std::string dtype = "auto";      ///< auto | float32 | bfloat16 | float16
+  /// Storage type of the matrices: "auto" keeps the file's; a weight_dtype name (or
+  /// "q4_k_m", llama.cpp's mix) converts at load.
+  std::string weight_dtype = "auto";
   int max_context = 0;             ///< 0 = the model's own
   std::string chat_template;       ///< empty = detect from tokenizer_config.json
   std::string config_json;         ///< format = dummy: shape from this config.json instead of [model.dummy]
@@ -69,6 +72,7 @@ struct engine_settings {
   bool pin_threads = false;        ///< cpu: pin the compute threads to cores (a dedicated machine)
   int block_size = 16;             ///< tokens per KV block
   std::int64_t kv_memory_bytes = 256ll << 20;  ///< KV budget when kv_blocks = 0
+  std::string kv_dtype = "auto";   ///< cpu: f32 | f16 | bf16 KV cache elements ("auto" = f32; cuda: model.dtype)
   int kv_blocks = 0;               ///< explicit block count (overrides kv_memory)
   double gpu_memory_utilization = 0.9;
   int max_num_seqs = 64;

@@ -134,3 +134,20 @@ TEST_CASE("engine.pin_threads is off by default and takes a boolean", "[config]"
   REQUIRE_FALSE(wrong.has_value());
   CHECK_THAT(wrong.error().message, Catch::Contains("engine.pin_threads") && Catch::Contains("a boolean"));
 }
+
+TEST_CASE("model.weight_dtype and engine.kv_dtype default to auto and take the listed types", "[config]") {
+  auto d = parse_deployment("");
+  REQUIRE(d.has_value());
+  CHECK(d->model.weight_dtype == "auto");
+  CHECK(d->engine.kv_dtype == "auto");
+  auto set = parse_deployment("[model]\nweight_dtype = \"q4_k_m\"\n[engine]\nkv_dtype = \"bf16\"\n");
+  REQUIRE(set.has_value());
+  CHECK(set->model.weight_dtype == "q4_k_m");
+  CHECK(set->engine.kv_dtype == "bf16");
+  auto bad_weights = parse_deployment("[model]\nweight_dtype = \"q3_k\"\n");
+  REQUIRE_FALSE(bad_weights.has_value());
+  CHECK_THAT(bad_weights.error().message, Catch::Contains("model.weight_dtype") && Catch::Contains("q3_k"));
+  auto bad_kv = parse_deployment("[engine]\nkv_dtype = \"q8_0\"\n");
+  REQUIRE_FALSE(bad_kv.has_value());
+  CHECK_THAT(bad_kv.error().message, Catch::Contains("engine.kv_dtype"));
+}

@@ -60,3 +60,17 @@ TEST_CASE("bench plan: quantities with SI and binary prefixes", "[core][bench]")
   CHECK_FALSE(parse_quantity("3TB/h", bw).has_value());
   CHECK_FALSE(parse_quantity("-1GB", bytes).has_value());
 }
+
+TEST_CASE("bench plan: quantized weights and an f32 KV cache", "[core][bench]") {
+  plan_request r;
+  r.model = *named_shape("llama-3.1-8b");
+  r.weight_value_bytes = 18.0 / 32.0;  // Q4_0: 32 values in 18 bytes
+  r.kv_value_bytes = 4;
+  auto p = make_capacity_plan(r);
+  REQUIRE(p.has_value());
+  CHECK(p->weight_bytes == Approx(8030261248.0 * 18 / 32));
+  CHECK(p->kv_bytes_per_token == 256.0 * 1024);  // 2 x 32 x 8 x 128 x 4
+  CHECK(p->decode.front().step_s == Approx((8030261248.0 * 18 / 32 + 2048 * 262144.0) / 3.35e12));
+  r.weight_value_bytes = 0;
+  CHECK_FALSE(make_capacity_plan(r).has_value());
+}
