@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/inflight/bench_report.hpp"
+#include "apps/inflight/bench_response_timeline.hpp"
 
 namespace inflight::app {
 namespace beast = boost::beast;
@@ -54,62 +55,6 @@ std::string request_body(const client_target& t, const bench::bench_prompt& p, i
 }
 
 namespace {
-
-/// What a streamed response delivered so far, and how to turn it into a record.
-class response_timeline {
- public:
-  explicit response_timeline(request_done done) : done_(std::move(done)) {}
-  void sent() { send_s_ = monotonic_seconds(); }
-  void chunk() { chunks_.push_back(monotonic_seconds()); }
-  /// An event that carries no output yet (empty text while a character is pending).
-  void event() {
-    if (first_event_s_ == 0.0) first_event_s_ = monotonic_seconds();
-  }
-  void usage(const nlohmann::json& u) {
-    if (!u.is_object()) return;
-    prompt_tokens_ = u.value("prompt_tokens", prompt_tokens_);
-    completion_tokens_ = u.value("completion_tokens", completion_tokens_);
-    // Servers without prefix caching omit the details or send null.
-    if (auto d = u.find("prompt_tokens_details"); d != u.end() && d->is_object()) {
-      if (auto c = d->find("cached_tokens"); c != d->end() && c->is_number_integer()) cached_tokens_ = c->get<int>();
-    }
-  }
-  bool is_finished() const { return is_finished_; }
-  void finish(std::string error = {}) {
-    if (is_finished_) return;
-    is_finished_ = true;
-    const int tokens = completion_tokens_ >= 0 ? completion_tokens_ : int(chunks_.size());
-    // A stream whose tokens all decoded to empty text still delivered them: its first
-    // event stands in for the first token.
-    if (chunks_.empty() && first_event_s_ > 0.0 && tokens > 0 && error.empty()) chunks_.push_back(first_event_s_);
-    auto r = bench::record_from_timeline(send_s_, chunks_, monotonic_seconds(), tokens);
-    r.prompt_tokens = prompt_tokens_;
-    r.cached_tokens = cached_tokens_;
-    if (!error.empty()) {
-      r.is_success = false;
-      r.error = std::move(error);
-    }
-    done_(std::move(r));
-  }
-
- private:
-  request_done done_;
-  double send_s_ = 0.0;
-  double first_event_s_ = 0.0;
-  std::vector<double> chunks_;
-  int prompt_tokens_ = 0;
-  int cached_tokens_ = 0;
-  int completion_tokens_ = -1;
-  bool is_finished_ = false;
-};
-
-/// An event carries output when it has text or token ids.
-bool has_output(const nlohmann::json& j) {
-  const auto text = j.find("text");
-  const auto ids = j.find("token_ids");
-  return (text != j.end() && text->is_string() && !text->get_ref<const std::string&>().empty()) ||
-         (ids != j.end() && ids->is_array() && !ids->empty());
-}
 
 std::string error_text(const nlohmann::json& j) {
   const auto& e = j.at("error");

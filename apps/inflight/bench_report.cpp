@@ -1,6 +1,5 @@
 #include "apps/inflight/bench_report.hpp"
 
-#include <chrono>
 #include <fstream>
 
 #include "apps/inflight/commands.hpp"
@@ -90,10 +89,6 @@ void write_json_file(const std::string& path, const nlohmann::json& doc) {
   if (!out) fail("cannot write " + path);
   out << doc.dump(2) << "\n";
   if (!out) fail("error writing " + path);
-}
-
-double monotonic_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace inflight::app

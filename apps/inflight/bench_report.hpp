@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -21,7 +22,9 @@ void print_summary(std::FILE* out, const std::string& title, const bench::bench_
 /// Writes `doc` to `path` (pretty-printed); fails the command on an I/O error.
 void write_json_file(const std::string& path, const nlohmann::json& doc);
 
-/// Wall-clock seconds on a monotonic clock.
-double monotonic_seconds();
+/// Wall-clock seconds on a monotonic clock (inline: the bench client library uses it too).
+inline double monotonic_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 }  // namespace inflight::app
