@@ -22,7 +22,7 @@ void response_timeline::usage(const nlohmann::json& u) {
   }
 }
 
-void response_timeline::finish(std::string error) {
+void response_timeline::finish(std::string error, int http_status) {
   if (is_finished_) return;
   is_finished_ = true;
   const int tokens = completion_tokens_ >= 0 ? completion_tokens_ : int(chunks_.size());
@@ -35,6 +35,7 @@ void response_timeline::finish(std::string error) {
   if (!error.empty()) {
     r.is_success = false;
     r.error = std::move(error);
+    r.http_status = http_status;
   }
   done_(std::move(r));
 }

@@ -24,8 +24,9 @@ class response_timeline {
   /// The server's `usage` object (token counts, cached prompt tokens).
   void usage(const nlohmann::json& u);
   bool is_finished() const { return is_finished_; }
-  /// Ends the record: a success when `error` is empty, else a failure. Later calls do nothing.
-  void finish(std::string error = {});
+  /// Ends the record: a success when `error` is empty, else a failure with the status
+  /// of the server's error answer (0 when there was none). Later calls do nothing.
+  void finish(std::string error = {}, int http_status = 0);
 
  private:
   request_done done_;
