@@ -16,6 +16,10 @@ nlohmann::json to_json(const bench::request_record& r);
 nlohmann::json to_json(const bench::metric_stats& s);
 nlohmann::json to_json(const bench::bench_summary& s);
 
+/// "N of M requests failed: C x ERROR; ..." with the summary's most frequent failures,
+/// so a failed run says why in one line; empty when none failed.
+std::string failure_line(const bench::bench_summary& s);
+
 /// The vLLM-style summary block: counts, throughputs, then TTFT / TPOT / ITL / E2EL.
 void print_summary(std::FILE* out, const std::string& title, const bench::bench_summary& s);
 
