@@ -6,7 +6,11 @@
 #include <boost/beast/websocket.hpp>
 #include <nlohmann/json.hpp>
 
+#include <limits>
+
 #include "apps/inflight/bench_report.hpp"
+#include "apps/inflight/bench_response_timeline.hpp"
+#include "core/bench/server_error.hpp"
 
 namespace inflight::app {
 namespace beast = boost::beast;
@@ -55,70 +59,22 @@ std::string request_body(const client_target& t, const bench::bench_prompt& p, i
 
 namespace {
 
-/// What a streamed response delivered so far, and how to turn it into a record.
-class response_timeline {
- public:
-  explicit response_timeline(request_done done) : done_(std::move(done)) {}
-  void sent() { send_s_ = monotonic_seconds(); }
-  void chunk() { chunks_.push_back(monotonic_seconds()); }
-  /// An event that carries no output yet (empty text while a character is pending).
-  void event() {
-    if (first_event_s_ == 0.0) first_event_s_ = monotonic_seconds();
-  }
-  void usage(const nlohmann::json& u) {
-    if (!u.is_object()) return;
-    prompt_tokens_ = u.value("prompt_tokens", prompt_tokens_);
-    completion_tokens_ = u.value("completion_tokens", completion_tokens_);
-    // Servers without prefix caching omit the details or send null.
-    if (auto d = u.find("prompt_tokens_details"); d != u.end() && d->is_object()) {
-      if (auto c = d->find("cached_tokens"); c != d->end() && c->is_number_integer()) cached_tokens_ = c->get<int>();
-    }
-  }
-  bool is_finished() const { return is_finished_; }
-  void finish(std::string error = {}) {
-    if (is_finished_) return;
-    is_finished_ = true;
-    const int tokens = completion_tokens_ >= 0 ? completion_tokens_ : int(chunks_.size());
-    // A stream whose tokens all decoded to empty text still delivered them: its first
-    // event stands in for the first token.
-    if (chunks_.empty() && first_event_s_ > 0.0 && tokens > 0 && error.empty()) chunks_.push_back(first_event_s_);
-    auto r = bench::record_from_timeline(send_s_, chunks_, monotonic_seconds(), tokens);
-    r.prompt_tokens = prompt_tokens_;
-    r.cached_tokens = cached_tokens_;
-    if (!error.empty()) {
-      r.is_success = false;
-      r.error = std::move(error);
-    }
-    done_(std::move(r));
-  }
-
- private:
-  request_done done_;
-  double send_s_ = 0.0;
-  double first_event_s_ = 0.0;
-  std::vector<double> chunks_;
-  int prompt_tokens_ = 0;
-  int cached_tokens_ = 0;
-  int completion_tokens_ = -1;
-  bool is_finished_ = false;
-};
-
-/// An event carries output when it has text or token ids.
-bool has_output(const nlohmann::json& j) {
-  const auto text = j.find("text");
-  const auto ids = j.find("token_ids");
-  return (text != j.end() && text->is_string() && !text->get_ref<const std::string&>().empty()) ||
-         (ids != j.end() && ids->is_array() && !ids->empty());
-}
-
+/// The server's words for an error event or message: the envelope's message, else the JSON itself.
 std::string error_text(const nlohmann::json& j) {
-  const auto& e = j.at("error");
-  if (e.is_object()) return e.value("message", e.dump());
-  return e.is_string() ? e.get<std::string>() : e.dump();
+  return bench::error_message(j).value_or(bench::one_line_excerpt(j.dump(), bench::error_excerpt_bytes));
 }
 
-/// POST /v1/completions with stream=true; the body is read as it arrives and split
-/// into server-sent events.
+/// An `error` message of inflight's WebSocket: "WebSocket error (code): message".
+std::string ws_error_text(const nlohmann::json& j) {
+  std::string text = "WebSocket error";
+  if (const auto e = j.find("error"); e != j.end() && e->is_object()) {
+    if (const auto code = e->find("code"); code != e->end() && code->is_string()) {
+      text += " (" + code->get<std::string>() + ")";
+    }
+  }
+  return text + ": " + error_text(j);
+}
+
 /// A numeric host needs no resolver: Asio runs every getaddrinfo of an io_context on
 /// one background thread, which would serialise the connects of a burst of requests
 /// and show up as time to first token.
@@ -131,6 +87,27 @@ bool try_numeric_endpoint(const client_target& t, tcp::resolver::results_type& o
   return true;
 }
 
+/// Bytes of a non-2xx answer kept for its message; an error envelope is far smaller.
+constexpr std::size_t max_error_body_bytes = 64 * 1024;
+/// Bytes of a 2xx JSON answer (a server that did not stream): n > 1 with logprobs is large.
+constexpr std::size_t max_json_answer_bytes = std::size_t{256} << 20;
+
+/// How the body of an answer is read.
+enum class answer_kind {
+  event_stream,  ///< 2xx server-sent events: parsed as they arrive, never held whole, no size limit
+  json,          ///< 2xx application/json: a server that answered without streaming
+  error,         ///< not 2xx: the body holds the server's reason
+};
+
+answer_kind kind_of(const http::response_header<>& h) {
+  if (h.result_int() < 200 || h.result_int() >= 300) return answer_kind::error;
+  const auto type = h[http::field::content_type];
+  return type.starts_with("application/json") ? answer_kind::json : answer_kind::event_stream;
+}
+
+/// POST /v1/completions with stream=true. A 2xx event stream is read as it arrives and
+/// split into server-sent events; any other answer is collected whole (up to a bound)
+/// and recorded with the server's own words.
 class sse_session : public std::enable_shared_from_this<sse_session> {
  public:
   sse_session(asio::io_context& ioc, const client_target& t, std::string body, request_done done)
@@ -143,7 +120,10 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
     req_.set(http::field::accept, "text/event-stream");
     req_.body() = std::move(body);
     req_.prepare_payload();
-    parser_.body_limit(boost::none);
+    // Bodies are bounded by what consume() keeps, not by the parser. Boost 1.74 takes an
+    // unset limit (boost::none) as exceeded by every Content-Length (beast issue 2070),
+    // which failed each non-chunked answer in read header: the largest number it is.
+    parser_.body_limit(std::numeric_limits<std::uint64_t>::max());
   }
 
   void run() {
@@ -170,7 +150,7 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
   }
   void on_header(beast::error_code ec, std::size_t) {
     if (ec) return fail(ec, "read header");
-    is_error_status_ = parser_.get().result() != http::status::ok;
+    kind_ = kind_of(parser_.get().base());
     do_read();
   }
   void do_read() {
@@ -181,15 +161,24 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
   }
   void on_read(beast::error_code ec, std::size_t) {
     if (ec == http::error::need_buffer) ec = {};
-    if (ec && ec != http::error::end_of_stream) return fail(ec, "read");
+    // A refusal cut short still has its status and the start of its reason.
+    if (ec && ec != http::error::end_of_stream && kind_ != answer_kind::error) return fail(ec, "read");
     consume(std::string_view(buf_, sizeof buf_ - parser_.get().body().size));
-    if (ec || timeline_.is_finished()) return done();
+    if (ec || timeline_.is_finished() || is_over_limit_) return done();
     do_read();
   }
 
   void consume(std::string_view bytes) {
+    if (kind_ == answer_kind::event_stream) return consume_events(bytes);
+    const std::size_t limit = kind_ == answer_kind::error ? max_error_body_bytes : max_json_answer_bytes;
+    if (bytes.size() > limit - body_.size()) {
+      is_over_limit_ = true;
+      bytes = bytes.substr(0, limit - body_.size());
+    }
+    body_.append(bytes);
+  }
+  void consume_events(std::string_view bytes) {
     for (char c : bytes) if (c != '\r') pending_.push_back(c);
-    if (is_error_status_) return;
     for (auto end = pending_.find("\n\n"); end != std::string::npos; end = pending_.find("\n\n")) {
       const std::string event = pending_.substr(0, end);
       pending_.erase(0, end + 2);
@@ -200,13 +189,23 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
       }
     }
   }
+  /// A `data:` line, or an `error:` line (llama.cpp's server before it answered 4xx).
   void on_line(std::string_view line) {
-    if (!line.starts_with("data:") || timeline_.is_finished()) return;
-    line.remove_prefix(5);
+    const bool is_error = line.starts_with("error:");
+    if ((!is_error && !line.starts_with("data:")) || timeline_.is_finished()) return;
+    line.remove_prefix(is_error ? 6 : 5);
     while (line.starts_with(' ')) line.remove_prefix(1);
     if (line == "[DONE]") return timeline_.finish();
     auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return timeline_.finish("unparsable event: " + std::string(line.substr(0, 80)));
+    if (is_error && j.is_object() && !j.contains("error")) j = {{"error", j}};  // a bare error object
+    if (j.is_discarded() || !j.is_object()) {
+      return timeline_.finish(std::string(is_error ? "error event: " : "unparsable event: ") +
+                              bench::one_line_excerpt(line, 80));
+    }
+    on_completion(j);
+  }
+  /// One streamed event, or the whole answer of a server that did not stream.
+  void on_completion(const nlohmann::json& j) {
     if (j.contains("error")) return timeline_.finish(error_text(j));
     const auto choices = j.find("choices");
     if (choices != j.end() && choices->is_array() && !choices->empty()) {
@@ -215,12 +214,25 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
     }
     if (auto u = j.find("usage"); u != j.end()) timeline_.usage(*u);
   }
+  /// A 2xx JSON answer: one completion whose first token is timed at its end.
+  void on_json_answer() {
+    if (is_over_limit_) {
+      return timeline_.finish("the answer is larger than " + std::to_string(max_json_answer_bytes) + " bytes");
+    }
+    const auto j = nlohmann::json::parse(body_, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      return timeline_.finish("unparsable answer: " + bench::one_line_excerpt(body_, 80));
+    }
+    on_completion(j);
+    timeline_.finish();
+  }
 
   void done() {
-    if (is_error_status_) {
-      timeline_.finish("HTTP " + std::to_string(parser_.get().result_int()) + ": " + pending_.substr(0, 200));
-    } else {
-      timeline_.finish("the stream ended without [DONE]");
+    const int status = parser_.get().result_int();
+    switch (kind_) {
+      case answer_kind::error: timeline_.finish(bench::http_error_text(status, body_), status); break;
+      case answer_kind::json: on_json_answer(); break;
+      case answer_kind::event_stream: timeline_.finish("the stream ended without [DONE]"); break;
     }
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
@@ -235,8 +247,10 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
   http::response_parser<http::buffer_body> parser_;
   beast::flat_buffer buffer_;
   char buf_[16384];
-  std::string pending_;
-  bool is_error_status_ = false;
+  answer_kind kind_ = answer_kind::event_stream;
+  std::string pending_;         // event stream: bytes of the event not yet complete
+  std::string body_;            // json / error: the answer so far
+  bool is_over_limit_ = false;  // json / error: the answer outgrew its bound
 };
 
 /// inflight's WebSocket protocol: one generate message, then token / done / error messages.
@@ -265,10 +279,14 @@ class ws_session : public std::enable_shared_from_this<ws_session> {
     timeouts.idle_timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double>(target_.timeout_s));
     ws_.set_option(timeouts);
-    ws_.async_handshake(target_.host + ":" + target_.port, target_.base_path + "/v1/ws",
+    ws_.async_handshake(handshake_answer_, target_.host + ":" + target_.port, target_.base_path + "/v1/ws",
                         beast::bind_front_handler(&ws_session::on_handshake, shared_from_this()));
   }
   void on_handshake(beast::error_code ec) {
+    // A server that refuses the upgrade (429, 503, 404) says why in its answer's body.
+    if (const int status = handshake_answer_.result_int(); ec && status >= 300) {
+      return timeline_.finish(bench::http_error_text(status, handshake_answer_.body()), status);
+    }
     if (ec) return fail(ec, "handshake");
     ws_.text(true);
     ws_.async_write(asio::buffer(body_), beast::bind_front_handler(&ws_session::on_write, shared_from_this()));
@@ -293,7 +311,7 @@ class ws_session : public std::enable_shared_from_this<ws_session> {
       if (auto u = j.find("usage"); u != j.end()) timeline_.usage(*u);
       return close("");
     }
-    if (type == "error") return close(j.contains("error") ? error_text(j) : j.value("message", j.dump()));
+    if (type == "error") return close(ws_error_text(j));
     do_read();  // other message types (e.g. a greeting) are not ours
   }
   void close(std::string error) {
@@ -304,6 +322,7 @@ class ws_session : public std::enable_shared_from_this<ws_session> {
 
   tcp::resolver resolver_;
   websocket::stream<beast::tcp_stream> ws_;
+  websocket::response_type handshake_answer_;
   client_target target_;
   std::string body_;
   response_timeline timeline_;
@@ -330,14 +349,16 @@ result<std::string> http_get(const client_target& target, const std::string& pat
     req.set(http::field::host, target.host + ":" + target.port);
     http::write(stream, req);
     beast::flat_buffer buffer;
-    http::response<http::string_body> res;
-    http::read(stream, buffer, res);
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(max_json_answer_bytes);  // not the parser's default 8 MiB
+    http::read(stream, buffer, parser);
     beast::error_code ignored;
     stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    if (res.result() != http::status::ok) {
-      return make_error(errc::io_error, "GET " + path + ": HTTP " + std::to_string(res.result_int()));
+    auto res = parser.release();
+    if (res.result_int() < 200 || res.result_int() >= 300) {
+      return make_error(errc::io_error, "GET " + path + ": " + bench::http_error_text(res.result_int(), res.body()));
     }
-    return res.body();
+    return std::move(res.body());
   } catch (const std::exception& e) {
     return make_error(errc::io_error, "GET " + path + ": " + e.what());
   }

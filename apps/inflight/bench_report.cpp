@@ -1,6 +1,5 @@
 #include "apps/inflight/bench_report.hpp"
 
-#include <chrono>
 #include <fstream>
 
 #include "apps/inflight/commands.hpp"
@@ -13,6 +12,7 @@ nlohmann::json to_json(const bench::request_record& r) {
                       {"itl_s", r.itl_s},         {"prompt_tokens", r.prompt_tokens}, {"output_tokens", r.output_tokens},
                       {"cached_tokens", r.cached_tokens}};
   if (!r.error.empty()) j["error"] = r.error;
+  if (r.http_status != 0) j["status"] = r.http_status;
   if (!r.tag.empty()) j["tag"] = r.tag;
   return j;
 }
@@ -44,7 +44,24 @@ nlohmann::json to_json(const bench::bench_summary& s) {
                       {"itl_ms", to_json(s.itl_ms)},
                       {"e2el_ms", to_json(s.e2el_ms)}};
   if (s.goodput) j["goodput"] = *s.goodput;
+  j["failures"] = nlohmann::json::array();
+  for (const auto& f : s.top_failures) {
+    j["failures"].push_back({{"status", f.http_status != 0 ? nlohmann::json(f.http_status) : nlohmann::json(nullptr)},
+                             {"error", f.error},
+                             {"count", f.count}});
+  }
   return j;
+}
+
+std::string failure_line(const bench::bench_summary& s) {
+  if (s.num_failed == 0) return {};
+  std::string line = std::to_string(s.num_failed) + " of " + std::to_string(s.num_failed + s.num_completed) +
+                     " requests failed: ";
+  for (std::size_t i = 0; i < s.top_failures.size(); ++i) {
+    if (i > 0) line += "; ";
+    line += std::to_string(s.top_failures[i].count) + " x " + s.top_failures[i].error;
+  }
+  return line;
 }
 
 namespace {
@@ -88,12 +105,9 @@ void print_summary(std::FILE* out, const std::string& title, const bench::bench_
 void write_json_file(const std::string& path, const nlohmann::json& doc) {
   std::ofstream out(path);
   if (!out) fail("cannot write " + path);
-  out << doc.dump(2) << "\n";
+  // Server messages and body excerpts are not always valid UTF-8: replace, never throw.
+  out << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   if (!out) fail("error writing " + path);
-}
-
-double monotonic_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace inflight::app

@@ -165,12 +165,7 @@ void run_bench_serve(const serve_options& o) {
     auto run = run_serving(*target, prompts, ro);
     auto summary = bench::summarize(run.records, run.duration_s, *percentiles, *objectives);
     print_summary(stdout, sweep.name.empty() ? "Serving Benchmark Result" : ro.label, summary);
-    for (const auto& r : run.records) {
-      if (!r.is_success) {
-        std::fprintf(stderr, "first failure (request %d): %s\n", r.index, r.error.c_str());
-        break;
-      }
-    }
+    if (summary.num_failed > 0) std::fprintf(stderr, "%s: %s\n", ro.label.c_str(), failure_line(summary).c_str());
     nlohmann::json records = nlohmann::json::array();
     for (const auto& r : run.records) records.push_back(to_json(r));
     doc["runs"].push_back({{"label", ro.label}, {"request_rate", std::isinf(rate) ? -1.0 : rate},
@@ -187,7 +182,8 @@ void run_bench_serve(const serve_options& o) {
     std::fprintf(stderr, "plots written to %s\n", o.plot_dir.c_str());
   }
   for (const auto& r : runs) {
-    if (r.summary.num_completed == 0) fail("no request succeeded");
+    // The failure line printed after that run says why.
+    if (r.summary.num_completed == 0) fail(r.label + ": no request succeeded");
   }
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 namespace inflight::bench {
@@ -130,6 +131,20 @@ int peak_concurrency(const std::vector<request_record>& records) {
   return peak;
 }
 
+std::vector<failure_group> top_failures(const std::vector<request_record>& records, std::size_t limit) {
+  std::vector<failure_group> groups;  // in order of first failure
+  std::map<std::pair<int, std::string_view>, std::size_t> index;
+  for (const auto& r : records) {
+    if (r.is_success) continue;
+    const auto [it, is_new] = index.try_emplace({r.http_status, r.error}, groups.size());
+    if (is_new) groups.push_back({r.http_status, r.error, 0});
+    ++groups[it->second].count;
+  }
+  std::stable_sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.count > b.count; });
+  if (groups.size() > limit) groups.resize(limit);
+  return groups;
+}
+
 double bench_summary::prefix_cache_hit_rate() const {
   return total_input_tokens > 0 ? double(total_cached_tokens) / double(total_input_tokens) : 0.0;
 }
@@ -162,6 +177,7 @@ bench_summary summarize(const std::vector<request_record>& records, double durat
     if (objectives.is_set()) s.goodput = num_good / duration_s;
   }
   s.peak_concurrency = peak_concurrency(records);
+  s.top_failures = top_failures(records, num_top_failures);
   s.ttft_ms = describe(std::move(ttft), percentiles);
   s.tpot_ms = describe(std::move(tpot), percentiles);
   s.itl_ms = describe(std::move(itl), percentiles);

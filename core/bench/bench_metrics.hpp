@@ -17,7 +17,8 @@ namespace inflight::bench {
 struct request_record {
   int index = 0;                ///< position in the dataset
   bool is_success = false;
-  std::string error;            ///< why it failed (empty on success)
+  std::string error;            ///< why it failed (empty on success); "HTTP <status>: ..." for an error answer
+  int http_status = 0;          ///< the status of a non-2xx answer (0: none, e.g. a connection error)
   double start_s = 0.0;         ///< when the request was sent
   double ttft_s = 0.0;          ///< send -> first chunk with output
   double e2el_s = 0.0;          ///< send -> end of the response
@@ -68,6 +69,20 @@ result<std::vector<double>> parse_percentiles(std::string_view text);
 /// True when a successful request meets every objective that is set.
 bool meets(const request_record& r, const slo& objectives);
 
+/// Failed requests with the same status and error text.
+struct failure_group {
+  int http_status = 0;
+  std::string error;
+  int count = 0;
+};
+
+/// How many failure groups a summary lists.
+inline constexpr std::size_t num_top_failures = 3;
+
+/// The `limit` most frequent (status, error) pairs of the failed records, most frequent
+/// first; of equal counts, the one that failed first in `records` comes first.
+std::vector<failure_group> top_failures(const std::vector<request_record>& records, std::size_t limit);
+
 struct bench_summary {
   int num_completed = 0;
   int num_failed = 0;
@@ -83,6 +98,7 @@ struct bench_summary {
   /// Share of the prompt tokens the prefix cache held (0 when the server reports none).
   double prefix_cache_hit_rate() const;
   metric_stats ttft_ms, tpot_ms, itl_ms, e2el_ms;
+  std::vector<failure_group> top_failures;  ///< the num_top_failures most frequent failures
 };
 
 /// Summary over successful records; `duration_s` is the run's wall time.

@@ -2,7 +2,9 @@
 # End-to-end: `inflight bench serve` (SSE and WebSocket) against a real `inflight serve`
 # on loopback; the output tokens the client counted must equal the server's
 # inflight:generation_tokens_total, and the cached prompt tokens of the prefix workload
-# its inflight:prefix_cache_hits_total. Usage: serve_e2e.sh INFLIGHT_BINARY PLUGIN_DIR WORK_DIR
+# its inflight:prefix_cache_hits_total. Prompts longer than the model's context are
+# refused (400): the run exits non-zero and says why, in the records, the summary and
+# one line on stderr. Usage: serve_e2e.sh INFLIGHT_BINARY PLUGIN_DIR WORK_DIR
 # Exit 77 (skipped) when the binary is missing, except under CI=true, where that fails.
 set -u
 inflight=${1:?inflight binary}
@@ -84,4 +86,22 @@ echo "client counted $client output tokens, server counted $server_tokens"
 [ "$client" = "$server_tokens" ] || fail "token counts differ"
 # The WebSocket run asked for exactly 5 x 8 tokens (ignore EOS, no range).
 [ "$(field "$work/ws.json" total_output_tokens)" = "40" ] || fail "WebSocket: expected 40 output tokens"
+# Prompts longer than the dummy model's 2048-token context: every request is refused.
+refused() {
+  local name=$1 expected=$2
+  shift 2
+  if "$inflight" bench serve --url "$url" "$@" --num-prompts 3 --input-len 3000 --output-len 4 \
+      --result-json "$work/$name.json" 2> "$work/$name.err"; then
+    fail "$name: bench serve exited 0 although every request was refused"
+  fi
+  cat "$work/$name.err"
+  [ "$(field "$work/$name.json" failed)" = "3" ] || fail "$name: expected 3 failed requests"
+  # The 3 records, the failures of the run's summary and of the top-level copy of it.
+  [ "$(grep -c "\"error\": \"$expected" "$work/$name.json")" = "5" ] \
+    || fail "$name: expected 3 records and the summaries' failures to say '$expected'"
+  grep -q "3 of 3 requests failed: 3 x $expected" "$work/$name.err" || fail "$name: no failure line on stderr"
+}
+refused refused-sse "HTTP 400: the prompt has 3000 tokens, but the model's context is 2048 tokens"
+grep -q '"status": 400' "$work/refused-sse.json" || fail "refused-sse: the records carry no status 400"
+refused refused-ws "WebSocket error (context_length_exceeded): the prompt has 3000 tokens" --ws
 echo "PASS"

@@ -120,3 +120,35 @@ TEST_CASE("bench metrics: peak concurrency of back-to-back requests is one", "[c
   rs[3].e2el_s = 1.5;  // [3, 4.5): at t = 4, requests 2, 3 and 4 are in flight
   CHECK(peak_concurrency(rs) == 3);
 }
+
+TEST_CASE("bench metrics: failures are counted by status and error, most frequent first", "[core][bench]") {
+  auto failed = [](int status, std::string error) {
+    request_record r;
+    r.http_status = status;
+    r.error = std::move(error);
+    return r;
+  };
+  const auto ok = record_from_timeline(0.0, {0.1}, 0.1, 1);
+  const std::vector<request_record> rs = {
+      failed(0, "connect: Connection refused"), failed(429, "HTTP 429: queue full"), ok,
+      failed(400, "HTTP 400: too long"),        failed(429, "HTTP 429: queue full"), failed(400, "HTTP 400: too long"),
+      failed(429, "HTTP 429: queue full"),      failed(503, "HTTP 503: draining"),   failed(0, "HTTP 429: queue full")};
+  const auto top = top_failures(rs, 3);
+  REQUIRE(top.size() == 3);
+  CHECK(top[0].http_status == 429);
+  CHECK(top[0].error == "HTTP 429: queue full");
+  CHECK(top[0].count == 3);
+  CHECK(top[1].http_status == 400);
+  CHECK(top[1].count == 2);
+  // Four groups of one: the one that failed first wins the last place; status 0 with the
+  // same text is a group of its own.
+  CHECK(top[2].http_status == 0);
+  CHECK(top[2].error == "connect: Connection refused");
+  CHECK(top[2].count == 1);
+  const auto s = summarize(rs, 1.0, {50}, slo{});
+  CHECK(s.num_failed == 8);
+  REQUIRE(s.top_failures.size() == num_top_failures);
+  CHECK(s.top_failures[0].count == 3);
+  CHECK(top_failures({ok}, 3).empty());
+  CHECK(top_failures(rs, 10).size() == 5);
+}

@@ -1,0 +1,45 @@
+#pragma once
+// What one benchmark request's answer delivered so far (send time, output chunks, usage)
+// and how it becomes a record: the part of the serving client that does not touch the
+// network.
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "apps/inflight/bench_client.hpp"
+
+namespace inflight::app {
+
+class response_timeline {
+ public:
+  explicit response_timeline(request_done done) : done_(std::move(done)) {}
+  /// The request leaves now.
+  void sent();
+  /// A chunk with output arrived now.
+  void chunk();
+  /// An event that carries no output yet (empty text while a character is pending).
+  void event();
+  /// The server's `usage` object (token counts, cached prompt tokens).
+  void usage(const nlohmann::json& u);
+  bool is_finished() const { return is_finished_; }
+  /// Ends the record: a success when `error` is empty, else a failure with the status
+  /// of the server's error answer (0 when there was none). Later calls do nothing.
+  void finish(std::string error = {}, int http_status = 0);
+
+ private:
+  request_done done_;
+  double send_s_ = 0.0;
+  double first_event_s_ = 0.0;
+  std::vector<double> chunks_;
+  int prompt_tokens_ = 0;
+  int cached_tokens_ = 0;
+  int completion_tokens_ = -1;
+  bool is_finished_ = false;
+};
+
+/// An event (or a choice of a whole answer) carries output when it has text or token ids.
+bool has_output(const nlohmann::json& j);
+
+}  // namespace inflight::app
