@@ -58,7 +58,7 @@ struct model_settings {
   std::string name;                ///< served model name; empty = derived from the path
   std::string dtype = "auto";      ///< auto | float32 | bfloat16 | float16
   int max_context = 0;             ///< 0 = the model's own
-  std::string chat_template;       ///< empty = detect from tokenizer_config.json
+  std::string chat_template;       ///< empty = the model's own (Jinja) template; else a built-in by name
   std::string config_json;         ///< format = dummy: shape from this config.json instead of [model.dummy]
   dummy_shape dummy;
 };
