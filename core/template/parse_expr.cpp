@@ -74,7 +74,7 @@ result<expr_ptr> parser::parse_tuple_or_expression() {
   auto tuple = make_expr(expr_kind::list, at);
   tuple->args.push_back(std::move(*first));
   while (skip_op(",")) {
-    if (peek().kind == token_kind::stmt_close || peek().kind == token_kind::expr_close) break;
+    if (peek().kind == token_kind::stmt_close || peek().kind == token_kind::expr_close || at_op(")")) break;
     auto item = parse_expression();
     if (!item) return item;
     tuple->args.push_back(std::move(*item));
@@ -280,6 +280,7 @@ result<expr_ptr> parser::parse_subscript(expr_ptr node) {
   }
   auto e = make_expr(expr_kind::subscript, at);
   e->args.push_back(std::move(node));
+  if (at_op("]")) return unexpected_token("an index");
   for (int part = 0; part < 3; ++part) {
     if (at_op(":") || at_op("]")) {
       e->args.push_back(nullptr);

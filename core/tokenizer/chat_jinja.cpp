@@ -13,8 +13,11 @@ std::string message_text(const ojson& content) {
   std::string text;
   if (!content.is_array()) return text;
   for (const ojson& part : content) {
-    if (part.is_object() && part.value("type", "") == "text" && part.contains("text") && part["text"].is_string()) {
-      text += part["text"].get<std::string>();
+    if (!part.is_object()) continue;
+    const auto type = part.find("type");
+    const auto part_text = part.find("text");
+    if (type != part.end() && *type == "text" && part_text != part.end() && part_text->is_string()) {
+      text += part_text->get<std::string>();
     }
   }
   return text;

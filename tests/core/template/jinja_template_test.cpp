@@ -14,7 +14,7 @@ TEST_CASE("jinja: output, literals and undefined values", "[core][template]") {
   CHECK(render("{{ 42 }} {{ -7 }} {{ 1.5 }} {{ 2.0 }} {{ 1e20 }} {{ 0.1 + 0.2 }}") ==
         "42 -7 1.5 2.0 1e+20 0.30000000000000004");
   CHECK(render("{{ true }} {{ False }} {{ none }} {{ None }}") == "True False None None");
-  CHECK(render("{{ [1, 'a', none] }} {{ {'k': 'v', 'n': 1} }} {{ (1, 2) }}") == "[1, 'a', None] {'k': 'v', 'n': 1} [1, 2]");
+  CHECK(render("{{ [1, 'a', none] }} {{ {'k': 'v', 'n': 1} }} {{ (1, 2) }} {{ (1,) }}") == "[1, 'a', None] {'k': 'v', 'n': 1} [1, 2] [1]");
   CHECK(render("{# a comment #}x{# another\nline #}") == "x");
 }
 

@@ -19,6 +19,7 @@ TEST_CASE("jinja parser: bad expressions", "[core][template]") {
   CHECK(error_of("{{ (1, 2 }}") == "template line 1, column 10: unexpected '}', expected ')'");
   CHECK(error_of("{{ [1, 2") == "template line 1, column 4: '[' is never closed");
   CHECK(render("{{ {'a': {'b': 1}} }}x") == "{'a': {'b': 1}}x");  // }} closing a dict, then the tag
+  CHECK(error_of("{{ messages[] }}") == "template line 1, column 13: expected an index, found ']'");
   CHECK(error_of("{% set = 3 %}") == "template line 1, column 8: expected a variable name, found '='");
   CHECK(error_of("{{ 99999999999999999999 }}") == "template line 1, column 4: integer 99999999999999999999 is out of range");
   CHECK(error_of("{{ f(a=1, 2) }}") == "template line 1, column 11: a positional argument follows a keyword argument");
