@@ -60,12 +60,14 @@ result<served_model> try_make_served_model(const loaded_model& model, const depl
     if (!t) return make_error(errc::invalid_argument, "model.chat_template: " + t.error().message);
     m.chat = *t;
   } else if (hf && !hf->chat_template().empty()) {
-    if (auto t = chat_template::try_detect(hf->chat_template())) {
+    std::string why_not_jinja;
+    if (auto t = chat_template::try_from_model(hf->chat_template(), &why_not_jinja)) {
       m.chat = *t;
-    } else if (warning) {
-      *warning = "the model's chat template is not recognised (" + t.error().message +
-                 "); chat requests use the plain-text fallback. Set model.chat_template to one of " +
-                 chat_template_names();
+      if (!why_not_jinja.empty()) append_warning(warning, why_not_jinja);
+    } else {
+      append_warning(warning, why_not_jinja + "; nor is it recognised (" + t.error().message +
+                                  "): chat requests use the plain-text fallback. Set model.chat_template to one of " +
+                                  chat_template_names());
     }
   }
   m.chat_template_name = m.chat ? std::string(m.chat->name()) : "plain";

@@ -61,7 +61,7 @@ struct model_settings {
   /// "q4_k_m", llama.cpp's mix) converts at load.
   std::string weight_dtype = "auto";
   int max_context = 0;             ///< 0 = the model's own
-  std::string chat_template;       ///< empty = detect from tokenizer_config.json
+  std::string chat_template;       ///< empty = the model's own (Jinja) template; else a built-in by name
   std::string config_json;         ///< format = dummy: shape from this config.json instead of [model.dummy]
   dummy_shape dummy;
 };

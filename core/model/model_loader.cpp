@@ -106,7 +106,7 @@ result<std::shared_ptr<const tokenizer>> load_folder_tokenizer(const model_setti
   m.bos_text = (*tok)->bos_token();
   m.eos_text = (*tok)->eos_token();
   if (s.chat_template.empty() && !(*tok)->chat_template().empty()) {
-    auto chat = chat_template::try_detect((*tok)->chat_template());
+    auto chat = chat_template::try_from_model((*tok)->chat_template(), nullptr);
     if (!chat) return std::unexpected(chat.error());
     m.chat = std::move(*chat);
   }

@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "core/tokenizer/codepoints.hpp"
+#include "core/template/text.hpp"
 
 namespace inflight {
 namespace {
@@ -21,12 +21,6 @@ constexpr std::array<family_name, 6> family_names{{{chat_family::llama_2, "llama
                                                    {chat_family::zephyr, "zephyr"}}};
 
 bool contains(std::string_view text, std::string_view what) { return text.find(what) != std::string_view::npos; }
-
-bool is_python_space(char32_t cp) {
-  return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
-         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
-         cp == 0x3000;
-}
 
 result<std::string> alternation_error() {
   return make_error(errc::invalid_argument, "chat template: conversation roles must alternate user/assistant/user/assistant/...");
@@ -121,15 +115,10 @@ std::string chat_template_names() {
   return names;
 }
 
-std::string trim_white_space(std::string_view text) {
-  const std::u32string cps = to_codepoints(text);
-  std::size_t begin = 0, end = cps.size();
-  while (begin < end && is_python_space(cps[begin])) ++begin;
-  while (end > begin && is_python_space(cps[end - 1])) --end;
-  return to_utf8(std::u32string_view(cps).substr(begin, end - begin));
-}
+std::string trim_white_space(std::string_view text) { return jinja::python_strip(text, std::nullopt, true, true); }
 
 std::string_view chat_template::name() const {
+  if (family_ == chat_family::jinja) return "jinja";
   for (const auto& f : family_names) {
     if (f.family == family_) return f.name;
   }
@@ -243,8 +232,9 @@ std::string render_qwen3(std::span<const chat_message> messages, bool add_prompt
 
 }  // namespace
 
-result<std::string> chat_template::try_render(std::span<const chat_message> messages, bool add_generation_prompt,
-                                              std::string_view bos, std::string_view eos) const {
+result<std::string> chat_template::try_render_family(std::span<const chat_message> messages,
+                                                     bool add_generation_prompt, std::string_view bos,
+                                                     std::string_view eos) const {
   switch (family_) {
     case chat_family::llama_2: return render_llama_2(messages, bos, eos);
     case chat_family::llama_3: return render_llama_3(messages, bos, add_generation_prompt || always_generation_prompt_);
@@ -252,6 +242,7 @@ result<std::string> chat_template::try_render(std::span<const chat_message> mess
     case chat_family::chatml: return render_chatml(messages, add_generation_prompt, default_system_);
     case chat_family::qwen3: return render_qwen3(messages, add_generation_prompt);
     case chat_family::zephyr: return render_zephyr(messages, eos, add_generation_prompt);
+    case chat_family::jinja: break;
   }
   return make_error(errc::internal, "chat template: unknown family");
 }

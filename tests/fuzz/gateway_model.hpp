@@ -1,6 +1,7 @@
 #pragma once
 // The served models the gateway harnesses parse requests for: a byte tokenizer (cheap,
-// every byte string encodes) with the plain chat fallback and with each family template.
+// every byte string encodes) with the plain chat fallback, each family template and a
+// Jinja template.
 
 #include <memory>
 #include <vector>
@@ -13,7 +14,8 @@
 
 namespace inflight::fuzz {
 
-/// [0] plain chat, then one per family template, then plain chat with reranking.
+/// [0] plain chat, then one per family template, one with a Jinja template, then plain
+/// chat with reranking.
 inline const std::vector<gateway::served_model>& served_models() {
   static const std::vector<gateway::served_model> models = [] {
     std::vector<gateway::served_model> out;
@@ -33,6 +35,16 @@ inline const std::vector<gateway::served_model>& served_models() {
       }
       out.push_back(std::move(m));
     }
+    // A model's own Jinja template (ChatML with tools), run by the interpreter.
+    auto jinja = out.front();
+    auto t = chat_template::try_from_jinja(
+        "{%- if tools %}<|im_start|>system\n{% for t in tools %}{{ t | tojson }}{% endfor %}<|im_end|>\n{% endif %}"
+        "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content if m.content is string else '' }}"
+        "{%- for c in m.tool_calls or [] %}<tool_call>{{ c.function | tojson }}</tool_call>{% endfor %}<|im_end|>\n"
+        "{%- endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}");
+    FUZZ_CHECK(t.has_value());
+    jinja.chat = *t;
+    out.push_back(std::move(jinja));
     // Plain chat again, serving /v1/rerank and /v1/score (one-byte yes/no words, so the
     // byte tokenizer holds each in one token).
     auto scoring = out.front();

@@ -1,9 +1,11 @@
-// Compares the C++ tokenizer.json implementation and chat templates with the output of
-// peer.mjs (the npm port of Hugging Face tokenizers):  compare PEER.json
+// Compares the C++ tokenizer.json implementation, the family chat templates and the
+// Jinja interpreter with the output of peer.mjs (the npm port of Hugging Face
+// tokenizers, and @huggingface/jinja):  compare PEER.json
 // Exits non-zero on any disagreement and prints the agreement counts.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -15,7 +17,7 @@
 
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;  // keeps the key order of tool schemas
 using inflight::token_id;
 
 std::string show_ids(const std::vector<token_id>& ids) {
@@ -104,6 +106,87 @@ int compare_chats(const json& chats) {
   return num_agree == num_checked ? 0 : 1;
 }
 
+/// Our rendering of a peer chat against the peer's: equal text, or both failing (with the
+/// peer's raise_exception message in ours when it raised one).
+bool agrees(const json& chat, const inflight::result<std::string>& rendered, const std::string& label) {
+  if (chat.contains("peer_error")) {
+    const std::string peer_error = chat["peer_error"];
+    // Both failed: by the same raise_exception message, or (ours naming a template line)
+    // on the same operation, which the two engines word differently.
+    if (!rendered && (rendered.error().message.find(peer_error) != std::string::npos ||
+                      rendered.error().message.find("template line") != std::string::npos)) {
+      return true;
+    }
+    std::cout << label << ": peer raised '" << peer_error << "', ours "
+              << (rendered ? "rendered " + json(*rendered).dump() : "failed: " + rendered.error().message) << "\n";
+    return false;
+  }
+  if (rendered && *rendered == chat["rendered"].get<std::string>()) return true;
+  std::cout << label << " JINJA MISMATCH\n  peer " << chat["rendered"].dump() << "\n  ours "
+            << (rendered ? json(*rendered).dump() : "error: " + rendered.error().message) << "\n";
+  return false;
+}
+
+/// The tokenizers' renderings (role + content conversations) with our Jinja interpreter.
+int compare_chats_with_jinja(const json& chats) {
+  int num_agree = 0, num_checked = 0;
+  for (const json& chat : chats) {
+    const std::string label = chat["tokenizer"].get<std::string>() + "/" + chat["template_name"].get<std::string>();
+    if (chat.contains("peer_error") && chat["peer_error"].get<std::string>().starts_with("Parser Error")) continue;
+    ++num_checked;
+    auto tmpl = inflight::chat_template::try_from_jinja(chat["template"].get<std::string>());
+    if (!tmpl) {
+      std::cout << label << ": our Jinja parser refused it: " << tmpl.error().message << "\n";
+      continue;
+    }
+    inflight::chat_input input;
+    input.messages = chat["messages"];
+    input.add_generation_prompt = chat["add_generation_prompt"];
+    input.bos = chat["bos"];
+    input.eos = chat["eos"];
+    if (agrees(chat, tmpl->try_render(input), label)) ++num_agree;
+  }
+  std::cout << "chat templates through the Jinja interpreter: renderings agree " << num_agree << "/" << num_checked
+            << "\n";
+  return num_agree == num_checked ? 0 : 1;
+}
+
+/// Real templates (tools, tool calls, tool results, thinking) rendered by @huggingface/jinja.
+int compare_jinja(const json& renderings) {
+  int num_agree = 0, num_not_comparable = 0;
+  std::map<std::string, std::pair<int, int>> per_template;  // agree, total
+  for (const json& chat : renderings) {
+    const std::string name = chat["template_name"];
+    if (chat.contains("rendered") && chat["rendered"].get<std::string>().find("[object ") != std::string::npos) {
+      ++num_not_comparable;  // the peer wrote a JavaScript object where Python's Jinja fails (str + dict)
+      continue;
+    }
+    auto& [agree, total] = per_template[name];
+    ++total;
+    auto tmpl = inflight::chat_template::try_from_jinja(chat["template"].get<std::string>());
+    if (!tmpl) {
+      std::cout << name << ": our Jinja parser refused it: " << tmpl.error().message << "\n";
+      continue;
+    }
+    const json& in = chat["input"];
+    inflight::chat_input input;
+    input.messages = in["messages"];
+    input.tools = in["tools"];
+    input.add_generation_prompt = in["add_generation_prompt"];
+    input.bos = in["bos"];
+    input.eos = in["eos"];
+    input.extra = in["extra"];
+    if (agrees(chat, tmpl->try_render(input), name + " #" + std::to_string(total))) ++agree, ++num_agree;
+  }
+  for (const auto& [name, counts] : per_template) {
+    std::cout << "  jinja " << name << ": " << counts.first << "/" << counts.second << "\n";
+  }
+  const int num_checked = static_cast<int>(renderings.size()) - num_not_comparable;
+  std::cout << "real templates with @huggingface/jinja: renderings agree " << num_agree << "/" << num_checked << " ("
+            << num_not_comparable << " not comparable: the peer writes a JavaScript object as text)\n";
+  return num_agree == num_checked ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -120,6 +203,8 @@ int main(int argc, char** argv) {
   int failures = 0;
   for (const json& t : peer["tokenizers"]) failures += compare_tokenizer(t, peer["corpus"], peer["nfc"]);
   failures += compare_chats(peer["chats"]);
+  failures += compare_chats_with_jinja(peer["chats"]);
+  failures += compare_jinja(peer["jinja"]);
   std::cout << (failures == 0 ? "PASS" : "FAIL") << "\n";
   return failures == 0 ? 0 : 1;
 }

