@@ -29,18 +29,26 @@ kernels::cpu::llama_shape to_kernel_shape(const model_config& c) {
 }
 
 std::vector<kernels::cpu::llama_layer_view> to_layer_views(const model_weights& weights) {
+  using kernels::cpu::f32_weights;
+  const auto& c = weights.config;
+  const std::int64_t d = c.dim, qd = std::int64_t(c.num_heads) * c.head_dim, h = c.hidden_dim;
   std::vector<kernels::cpu::llama_layer_view> views;
   for (const auto& l : weights.layers) {
-    views.push_back({l.attn_norm.data(), l.wq.data(), l.wk.data(), l.wv.data(), l.wo.data(), data_or_null(l.bq),
-                     data_or_null(l.bk), data_or_null(l.bv), l.ffn_norm.data(), l.w_gate.data(), l.w_down.data(),
-                     l.w_up.data(), data_or_null(l.q_norm), data_or_null(l.k_norm)});
+    views.push_back({l.attn_norm.data(), f32_weights(l.wq.data(), d), f32_weights(l.wk.data(), d),
+                     f32_weights(l.wv.data(), d), f32_weights(l.wo.data(), qd), data_or_null(l.bq),
+                     data_or_null(l.bk), data_or_null(l.bv), l.ffn_norm.data(), f32_weights(l.w_gate.data(), d),
+                     f32_weights(l.w_down.data(), h), f32_weights(l.w_up.data(), d), data_or_null(l.q_norm),
+                     data_or_null(l.k_norm)});
   }
   return views;
 }
 
 kernels::cpu::llama_weights_view to_weights_view(const model_weights& weights,
                                                  const std::vector<kernels::cpu::llama_layer_view>& layers) {
-  return {weights.token_embedding.data(), layers.data(), weights.final_norm.data(), weights.classifier_data()};
+  using kernels::cpu::f32_weights;
+  const std::int64_t d = weights.config.dim;
+  return {f32_weights(weights.token_embedding.data(), d), layers.data(), weights.final_norm.data(),
+          f32_weights(weights.classifier_data(), d)};
 }
 
 }  // namespace inflight

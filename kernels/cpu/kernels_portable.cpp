@@ -3,6 +3,7 @@
 // tables (8 partial sums per dot product), so every ISA is batch-invariant the same way.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernels/cpu/cpu_isa.hpp"
 
@@ -32,30 +33,40 @@ void gemm(const gemm_args& a, int row_begin, int row_end) {
   }
 }
 
-/// Key or value row of position p.
-const float* row_at(const attention_args& a, const float* cache, int p) {
-  const std::int64_t slot = std::int64_t(a.block_table[p / a.block_size]) * a.block_size + p % a.block_size;
-  return cache + slot * a.kv_dim + a.head_offset;
+void typed_gemm_f32(const typed_gemm_args& a, int row_begin, int row_end) {
+  gemm({reinterpret_cast<const float*>(a.x), a.ldx / 4, reinterpret_cast<const float*>(a.w.data), a.w.row_bytes / 4,
+        a.y, a.ldy, a.n, a.k, a.accumulate},
+       row_begin, row_end);
 }
 
-void attention(const attention_args& a) {
+/// Key or value row of position p.
+const float* row_at(const attention_args& a, const std::byte* cache, int p) {
+  const std::int64_t slot = std::int64_t(a.block_table[p / a.block_size]) * a.block_size + p % a.block_size;
+  return reinterpret_cast<const float*>(cache) + slot * a.kv_dim + a.head_offset;
+}
+
+void attention_one(const attention_args& a, const float* q, int num_keys, float* out) {
   float max_score = -INFINITY;
-  for (int p = 0; p < a.num_keys; ++p) {
-    a.scores[p] = dot(a.q, row_at(a, a.k_cache, p), a.head_dim) * a.scale;
+  for (int p = 0; p < num_keys; ++p) {
+    a.scores[p] = dot(q, row_at(a, a.k_cache, p), a.head_dim) * a.scale;
     max_score = std::max(max_score, a.scores[p]);
   }
   float sum = 0.0f;
-  for (int p = 0; p < a.num_keys; ++p) {
+  for (int p = 0; p < num_keys; ++p) {
     a.scores[p] = std::exp(a.scores[p] - max_score);
     sum += a.scores[p];
   }
   const float inv_sum = 1.0f / sum;
-  std::fill_n(a.out, a.head_dim, 0.0f);
-  for (int p = 0; p < a.num_keys; ++p) {
+  std::fill_n(out, a.head_dim, 0.0f);
+  for (int p = 0; p < num_keys; ++p) {
     const float* v = row_at(a, a.v_cache, p);
     const float weight = a.scores[p] * inv_sum;
-    for (int i = 0; i < a.head_dim; ++i) a.out[i] += weight * v[i];
+    for (int i = 0; i < a.head_dim; ++i) out[i] += weight * v[i];
   }
+}
+
+void attention(const attention_args& a) {
+  for (int i = 0; i < a.num_queries; ++i) attention_one(a, a.q + i * a.q_stride, a.num_keys + i, a.out + i * a.out_stride);
 }
 
 void rmsnorm_row(float* out, const float* x, const float* w, int dim, float eps) {
@@ -68,10 +79,37 @@ void silu_mul(float* gate, const float* up, int n) {
   for (int i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
-constexpr cpu_kernel_table table{cpu_isa::portable, gemm, attention, rmsnorm_row, silu_mul};
+void prepare_f32(const prepare_args& a) {
+  for (int t = 0; t < a.n; ++t) {
+    std::memcpy(a.out + t * a.ld_out + a.col_begin * 4, a.x + t * a.ldx + a.col_begin,
+                std::size_t(a.col_end - a.col_begin) * sizeof(float));
+  }
+}
+
+void dequantize_f32(const std::byte* row, float* out, std::int64_t k) {
+  std::memcpy(out, row, std::size_t(k) * sizeof(float));
+}
+
+void store_kv_f32(std::byte* dst, const float* src, int n) { std::memcpy(dst, src, std::size_t(n) * sizeof(float)); }
+
+cpu_kernel_table make_table() {
+  cpu_kernel_table t;
+  t.isa = cpu_isa::portable;
+  t.gemm = gemm;
+  t.attention = attention;
+  t.rmsnorm_row = rmsnorm_row;
+  t.silu_mul = silu_mul;
+  t.weights[int(weight_type::f32)] = {typed_gemm_f32, dequantize_f32};
+  t.prepare[int(input_format::f32)] = prepare_f32;
+  t.store_kv[int(kv_type::f32)] = store_kv_f32;
+  return t;
+}
 
 }  // namespace
 
-const cpu_kernel_table& portable_kernels() { return table; }
+const cpu_kernel_table& portable_kernels() {
+  static const cpu_kernel_table table = make_table();
+  return table;
+}
 
 }  // namespace inflight::kernels::cpu

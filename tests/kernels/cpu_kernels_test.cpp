@@ -16,7 +16,7 @@ namespace {
 
 std::vector<cpu_isa> runnable_isas() {
   std::vector<cpu_isa> out;
-  for (auto isa : {cpu_isa::portable, cpu_isa::avx2, cpu_isa::avx512}) {
+  for (auto isa : {cpu_isa::portable, cpu_isa::avx2, cpu_isa::avx512, cpu_isa::avx512_vnni}) {
     if (can_run(isa)) out.push_back(isa);
   }
   return out;
@@ -114,8 +114,8 @@ TEST_CASE("attention of every table equals naive softmax attention through a shu
         std::vector<float> scores(static_cast<std::size_t>(num_keys)), out(static_cast<std::size_t>(head_dim));
         attention_args a;
         a.q = q.data();
-        a.k_cache = k_cache.data();
-        a.v_cache = v_cache.data();
+        a.k_cache = reinterpret_cast<const std::byte*>(k_cache.data());
+        a.v_cache = reinterpret_cast<const std::byte*>(v_cache.data());
         a.kv_dim = kv_dim;
         a.head_offset = head_dim;  // the second KV head
         a.block_table = table.data();
