@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "kernels/cpu/cpu_isa.hpp"
+#include "kernels/cpu/quant_portable.hpp"
 
 namespace inflight::kernels::cpu {
 namespace {
@@ -102,6 +103,7 @@ cpu_kernel_table make_table() {
   t.weights[int(weight_type::f32)] = {typed_gemm_f32, dequantize_f32};
   t.prepare[int(input_format::f32)] = prepare_f32;
   t.store_kv[int(kv_type::f32)] = store_kv_f32;
+  add_portable_quant_kernels(t);
   return t;
 }
 
