@@ -56,8 +56,12 @@ struct typed_gemm_args {
   bool accumulate = false;
 };
 
+/// Queries an attention kernel takes at once (sharing each key and value it loads).
+inline constexpr int attention_tile = 4;
+
 /// Causal attention of one query head for `num_queries` consecutive tokens of one
-/// sequence over its paged KV: query i sees the keys at positions 0..num_keys-1+i.
+/// sequence over its paged KV: query i sees the keys at positions 0..num_keys-1+i. Each
+/// query's result is the same bits whatever the other queries of the call.
 struct attention_args {
   const float* q = nullptr;          ///< query i's head at q + i * q_stride, [head_dim]
   std::int64_t q_stride = 0;
@@ -72,7 +76,7 @@ struct attention_args {
   int num_keys = 0;                  ///< keys of the first query
   int head_dim = 0;
   float scale = 1.0f;
-  float* scores = nullptr;           ///< scratch of at least num_keys + num_queries floats
+  float* scores = nullptr;           ///< scratch of attention_tile * (num_keys + num_queries) floats
   float* out = nullptr;              ///< query i's output at out + i * out_stride, [head_dim]
   std::int64_t out_stride = 0;
 };

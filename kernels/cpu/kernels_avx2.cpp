@@ -34,6 +34,8 @@ const cpu_kernel_table& avx2_kernels() {
     t.prepare[int(input_format::bf16)] = simd_prepare_bf16<V>;
     t.prepare[int(input_format::q8_0)] = simd_prepare_q8<V, 32, 32>;
     t.prepare[int(input_format::q8_k)] = simd_prepare_q8<V, 256, 16>;
+    t.store_kv[int(kv_type::f16)] = simd_store_kv_f16<V>;
+    t.store_kv[int(kv_type::bf16)] = simd_store_kv_bf16<V>;
     return t;
   }();
   return table;

@@ -40,16 +40,34 @@ void typed_gemm_f32(const typed_gemm_args& a, int row_begin, int row_end) {
        row_begin, row_end);
 }
 
-/// Key or value row of position p.
-const float* row_at(const attention_args& a, const std::byte* cache, int p) {
-  const std::int64_t slot = std::int64_t(a.block_table[p / a.block_size]) * a.block_size + p % a.block_size;
-  return reinterpret_cast<const float*>(cache) + slot * a.kv_dim + a.head_offset;
-}
+/// Element i of the key or value row of position p, as a float.
+struct kv_rows {
+  const attention_args& a;
+  std::int64_t el = element_bytes(a.type);
+
+  const std::byte* row(const std::byte* cache, int p) const {
+    const std::int64_t slot = std::int64_t(a.block_table[p / a.block_size]) * a.block_size + p % a.block_size;
+    return cache + (slot * a.kv_dim + a.head_offset) * el;
+  }
+  float at(const std::byte* row, int i) const {
+    if (a.type == kv_type::f32) return reinterpret_cast<const float*>(row)[i];
+    std::uint16_t h;
+    std::memcpy(&h, row + 2 * i, sizeof(h));
+    return a.type == kv_type::f16 ? fp16_to_float(h) : bf16_to_float(h);
+  }
+  float dot_row(const float* q, const std::byte* k) const {
+    if (a.type == kv_type::f32) return dot(q, reinterpret_cast<const float*>(k), a.head_dim);
+    float s[lanes] = {};
+    for (int i = 0; i < a.head_dim; ++i) s[i % lanes] += q[i] * at(k, i);
+    return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+  }
+};
 
 void attention_one(const attention_args& a, const float* q, int num_keys, float* out) {
+  const kv_rows kv{a};
   float max_score = -INFINITY;
   for (int p = 0; p < num_keys; ++p) {
-    a.scores[p] = dot(q, row_at(a, a.k_cache, p), a.head_dim) * a.scale;
+    a.scores[p] = kv.dot_row(q, kv.row(a.k_cache, p)) * a.scale;
     max_score = std::max(max_score, a.scores[p]);
   }
   float sum = 0.0f;
@@ -60,9 +78,9 @@ void attention_one(const attention_args& a, const float* q, int num_keys, float*
   const float inv_sum = 1.0f / sum;
   std::fill_n(out, a.head_dim, 0.0f);
   for (int p = 0; p < num_keys; ++p) {
-    const float* v = row_at(a, a.v_cache, p);
+    const std::byte* v = kv.row(a.v_cache, p);
     const float weight = a.scores[p] * inv_sum;
-    for (int i = 0; i < a.head_dim; ++i) out[i] += weight * v[i];
+    for (int i = 0; i < a.head_dim; ++i) out[i] += weight * kv.at(v, i);
   }
 }
 

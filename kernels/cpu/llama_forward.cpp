@@ -181,7 +181,8 @@ void project_head(const step_context& c, const llama_layer_view& lw, const produ
   }
 }
 
-/// Query head h of every token against its sequence's keys and values.
+/// Query head h of every token against its sequence's keys and values; the consecutive
+/// tokens of a sequence (a prompt chunk) in one call, which shares their key loads.
 void attend_head(const step_context& c, const std::byte* k_cache, const std::byte* v_cache, int h) {
   const auto& s = c.s;
   const int group = s.num_heads / s.num_kv_heads, qd = s.num_heads * s.head_dim;
@@ -194,10 +195,17 @@ void attend_head(const step_context& c, const std::byte* k_cache, const std::byt
   a.block_size = c.kv.block_size;
   a.head_dim = s.head_dim;
   a.scale = 1.0f / std::sqrt(float(s.head_dim));
-  a.scores = c.ws.scores.data() + std::int64_t(omp_get_thread_num()) * c.max_keys;
-  for (int t = 0; t < c.b.num_tokens; ++t) {
+  a.scores = c.ws.scores.data() + std::int64_t(omp_get_thread_num()) * attention_tile * c.max_keys;
+  a.q_stride = a.out_stride = qd;
+  for (int t = 0, end = 0; t < c.b.num_tokens; t = end) {
+    const int seq = c.ws.seq_of_token[t];
+    for (end = t + 1; end < c.b.num_tokens && c.ws.seq_of_token[end] == seq &&
+                      c.b.positions[end] == c.b.positions[end - 1] + 1;
+         ++end) {
+    }
     a.q = c.ws.q.data() + std::int64_t(t) * qd + std::int64_t(h) * s.head_dim;
-    a.block_table = c.b.block_tables + std::int64_t(c.ws.seq_of_token[t]) * c.b.block_table_stride;
+    a.num_queries = end - t;
+    a.block_table = c.b.block_tables + std::int64_t(seq) * c.b.block_table_stride;
     a.num_keys = c.b.positions[t] + 1;  // causal: keys at positions 0..p
     a.out = c.ws.attn.data() + std::int64_t(t) * qd + std::int64_t(h) * s.head_dim;
     c.k.attention(a);
@@ -368,8 +376,8 @@ int prepare_workspace(const llama_shape& s, const llama_weights_view& w, const r
       max_keys = std::max(max_keys, b.positions[t] + 1);
     }
   }
-  grow(ws.scores, std::int64_t(max_keys) * num_threads);
-  return max_keys;
+  grow(ws.scores, std::int64_t(max_keys + 1) * attention_tile * num_threads);
+  return max_keys + 1;  // a run of queries' keys and queries: at most the last position + 2
 }
 
 /// Scoring: the final norm of the scored rows, then a dot product per named classifier

@@ -1,96 +1,172 @@
 #pragma once
-// Paged causal attention of one query head, a template over the vector traits of
-// simd_avx2.hpp / simd_avx512.hpp; included only by the files compiled for those
-// instruction sets (internal linkage throughout).
+// Paged causal attention of one query head over f32, f16 or bf16 keys and values, a
+// template over the vector traits; included only by the files compiled for their
+// instruction set (internal linkage throughout).
+//
+// Per query: scores s_p = (q . k_p) * scale for every key, their max, e_p = exp(s_p -
+// max) and their sum, then out = sum_p (e_p / sum) v_p in key order. Up to `tile`
+// consecutive queries of a sequence run together, sharing each key and value row they
+// load; every query's operations are those it runs alone, so its bits do not depend on
+// the other queries of the call.
 #include "kernels/cpu/cpu_isa.hpp"
 
 namespace inflight::kernels::cpu {
 namespace {
 
-/// Four dot products of q with key rows (missing keys repeat the last).
-template <class V>
-__m128 attention_dot4(const float* q, const float* const* keys, int head_dim) {
-  typename V::vf acc[4] = {V::zero(), V::zero(), V::zero(), V::zero()};
-  int i = 0;
-  for (; i + V::width <= head_dim; i += V::width) {
-    const auto qv = V::load(q + i);
-    for (int j = 0; j < 4; ++j) acc[j] = V::fmadd(qv, V::load(keys[j] + i), acc[j]);
+/// Loads of one KV element type as floats.
+template <class V, kv_type T>
+struct kv_loads {
+  static typename V::vf load(const std::byte* p) {
+    if constexpr (T == kv_type::f32) return V::load(reinterpret_cast<const float*>(p));
+    if constexpr (T == kv_type::f16) return V::load_f16(p);
+    if constexpr (T == kv_type::bf16) return V::load_bf16(p);
   }
-  if (i < head_dim) {
-    const auto m = V::first_lanes(head_dim - i);
-    const auto qv = V::maskz_load(m, q + i);
-    for (int j = 0; j < 4; ++j) acc[j] = V::fmadd(qv, V::maskz_load(m, keys[j] + i), acc[j]);
+  /// The first `count` elements, zeros after.
+  static typename V::vf load_part(const std::byte* p, int count) {
+    if constexpr (T == kv_type::f32) return V::maskz_load(V::first_lanes(count), reinterpret_cast<const float*>(p));
+    alignas(64) std::uint16_t tmp[V::width] = {};
+    __builtin_memcpy(tmp, p, std::size_t(count) * 2);
+    return load(reinterpret_cast<const std::byte*>(tmp));
   }
-  return V::reduce4(acc[0], acc[1], acc[2], acc[3]);
-}
+  static typename V::vf load_any(const std::byte* p, int count) { return count >= V::width ? load(p) : load_part(p, count); }
+};
 
-/// Row 0 of the block holding key position `first` (a multiple of the block size).
-inline const float* attention_block_rows(const attention_args& a, const std::byte* cache, int first) {
-  const std::int64_t block = a.block_table[first / a.block_size];
-  return reinterpret_cast<const float*>(cache) + block * a.block_size * a.kv_dim + a.head_offset;
-}
+template <class V, kv_type T>
+struct attention_kernel {
+  using vf = typename V::vf;
+  using L = kv_loads<V, T>;
+  static constexpr int tile = V::width == 16 ? 4 : 2;
+  static constexpr std::int64_t el = T == kv_type::f32 ? 4 : 2;
 
-/// scores[p] = exp(q.k_p * scale - max) for p < num_keys; returns their sum.
-template <class V>
-float attention_numerators(const attention_args& a, const float* q, int num_keys) {
-  for (int first = 0; first < num_keys; first += a.block_size) {
-    const float* rows = attention_block_rows(a, a.k_cache, first);
-    const int in_block = num_keys - first < a.block_size ? num_keys - first : a.block_size;
-    for (int j = 0; j < in_block; j += 4) {
-      const int count = in_block - j < 4 ? in_block - j : 4;
-      const float* keys[4];
-      for (int i = 0; i < 4; ++i) keys[i] = rows + (j + (i < count ? i : count - 1)) * a.kv_dim;
-      V::store4(a.scores + first + j, count, _mm_mul_ps(attention_dot4<V>(q, keys, a.head_dim), _mm_set1_ps(a.scale)));
+  const attention_args& a;
+
+  /// Row `p` (a key position) of a cache, at this head.
+  const std::byte* row(const std::byte* cache, int p) const {
+    const std::int64_t slot = std::int64_t(a.block_table[p / a.block_size]) * a.block_size + p % a.block_size;
+    return cache + (slot * a.kv_dim + a.head_offset) * el;
+  }
+
+  /// Scores of keys [first, first + count) (count <= 4, in one block) for queries
+  /// [0, nq): scores[j][p]. Missing keys repeat the last (their lanes are not stored).
+  template <int nq>
+  void scores4(const float* const* q, float* const* scores, int first, int count) const {
+    const std::byte* keys[4];
+    for (int i = 0; i < 4; ++i) keys[i] = row(a.k_cache, first + (i < count ? i : count - 1));
+    vf acc[nq][4];
+    for (int j = 0; j < nq; ++j) {
+      for (int i = 0; i < 4; ++i) acc[j][i] = V::zero();
+    }
+    for (int d = 0; d < a.head_dim; d += V::width) {
+      const int part = a.head_dim - d;
+      vf kv[4];
+      for (int i = 0; i < 4; ++i) kv[i] = L::load_any(keys[i] + d * el, part);
+      for (int j = 0; j < nq; ++j) {
+        const vf qv = part >= V::width ? V::load(q[j] + d) : V::maskz_load(V::first_lanes(part), q[j] + d);
+        for (int i = 0; i < 4; ++i) acc[j][i] = V::fmadd(qv, kv[i], acc[j][i]);
+      }
+    }
+    for (int j = 0; j < nq; ++j) {
+      V::store4(scores[j] + first, count, _mm_mul_ps(V::reduce4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]), _mm_set1_ps(a.scale)));
     }
   }
-  auto vmax = V::set1(-3.0e38f);
-  for (int p = 0; p < num_keys; p += V::width) {
-    const auto m = V::first_lanes(num_keys - p);
-    vmax = V::max(vmax, V::maskz_load(m, a.scores + p));
-  }
-  const auto max_score = V::set1(V::reduce_max(vmax));
-  auto sum = V::zero();
-  for (int p = 0; p < num_keys; p += V::width) {
-    const auto m = V::first_lanes(num_keys - p);
-    const auto e = V::and_mask(V::exp(V::sub(V::maskz_load(m, a.scores + p), max_score)), m);
-    V::mask_store(a.scores + p, m, e);
-    sum = V::add(sum, e);
-  }
-  return V::reduce(sum);
-}
 
-template <class V>
-void attention_one(const attention_args& a, const float* q, int num_keys, float* out) {
-  const auto inv_sum = V::set1(1.0f / attention_numerators<V>(a, q, num_keys));
-  for (int c = 0; c < a.head_dim; c += 4 * V::width) {
-    typename V::mask m[4];
-    bool active[4];
-    typename V::vf acc[4];
-    for (int j = 0; j < 4; ++j) {
-      active[j] = a.head_dim - c - j * V::width > 0;
-      m[j] = V::first_lanes(a.head_dim - c - j * V::width);
-      acc[j] = V::zero();
+  /// Scores of keys [begin, end) for queries [0, nq), in groups of 4 within each block.
+  template <int nq>
+  void scores(const float* const* q, float* const* s, int begin, int end) const {
+    for (int p = begin; p < end;) {
+      const int block_end = (p / a.block_size + 1) * a.block_size;
+      const int stop = end < block_end ? end : block_end;
+      while (p < stop) {
+        const int count = stop - p < 4 ? stop - p : 4;
+        scores4<nq>(q, s, p, count);
+        p += count;
+      }
     }
-    for (int first = 0; first < num_keys; first += a.block_size) {
-      const float* rows = attention_block_rows(a, a.v_cache, first) + c;
-      const int in_block = num_keys - first < a.block_size ? num_keys - first : a.block_size;
-      for (int p = 0; p < in_block; ++p) {
-        const float* v = rows + p * a.kv_dim;
-        const auto weight = V::mul(V::set1(a.scores[first + p]), inv_sum);
-        for (int j = 0; j < 4; ++j) {
-          if (active[j]) acc[j] = V::fmadd(weight, V::maskz_load(m[j], v + j * V::width), acc[j]);
+  }
+
+  /// s[p] = exp(s[p] - max) for p < n; returns 1 / their sum.
+  static float softmax_numerators(float* s, int n) {
+    auto vmax = V::set1(-3.0e38f);
+    for (int p = 0; p < n; p += V::width) vmax = V::max(vmax, V::mask_load(V::first_lanes(n - p), s + p, -3.0e38f));
+    const auto max_score = V::set1(V::reduce_max(vmax));
+    auto sum = V::zero();
+    for (int p = 0; p < n; p += V::width) {
+      const auto m = V::first_lanes(n - p);
+      const auto e = V::and_mask(V::exp(V::sub(V::maskz_load(m, s + p), max_score)), m);
+      V::mask_store(s + p, m, e);
+      sum = V::add(sum, e);
+    }
+    return 1.0f / V::reduce(sum);
+  }
+
+  /// out[j] over dims [c, c + 4 width) += weight * v for keys [begin, end) and queries [0, nq).
+  template <int nq>
+  void values(float* const* s, const float* inv_sum, float* const* out, int c, int begin, int end, vf (*acc)[4]) const {
+    const int left = a.head_dim - c;
+    for (int p = begin; p < end; ++p) {
+      const std::byte* v = row(a.v_cache, p) + c * el;
+      vf vv[4];
+      for (int i = 0; i < 4; ++i) {
+        if (left - i * V::width > 0) vv[i] = L::load_any(v + i * V::width * el, left - i * V::width);
+      }
+      for (int j = 0; j < nq; ++j) {
+        const vf weight = V::mul(V::set1(s[j][p]), V::set1(inv_sum[j]));
+        for (int i = 0; i < 4; ++i) {
+          if (left - i * V::width > 0) acc[j][i] = V::fmadd(weight, vv[i], acc[j][i]);
         }
       }
     }
-    for (int j = 0; j < 4; ++j) {
-      if (active[j]) V::mask_store(out + c + j * V::width, m[j], acc[j]);
+    (void)out;
+  }
+
+  /// Queries [q0, q0 + nq) together: shared keys first, then each query's own tail.
+  template <int nq>
+  void run(int q0) const {
+    const float* q[nq];
+    float* s[nq];
+    float* out[nq];
+    int keys[nq];
+    const int span = a.num_keys + a.num_queries;
+    for (int j = 0; j < nq; ++j) {
+      q[j] = a.q + (q0 + j) * a.q_stride;
+      s[j] = a.scores + j * span;
+      out[j] = a.out + (q0 + j) * a.out_stride;
+      keys[j] = a.num_keys + q0 + j;
+    }
+    scores<nq>(q, s, 0, keys[0]);
+    for (int j = 1; j < nq; ++j) scores<1>(q + j, s + j, keys[0], keys[j]);
+    float inv_sum[nq];
+    for (int j = 0; j < nq; ++j) inv_sum[j] = softmax_numerators(s[j], keys[j]);
+    for (int c = 0; c < a.head_dim; c += 4 * V::width) {
+      vf acc[nq][4];
+      for (int j = 0; j < nq; ++j) {
+        for (int i = 0; i < 4; ++i) acc[j][i] = V::zero();
+      }
+      values<nq>(s, inv_sum, out, c, 0, keys[0], acc);
+      for (int j = 1; j < nq; ++j) values<1>(s + j, inv_sum + j, out + j, c, keys[0], keys[j], acc + j);
+      for (int j = 0; j < nq; ++j) {
+        for (int i = 0; i < 4; ++i) {
+          const int left = a.head_dim - c - i * V::width;
+          if (left > 0) V::mask_store(out[j] + c + i * V::width, V::first_lanes(left), acc[j][i]);
+        }
+      }
     }
   }
-}
+
+  void operator()() const {
+    int i = 0;
+    for (; i + tile <= a.num_queries; i += tile) run<tile>(i);
+    for (; i < a.num_queries; ++i) run<1>(i);
+  }
+};
 
 template <class V>
 void attention(const attention_args& a) {
-  for (int i = 0; i < a.num_queries; ++i) attention_one<V>(a, a.q + i * a.q_stride, a.num_keys + i, a.out + i * a.out_stride);
+  switch (a.type) {
+    case kv_type::f32: return attention_kernel<V, kv_type::f32>{a}();
+    case kv_type::f16: return attention_kernel<V, kv_type::f16>{a}();
+    case kv_type::bf16: return attention_kernel<V, kv_type::bf16>{a}();
+  }
 }
 
 }  // namespace

@@ -29,6 +29,10 @@ struct avx2_traits {
   static vf set1(float x) { return _mm256_set1_ps(x); }
   static vf load(const float* p) { return _mm256_loadu_ps(p); }
   static vf maskz_load(mask m, const float* p) { return _mm256_maskload_ps(p, m); }
+  /// The active lanes of p, `fill` in the others.
+  static vf mask_load(mask m, const float* p, float fill) {
+    return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
+  }
   static void mask_store(float* p, mask m, vf v) { _mm256_maskstore_ps(p, m, v); }
   static void store(float* p, vf v) { _mm256_storeu_ps(p, v); }
   static vf fmadd(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
@@ -158,6 +162,9 @@ struct avx2_traits {
   /// v with lane p moved to lane row_of_lane(p): lanes in row order.
   static vf to_row_order(vf v) { return _mm256_permutevar8x32_ps(v, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)); }
 
+  static void store_f16(void* p, vf v) {
+    _mm_storeu_si128(static_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
   /// 8 halves or bf16 values as floats.
   static vf load_f16(const void* p) { return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p))); }
   static vf load_bf16(const void* p) {

@@ -29,6 +29,8 @@ struct avx512_traits {
   static vf set1(float x) { return _mm512_set1_ps(x); }
   static vf load(const float* p) { return _mm512_loadu_ps(p); }
   static vf maskz_load(mask m, const float* p) { return _mm512_maskz_loadu_ps(m, p); }
+  /// The active lanes of p, `fill` in the others.
+  static vf mask_load(mask m, const float* p, float fill) { return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), m, p); }
   static void mask_store(float* p, mask m, vf v) { _mm512_mask_storeu_ps(p, m, v); }
   static void store(float* p, vf v) { _mm512_storeu_ps(p, v); }
   static vf fmadd(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
@@ -145,6 +147,9 @@ struct avx512_traits {
     return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), v);
   }
 
+  static void store_f16(void* p, vf v) {
+    _mm256_storeu_si256(static_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
   /// 16 halves or bf16 values as floats.
   static vf load_f16(const void* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i*>(p))); }
   static vf load_bf16(const void* p) {

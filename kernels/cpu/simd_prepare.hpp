@@ -78,3 +78,30 @@ void simd_prepare_bf16(const prepare_args& a) {
 
 }  // namespace
 }  // namespace inflight::kernels::cpu
+
+namespace inflight::kernels::cpu {
+namespace {
+
+/// KV rows: floats converted to f16 (F16C, round to nearest even) or bf16 as they are written.
+template <class V>
+void simd_store_kv_f16(std::byte* dst, const float* src, int n) {
+  int i = 0;
+  for (; i + V::width <= n; i += V::width) V::store_f16(dst + 2 * i, V::load(src + i));
+  for (; i < n; ++i) {
+    const std::uint16_t h = float_to_fp16(src[i]);
+    __builtin_memcpy(dst + 2 * i, &h, 2);
+  }
+}
+
+template <class V>
+void simd_store_kv_bf16(std::byte* dst, const float* src, int n) {
+  int i = 0;
+  for (; i + V::width <= n; i += V::width) V::store_u16(dst + 2 * i, simd_to_bf16<V>(V::load(src + i)));
+  for (; i < n; ++i) {
+    const std::uint16_t h = float_to_bf16(src[i]);
+    __builtin_memcpy(dst + 2 * i, &h, 2);
+  }
+}
+
+}  // namespace
+}  // namespace inflight::kernels::cpu

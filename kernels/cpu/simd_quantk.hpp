@@ -70,7 +70,7 @@ void decode_affine_levels(tilek<V>& tile, const tile_rows<V>& rows, int b, std::
 template <class V>
 void decode_q6(tilek<V>& tile, const tile_rows<V>& rows, int b, std::int64_t at) {
   using vi = typename V::vi;
-  tile.d[b] = V::half_hi(rows.gather(at + 206));  // d is the high half of the dword at 206
+  rows.halves(at + 208, 0, 1, tile.d + b);
   vi s[4];
   V::transpose16(rows.row, at + 192, s);
   for (int j = 0; j < 16; ++j) tile.sc[b][j] = V::sra32(V::sll32(s[j / 4], 24 - 8 * (j % 4)), 24);

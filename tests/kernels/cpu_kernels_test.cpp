@@ -154,16 +154,23 @@ TEST_CASE("rmsnorm and silu rows of every table equal their formulas", "[kernels
   std::mt19937 rng(2);
   for (auto isa : runnable_isas()) {
     const auto& k = kernels_for(isa);
-    for (int dim : {1, 15, 64, 100}) {
-      const auto x = random_vector(std::size_t(dim), rng, 3.0f), w = random_vector(std::size_t(dim), rng);
-      std::vector<float> out(static_cast<std::size_t>(dim));
-      k.rmsnorm_row(out.data(), x.data(), w.data(), dim, 1e-5f);
-      double ss = 0.0;
-      for (float v : x) ss += double(v) * v;
-      const double scale = 1.0 / std::sqrt(ss / dim + 1e-5);
-      for (int i = 0; i < dim; ++i) {
-        INFO(to_string(isa) << " dim " << dim << " i " << i);
-        CHECK(out[i] == Approx(w[i] * scale * x[i]).epsilon(2e-6).margin(1e-7));
+    // Rows of order 3, and rows so small (mean square 1e-8, or 0) that the epsilon
+    // decides the scale: without it the tiny rows would come out ~30x too large, the
+    // zero row as NaN.
+    for (float magnitude : {3.0f, 1e-4f, 0.0f}) {
+      for (int dim : {1, 15, 64, 100}) {
+        auto x = random_vector(std::size_t(dim), rng);
+        for (auto& v : x) v *= magnitude;
+        const auto w = random_vector(std::size_t(dim), rng);
+        std::vector<float> out(static_cast<std::size_t>(dim));
+        k.rmsnorm_row(out.data(), x.data(), w.data(), dim, 1e-5f);
+        double ss = 0.0;
+        for (float v : x) ss += double(v) * v;
+        const double scale = 1.0 / std::sqrt(ss / dim + 1e-5);
+        for (int i = 0; i < dim; ++i) {
+          INFO(to_string(isa) << " magnitude " << magnitude << " dim " << dim << " i " << i);
+          CHECK(out[i] == Approx(w[i] * scale * x[i]).epsilon(2e-6).margin(1e-7 * magnitude));
+        }
       }
     }
     // Wide range: silu saturates to 0 and to g for large |g|, and exp must not overflow.
