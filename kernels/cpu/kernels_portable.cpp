@@ -13,13 +13,20 @@ namespace {
 
 constexpr int lanes = 8;
 
+/// The float at p; weights in a mapped file need not be aligned.
+float load_float(const float* p) {
+  float v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
 float dot(const float* a, const float* b, int k) {
   float s[lanes] = {};
   int i = 0;
   for (; i + lanes <= k; i += lanes) {
-    for (int l = 0; l < lanes; ++l) s[l] += a[i + l] * b[i + l];
+    for (int l = 0; l < lanes; ++l) s[l] += load_float(a + i + l) * load_float(b + i + l);
   }
-  for (int l = 0; i + l < k; ++l) s[l] += a[i + l] * b[i + l];
+  for (int l = 0; i + l < k; ++l) s[l] += load_float(a + i + l) * load_float(b + i + l);
   return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
 }
 

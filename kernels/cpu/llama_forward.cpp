@@ -324,12 +324,7 @@ void score_rows(const step_context& c, float* row_logits) {
     c.k.rmsnorm_row(normed + i * d, c.ws.x.data() + std::int64_t(c.b.scored_indices[i]) * d, c.w.final_norm,
                     c.s.dim, c.s.norm_eps);
   }
-  const auto& w = c.w.classifier;
-  if (w.type == weight_type::f32) {
-    classifier_rows(row_logits, normed, as_f32(w), c.b.row_logit_positions, c.b.row_logit_ids, c.b.num_row_logits,
-                    c.s.dim);
-    return;
-  }
+  const auto& w = c.w.classifier;  // rows read through dequantize_row: any type, any alignment
   grow(c.ws.row_scratch, d);
   for (int i = 0; i < c.b.num_row_logits; ++i) {
     c.k.weights[int(w.type)].dequantize_row(w.data + c.b.row_logit_ids[i] * w.row_bytes, c.ws.row_scratch.data(), d);

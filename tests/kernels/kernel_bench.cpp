@@ -17,27 +17,17 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_isa.hpp"
+#include "tests/kernels/kernel_bench.hpp"
 
 using namespace inflight::kernels::cpu;
 
 namespace {
 
-struct options {
-  int threads = 2, tokens = 128, rounds = 5;
-  std::string isa, type;
-};
-
-struct shape {
-  int rows, cols, count;  ///< a matrix [rows x cols], `count` of them per step
-};
+using namespace inflight::bench;
 
 // bench-110M: 12 layers of wq, wk, wv, wo [768 x 768], w_gate, w_up [2048 x 768], w_down [768 x 2048]; the classifier.
 const shape layer_shapes[] = {{768, 768, 48}, {2048, 768, 24}, {768, 2048, 12}};
 const shape classifier_shape = {32000, 768, 1};
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 /// Read bandwidth of `threads` threads summing 1 GiB (the best of 3 passes), in GB/s.
 double read_bandwidth(int threads) {
@@ -53,36 +43,6 @@ double read_bandwidth(int threads) {
   }
   if (sink == 42) std::printf(" ");
   return best;
-}
-
-/// Random rows of `type`; the scales of quantized blocks set to a sane half (0.01).
-std::vector<std::byte> random_matrix(weight_type type, const shape& s, std::mt19937& rng) {
-  const std::int64_t rb = row_bytes_of(type, s.cols);
-  std::vector<std::byte> bytes(std::size_t(rb * s.rows));
-  std::uniform_int_distribution<int> byte(0, 255);
-  for (auto& b : bytes) b = std::byte(byte(rng));
-  const auto layout = layout_of(type);
-  const std::uint16_t scale = float_to_fp16(0.01f);
-  auto set_half = [&](std::size_t at) { std::memcpy(bytes.data() + at, &scale, 2); };
-  if (type == weight_type::f32 || type == weight_type::f16 || type == weight_type::bf16) {
-    std::normal_distribution<float> normal(0.0f, 0.02f);
-    for (std::int64_t i = 0; i < std::int64_t(s.rows) * s.cols; ++i) {
-      const float v = normal(rng);
-      if (type == weight_type::f32) std::memcpy(bytes.data() + 4 * i, &v, 4);
-      const std::uint16_t h = type == weight_type::f16 ? float_to_fp16(v) : float_to_bf16(v);
-      if (type != weight_type::f32) std::memcpy(bytes.data() + 2 * i, &h, 2);
-    }
-    return bytes;
-  }
-  for (std::size_t b = 0; b < bytes.size(); b += std::size_t(layout.block_bytes)) {
-    if (type == weight_type::q6_k) {
-      set_half(b + 208);
-    } else {
-      set_half(b);
-      if (type == weight_type::q4_k || type == weight_type::q5_k) set_half(b + 2);
-    }
-  }
-  return bytes;
 }
 
 struct matrix {
@@ -117,10 +77,10 @@ void bench_type(const options& o, weight_type type, double bandwidth) {
   std::vector<matrix> decode, prompt;
   std::int64_t decode_bytes = 0;
   for (const auto& s : layer_shapes) {
-    for (int c = 0; c < s.count; ++c) decode.push_back({{s.rows, s.cols, 1}, random_matrix(type, {s.rows, s.cols, 1}, rng)});
-    prompt.push_back({s, random_matrix(type, s, rng)});
+    for (int c = 0; c < s.count; ++c) decode.push_back({{s.rows, s.cols, 1}, random_matrix(type, s.rows, s.cols, rng)});
+    prompt.push_back({s, random_matrix(type, s.rows, s.cols, rng)});
   }
-  decode.push_back({classifier_shape, random_matrix(type, classifier_shape, rng)});
+  decode.push_back({classifier_shape, random_matrix(type, classifier_shape.rows, classifier_shape.cols, rng)});
   for (const auto& m : decode) decode_bytes += std::int64_t(m.bytes.size());
   const auto format = layout_of(type).input;
   const int max_k = 2048, n = o.tokens;
@@ -151,30 +111,12 @@ void bench_type(const options& o, weight_type type, double bandwidth) {
   }
 }
 
-std::string first_line(const char* path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--threads") o.threads = std::stoi(value);
-    if (flag == "--tokens") o.tokens = std::stoi(value);
-    if (flag == "--rounds") o.rounds = std::stoi(value);
-    if (flag == "--isa") o.isa = value;
-    if (flag == "--type") o.type = value;
-  }
-  const std::time_t now = std::time(nullptr);
-  char date[64];
-  std::strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S UTC", std::gmtime(&now));
-  std::printf("kernel bench: %s, load average %s, %d threads, bench-110M matrices, best of %d\n", date,
-              first_line("/proc/loadavg").c_str(), o.threads, o.rounds);
+  const auto o = parse_options(argc, argv);
+  print_header(o);
+  if (!o.forward.empty()) return run_forward_bench(o);
   const double bandwidth = read_bandwidth(o.threads);
   std::printf("memory read bandwidth (%d threads, 1 GiB): %.1f GB/s\n", o.threads, bandwidth);
   for (int t = 0; t < num_weight_types; ++t) {
