@@ -40,18 +40,19 @@ struct attention_kernel {
 
   const attention_args& a;
 
-  /// Row `p` (a key position) of a cache, at this head.
-  const std::byte* row(const std::byte* cache, int p) const {
-    const std::int64_t slot = std::int64_t(a.block_table[p / a.block_size]) * a.block_size + p % a.block_size;
-    return cache + (slot * a.kv_dim + a.head_offset) * el;
+  /// Row 0 of the block holding key position p, at this head, and the stride of rows.
+  const std::byte* block_base(const std::byte* cache, int p) const {
+    return cache + (std::int64_t(a.block_table[p / a.block_size]) * a.block_size * a.kv_dim + a.head_offset) * el;
   }
+  std::int64_t row_stride() const { return a.kv_dim * el; }
 
-  /// Scores of keys [first, first + count) (count <= 4, in one block) for queries
-  /// [0, nq): scores[j][p]. Missing keys repeat the last (their lanes are not stored).
+  /// Scores of keys [first, first + count) (count <= 4, in the block whose row of `first`
+  /// is at `row`) for queries [0, nq): scores[j][p]. Missing keys repeat the last (their
+  /// lanes are not stored).
   template <int nq>
-  void scores4(const float* const* q, float* const* scores, int first, int count) const {
+  void scores4(const float* const* q, float* const* scores, const std::byte* row, int first, int count) const {
     const std::byte* keys[4];
-    for (int i = 0; i < 4; ++i) keys[i] = row(a.k_cache, first + (i < count ? i : count - 1));
+    for (int i = 0; i < 4; ++i) keys[i] = row + (i < count ? i : count - 1) * row_stride();
     vf acc[nq][4];
     for (int j = 0; j < nq; ++j) {
       for (int i = 0; i < 4; ++i) acc[j][i] = V::zero();
@@ -74,18 +75,21 @@ struct attention_kernel {
   template <int nq>
   void scores(const float* const* q, float* const* s, int begin, int end) const {
     for (int p = begin; p < end;) {
-      const int block_end = (p / a.block_size + 1) * a.block_size;
+      const int block_start = p / a.block_size * a.block_size, block_end = block_start + a.block_size;
       const int stop = end < block_end ? end : block_end;
+      const std::byte* base = block_base(a.k_cache, p);
+      prefetch_rows(a.k_cache, block_end, a.block_size);
       while (p < stop) {
         const int count = stop - p < 4 ? stop - p : 4;
-        scores4<nq>(q, s, p, count);
+        scores4<nq>(q, s, base + (p - block_start) * row_stride(), p, count);
         p += count;
       }
     }
   }
 
-  /// s[p] = exp(s[p] - max) for p < n; returns 1 / their sum.
-  static float softmax_numerators(float* s, int n) {
+  /// s[p] = exp(s[p] - max) / sum for p < n: the weights of the values. (The product
+  /// e_p * (1 / sum) is the one the values' loop used to form: the same bits.)
+  static void softmax_weights(float* s, int n) {
     auto vmax = V::set1(-3.0e38f);
     for (int p = 0; p < n; p += V::width) vmax = V::max(vmax, V::mask_load(V::first_lanes(n - p), s + p, -3.0e38f));
     const auto max_score = V::set1(V::reduce_max(vmax));
@@ -96,27 +100,57 @@ struct attention_kernel {
       V::mask_store(s + p, m, e);
       sum = V::add(sum, e);
     }
-    return 1.0f / V::reduce(sum);
+    const auto inv_sum = V::set1(1.0f / V::reduce(sum));
+    for (int p = 0; p < n; p += V::width) {
+      const auto m = V::first_lanes(n - p);
+      V::mask_store(s + p, m, V::mul(V::maskz_load(m, s + p), inv_sum));
+    }
+  }
+
+  /// Rows [p, p + count) of a cache's block holding p, asked for ahead of their use.
+  void prefetch_rows(const std::byte* cache, int p, int count) const {
+    if (p >= a.num_keys + a.num_queries - 1) return;  // no such key: its block may not exist
+    if (count > a.block_size - p % a.block_size) count = a.block_size - p % a.block_size;
+    const std::byte* row = block_base(cache, p) + std::int64_t(p % a.block_size) * row_stride();
+    for (int i = 0; i < count; ++i, row += row_stride()) {
+      for (std::int64_t x = 0; x < a.head_dim * el; x += 64) _mm_prefetch(reinterpret_cast<const char*>(row + x), _MM_HINT_T0);
+    }
+  }
+
+  /// acc[j][0..R) (+ a partial register when `partial` > 0) += w[j][p] * v_p over dims
+  /// from c, for keys [begin, end) in order and queries [0, nq).
+  template <int nq, int R>
+  void values_regs(float* const* w, int c, int partial, int begin, int end, vf (*acc)[4]) const {
+    const std::byte* v = nullptr;
+    for (int p = begin, in_block = 0; p < end; ++p, ++in_block, v += row_stride()) {
+      if (p == begin || in_block == a.block_size) {
+        in_block = p % a.block_size;
+        v = block_base(a.v_cache, p) + in_block * row_stride() + c * el;
+      }
+      if (in_block % 4 == 0) prefetch_rows(a.v_cache, p + a.block_size, 4);
+      vf vv[4];
+      for (int i = 0; i < R; ++i) vv[i] = L::load(v + i * V::width * el);
+      if (partial > 0) vv[R] = L::load_part(v + R * V::width * el, partial);
+      for (int j = 0; j < nq; ++j) {
+        const vf weight = V::set1(w[j][p]);
+        for (int i = 0; i < R; ++i) acc[j][i] = V::fmadd(weight, vv[i], acc[j][i]);
+        if (partial > 0) acc[j][R] = V::fmadd(weight, vv[R], acc[j][R]);
+      }
+    }
   }
 
   /// out[j] over dims [c, c + 4 width) += weight * v for keys [begin, end) and queries [0, nq).
   template <int nq>
-  void values(float* const* s, const float* inv_sum, float* const* out, int c, int begin, int end, vf (*acc)[4]) const {
-    const int left = a.head_dim - c;
-    for (int p = begin; p < end; ++p) {
-      const std::byte* v = row(a.v_cache, p) + c * el;
-      vf vv[4];
-      for (int i = 0; i < 4; ++i) {
-        if (left - i * V::width > 0) vv[i] = L::load_any(v + i * V::width * el, left - i * V::width);
-      }
-      for (int j = 0; j < nq; ++j) {
-        const vf weight = V::mul(V::set1(s[j][p]), V::set1(inv_sum[j]));
-        for (int i = 0; i < 4; ++i) {
-          if (left - i * V::width > 0) acc[j][i] = V::fmadd(weight, vv[i], acc[j][i]);
-        }
-      }
+  void values(float* const* w, int c, int begin, int end, vf (*acc)[4]) const {
+    const int left = a.head_dim - c, full = left / V::width < 4 ? left / V::width : 4;
+    const int partial = full < 4 ? left - full * V::width : 0;
+    switch (full) {
+      case 0: return values_regs<nq, 0>(w, c, partial, begin, end, acc);
+      case 1: return values_regs<nq, 1>(w, c, partial, begin, end, acc);
+      case 2: return values_regs<nq, 2>(w, c, partial, begin, end, acc);
+      case 3: return values_regs<nq, 3>(w, c, partial, begin, end, acc);
+      default: return values_regs<nq, 4>(w, c, 0, begin, end, acc);
     }
-    (void)out;
   }
 
   /// Queries [q0, q0 + nq) together: shared keys first, then each query's own tail.
@@ -133,17 +167,18 @@ struct attention_kernel {
       out[j] = a.out + (q0 + j) * a.out_stride;
       keys[j] = a.num_keys + q0 + j;
     }
+    prefetch_rows(a.k_cache, 0, a.block_size);
     scores<nq>(q, s, 0, keys[0]);
     for (int j = 1; j < nq; ++j) scores<1>(q + j, s + j, keys[0], keys[j]);
-    float inv_sum[nq];
-    for (int j = 0; j < nq; ++j) inv_sum[j] = softmax_numerators(s[j], keys[j]);
+    for (int j = 0; j < nq; ++j) softmax_weights(s[j], keys[j]);
     for (int c = 0; c < a.head_dim; c += 4 * V::width) {
       vf acc[nq][4];
       for (int j = 0; j < nq; ++j) {
         for (int i = 0; i < 4; ++i) acc[j][i] = V::zero();
       }
-      values<nq>(s, inv_sum, out, c, 0, keys[0], acc);
-      for (int j = 1; j < nq; ++j) values<1>(s + j, inv_sum + j, out + j, c, keys[0], keys[j], acc + j);
+      prefetch_rows(a.v_cache, 0, a.block_size);
+      values<nq>(s, c, 0, keys[0], acc);
+      for (int j = 1; j < nq; ++j) values<1>(s + j, c, keys[0], keys[j], acc + j);
       for (int j = 0; j < nq; ++j) {
         for (int i = 0; i < 4; ++i) {
           const int left = a.head_dim - c - i * V::width;

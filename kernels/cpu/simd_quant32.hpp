@@ -51,6 +51,43 @@ struct tile_rows {
   }
 };
 
+/// Prefetches of the weights a tile reads next, spread over the current tile's decoding:
+/// a tile reads its rows 16 bytes at a time each, a pattern the hardware prefetchers do
+/// not run ahead of, and a burst of prefetches would stall on the core's few miss buffers.
+template <class V>
+struct tile_prefetch {
+  const std::byte* row[V::width] = {};
+  int num_rows = 0, lines_per_row = 0, next = 0;
+  std::int64_t first = 0;
+
+  /// The bytes [first, first + bytes) of rows [o, min(o + V::width, row_end)) of w.
+  void plan(const weight_view& w, int o, int row_end, std::int64_t at, std::int64_t bytes) {
+    num_rows = o >= row_end ? 0 : (row_end - o < V::width ? row_end - o : V::width);
+    for (int r = 0; r < num_rows; ++r) row[r] = w.data + (o + r) * w.row_bytes;
+    first = at;
+    lines_per_row = int((bytes + 63) / 64);
+    next = 0;
+  }
+  /// What follows the chunk [b0, b0 + chunk) of the tile at o: its next chunk, or the
+  /// next tile's first.
+  void plan_next(const weight_view& w, int o, int row_end, int b0, int chunk, int num_blocks, int block_bytes) {
+    if (b0 + chunk < num_blocks) {
+      const int nb = num_blocks - (b0 + chunk) < chunk ? num_blocks - (b0 + chunk) : chunk;
+      plan(w, o, row_end, std::int64_t(b0 + chunk) * block_bytes, std::int64_t(nb) * block_bytes);
+    } else {
+      plan(w, o + V::width, row_end, 0, std::int64_t(num_blocks < chunk ? num_blocks : chunk) * block_bytes);
+    }
+  }
+  /// The next `count` lines (row by row).
+  void step(int count) {
+    for (; count > 0 && next < num_rows * lines_per_row; --count, ++next) {
+      const std::byte* p = row[next / lines_per_row] + first + std::int64_t(next % lines_per_row) * 64;
+      _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+    }
+  }
+  int lines() const { return num_rows * lines_per_row; }
+};
+
 struct q4_0_format {
   static constexpr int block_bytes = 18;
   static constexpr int offset = 8;  // values are nibbles - 8
@@ -62,11 +99,13 @@ struct q8_0_format {
 };
 
 template <class V, class F>
-void decode32(tile32<V>& tile, const tile_rows<V>& rows, int b0, int num_blocks) {
+void decode32(tile32<V>& tile, const tile_rows<V>& rows, int b0, int num_blocks, tile_prefetch<V>& prefetch) {
   using vi = typename V::vi;
   const vi low4 = V::iset1(0x0f0f0f0f);
+  const int per_block = (prefetch.lines() + num_blocks - 1) / num_blocks;
   rows.halves(std::int64_t(b0) * F::block_bytes, F::block_bytes, num_blocks, tile.d);
   for (int b = 0; b < num_blocks; ++b) {
+    prefetch.step(per_block);
     const std::int64_t at = std::int64_t(b0 + b) * F::block_bytes;
     vi raw[8];
     V::transpose16(rows.row, at + 2, raw);
@@ -141,15 +180,22 @@ template <class V, class F>
 void gemm32(const typed_gemm_args& a, int row_begin, int row_end) {
   alignas(64) tile32<V> tile;
   alignas(64) float acc[quant_token_block][V::width];
+  constexpr int chunk = tile32<V>::chunk_blocks;
   const int num_blocks = a.k / 32;
+  tile_prefetch<V> prefetch;
   for (int o = row_begin; o < row_end; o += V::width) {
     const tile_rows<V> rows(a.w, o, row_end - o < V::width ? row_end - o : V::width);
     for (int t0 = 0; t0 < a.n; t0 += quant_token_block) {
       const int count = a.n - t0 < quant_token_block ? a.n - t0 : quant_token_block;
       for (int j = 0; j < count; ++j) V::store(acc[j], V::zero());
-      for (int b0 = 0; b0 < num_blocks; b0 += tile32<V>::chunk_blocks) {
-        const int nb = num_blocks - b0 < tile32<V>::chunk_blocks ? num_blocks - b0 : tile32<V>::chunk_blocks;
-        decode32<V, F>(tile, rows, b0, nb);
+      for (int b0 = 0; b0 < num_blocks; b0 += chunk) {
+        const int nb = num_blocks - b0 < chunk ? num_blocks - b0 : chunk;
+        if (t0 + quant_token_block >= a.n) {
+          prefetch.plan_next(a.w, o, row_end, b0, chunk, num_blocks, F::block_bytes);
+        } else {
+          prefetch.plan(a.w, o, o, 0, 0);  // another token block reads this tile again: nothing new
+        }
+        decode32<V, F>(tile, rows, b0, nb, prefetch);
         tokens32_any<V, F>(tile, a, t0, count, b0, nb, acc);
       }
       store_tile<V>(a, t0, count, o, rows.count, acc);

@@ -98,9 +98,11 @@ void decode_q6(tilek<V>& tile, const tile_rows<V>& rows, int b, std::int64_t at)
 enum class k_type { q4_k, q5_k, q6_k };
 
 template <class V, k_type K>
-void decode_k(tilek<V>& tile, const tile_rows<V>& rows, int b0, int num_blocks) {
+void decode_k(tilek<V>& tile, const tile_rows<V>& rows, int b0, int num_blocks, tile_prefetch<V>& prefetch) {
   constexpr int block_bytes = K == k_type::q4_k ? 144 : (K == k_type::q5_k ? 176 : 210);
+  const int per_block = (prefetch.lines() + num_blocks - 1) / num_blocks;
   for (int b = 0; b < num_blocks; ++b) {
+    prefetch.step(per_block);
     const std::int64_t at = std::int64_t(b0 + b) * block_bytes;
     if constexpr (K == k_type::q6_k) {
       decode_q6<V>(tile, rows, b, at);
@@ -158,15 +160,23 @@ void gemm_k(const typed_gemm_args& a, int row_begin, int row_end) {
   alignas(64) tilek<V> tile;
   alignas(64) float acc[quant_token_block][V::width];
   constexpr int group = V::width == 16 ? 4 : 2;
+  constexpr int chunk = tilek<V>::chunk_blocks;
+  constexpr int block_bytes = K == k_type::q4_k ? 144 : (K == k_type::q5_k ? 176 : 210);
   const int num_blocks = a.k / 256;
+  tile_prefetch<V> prefetch;
   for (int o = row_begin; o < row_end; o += V::width) {
     const tile_rows<V> rows(a.w, o, row_end - o < V::width ? row_end - o : V::width);
     for (int t0 = 0; t0 < a.n; t0 += quant_token_block) {
       const int count = a.n - t0 < quant_token_block ? a.n - t0 : quant_token_block;
       for (int j = 0; j < count; ++j) V::store(acc[j], V::zero());
-      for (int b0 = 0; b0 < num_blocks; b0 += tilek<V>::chunk_blocks) {
-        const int nb = num_blocks - b0 < tilek<V>::chunk_blocks ? num_blocks - b0 : tilek<V>::chunk_blocks;
-        decode_k<V, K>(tile, rows, b0, nb);
+      for (int b0 = 0; b0 < num_blocks; b0 += chunk) {
+        const int nb = num_blocks - b0 < chunk ? num_blocks - b0 : chunk;
+        if (t0 + quant_token_block >= a.n) {
+          prefetch.plan_next(a.w, o, row_end, b0, chunk, num_blocks, block_bytes);
+        } else {
+          prefetch.plan(a.w, o, o, 0, 0);
+        }
+        decode_k<V, K>(tile, rows, b0, nb, prefetch);
         int j = 0;
         for (; j + group <= count; j += group) tokens_k<V, K, group>(tile, a, t0 + j, b0, nb, acc + j);
         for (; j < count; ++j) tokens_k<V, K, 1>(tile, a, t0 + j, b0, nb, acc + j);

@@ -146,6 +146,19 @@ int run_forward_bench(const options& o) {
                              prompt_rate(m, ws, fo, 2048, 512),  decode_rate(m, ws, fo, 1, 2048, 32, 256)};
     for (int i = 0; i < 6; ++i) best[i] = std::max(best[i], rates[i]);
   }
+  if (o.tokens == 1) {  // --tokens 1: where a one-stream decode step's time goes
+    kc::stage_times times;
+    fo.times = &times;
+    const double rate = decode_rate(m, ws, fo, 1, 128, 64 * o.rounds, 16);
+    std::printf("  decode 1: %.1f tok/s\n", rate);
+    double total = 0.0;
+    for (double t : times.seconds) total += t;
+    for (int i = 0; i < kc::num_forward_stages; ++i) {
+      std::printf("  %-12s %7.3f ms/step %5.1f%%\n", kc::to_string(kc::forward_stage(i)),
+                  times.seconds[i] * 1e3 / times.num_steps, 100.0 * times.seconds[i] / total);
+    }
+    return 0;
+  }
   std::printf("  prompt 128: %7.1f tok/s | decode 1: %6.1f  16: %6.1f  32: %6.1f tok/s | prompt 2048: %6.1f tok/s | "
               "decode at 2048: %6.1f tok/s (%.1f GB/s of weights)\n",
               best[0], best[1], best[2], best[3], best[4], best[5], best[1] * m.weight_bytes / 1e9);

@@ -5,6 +5,9 @@
 //
 //   inflight_kernel_bench [--threads 2] [--tokens 128] [--rounds 5] [--isa NAME] [--type NAME]
 #include <omp.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 #include <algorithm>
 #include <chrono>
@@ -114,6 +117,12 @@ void bench_type(const options& o, weight_type type, double bandwidth) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The engine's OpenMP waiting (apps/inflight/main.cpp): spin ~0.1 ms at a barrier, then sleep.
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    setenv("GOMP_SPINCOUNT", "10000", 0);
+    execv("/proc/self/exe", argv);
+  }
   const auto o = parse_options(argc, argv);
   print_header(o);
   if (!o.forward.empty()) return run_forward_bench(o);
