@@ -66,11 +66,11 @@ struct attention_args {
   const float* q = nullptr;          ///< query i's head at q + i * q_stride, [head_dim]
   std::int64_t q_stride = 0;
   int num_queries = 1;
-  const std::byte* k_cache = nullptr;  ///< layer base; row `slot` at element slot * kv_dim + head_offset
+  /// The KV head's region of a layer's cache (llama.hpp's paged_kv_view): the key of
+  /// position p at element (block_table[p / block_size] * block_size + p % block_size) * head_dim.
+  const std::byte* k_cache = nullptr;
   const std::byte* v_cache = nullptr;
   kv_type type = kv_type::f32;
-  std::int64_t kv_dim = 0;           ///< elements
-  std::int64_t head_offset = 0;      ///< elements
   const std::int32_t* block_table = nullptr;
   int block_size = 0;
   int num_keys = 0;                  ///< keys of the first query

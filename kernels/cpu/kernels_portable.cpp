@@ -53,8 +53,8 @@ struct kv_rows {
   std::int64_t el = element_bytes(a.type);
 
   const std::byte* row(const std::byte* cache, int p) const {
-    const std::int64_t slot = std::int64_t(a.block_table[p / a.block_size]) * a.block_size + p % a.block_size;
-    return cache + (slot * a.kv_dim + a.head_offset) * el;
+    const std::int64_t r = std::int64_t(a.block_table[p / a.block_size]) * a.block_size + p % a.block_size;
+    return cache + r * a.head_dim * el;
   }
   float at(const std::byte* row, int i) const {
     if (a.type == kv_type::f32) return reinterpret_cast<const float*>(row)[i];

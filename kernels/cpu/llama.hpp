@@ -65,8 +65,12 @@ struct llama_weights_view {
   weight_view classifier;       ///< [vocab x dim]
 };
 
-/// Paged KV memory: per layer, [num_blocks][block_size][num_kv_heads][head_dim] elements
-/// of `type`; K/V rows are converted when written.
+/// Paged KV memory: per layer, [num_kv_heads][num_blocks][block_size][head_dim] elements
+/// of `type` (num_blocks * block_size * kv_dim in all, as the allocator counts them): each
+/// head's rows are contiguous and its blocks follow each other, so attention reads a
+/// sequence's keys of one head as one stream where its blocks are consecutive. K/V rows
+/// are converted when written. (The step-by-step kv_write / paged_attention below are
+/// the CUDA runner's twins and use its [num_blocks][block_size][num_kv_heads][head_dim].)
 struct paged_kv_view {
   std::byte* const* k = nullptr;  ///< one pointer per layer
   std::byte* const* v = nullptr;

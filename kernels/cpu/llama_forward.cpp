@@ -178,7 +178,10 @@ void project_head(const step_context& c, const llama_layer_view& lw, const produ
       rope_rotate_head(row, c.ws.cos_table.data() + std::int64_t(t) * half,
                        c.ws.sin_table.data() + std::int64_t(t) * half, s);
     }
-    if (!is_q) store(cache + (std::int64_t(c.b.slot_mapping[t]) * width + std::int64_t(h) * hd) * el, row, hd);
+    if (!is_q) {  // [kv heads][blocks][block_size][head_dim]
+      const std::int64_t slot = c.b.slot_mapping[t];
+      store(cache + (std::int64_t(h) * c.kv.num_blocks * c.kv.block_size + slot) * hd * el, row, hd);
+    }
   }
 }
 
@@ -187,12 +190,11 @@ void project_head(const step_context& c, const llama_layer_view& lw, const produ
 void attend_head(const step_context& c, const std::byte* k_cache, const std::byte* v_cache, int h) {
   const auto& s = c.s;
   const int group = s.num_heads / s.num_kv_heads, qd = s.num_heads * s.head_dim;
+  const std::int64_t head_bytes = std::int64_t(c.kv.num_blocks) * c.kv.block_size * s.head_dim * element_bytes(c.kv.type);
   attention_args a;
-  a.k_cache = k_cache;
-  a.v_cache = v_cache;
+  a.k_cache = k_cache + (h / group) * head_bytes;  // the KV head's region
+  a.v_cache = v_cache + (h / group) * head_bytes;
   a.type = c.kv.type;
-  a.kv_dim = s.num_kv_heads * s.head_dim;
-  a.head_offset = std::int64_t(h / group) * s.head_dim;
   a.block_size = c.kv.block_size;
   a.head_dim = s.head_dim;
   a.scale = 1.0f / std::sqrt(float(s.head_dim));

@@ -40,11 +40,12 @@ struct attention_kernel {
 
   const attention_args& a;
 
-  /// Row 0 of the block holding key position p, at this head, and the stride of rows.
+  /// Row 0 of the block holding key position p, and the stride of rows (a head's rows
+  /// are contiguous, and so are its blocks in block order).
   const std::byte* block_base(const std::byte* cache, int p) const {
-    return cache + (std::int64_t(a.block_table[p / a.block_size]) * a.block_size * a.kv_dim + a.head_offset) * el;
+    return cache + std::int64_t(a.block_table[p / a.block_size]) * a.block_size * a.head_dim * el;
   }
-  std::int64_t row_stride() const { return a.kv_dim * el; }
+  std::int64_t row_stride() const { return std::int64_t(a.head_dim) * el; }
 
   /// Scores of keys [first, first + count) (count <= 4, in the block whose row of `first`
   /// is at `row`) for queries [0, nq): scores[j][p]. Missing keys repeat the last (their
@@ -78,9 +79,9 @@ struct attention_kernel {
       const int block_start = p / a.block_size * a.block_size, block_end = block_start + a.block_size;
       const int stop = end < block_end ? end : block_end;
       const std::byte* base = block_base(a.k_cache, p);
-      prefetch_rows(a.k_cache, block_end, a.block_size);
       while (p < stop) {
         const int count = stop - p < 4 ? stop - p : 4;
+        prefetch_rows(a.k_cache, p + prefetch_keys, count);
         scores4<nq>(q, s, base + (p - block_start) * row_stride(), p, count);
         p += count;
       }
@@ -107,6 +108,14 @@ struct attention_kernel {
     }
   }
 
+  /// Keys read ahead: about the latency of memory at this kernel's pace.
+  static constexpr int prefetch_keys = 32;
+
+  /// The rows of the first prefetch_keys keys.
+  void prefetch_first(const std::byte* cache) const {
+    for (int p = 0; p < prefetch_keys; p += a.block_size) prefetch_rows(cache, p, a.block_size);
+  }
+
   /// Rows [p, p + count) of a cache's block holding p, asked for ahead of their use.
   void prefetch_rows(const std::byte* cache, int p, int count) const {
     if (p >= a.num_keys + a.num_queries - 1) return;  // no such key: its block may not exist
@@ -127,7 +136,7 @@ struct attention_kernel {
         in_block = p % a.block_size;
         v = block_base(a.v_cache, p) + in_block * row_stride() + c * el;
       }
-      if (in_block % 4 == 0) prefetch_rows(a.v_cache, p + a.block_size, 4);
+      if (in_block % 4 == 0) prefetch_rows(a.v_cache, p + prefetch_keys, 4);
       vf vv[4];
       for (int i = 0; i < R; ++i) vv[i] = L::load(v + i * V::width * el);
       if (partial > 0) vv[R] = L::load_part(v + R * V::width * el, partial);
@@ -167,7 +176,7 @@ struct attention_kernel {
       out[j] = a.out + (q0 + j) * a.out_stride;
       keys[j] = a.num_keys + q0 + j;
     }
-    prefetch_rows(a.k_cache, 0, a.block_size);
+    prefetch_first(a.k_cache);
     scores<nq>(q, s, 0, keys[0]);
     for (int j = 1; j < nq; ++j) scores<1>(q + j, s + j, keys[0], keys[j]);
     for (int j = 0; j < nq; ++j) softmax_weights(s[j], keys[j]);
@@ -176,7 +185,7 @@ struct attention_kernel {
       for (int j = 0; j < nq; ++j) {
         for (int i = 0; i < 4; ++i) acc[j][i] = V::zero();
       }
-      prefetch_rows(a.v_cache, 0, a.block_size);
+      prefetch_first(a.v_cache);
       values<nq>(s, c, 0, keys[0], acc);
       for (int j = 1; j < nq; ++j) values<1>(s + j, c, keys[0], keys[j], acc + j);
       for (int j = 0; j < nq; ++j) {

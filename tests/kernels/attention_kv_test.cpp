@@ -55,15 +55,13 @@ struct query_batch {
   attention_args a;
 
   query_batch(const std::vector<float>& queries, int head_dim, int first, int count, int num_keys,
-              const std::vector<std::int32_t>& table, int block_size, int kv_dim)
+              const std::vector<std::int32_t>& table, int block_size)
       : q(queries.begin() + std::ptrdiff_t(first) * head_dim, queries.begin() + std::ptrdiff_t(first + count) * head_dim),
         out(std::size_t(count) * head_dim, NAN),
         scores(std::size_t(attention_tile) * (num_keys + first + count), NAN) {
     a.q = q.data();
     a.q_stride = a.out_stride = head_dim;
     a.num_queries = count;
-    a.kv_dim = kv_dim;
-    a.head_offset = head_dim;  // the second KV head
     a.block_table = table.data();
     a.block_size = block_size;
     a.num_keys = num_keys + first;
@@ -72,10 +70,12 @@ struct query_batch {
     a.scores = scores.data();
     a.out = out.data();
   }
+  /// Over the second KV head's region of caches [kv heads][blocks][block_size][head_dim].
   void run(const cpu_kernel_table& table, kv_type type, const std::byte* k, const std::byte* v) {
+    const std::int64_t region = std::int64_t(16) * 16 * a.head_dim * element_bytes(type);  // 16 blocks of 16
     a.type = type;
-    a.k_cache = k;
-    a.v_cache = v;
+    a.k_cache = k + region;
+    a.v_cache = v + region;
     table.attention(a);
   }
 };
@@ -97,10 +97,10 @@ TEST_CASE("attention over several queries gives each query's bits alone, across 
         for (int num_keys : {1, 3, 13, 15, 16, 29, 31, 60}) {
           const int n = 9;
           const auto queries = random_floats(std::size_t(n) * head_dim, rng, 0.7f);
-          query_batch all(queries, head_dim, 0, n, num_keys, shuffled_blocks, bs, kv_dim);
+          query_batch all(queries, head_dim, 0, n, num_keys, shuffled_blocks, bs);
           all.run(table, type, c.k.data(), c.v.data());
           for (int i = 0; i < n; ++i) {
-            query_batch one(queries, head_dim, i, 1, num_keys, shuffled_blocks, bs, kv_dim);
+            query_batch one(queries, head_dim, i, 1, num_keys, shuffled_blocks, bs);
             one.run(table, type, c.k.data(), c.v.data());
             INFO(to_string(isa) << " " << to_string(type) << " head_dim " << head_dim << " keys " << num_keys
                                 << " query " << i);
@@ -123,9 +123,9 @@ TEST_CASE("f16 and bf16 KV attention equals f32 attention over the converted val
                             random_floats(std::size_t(bs) * nb * kv_dim, rng));
       const auto kf = narrow.floats(narrow.k), vf = narrow.floats(narrow.v);
       const auto queries = random_floats(std::size_t(5) * head_dim, rng);
-      query_batch got(queries, head_dim, 0, 5, 100, shuffled_blocks, bs, kv_dim);
+      query_batch got(queries, head_dim, 0, 5, 100, shuffled_blocks, bs);
       got.run(table, type, narrow.k.data(), narrow.v.data());
-      query_batch want(queries, head_dim, 0, 5, 100, shuffled_blocks, bs, kv_dim);
+      query_batch want(queries, head_dim, 0, 5, 100, shuffled_blocks, bs);
       want.run(table, kv_type::f32, reinterpret_cast<const std::byte*>(kf.data()),
                reinterpret_cast<const std::byte*>(vf.data()));
       INFO(to_string(isa) << " " << to_string(type));

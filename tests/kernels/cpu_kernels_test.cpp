@@ -114,10 +114,10 @@ TEST_CASE("attention of every table equals naive softmax attention through a shu
         std::vector<float> scores(static_cast<std::size_t>(num_keys)), out(static_cast<std::size_t>(head_dim));
         attention_args a;
         a.q = q.data();
-        a.k_cache = reinterpret_cast<const std::byte*>(k_cache.data());
-        a.v_cache = reinterpret_cast<const std::byte*>(v_cache.data());
-        a.kv_dim = kv_dim;
-        a.head_offset = head_dim;  // the second KV head
+        // The second KV head's region: [kv heads][blocks][block_size][head_dim].
+        const std::size_t head_region = std::size_t(num_blocks) * block_size * head_dim;
+        a.k_cache = reinterpret_cast<const std::byte*>(k_cache.data() + head_region);
+        a.v_cache = reinterpret_cast<const std::byte*>(v_cache.data() + head_region);
         a.block_table = table.data();
         a.block_size = block_size;
         a.num_keys = num_keys;
@@ -129,7 +129,7 @@ TEST_CASE("attention of every table equals naive softmax attention through a shu
         std::vector<double> w(static_cast<std::size_t>(num_keys));
         double max_w = -1e300, sum = 0.0;
         for (int p = 0; p < num_keys; ++p) {
-          const std::size_t row = (std::size_t(table[p / block_size]) * block_size + p % block_size) * kv_dim + head_dim;
+          const std::size_t row = head_region + (std::size_t(table[p / block_size]) * block_size + p % block_size) * head_dim;
           double dot = 0.0;
           for (int i = 0; i < head_dim; ++i) dot += double(q[i]) * k_cache[row + i];
           w[p] = dot * a.scale;
@@ -139,7 +139,7 @@ TEST_CASE("attention of every table equals naive softmax attention through a shu
         for (int i = 0; i < head_dim; ++i) {
           double expected = 0.0;
           for (int p = 0; p < num_keys; ++p) {
-            const std::size_t row = (std::size_t(table[p / block_size]) * block_size + p % block_size) * kv_dim + head_dim;
+            const std::size_t row = head_region + (std::size_t(table[p / block_size]) * block_size + p % block_size) * head_dim;
             expected += w[p] / sum * v_cache[row + i];
           }
           INFO(to_string(isa) << " head_dim " << head_dim << " keys " << num_keys << " i " << i);

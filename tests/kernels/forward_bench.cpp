@@ -118,7 +118,9 @@ double prompt_rate(bench_model& m, kc::llama_workspace& ws, const kc::forward_op
 /// Decode of `streams` streams from `context` for `steps` steps; returns tokens/s.
 double decode_rate(bench_model& m, kc::llama_workspace& ws, const kc::forward_options& o, int streams, int context,
                    int steps, int stride) {
-  for (int start = 0; start < context; start += 512) step(m, ws, o, streams, start, std::min(512, context - start), stride);
+  auto prefill = o;
+  prefill.times = nullptr;  // stage times of the decode steps only
+  for (int start = 0; start < context; start += 512) step(m, ws, prefill, streams, start, std::min(512, context - start), stride);
   double seconds = 0.0;
   for (int s = 0; s < steps; ++s) seconds += step(m, ws, o, streams, context + s, 1, stride);
   return streams * steps / seconds;
@@ -146,10 +148,10 @@ int run_forward_bench(const options& o) {
                              prompt_rate(m, ws, fo, 2048, 512),  decode_rate(m, ws, fo, 1, 2048, 32, 256)};
     for (int i = 0; i < 6; ++i) best[i] = std::max(best[i], rates[i]);
   }
-  if (o.tokens == 1) {  // --tokens 1: where a one-stream decode step's time goes
+  if (o.profile > 0) {  // where a one-stream decode step's time goes
     kc::stage_times times;
     fo.times = &times;
-    const double rate = decode_rate(m, ws, fo, 1, 128, 64 * o.rounds, 16);
+    const double rate = decode_rate(m, ws, fo, 1, o.profile, 32 * o.rounds, 256);
     std::printf("  decode 1: %.1f tok/s\n", rate);
     double total = 0.0;
     for (double t : times.seconds) total += t;

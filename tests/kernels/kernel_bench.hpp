@@ -20,6 +20,7 @@ struct options {
   std::string isa, type;
   std::string forward;     ///< non-empty: the forward pass of this model type (f32, q8_0, q4_0, q4_k_m, ...)
   std::string kv = "f16";  ///< the forward pass's KV cache type
+  int profile = 0;         ///< > 0: where a one-stream decode step's time goes at this context
 };
 
 struct shape {
@@ -37,6 +38,7 @@ inline options parse_options(int argc, char** argv) {
     if (flag == "--type") o.type = value;
     if (flag == "--forward") o.forward = value;
     if (flag == "--kv") o.kv = value;
+    if (flag == "--profile") o.profile = std::stoi(value);
   }
   return o;
 }
