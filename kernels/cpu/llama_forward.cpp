@@ -1,15 +1,17 @@
-// The forward pass of a ragged batch as one OpenMP parallel region per step, with four
+// The forward pass of a ragged batch as one OpenMP parallel region per step, with five
 // barriers per layer:
 //
-//   [RMSNorm, Q/K/V, RoPE, K/V write, attention]  per KV head group
+//   [RMSNorm, Q/K/V]                               per chunk of rows of wq, wk, wv
+//   [RoPE, K/V write, attention]                   per KV head group
 //   [x += attn Wo]                                 per chunk of rows
 //   [RMSNorm, gate and up, SiLU]                   per chunk of hidden rows
 //   [x += h W_down]                                per chunk of rows
 //
 // Each thread normalizes every row into its own buffer (cheap next to the GEMMs) rather
 // than waiting at a barrier for a shared copy, and prepares it there once per input
-// format its products read (weight_types.hpp); a KV head's projections and its query
-// heads' attention stay in one chunk, so they need no barrier between them. The SwiGLU
+// format its products read (weight_types.hpp). The Q/K/V rows are shared out in small
+// chunks like every other product's (whole heads per thread left the team waiting on the
+// last head), then each KV head's RoPE, cache writes and attention. The SwiGLU
 // output is prepared for W_down by the owner of each chunk of hidden rows (chunks are
 // whole blocks of the format), so it needs no barrier of its own either.
 // Chunks are taken dynamically: a thread the OS runs late does not hold the others up.
@@ -152,24 +154,52 @@ void normalize_rows(const step_context& c, const float* norm_w, float* out) {
 
 enum class projection { q, k, v };
 
-/// One head of Q, K or V for every token: its rows of the projection, the bias, RoPE
-/// for Q and K, and the write of K and V into the paged cache.
-void project_head(const step_context& c, const llama_layer_view& lw, const product_inputs& in, std::byte* cache,
-                  projection p, int h) {
+/// One projection's matrix and outputs.
+struct projection_rows {
+  const weight_view* w;
+  float* out;
+  int width;  ///< output columns (rows of w)
+};
+
+projection_rows rows_of(const step_context& c, const llama_layer_view& lw, projection p) {
+  const int hd = c.s.head_dim;
+  if (p == projection::q) return {&lw.wq, c.ws.q.data(), c.s.num_heads * hd};
+  if (p == projection::k) return {&lw.wk, c.ws.k.data(), c.s.num_kv_heads * hd};
+  return {&lw.wv, c.ws.v.data(), c.s.num_kv_heads * hd};
+}
+
+/// Q, K and V of every token (rows of the three projections in chunks over the team),
+/// then a barrier: a thread's share of the rows does not depend on the heads it attends.
+void project_qkv(const step_context& c, const llama_layer_view& lw, const product_inputs& in, stage_clock& clock) {
+  const projection_rows m[3] = {rows_of(c, lw, projection::q), rows_of(c, lw, projection::k),
+                                rows_of(c, lw, projection::v)};
+  int chunk[3], first[4] = {0};
+  for (int i = 0; i < 3; ++i) {
+    chunk[i] = chunk_rows(m[i].width, 16);
+    first[i + 1] = first[i] + (m[i].width + chunk[i] - 1) / chunk[i];
+  }
+#pragma omp for schedule(dynamic, 1) nowait
+  for (int item = 0; item < first[3]; ++item) {
+    const int i = item < first[1] ? 0 : (item < first[2] ? 1 : 2), r0 = (item - first[i]) * chunk[i];
+    product(c, in, *m[i].w, m[i].out, m[i].width, c.b.num_tokens, c.s.dim, false, r0, std::min(m[i].width, r0 + chunk[i]));
+  }
+  clock.mark(forward_stage::qkv_rope);
+  clock.barrier();
+}
+
+/// One head of Q, K or V for every token: the bias, the head's RMSNorm (Qwen3), RoPE for
+/// Q and K, and the write of K and V into the paged cache.
+void finish_head(const step_context& c, const llama_layer_view& lw, std::byte* cache, projection p, int h) {
   const auto& s = c.s;
   const int n = c.b.num_tokens, hd = s.head_dim, half = hd / 2;
   const bool is_q = p == projection::q;
-  const weight_view& w = is_q ? lw.wq : (p == projection::k ? lw.wk : lw.wv);
   const float* bias = is_q ? lw.bq : (p == projection::k ? lw.bk : lw.bv);
-  float* out = is_q ? c.ws.q.data() : (p == projection::k ? c.ws.k.data() : c.ws.v.data());
-  const int width = (is_q ? s.num_heads : s.num_kv_heads) * hd;
-  product(c, in, w, out, width, n, s.dim, false, h * hd, (h + 1) * hd);
-  // Qwen3: every head of q and k is RMS-normalised before RoPE.
+  const auto m = rows_of(c, lw, p);
   const float* head_norm = is_q ? lw.q_norm : (p == projection::k ? lw.k_norm : nullptr);
   const auto store = c.k.store_kv[int(c.kv.type)];
   const std::int64_t el = element_bytes(c.kv.type);
   for (int t = 0; t < n; ++t) {
-    float* row = out + std::int64_t(t) * width + std::int64_t(h) * hd;
+    float* row = m.out + std::int64_t(t) * m.width + std::int64_t(h) * hd;
     if (bias != nullptr) {
       for (int i = 0; i < hd; ++i) row[i] += bias[h * hd + i];
     }
@@ -223,12 +253,12 @@ void attention_block(const step_context& c, const llama_layer_view& lw, std::byt
   normalize_rows(c, lw.attn_norm, xb);
   const auto in = prepare_inputs(c, xb, c.b.num_tokens, s.dim, {&lw.wq, &lw.wk, &lw.wv});
   clock.mark(forward_stage::norm);
+  project_qkv(c, lw, in, clock);
 #pragma omp for schedule(dynamic, 1) nowait
   for (int g = 0; g < s.num_kv_heads; ++g) {
-    project_head(c, lw, in, k_cache, projection::k, g);
-    project_head(c, lw, in, v_cache, projection::v, g);
-    for (int h = g * group; h < (g + 1) * group; ++h) project_head(c, lw, in, nullptr, projection::q, h);
-    clock.mark(forward_stage::qkv_rope);
+    finish_head(c, lw, k_cache, projection::k, g);
+    finish_head(c, lw, v_cache, projection::v, g);
+    for (int h = g * group; h < (g + 1) * group; ++h) finish_head(c, lw, nullptr, projection::q, h);
     for (int h = g * group; h < (g + 1) * group; ++h) attend_head(c, k_cache, v_cache, h);
     clock.mark(forward_stage::attention);
   }

@@ -165,6 +165,8 @@ struct avx2_traits {
   static void store_f16(void* p, vf v) {
     _mm_storeu_si128(static_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   }
+  /// One register of 8 halves as 8 floats.
+  static vf halves8(const __m128i* h) { return _mm256_cvtph_ps(h[0]); }
   /// 8 halves or bf16 values as floats.
   static vf load_f16(const void* p) { return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p))); }
   static vf load_bf16(const void* p) {

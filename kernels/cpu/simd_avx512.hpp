@@ -150,6 +150,8 @@ struct avx512_traits {
   static void store_f16(void* p, vf v) {
     _mm256_storeu_si256(static_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   }
+  /// Two registers of 8 halves as 16 floats.
+  static vf halves8(const __m128i* h) { return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(h[0]), h[1], 1)); }
   /// 16 halves or bf16 values as floats.
   static vf load_f16(const void* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i*>(p))); }
   static vf load_bf16(const void* p) {

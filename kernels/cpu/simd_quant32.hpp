@@ -42,12 +42,18 @@ struct tile_rows {
   /// The halves at first + i * stride (i < count) of each row, as floats in lane order,
   /// through a buffer: cheaper than a gather per block.
   void halves(std::int64_t first, std::int64_t stride, int count, typename V::vf* out) const {
-    alignas(64) std::uint16_t h[32][V::width];
-    for (int p = 0; p < V::width; ++p) {
-      const std::byte* r = row[V::row_of_lane(p)] + first;
-      for (int i = 0; i < count; ++i) __builtin_memcpy(&h[i][p], r + i * stride, 2);
+    const std::byte* r[V::width];
+    for (int p = 0; p < V::width; ++p) r[p] = row[V::row_of_lane(p)] + first;
+    for (int i = 0; i < count; ++i) {
+      __m128i h[V::width / 8];
+      for (int j = 0; j < V::width / 8; ++j) {
+        std::uint16_t v[8];
+        for (int l = 0; l < 8; ++l) __builtin_memcpy(&v[l], r[8 * j + l] + i * stride, 2);
+        h[j] = _mm_setr_epi16(short(v[0]), short(v[1]), short(v[2]), short(v[3]), short(v[4]), short(v[5]),
+                              short(v[6]), short(v[7]));
+      }
+      out[i] = V::halves8(h);
     }
-    for (int i = 0; i < count; ++i) out[i] = V::load_f16(h[i]);
   }
 };
 
@@ -57,16 +63,17 @@ struct tile_rows {
 template <class V>
 struct tile_prefetch {
   const std::byte* row[V::width] = {};
-  int num_rows = 0, lines_per_row = 0, next = 0;
+  int num_rows = 0, lines_per_row = 0;
+  int row_index = 0, line = 0;  ///< the next line to ask for
   std::int64_t first = 0;
 
   /// The bytes [first, first + bytes) of rows [o, min(o + V::width, row_end)) of w.
   void plan(const weight_view& w, int o, int row_end, std::int64_t at, std::int64_t bytes) {
     num_rows = o >= row_end ? 0 : (row_end - o < V::width ? row_end - o : V::width);
-    for (int r = 0; r < num_rows; ++r) row[r] = w.data + (o + r) * w.row_bytes;
+    for (int r = 0; r < num_rows; ++r) row[r] = w.data + (o + r) * w.row_bytes + at;
     first = at;
     lines_per_row = int((bytes + 63) / 64);
-    next = 0;
+    row_index = line = 0;
   }
   /// What follows the chunk [b0, b0 + chunk) of the tile at o: its next chunk, or the
   /// next tile's first.
@@ -80,9 +87,9 @@ struct tile_prefetch {
   }
   /// The next `count` lines (row by row).
   void step(int count) {
-    for (; count > 0 && next < num_rows * lines_per_row; --count, ++next) {
-      const std::byte* p = row[next / lines_per_row] + first + std::int64_t(next % lines_per_row) * 64;
-      _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+    for (; count > 0 && row_index < num_rows; --count) {
+      _mm_prefetch(reinterpret_cast<const char*>(row[row_index] + std::int64_t(line) * 64), _MM_HINT_T0);
+      if (++line == lines_per_row) line = 0, ++row_index;
     }
   }
   int lines() const { return num_rows * lines_per_row; }
