@@ -42,8 +42,8 @@ cpu_backend::cpu_backend(std::shared_ptr<const model_weights> weights, int num_b
   k_cache_.assign(c.num_layers, std::vector<float>(layer_floats));
   v_cache_.assign(c.num_layers, std::vector<float>(layer_floats));
   for (int l = 0; l < c.num_layers; ++l) {
-    k_ptrs_.push_back(k_cache_[l].data());
-    v_ptrs_.push_back(v_cache_[l].data());
+    k_ptrs_.push_back(reinterpret_cast<std::byte*>(k_cache_[l].data()));
+    v_ptrs_.push_back(reinterpret_cast<std::byte*>(v_cache_[l].data()));
   }
 }
 

@@ -54,7 +54,7 @@ class cpu_backend final : public backend {
   kernels::cpu::llama_shape shape_;
   std::vector<kernels::cpu::llama_layer_view> layer_views_;
   std::vector<std::vector<float>> k_cache_, v_cache_;
-  std::vector<float*> k_ptrs_, v_ptrs_;
+  std::vector<std::byte*> k_ptrs_, v_ptrs_;
   kernels::cpu::llama_workspace workspace_;
   ragged_batch batch_;  // the current step, flattened
   std::vector<float> logits_;

@@ -4,8 +4,27 @@ namespace inflight {
 namespace {
 
 const float* data_or_null(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
-// fp32 matrices only (the backends check weight_dtypes_of first).
-const float* data_or_null(const weight_tensor& t) { return t.f32().empty() ? nullptr : t.f32().data(); }
+
+kernels::cpu::weight_type kernel_type(weight_dtype t) {
+  using kernels::cpu::weight_type;
+  switch (t) {
+    case weight_dtype::f32: return weight_type::f32;
+    case weight_dtype::f16: return weight_type::f16;
+    case weight_dtype::bf16: return weight_type::bf16;
+    case weight_dtype::q8_0: return weight_type::q8_0;
+    case weight_dtype::q4_0: return weight_type::q4_0;
+    case weight_dtype::q4_k: return weight_type::q4_k;
+    case weight_dtype::q5_k: return weight_type::q5_k;
+    case weight_dtype::q6_k: return weight_type::q6_k;
+  }
+  return weight_type::f32;
+}
+
+/// A matrix as the kernels read it: its bytes, row stride and type (null data when empty).
+kernels::cpu::weight_view view_of(const weight_tensor& t) {
+  if (t.empty()) return {};
+  return {t.bytes().data(), t.row_bytes(), kernel_type(t.dtype())};
+}
 
 }  // namespace
 
@@ -33,9 +52,9 @@ kernels::cpu::llama_shape to_kernel_shape(const model_config& c) {
 std::vector<kernels::cpu::llama_layer_view> to_layer_views(const model_weights& weights) {
   std::vector<kernels::cpu::llama_layer_view> views;
   for (const auto& l : weights.layers) {
-    views.push_back({l.attn_norm.data(), data_or_null(l.wq), data_or_null(l.wk), data_or_null(l.wv),
-                     data_or_null(l.wo), data_or_null(l.bq), data_or_null(l.bk), data_or_null(l.bv), l.ffn_norm.data(),
-                     data_or_null(l.w_gate), data_or_null(l.w_down), data_or_null(l.w_up), data_or_null(l.q_norm),
+    views.push_back({l.attn_norm.data(), view_of(l.wq), view_of(l.wk), view_of(l.wv), view_of(l.wo),
+                     data_or_null(l.bq), data_or_null(l.bk), data_or_null(l.bv), l.ffn_norm.data(),
+                     view_of(l.w_gate), view_of(l.w_down), view_of(l.w_up), data_or_null(l.q_norm),
                      data_or_null(l.k_norm)});
   }
   return views;
@@ -43,8 +62,8 @@ std::vector<kernels::cpu::llama_layer_view> to_layer_views(const model_weights& 
 
 kernels::cpu::llama_weights_view to_weights_view(const model_weights& weights,
                                                  const std::vector<kernels::cpu::llama_layer_view>& layers) {
-  return {data_or_null(weights.token_embedding), layers.data(), weights.final_norm.data(),
-          data_or_null(weights.classifier_tensor())};
+  return {view_of(weights.token_embedding), layers.data(), weights.final_norm.data(),
+          view_of(weights.classifier_tensor())};
 }
 
 }  // namespace inflight

@@ -58,6 +58,7 @@ cpu_backend_options backend_options(const bench_forward_options& o) {
   cpu_backend_options b;
   b.num_threads = o.threads;
   b.pin_threads = o.pin;
+  if (o.isa == "avx512_vnni") b.isa = kernels::cpu::cpu_isa::avx512_vnni;
   if (o.isa == "avx512") b.isa = kernels::cpu::cpu_isa::avx512;
   if (o.isa == "avx2") b.isa = kernels::cpu::cpu_isa::avx2;
   if (o.isa == "portable") b.isa = kernels::cpu::cpu_isa::portable;
@@ -134,7 +135,7 @@ void add_bench_forward_command(CLI::App& bench) {
   cmd->add_option("--prefill", o->prefill, "prompt length of the timed prefill")->capture_default_str();
   cmd->add_option("--threads", o->threads, "compute threads (0 = one per physical core)")->capture_default_str();
   cmd->add_option("--pin", o->pin, "pin the compute threads to cores")->capture_default_str();
-  cmd->add_option("--isa", o->isa, "kernels: avx512 | avx2 | portable (default: the best this CPU runs)")
+  cmd->add_option("--isa", o->isa, "kernels: avx512_vnni | avx512 | avx2 | portable (default: the best this CPU runs)")
       ->check(CLI::IsMember({"avx512", "avx2", "portable"}));
   cmd->add_flag("--profile", o->profile, "print the time per stage of the forward pass");
   cmd->callback([o] { run_bench_forward(*o); });

@@ -1,5 +1,7 @@
 #include "kernels/cpu/cpu_isa.hpp"
 
+#include <initializer_list>
+
 namespace inflight::kernels::cpu {
 
 bool can_run(cpu_isa isa) {
@@ -11,10 +13,12 @@ bool can_run(cpu_isa isa) {
     case cpu_isa::portable:
       return true;
     case cpu_isa::avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
     case cpu_isa::avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-             __builtin_cpu_supports("avx512dq") && can_run(cpu_isa::avx2);
+             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") && can_run(cpu_isa::avx2);
+    case cpu_isa::avx512_vnni:
+      return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16") && can_run(cpu_isa::avx512);
   }
   return false;
 #endif
@@ -22,8 +26,9 @@ bool can_run(cpu_isa isa) {
 
 cpu_isa detect_cpu_isa() {
   static const cpu_isa best = [] {
-    if (can_run(cpu_isa::avx512)) return cpu_isa::avx512;
-    if (can_run(cpu_isa::avx2)) return cpu_isa::avx2;
+    for (auto isa : {cpu_isa::avx512_vnni, cpu_isa::avx512, cpu_isa::avx2}) {
+      if (can_run(isa)) return isa;
+    }
     return cpu_isa::portable;
   }();
   return best;
@@ -37,12 +42,16 @@ const char* to_string(cpu_isa isa) {
       return "avx2";
     case cpu_isa::avx512:
       return "avx512";
+    case cpu_isa::avx512_vnni:
+      return "avx512_vnni";
   }
   return "unknown";
 }
 
 const cpu_kernel_table& kernels_for(cpu_isa isa) {
   switch (isa) {
+    case cpu_isa::avx512_vnni:
+      return avx512_vnni_kernels();
     case cpu_isa::avx512:
       return avx512_kernels();
     case cpu_isa::avx2:
@@ -51,6 +60,10 @@ const cpu_kernel_table& kernels_for(cpu_isa isa) {
       break;
   }
   return portable_kernels();
+}
+
+void typed_gemm(const cpu_kernel_table& table, const typed_gemm_args& a, int row_begin, int row_end) {
+  table.weights[int(a.w.type)].gemm(a, row_begin, row_end);
 }
 
 }  // namespace inflight::kernels::cpu

@@ -3,21 +3,30 @@
 // tables (8 partial sums per dot product), so every ISA is batch-invariant the same way.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernels/cpu/cpu_isa.hpp"
+#include "kernels/cpu/quant_portable.hpp"
 
 namespace inflight::kernels::cpu {
 namespace {
 
 constexpr int lanes = 8;
 
+/// The float at p; weights in a mapped file need not be aligned.
+float load_float(const float* p) {
+  float v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
 float dot(const float* a, const float* b, int k) {
   float s[lanes] = {};
   int i = 0;
   for (; i + lanes <= k; i += lanes) {
-    for (int l = 0; l < lanes; ++l) s[l] += a[i + l] * b[i + l];
+    for (int l = 0; l < lanes; ++l) s[l] += load_float(a + i + l) * load_float(b + i + l);
   }
-  for (int l = 0; i + l < k; ++l) s[l] += a[i + l] * b[i + l];
+  for (int l = 0; i + l < k; ++l) s[l] += load_float(a + i + l) * load_float(b + i + l);
   return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
 }
 
@@ -32,30 +41,58 @@ void gemm(const gemm_args& a, int row_begin, int row_end) {
   }
 }
 
-/// Key or value row of position p.
-const float* row_at(const attention_args& a, const float* cache, int p) {
-  const std::int64_t slot = std::int64_t(a.block_table[p / a.block_size]) * a.block_size + p % a.block_size;
-  return cache + slot * a.kv_dim + a.head_offset;
+void typed_gemm_f32(const typed_gemm_args& a, int row_begin, int row_end) {
+  gemm({reinterpret_cast<const float*>(a.x), a.ldx / 4, reinterpret_cast<const float*>(a.w.data), a.w.row_bytes / 4,
+        a.y, a.ldy, a.n, a.k, a.accumulate},
+       row_begin, row_end);
 }
 
-void attention(const attention_args& a) {
+/// Element i of the key or value row of position p, as a float.
+struct kv_rows {
+  const attention_args& a;
+  std::int64_t el = element_bytes(a.type);
+
+  const std::byte* row(const std::byte* cache, int p) const {
+    const std::int64_t r = std::int64_t(a.block_table[p / a.block_size]) * a.block_size + p % a.block_size;
+    return cache + r * a.head_dim * el;
+  }
+  float at(const std::byte* row, int i) const {
+    if (a.type == kv_type::f32) return reinterpret_cast<const float*>(row)[i];
+    std::uint16_t h;
+    std::memcpy(&h, row + 2 * i, sizeof(h));
+    return a.type == kv_type::f16 ? fp16_to_float(h) : bf16_to_float(h);
+  }
+  float dot_row(const float* q, const std::byte* k) const {
+    if (a.type == kv_type::f32) return dot(q, reinterpret_cast<const float*>(k), a.head_dim);
+    float s[lanes] = {};
+    for (int i = 0; i < a.head_dim; ++i) s[i % lanes] += q[i] * at(k, i);
+    return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+  }
+};
+
+void attention_one(const attention_args& a, const float* q, int num_keys, float* out) {
+  const kv_rows kv{a};
   float max_score = -INFINITY;
-  for (int p = 0; p < a.num_keys; ++p) {
-    a.scores[p] = dot(a.q, row_at(a, a.k_cache, p), a.head_dim) * a.scale;
+  for (int p = 0; p < num_keys; ++p) {
+    a.scores[p] = kv.dot_row(q, kv.row(a.k_cache, p)) * a.scale;
     max_score = std::max(max_score, a.scores[p]);
   }
   float sum = 0.0f;
-  for (int p = 0; p < a.num_keys; ++p) {
+  for (int p = 0; p < num_keys; ++p) {
     a.scores[p] = std::exp(a.scores[p] - max_score);
     sum += a.scores[p];
   }
   const float inv_sum = 1.0f / sum;
-  std::fill_n(a.out, a.head_dim, 0.0f);
-  for (int p = 0; p < a.num_keys; ++p) {
-    const float* v = row_at(a, a.v_cache, p);
+  std::fill_n(out, a.head_dim, 0.0f);
+  for (int p = 0; p < num_keys; ++p) {
+    const std::byte* v = kv.row(a.v_cache, p);
     const float weight = a.scores[p] * inv_sum;
-    for (int i = 0; i < a.head_dim; ++i) a.out[i] += weight * v[i];
+    for (int i = 0; i < a.head_dim; ++i) out[i] += weight * kv.at(v, i);
   }
+}
+
+void attention(const attention_args& a) {
+  for (int i = 0; i < a.num_queries; ++i) attention_one(a, a.q + i * a.q_stride, a.num_keys + i, a.out + i * a.out_stride);
 }
 
 void rmsnorm_row(float* out, const float* x, const float* w, int dim, float eps) {
@@ -68,10 +105,38 @@ void silu_mul(float* gate, const float* up, int n) {
   for (int i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
-constexpr cpu_kernel_table table{cpu_isa::portable, gemm, attention, rmsnorm_row, silu_mul};
+void prepare_f32(const prepare_args& a) {
+  for (int t = 0; t < a.n; ++t) {
+    std::memcpy(a.out + t * a.ld_out + a.col_begin * 4, a.x + t * a.ldx + a.col_begin,
+                std::size_t(a.col_end - a.col_begin) * sizeof(float));
+  }
+}
+
+void dequantize_f32(const std::byte* row, float* out, std::int64_t k) {
+  std::memcpy(out, row, std::size_t(k) * sizeof(float));
+}
+
+void store_kv_f32(std::byte* dst, const float* src, int n) { std::memcpy(dst, src, std::size_t(n) * sizeof(float)); }
+
+cpu_kernel_table make_table() {
+  cpu_kernel_table t;
+  t.isa = cpu_isa::portable;
+  t.gemm = gemm;
+  t.attention = attention;
+  t.rmsnorm_row = rmsnorm_row;
+  t.silu_mul = silu_mul;
+  t.weights[int(weight_type::f32)] = {typed_gemm_f32, dequantize_f32};
+  t.prepare[int(input_format::f32)] = prepare_f32;
+  t.store_kv[int(kv_type::f32)] = store_kv_f32;
+  add_portable_quant_kernels(t);
+  return t;
+}
 
 }  // namespace
 
-const cpu_kernel_table& portable_kernels() { return table; }
+const cpu_kernel_table& portable_kernels() {
+  static const cpu_kernel_table table = make_table();
+  return table;
+}
 
 }  // namespace inflight::kernels::cpu

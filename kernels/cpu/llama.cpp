@@ -4,12 +4,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numbers>
 
 namespace inflight::kernels::cpu {
 
 void embedding_gather(float* out, const float* table, const std::int32_t* ids, int n, int dim) {
   for (int t = 0; t < n; ++t) std::copy_n(table + std::int64_t(ids[t]) * dim, dim, out + std::int64_t(t) * dim);
+}
+
+void embedding_gather(float* out, const weight_view& table, const std::int32_t* ids, int n, int dim,
+                      const cpu_kernel_table& kernels) {
+  const auto dequantize = kernels.weights[int(table.type)].dequantize_row;
+  for (int t = 0; t < n; ++t) dequantize(table.data + ids[t] * table.row_bytes, out + std::int64_t(t) * dim, dim);
 }
 
 void rmsnorm(float* out, const float* x, const float* w, int n, int dim, float eps) {
@@ -30,6 +37,16 @@ void linear(float* y, const float* x, const float* w, const float* bias, int n, 
     beta = 1.0f;
   }
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, w, in, beta, y, out);
+}
+
+void linear(float* y, const float* x, const weight_view& w, const float* bias, int n, int in, int out,
+            const cpu_kernel_table& kernels) {
+  if (w.type == weight_type::f32) return linear(y, x, as_f32(w), bias, n, in, out);
+  std::vector<float> dense(std::size_t(out) * in);
+  for (int o = 0; o < out; ++o) {
+    kernels.weights[int(w.type)].dequantize_row(w.data + o * w.row_bytes, dense.data() + std::size_t(o) * in, in);
+  }
+  linear(y, x, dense.data(), bias, n, in, out);
 }
 
 float rope_inv_freq(int pair, const llama_shape& s) {
@@ -94,16 +111,52 @@ void silu_mul(float* gate, const float* up, std::int64_t n) {
   }
 }
 
+namespace {
+
+/// Element i of a KV row of `type`, as a float.
+float kv_element(const std::byte* row, kv_type type, std::int64_t i) {
+  if (type == kv_type::f32) return reinterpret_cast<const float*>(row)[i];
+  std::uint16_t h;
+  std::memcpy(&h, row + 2 * i, sizeof(h));
+  return type == kv_type::f16 ? fp16_to_float(h) : bf16_to_float(h);
+}
+
+void store_kv_row(std::byte* dst, kv_type type, const float* src, int n) {
+  for (int i = 0; i < n; ++i) {
+    if (type == kv_type::f32) {
+      std::memcpy(dst + 4 * i, src + i, sizeof(float));
+      continue;
+    }
+    const std::uint16_t h = type == kv_type::f16 ? float_to_fp16(src[i]) : float_to_bf16(src[i]);
+    std::memcpy(dst + 2 * i, &h, sizeof(h));
+  }
+}
+
+}  // namespace
+
 void kv_write(float* k_cache, float* v_cache, const float* k, const float* v, const std::int32_t* slot_mapping,
               int n, int kv_dim) {
+  kv_write(reinterpret_cast<std::byte*>(k_cache), reinterpret_cast<std::byte*>(v_cache), kv_type::f32, k, v,
+           slot_mapping, n, kv_dim);
+}
+
+void kv_write(std::byte* k_cache, std::byte* v_cache, kv_type type, const float* k, const float* v,
+              const std::int32_t* slot_mapping, int n, int kv_dim) {
+  const std::int64_t row = std::int64_t(kv_dim) * element_bytes(type);
   for (int t = 0; t < n; ++t) {
     const std::int64_t slot = slot_mapping[t];
-    std::copy_n(k + std::int64_t(t) * kv_dim, kv_dim, k_cache + slot * kv_dim);
-    std::copy_n(v + std::int64_t(t) * kv_dim, kv_dim, v_cache + slot * kv_dim);
+    store_kv_row(k_cache + slot * row, type, k + std::int64_t(t) * kv_dim, kv_dim);
+    store_kv_row(v_cache + slot * row, type, v + std::int64_t(t) * kv_dim, kv_dim);
   }
 }
 
 void paged_attention(float* out, const float* q, const float* k_cache, const float* v_cache,
+                     const ragged_batch_view& b, int block_size, int num_heads, int num_kv_heads, int head_dim) {
+  paged_attention(out, q, reinterpret_cast<const std::byte*>(k_cache), reinterpret_cast<const std::byte*>(v_cache),
+                  kv_type::f32, b, block_size, num_heads, num_kv_heads, head_dim);
+}
+
+void paged_attention(float* out, const float* q, const std::byte* k_cache, const std::byte* v_cache, kv_type type,
                      const ragged_batch_view& b, int block_size, int num_heads, int num_kv_heads, int head_dim) {
   std::vector<int> seq_of_token(b.num_tokens);
   for (int s = 0; s < b.num_seqs; ++s) {
@@ -111,6 +164,7 @@ void paged_attention(float* out, const float* q, const float* k_cache, const flo
   }
   const int group = num_heads / num_kv_heads;
   const int kv_dim = num_kv_heads * head_dim;
+  const std::int64_t row_bytes = std::int64_t(kv_dim) * element_bytes(type);
   const float scale = 1.0f / std::sqrt(float(head_dim));
   const std::int64_t work = std::int64_t(b.num_tokens) * num_heads;
   std::int64_t num_key_reads = 0;
@@ -127,13 +181,13 @@ void paged_attention(float* out, const float* q, const float* k_cache, const flo
       const std::int32_t* table = b.block_tables + std::int64_t(s) * b.block_table_stride;
       const float* qh = q + std::int64_t(t) * num_heads * head_dim + std::int64_t(h) * head_dim;
       const std::int64_t head_off = std::int64_t(h / group) * head_dim;
+      auto slot_of = [&](int p) { return std::int64_t(table[p / block_size]) * block_size + p % block_size; };
       scores.resize(num_keys);
       float max_score = -INFINITY;
       for (int p = 0; p < num_keys; ++p) {
-        const std::int64_t slot = std::int64_t(table[p / block_size]) * block_size + p % block_size;
-        const float* kp = k_cache + slot * kv_dim + head_off;
+        const std::byte* kp = k_cache + slot_of(p) * row_bytes;
         float dot = 0.0f;
-        for (int i = 0; i < head_dim; ++i) dot += qh[i] * kp[i];
+        for (int i = 0; i < head_dim; ++i) dot += qh[i] * kv_element(kp, type, head_off + i);
         scores[p] = dot * scale;
         max_score = std::max(max_score, scores[p]);
       }
@@ -145,10 +199,9 @@ void paged_attention(float* out, const float* q, const float* k_cache, const flo
       float* oh = out + std::int64_t(t) * num_heads * head_dim + std::int64_t(h) * head_dim;
       std::fill_n(oh, head_dim, 0.0f);
       for (int p = 0; p < num_keys; ++p) {
-        const std::int64_t slot = std::int64_t(table[p / block_size]) * block_size + p % block_size;
-        const float* vp = v_cache + slot * kv_dim + head_off;
+        const std::byte* vp = v_cache + slot_of(p) * row_bytes;
         const float weight = scores[p] / sum;
-        for (int i = 0; i < head_dim; ++i) oh[i] += weight * vp[i];
+        for (int i = 0; i < head_dim; ++i) oh[i] += weight * kv_element(vp, type, head_off + i);
       }
     }
   }

@@ -1,7 +1,8 @@
 #pragma once
-/// The Llama forward pass over a ragged batch, on the CPU (fp32, the vector kernels of
-/// cpu_isa.hpp chosen for the CPU at run time). Raw pointers in; no engine types. This is
-/// the numerical reference every other backend is compared with.
+/// The Llama forward pass over a ragged batch, on the CPU: f32 activations, weights of any
+/// weight type (weight_types.hpp) and a KV cache of f32, f16 or bf16, through the vector
+/// kernels of cpu_isa.hpp chosen for the CPU at run time. Raw pointers in; no engine
+/// types. At f32 it is the numerical reference every other backend is compared with.
 ///
 /// The ragged batch flattens the tokens of every scheduled sequence:
 ///
@@ -38,36 +39,44 @@ struct llama_shape {
   int rope_original_max_position = 8192;
 };
 
+/// One layer's weights. Matrices are typed views (f32_weights() wraps a float array);
+/// norms and biases are f32.
 struct llama_layer_view {
   const float* attn_norm = nullptr;
-  const float* wq = nullptr;  ///< [num_heads*head_dim x dim]
-  const float* wk = nullptr;  ///< [num_kv_heads*head_dim x dim]
-  const float* wv = nullptr;
-  const float* wo = nullptr;  ///< [dim x num_heads*head_dim]
+  weight_view wq;  ///< [num_heads*head_dim x dim]
+  weight_view wk;  ///< [num_kv_heads*head_dim x dim]
+  weight_view wv;
+  weight_view wo;  ///< [dim x num_heads*head_dim]
   const float* bq = nullptr;  ///< optional biases
   const float* bk = nullptr;
   const float* bv = nullptr;
   const float* ffn_norm = nullptr;
-  const float* w_gate = nullptr;  ///< [hidden x dim]
-  const float* w_down = nullptr;  ///< [dim x hidden]
-  const float* w_up = nullptr;    ///< [hidden x dim]
+  weight_view w_gate;  ///< [hidden x dim]
+  weight_view w_down;  ///< [dim x hidden]
+  weight_view w_up;    ///< [hidden x dim]
   const float* q_norm = nullptr;  ///< [head_dim], shared by every head (Qwen3); null: no q/k norm
   const float* k_norm = nullptr;  ///< [head_dim]
 };
 
 struct llama_weights_view {
-  const float* token_embedding = nullptr;  ///< [vocab x dim]
+  weight_view token_embedding;  ///< [vocab x dim]
   const llama_layer_view* layers = nullptr;
   const float* final_norm = nullptr;
-  const float* classifier = nullptr;       ///< [vocab x dim]
+  weight_view classifier;       ///< [vocab x dim]
 };
 
-/// Paged KV memory: per layer, [num_blocks][block_size][num_kv_heads][head_dim].
+/// Paged KV memory: per layer, [num_kv_heads][num_blocks][block_size][head_dim] elements
+/// of `type` (num_blocks * block_size * kv_dim in all, as the allocator counts them): each
+/// head's rows are contiguous and its blocks follow each other, so attention reads a
+/// sequence's keys of one head as one stream where its blocks are consecutive. K/V rows
+/// are converted when written. (The step-by-step kv_write / paged_attention below are
+/// the CUDA runner's twins and use its [num_blocks][block_size][num_kv_heads][head_dim].)
 struct paged_kv_view {
-  float* const* k = nullptr;  ///< one pointer per layer
-  float* const* v = nullptr;
+  std::byte* const* k = nullptr;  ///< one pointer per layer
+  std::byte* const* v = nullptr;
   int num_blocks = 0;
   int block_size = 16;
+  kv_type type = kv_type::f32;
 };
 
 struct ragged_batch_view {
@@ -97,6 +106,15 @@ struct llama_workspace {
   std::vector<float> inv_freq, cos_table, sin_table;  ///< RoPE: [half], [n x half], [n x half]
   std::vector<float> scores;                             ///< per thread, [max keys]
   std::vector<std::int32_t> seq_of_token;
+  /// Inputs prepared for quantized products: per thread and input format, [rows x stride]
+  /// (normalized rows, attention outputs); and hb's, shared, prepared by chunk owners.
+  std::vector<std::byte> prepared, hb_prepared;
+  std::int64_t prepared_stride = 0, hb_prepared_stride = 0;
+  std::vector<float> row_scratch;  ///< one dequantized classifier row (scoring)
+  /// Values prepared so far, per input format, by every thread: each input a step needs
+  /// once per format (per thread where each thread prepares its own copy), whatever the
+  /// number of matrices that read it.
+  std::int64_t num_prepared_values[num_input_formats] = {};
 };
 
 /// The parts of a step that `stage_times` measures: the work of the team's first thread
@@ -134,10 +152,17 @@ void llama_forward(const llama_shape& shape, const llama_weights_view& weights,
 
 /// out[t] = table[ids[t]] for each of n tokens, rows of `dim`.
 void embedding_gather(float* out, const float* table, const std::int32_t* ids, int n, int dim);
+/// The same from a table of any weight type, each row dequantized with `kernels`.
+void embedding_gather(float* out, const weight_view& table, const std::int32_t* ids, int n, int dim,
+                      const cpu_kernel_table& kernels);
 /// out[t] = x[t] / rms(x[t]) * w, for n rows of `dim` (out may be x: in place).
 void rmsnorm(float* out, const float* x, const float* w, int n, int dim, float eps);
 /// y[n x out] = x[n x in] * W^T with W [out x in] (+ bias when not null).
 void linear(float* y, const float* x, const float* w, const float* bias, int n, int in, int out);
+/// The same over W of any weight type: W dequantized row by row (the plain reference
+/// the quantized products are compared with).
+void linear(float* y, const float* x, const weight_view& w, const float* bias, int n, int in, int out,
+            const cpu_kernel_table& kernels);
 /// Rotates q [n x num_heads x head_dim] and k [n x num_kv_heads x head_dim] in place.
 void rope(float* q, float* k, const std::int32_t* positions, int n, const llama_shape& shape);
 /// Inverse frequency of pair i (Llama-3 scaling applied when configured).
@@ -153,9 +178,15 @@ void silu_mul(float* gate, const float* up, std::int64_t n);
 /// Scatters k/v rows [n x kv_dim] into the cache at slot_mapping.
 void kv_write(float* k_cache, float* v_cache, const float* k, const float* v,
               const std::int32_t* slot_mapping, int n, int kv_dim);
+/// The same into a cache of `type` (rows converted, rounding to nearest even).
+void kv_write(std::byte* k_cache, std::byte* v_cache, kv_type type, const float* k, const float* v,
+              const std::int32_t* slot_mapping, int n, int kv_dim);
 /// Causal paged attention over a ragged batch: out [num_tokens x num_heads*head_dim].
 void paged_attention(float* out, const float* q, const float* k_cache, const float* v_cache,
                      const ragged_batch_view& batch, int block_size, int num_heads,
                      int num_kv_heads, int head_dim);
+/// The same over a cache of `type`, its elements read as floats.
+void paged_attention(float* out, const float* q, const std::byte* k_cache, const std::byte* v_cache, kv_type type,
+                     const ragged_batch_view& batch, int block_size, int num_heads, int num_kv_heads, int head_dim);
 
 }  // namespace inflight::kernels::cpu

@@ -1,22 +1,29 @@
-// The forward pass of a ragged batch as one OpenMP parallel region per step, with four
+// The forward pass of a ragged batch as one OpenMP parallel region per step, with five
 // barriers per layer:
 //
-//   [RMSNorm, Q/K/V, RoPE, K/V write, attention]  per KV head group
+//   [RMSNorm, Q/K/V]                               per chunk of rows of wq, wk, wv
+//   [RoPE, K/V write, attention]                   per KV head group
 //   [x += attn Wo]                                 per chunk of rows
 //   [RMSNorm, gate and up, SiLU]                   per chunk of hidden rows
 //   [x += h W_down]                                per chunk of rows
 //
 // Each thread normalizes every row into its own buffer (cheap next to the GEMMs) rather
-// than waiting at a barrier for a shared copy, and a KV head's projections and its
-// query heads' attention stay in one chunk, so they need no barrier between them.
+// than waiting at a barrier for a shared copy, and prepares it there once per input
+// format its products read (weight_types.hpp). The Q/K/V rows are shared out in small
+// chunks like every other product's (whole heads per thread left the team waiting on the
+// last head), then each KV head's RoPE, cache writes and attention. The SwiGLU
+// output is prepared for W_down by the owner of each chunk of hidden rows (chunks are
+// whole blocks of the format), so it needs no barrier of its own either.
 // Chunks are taken dynamically: a thread the OS runs late does not hold the others up.
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <initializer_list>
 
 #include "kernels/cpu/llama.hpp"
+#include "kernels/cpu/llama_workspace.hpp"
 
 namespace inflight::kernels::cpu {
 
@@ -44,9 +51,15 @@ struct step_context {
   const cpu_kernel_table& k;
   float* logits;
   int max_keys;
+  int max_rows;  ///< rows of a prepared region: max(tokens, logits)
 
   /// This thread's normalized copy of the rows [num_tokens x dim].
   float* xb() const { return ws.xb.data() + std::int64_t(omp_get_thread_num()) * b.num_tokens * s.dim; }
+  /// This thread's region for inputs prepared in `format` (not f32) [max_rows x prepared_stride].
+  std::byte* prepared(input_format format) const {
+    const std::int64_t region = std::int64_t(max_rows) * ws.prepared_stride;
+    return ws.prepared.data() + (std::int64_t(omp_get_thread_num()) * (num_input_formats - 1) + int(format) - 1) * region;
+  }
 };
 
 /// Time of the team's first thread, charged to stages as it goes.
@@ -81,14 +94,54 @@ void for_chunks(int rows, int chunk, F&& f) {
   for (int c = 0; c < num_chunks; ++c) f(c * chunk, std::min(rows, (c + 1) * chunk));
 }
 
-/// Rows per chunk of a linear layer: a few chunks per thread for balance, whole micro-tiles.
-int chunk_rows(int rows) {
+/// Rows per chunk of a linear layer: a few chunks per thread for balance, whole
+/// micro-tiles, and whole multiples of `align` rows.
+int chunk_rows(int rows, int align = 4) {
   const int per_chunk = rows / (8 * std::max(1, omp_get_num_threads()));
-  return std::clamp((per_chunk + 3) / 4 * 4, 16, 256);
+  return std::clamp((per_chunk + align - 1) / align * align, std::max(16, align), std::max(256, align));
 }
 
-gemm_args linear_args(const float* x, int in, const float* w, float* y, int out, int n, bool accumulate) {
-  return {x, in, w, in, y, out, n, in, accumulate};
+input_format format_of(const weight_view& w) { return layout_of(w.type).input; }
+
+/// Values per scale of a prepared format: the granularity at which rows can be split.
+int format_block(input_format format) {
+  return format == input_format::q8_k ? 256 : (format == input_format::q8_0 ? 32 : 1);
+}
+
+/// One input [n x k] (f32 rows) as the products of each input format read it.
+struct product_inputs {
+  const std::byte* rows[num_input_formats] = {};
+  std::int64_t stride[num_input_formats] = {};  ///< bytes
+};
+
+void count_prepared(const step_context& c, input_format format, std::int64_t values) {
+#pragma omp atomic
+  c.ws.num_prepared_values[int(format)] += values;
+}
+
+/// Prepares x [n x k] once for each format the given weights read, in this thread's regions.
+product_inputs prepare_inputs(const step_context& c, const float* x, int n, int k,
+                              std::initializer_list<const weight_view*> weights) {
+  product_inputs in;
+  in.rows[int(input_format::f32)] = reinterpret_cast<const std::byte*>(x);
+  in.stride[int(input_format::f32)] = std::int64_t(k) * 4;
+  for (const weight_view* w : weights) {
+    const auto f = format_of(*w);
+    if (f == input_format::f32 || in.rows[int(f)] != nullptr) continue;
+    std::byte* out = c.prepared(f);
+    c.k.prepare[int(f)]({x, k, n, k, 0, k, out, c.ws.prepared_stride});
+    in.rows[int(f)] = out;
+    in.stride[int(f)] = c.ws.prepared_stride;
+    count_prepared(c, f, std::int64_t(n) * k);
+  }
+  return in;
+}
+
+/// y [n x ldy] (+)= x W^T over rows [r0, r1) of W, x read in W's input format.
+void product(const step_context& c, const product_inputs& in, const weight_view& w, float* y, int ldy, int n, int k,
+             bool accumulate, int r0, int r1) {
+  const int f = int(format_of(w));
+  c.k.weights[int(w.type)].gemm({in.rows[f], in.stride[f], w, y, ldy, n, k, accumulate}, r0, r1);
 }
 
 /// Every row of x, normalized into `out` (each thread its own copy).
@@ -101,22 +154,52 @@ void normalize_rows(const step_context& c, const float* norm_w, float* out) {
 
 enum class projection { q, k, v };
 
-/// One head of Q, K or V for every token: its rows of the projection, the bias, RoPE
-/// for Q and K, and the write of K and V into the paged cache.
-void project_head(const step_context& c, const llama_layer_view& lw, const float* xb, float* cache, projection p,
-                  int h) {
+/// One projection's matrix and outputs.
+struct projection_rows {
+  const weight_view* w;
+  float* out;
+  int width;  ///< output columns (rows of w)
+};
+
+projection_rows rows_of(const step_context& c, const llama_layer_view& lw, projection p) {
+  const int hd = c.s.head_dim;
+  if (p == projection::q) return {&lw.wq, c.ws.q.data(), c.s.num_heads * hd};
+  if (p == projection::k) return {&lw.wk, c.ws.k.data(), c.s.num_kv_heads * hd};
+  return {&lw.wv, c.ws.v.data(), c.s.num_kv_heads * hd};
+}
+
+/// Q, K and V of every token (rows of the three projections in chunks over the team),
+/// then a barrier: a thread's share of the rows does not depend on the heads it attends.
+void project_qkv(const step_context& c, const llama_layer_view& lw, const product_inputs& in, stage_clock& clock) {
+  const projection_rows m[3] = {rows_of(c, lw, projection::q), rows_of(c, lw, projection::k),
+                                rows_of(c, lw, projection::v)};
+  int chunk[3], first[4] = {0};
+  for (int i = 0; i < 3; ++i) {
+    chunk[i] = chunk_rows(m[i].width, 16);
+    first[i + 1] = first[i] + (m[i].width + chunk[i] - 1) / chunk[i];
+  }
+#pragma omp for schedule(dynamic, 1) nowait
+  for (int item = 0; item < first[3]; ++item) {
+    const int i = item < first[1] ? 0 : (item < first[2] ? 1 : 2), r0 = (item - first[i]) * chunk[i];
+    product(c, in, *m[i].w, m[i].out, m[i].width, c.b.num_tokens, c.s.dim, false, r0, std::min(m[i].width, r0 + chunk[i]));
+  }
+  clock.mark(forward_stage::qkv_rope);
+  clock.barrier();
+}
+
+/// One head of Q, K or V for every token: the bias, the head's RMSNorm (Qwen3), RoPE for
+/// Q and K, and the write of K and V into the paged cache.
+void finish_head(const step_context& c, const llama_layer_view& lw, std::byte* cache, projection p, int h) {
   const auto& s = c.s;
   const int n = c.b.num_tokens, hd = s.head_dim, half = hd / 2;
   const bool is_q = p == projection::q;
-  const float* w = is_q ? lw.wq : (p == projection::k ? lw.wk : lw.wv);
   const float* bias = is_q ? lw.bq : (p == projection::k ? lw.bk : lw.bv);
-  float* out = is_q ? c.ws.q.data() : (p == projection::k ? c.ws.k.data() : c.ws.v.data());
-  const int width = (is_q ? s.num_heads : s.num_kv_heads) * hd;
-  c.k.gemm(linear_args(xb, s.dim, w, out, width, n, false), h * hd, (h + 1) * hd);
-  // Qwen3: every head of q and k is RMS-normalised before RoPE.
+  const auto m = rows_of(c, lw, p);
   const float* head_norm = is_q ? lw.q_norm : (p == projection::k ? lw.k_norm : nullptr);
+  const auto store = c.k.store_kv[int(c.kv.type)];
+  const std::int64_t el = element_bytes(c.kv.type);
   for (int t = 0; t < n; ++t) {
-    float* row = out + std::int64_t(t) * width + std::int64_t(h) * hd;
+    float* row = m.out + std::int64_t(t) * m.width + std::int64_t(h) * hd;
     if (bias != nullptr) {
       for (int i = 0; i < hd; ++i) row[i] += bias[h * hd + i];
     }
@@ -125,49 +208,77 @@ void project_head(const step_context& c, const llama_layer_view& lw, const float
       rope_rotate_head(row, c.ws.cos_table.data() + std::int64_t(t) * half,
                        c.ws.sin_table.data() + std::int64_t(t) * half, s);
     }
-    if (!is_q) std::copy_n(row, hd, cache + std::int64_t(c.b.slot_mapping[t]) * width + std::int64_t(h) * hd);
+    if (!is_q) {  // [kv heads][blocks][block_size][head_dim]
+      const std::int64_t slot = c.b.slot_mapping[t];
+      store(cache + (std::int64_t(h) * c.kv.num_blocks * c.kv.block_size + slot) * hd * el, row, hd);
+    }
   }
 }
 
-/// Query head h of every token against its sequence's keys and values.
-void attend_head(const step_context& c, const float* k_cache, const float* v_cache, int h) {
+/// Query head h of every token against its sequence's keys and values; the consecutive
+/// tokens of a sequence (a prompt chunk) in one call, which shares their key loads.
+void attend_head(const step_context& c, const std::byte* k_cache, const std::byte* v_cache, int h) {
   const auto& s = c.s;
   const int group = s.num_heads / s.num_kv_heads, qd = s.num_heads * s.head_dim;
+  const std::int64_t head_bytes = std::int64_t(c.kv.num_blocks) * c.kv.block_size * s.head_dim * element_bytes(c.kv.type);
   attention_args a;
-  a.k_cache = k_cache;
-  a.v_cache = v_cache;
-  a.kv_dim = s.num_kv_heads * s.head_dim;
-  a.head_offset = std::int64_t(h / group) * s.head_dim;
+  a.k_cache = k_cache + (h / group) * head_bytes;  // the KV head's region
+  a.v_cache = v_cache + (h / group) * head_bytes;
+  a.type = c.kv.type;
   a.block_size = c.kv.block_size;
   a.head_dim = s.head_dim;
   a.scale = 1.0f / std::sqrt(float(s.head_dim));
-  a.scores = c.ws.scores.data() + std::int64_t(omp_get_thread_num()) * c.max_keys;
-  for (int t = 0; t < c.b.num_tokens; ++t) {
+  a.scores = c.ws.scores.data() + std::int64_t(omp_get_thread_num()) * attention_tile * c.max_keys;
+  a.q_stride = a.out_stride = qd;
+  for (int t = 0, end = 0; t < c.b.num_tokens; t = end) {
+    const int seq = c.ws.seq_of_token[t];
+    for (end = t + 1; end < c.b.num_tokens && c.ws.seq_of_token[end] == seq &&
+                      c.b.positions[end] == c.b.positions[end - 1] + 1;
+         ++end) {
+    }
     a.q = c.ws.q.data() + std::int64_t(t) * qd + std::int64_t(h) * s.head_dim;
-    a.block_table = c.b.block_tables + std::int64_t(c.ws.seq_of_token[t]) * c.b.block_table_stride;
+    a.num_queries = end - t;
+    a.block_table = c.b.block_tables + std::int64_t(seq) * c.b.block_table_stride;
     a.num_keys = c.b.positions[t] + 1;  // causal: keys at positions 0..p
     a.out = c.ws.attn.data() + std::int64_t(t) * qd + std::int64_t(h) * s.head_dim;
     c.k.attention(a);
   }
 }
 
-void attention_block(const step_context& c, const llama_layer_view& lw, float* k_cache, float* v_cache,
+void attention_block(const step_context& c, const llama_layer_view& lw, std::byte* k_cache, std::byte* v_cache,
                      stage_clock& clock) {
   const auto& s = c.s;
   const int group = s.num_heads / s.num_kv_heads;
   float* xb = c.xb();
   normalize_rows(c, lw.attn_norm, xb);
+  const auto in = prepare_inputs(c, xb, c.b.num_tokens, s.dim, {&lw.wq, &lw.wk, &lw.wv});
   clock.mark(forward_stage::norm);
+  project_qkv(c, lw, in, clock);
 #pragma omp for schedule(dynamic, 1) nowait
   for (int g = 0; g < s.num_kv_heads; ++g) {
-    project_head(c, lw, xb, k_cache, projection::k, g);
-    project_head(c, lw, xb, v_cache, projection::v, g);
-    for (int h = g * group; h < (g + 1) * group; ++h) project_head(c, lw, xb, nullptr, projection::q, h);
-    clock.mark(forward_stage::qkv_rope);
+    finish_head(c, lw, k_cache, projection::k, g);
+    finish_head(c, lw, v_cache, projection::v, g);
+    for (int h = g * group; h < (g + 1) * group; ++h) finish_head(c, lw, nullptr, projection::q, h);
     for (int h = g * group; h < (g + 1) * group; ++h) attend_head(c, k_cache, v_cache, h);
     clock.mark(forward_stage::attention);
   }
   clock.barrier();
+}
+
+/// SiLU(gate) * up over hidden rows [r0, r1) of every token, then those columns of hb
+/// prepared for W_down (shared: each chunk's owner prepares its own columns).
+void gate_up_chunk(const step_context& c, const llama_layer_view& lw, const product_inputs& in, int r0, int r1) {
+  const int n = c.b.num_tokens, d = c.s.dim, hidden = c.s.hidden_dim;
+  product(c, in, lw.w_gate, c.ws.hb.data(), hidden, n, d, false, r0, r1);
+  product(c, in, lw.w_up, c.ws.hb2.data(), hidden, n, d, false, r0, r1);
+  for (int t = 0; t < n; ++t) {
+    const std::int64_t off = std::int64_t(t) * hidden + r0;
+    c.k.silu_mul(c.ws.hb.data() + off, c.ws.hb2.data() + off, r1 - r0);
+  }
+  const auto f = format_of(lw.w_down);
+  if (f == input_format::f32) return;
+  c.k.prepare[int(f)]({c.ws.hb.data(), hidden, n, hidden, r0, r1, c.ws.hb_prepared.data(), c.ws.hb_prepared_stride});
+  count_prepared(c, f, std::int64_t(n) * (r1 - r0));
 }
 
 void layer_forward(const step_context& c, int l, stage_clock& clock) {
@@ -176,26 +287,24 @@ void layer_forward(const step_context& c, int l, stage_clock& clock) {
   const int n = c.b.num_tokens, d = s.dim, hidden = s.hidden_dim, qd = s.num_heads * s.head_dim;
   attention_block(c, lw, c.kv.k[l], c.kv.v[l], clock);
   // Residual adds ride on the GEMM: x += attn * wo^T.
-  for_chunks(d, chunk_rows(d), [&](int r0, int r1) {
-    c.k.gemm(linear_args(c.ws.attn.data(), qd, lw.wo, c.ws.x.data(), d, n, true), r0, r1);
-  });
+  const auto attn_in = prepare_inputs(c, c.ws.attn.data(), n, qd, {&lw.wo});
+  for_chunks(d, chunk_rows(d), [&](int r0, int r1) { product(c, attn_in, lw.wo, c.ws.x.data(), d, n, qd, true, r0, r1); });
   clock.mark(forward_stage::attn_out);
   clock.barrier();
   float* xb = c.xb();
   normalize_rows(c, lw.ffn_norm, xb);
+  const auto ffn_in = prepare_inputs(c, xb, n, d, {&lw.w_gate, &lw.w_up});
   clock.mark(forward_stage::norm);
-  for_chunks(hidden, chunk_rows(hidden), [&](int r0, int r1) {
-    c.k.gemm(linear_args(xb, d, lw.w_gate, c.ws.hb.data(), hidden, n, false), r0, r1);
-    c.k.gemm(linear_args(xb, d, lw.w_up, c.ws.hb2.data(), hidden, n, false), r0, r1);
-    for (int t = 0; t < n; ++t) {
-      const std::int64_t off = std::int64_t(t) * hidden + r0;
-      c.k.silu_mul(c.ws.hb.data() + off, c.ws.hb2.data() + off, r1 - r0);
-    }
-  });
+  for_chunks(hidden, chunk_rows(hidden, format_block(format_of(lw.w_down))),
+             [&](int r0, int r1) { gate_up_chunk(c, lw, ffn_in, r0, r1); });
   clock.mark(forward_stage::gate_up);
   clock.barrier();
+  product_inputs down_in;
+  const auto f = int(format_of(lw.w_down));
+  down_in.rows[f] = f == 0 ? reinterpret_cast<const std::byte*>(c.ws.hb.data()) : c.ws.hb_prepared.data();
+  down_in.stride[f] = f == 0 ? std::int64_t(hidden) * 4 : c.ws.hb_prepared_stride;
   for_chunks(d, chunk_rows(d), [&](int r0, int r1) {
-    c.k.gemm(linear_args(c.ws.hb.data(), hidden, lw.w_down, c.ws.x.data(), d, n, true), r0, r1);
+    product(c, down_in, lw.w_down, c.ws.x.data(), d, n, hidden, true, r0, r1);
   });
   clock.mark(forward_stage::down);
   clock.barrier();
@@ -209,9 +318,10 @@ void logits_forward(const step_context& c, stage_clock& clock) {
     c.k.rmsnorm_row(rows + std::int64_t(i) * d, c.ws.x.data() + std::int64_t(c.b.logit_indices[i]) * d,
                     c.w.final_norm, d, c.s.norm_eps);
   }
+  const auto in = prepare_inputs(c, rows, num_logits, d, {&c.w.classifier});
   clock.mark(forward_stage::norm);
   for_chunks(vocab, chunk_rows(vocab), [&](int r0, int r1) {
-    c.k.gemm(linear_args(rows, d, c.w.classifier, c.logits, vocab, num_logits, false), r0, r1);
+    product(c, in, c.w.classifier, c.logits, vocab, num_logits, d, false, r0, r1);
   });
   clock.mark(forward_stage::logits);
   clock.barrier();
@@ -222,7 +332,9 @@ void step_forward(const step_context& c, stage_times* times) {
   const int n = c.b.num_tokens, d = c.s.dim, half = c.s.head_dim / 2;
 #pragma omp for schedule(static) nowait
   for (int t = 0; t < n; ++t) {
-    std::copy_n(c.w.token_embedding + std::int64_t(c.b.token_ids[t]) * d, d, c.ws.x.data() + std::int64_t(t) * d);
+    const auto& table = c.w.token_embedding;
+    c.k.weights[int(table.type)].dequantize_row(table.data + c.b.token_ids[t] * table.row_bytes,
+                                                c.ws.x.data() + std::int64_t(t) * d, d);
     for (int j = 0; j < half; ++j) {
       const float angle = float(c.b.positions[t]) * c.ws.inv_freq[j];
       c.ws.cos_table[std::size_t(t) * half + j] = std::cos(angle);
@@ -235,35 +347,6 @@ void step_forward(const step_context& c, stage_times* times) {
   if (c.b.num_logits > 0) logits_forward(c, clock);
 }
 
-/// Sizes the workspace for this batch and fills what the team reads but never writes.
-int prepare_workspace(const llama_shape& s, const ragged_batch_view& b, llama_workspace& ws, int num_threads) {
-  const std::int64_t n = b.num_tokens, d = s.dim, half = s.head_dim / 2;
-  grow(ws.x, n * d);
-  grow(ws.xb, std::max<std::int64_t>(n, b.num_logits) * d * num_threads);
-  grow(ws.q, n * s.num_heads * s.head_dim);
-  grow(ws.k, n * s.num_kv_heads * s.head_dim);
-  grow(ws.v, n * s.num_kv_heads * s.head_dim);
-  grow(ws.attn, n * s.num_heads * s.head_dim);
-  grow(ws.hb, n * s.hidden_dim);
-  grow(ws.hb2, n * s.hidden_dim);
-  grow(ws.cos_table, n * half);
-  grow(ws.sin_table, n * half);
-  if (std::int64_t(ws.inv_freq.size()) != half) {
-    ws.inv_freq.resize(std::size_t(half));
-    for (int j = 0; j < half; ++j) ws.inv_freq[j] = rope_inv_freq(j, s);
-  }
-  if (ws.seq_of_token.size() < std::size_t(n)) ws.seq_of_token.resize(std::size_t(n));
-  int max_keys = 1;
-  for (int q = 0; q < b.num_seqs; ++q) {
-    for (int t = b.query_start[q]; t < b.query_start[q + 1]; ++t) {
-      ws.seq_of_token[t] = q;
-      max_keys = std::max(max_keys, b.positions[t] + 1);
-    }
-  }
-  grow(ws.scores, std::int64_t(max_keys) * num_threads);
-  return max_keys;
-}
-
 /// Scoring: the final norm of the scored rows, then a dot product per named classifier
 /// row instead of the whole vocabulary (a few rows: one thread).
 void score_rows(const step_context& c, float* row_logits) {
@@ -273,8 +356,13 @@ void score_rows(const step_context& c, float* row_logits) {
     c.k.rmsnorm_row(normed + i * d, c.ws.x.data() + std::int64_t(c.b.scored_indices[i]) * d, c.w.final_norm,
                     c.s.dim, c.s.norm_eps);
   }
-  classifier_rows(row_logits, normed, c.w.classifier, c.b.row_logit_positions, c.b.row_logit_ids,
-                  c.b.num_row_logits, c.s.dim);
+  const auto& w = c.w.classifier;  // rows read through dequantize_row: any type, any alignment
+  grow(c.ws.row_scratch, d);
+  for (int i = 0; i < c.b.num_row_logits; ++i) {
+    c.k.weights[int(w.type)].dequantize_row(w.data + c.b.row_logit_ids[i] * w.row_bytes, c.ws.row_scratch.data(), d);
+    const std::int32_t row = 0;  // the one dequantized row
+    classifier_rows(row_logits + i, normed, c.ws.row_scratch.data(), c.b.row_logit_positions + i, &row, 1, c.s.dim);
+  }
 }
 
 }  // namespace
@@ -283,9 +371,9 @@ void llama_forward(const llama_shape& s, const llama_weights_view& w, const page
                    const ragged_batch_view& b, llama_workspace& ws, float* logits, float* row_logits,
                    const forward_options& options) {
   const int num_threads = std::max(1, options.num_threads);
-  const int max_keys = prepare_workspace(s, b, ws, num_threads);
+  const int max_keys = prepare_workspace(s, w, b, ws, num_threads);
   const auto& kernels = options.kernels != nullptr ? *options.kernels : kernels_for(detect_cpu_isa());
-  const step_context c{s, w, kv, b, ws, kernels, logits, max_keys};
+  const step_context c{s, w, kv, b, ws, kernels, logits, max_keys, std::max(b.num_tokens, b.num_logits)};
 #pragma omp parallel num_threads(num_threads)
   step_forward(c, options.times);
   if (b.num_row_logits > 0 && row_logits != nullptr) score_rows(c, row_logits);

@@ -75,6 +75,16 @@ status llama_runner::upload_matrix(device_buffer& dst, std::int64_t offset, cons
   return status::ok();
 }
 
+status llama_runner::upload_matrix(device_buffer& dst, std::int64_t offset, const cpu::weight_view& src,
+                                   std::int64_t n) {
+  const float* floats = cpu::as_f32(src);
+  if (floats == nullptr) {
+    return status::failure(std::string("cuda runner: ") + cpu::to_string(src.type) + " weights are not supported (f32 only)",
+                           __FILE__, __LINE__);
+  }
+  return upload_matrix(dst, offset, floats, n);
+}
+
 namespace {
 
 status upload_floats(device_buffer& dst, const float* src, std::int64_t n, cudaStream_t stream) {
@@ -91,7 +101,7 @@ status llama_runner::upload(const cpu::llama_weights_view& w) {
   INFLIGHT_TRY_STATUS(staging_.try_allocate(std::size_t(staging_floats) * sizeof(float)));
   INFLIGHT_TRY_STATUS(embedding_.try_allocate(std::size_t(shape_.vocab_size * d * el)));
   INFLIGHT_TRY_STATUS(upload_matrix(embedding_, 0, w.token_embedding, shape_.vocab_size * d));
-  is_tied_ = w.classifier == w.token_embedding;
+  is_tied_ = w.classifier.data == w.token_embedding.data;
   if (!is_tied_) {
     INFLIGHT_TRY_STATUS(classifier_.try_allocate(std::size_t(shape_.vocab_size * d * el)));
     INFLIGHT_TRY_STATUS(upload_matrix(classifier_, 0, w.classifier, shape_.vocab_size * d));

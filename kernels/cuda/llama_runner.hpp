@@ -88,6 +88,8 @@ class llama_runner {
   status ensure_capacity(int num_tokens, int num_seqs);
   status upload(const cpu::llama_weights_view& weights);
   status upload_matrix(device_buffer& dst, std::int64_t offset, const float* src, std::int64_t n);
+  /// The same from a typed view: f32 only (other types fail).
+  status upload_matrix(device_buffer& dst, std::int64_t offset, const cpu::weight_view& src, std::int64_t n);
   status allocate_workspace(capacity cap);
   status allocate_kv();
   status check_batch(const cpu::ragged_batch_view& batch) const;

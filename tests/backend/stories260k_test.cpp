@@ -57,7 +57,8 @@ std::unique_ptr<cpu_backend> make_backend(const stories& m, int num_blocks,
 /// Every kernel table this CPU runs: each must reproduce the reference on its own.
 std::vector<kernels::cpu::cpu_isa> runnable_isas() {
   std::vector<kernels::cpu::cpu_isa> out;
-  for (auto isa : {kernels::cpu::cpu_isa::portable, kernels::cpu::cpu_isa::avx2, kernels::cpu::cpu_isa::avx512}) {
+  for (auto isa : {kernels::cpu::cpu_isa::portable, kernels::cpu::cpu_isa::avx2, kernels::cpu::cpu_isa::avx512,
+                   kernels::cpu::cpu_isa::avx512_vnni}) {
     if (kernels::cpu::can_run(isa)) out.push_back(isa);
   }
   return out;

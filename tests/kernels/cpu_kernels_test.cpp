@@ -16,7 +16,7 @@ namespace {
 
 std::vector<cpu_isa> runnable_isas() {
   std::vector<cpu_isa> out;
-  for (auto isa : {cpu_isa::portable, cpu_isa::avx2, cpu_isa::avx512}) {
+  for (auto isa : {cpu_isa::portable, cpu_isa::avx2, cpu_isa::avx512, cpu_isa::avx512_vnni}) {
     if (can_run(isa)) out.push_back(isa);
   }
   return out;
@@ -114,10 +114,10 @@ TEST_CASE("attention of every table equals naive softmax attention through a shu
         std::vector<float> scores(static_cast<std::size_t>(num_keys)), out(static_cast<std::size_t>(head_dim));
         attention_args a;
         a.q = q.data();
-        a.k_cache = k_cache.data();
-        a.v_cache = v_cache.data();
-        a.kv_dim = kv_dim;
-        a.head_offset = head_dim;  // the second KV head
+        // The second KV head's region: [kv heads][blocks][block_size][head_dim].
+        const std::size_t head_region = std::size_t(num_blocks) * block_size * head_dim;
+        a.k_cache = reinterpret_cast<const std::byte*>(k_cache.data() + head_region);
+        a.v_cache = reinterpret_cast<const std::byte*>(v_cache.data() + head_region);
         a.block_table = table.data();
         a.block_size = block_size;
         a.num_keys = num_keys;
@@ -129,7 +129,7 @@ TEST_CASE("attention of every table equals naive softmax attention through a shu
         std::vector<double> w(static_cast<std::size_t>(num_keys));
         double max_w = -1e300, sum = 0.0;
         for (int p = 0; p < num_keys; ++p) {
-          const std::size_t row = (std::size_t(table[p / block_size]) * block_size + p % block_size) * kv_dim + head_dim;
+          const std::size_t row = head_region + (std::size_t(table[p / block_size]) * block_size + p % block_size) * head_dim;
           double dot = 0.0;
           for (int i = 0; i < head_dim; ++i) dot += double(q[i]) * k_cache[row + i];
           w[p] = dot * a.scale;
@@ -139,7 +139,7 @@ TEST_CASE("attention of every table equals naive softmax attention through a shu
         for (int i = 0; i < head_dim; ++i) {
           double expected = 0.0;
           for (int p = 0; p < num_keys; ++p) {
-            const std::size_t row = (std::size_t(table[p / block_size]) * block_size + p % block_size) * kv_dim + head_dim;
+            const std::size_t row = head_region + (std::size_t(table[p / block_size]) * block_size + p % block_size) * head_dim;
             expected += w[p] / sum * v_cache[row + i];
           }
           INFO(to_string(isa) << " head_dim " << head_dim << " keys " << num_keys << " i " << i);
@@ -154,16 +154,23 @@ TEST_CASE("rmsnorm and silu rows of every table equal their formulas", "[kernels
   std::mt19937 rng(2);
   for (auto isa : runnable_isas()) {
     const auto& k = kernels_for(isa);
-    for (int dim : {1, 15, 64, 100}) {
-      const auto x = random_vector(std::size_t(dim), rng, 3.0f), w = random_vector(std::size_t(dim), rng);
-      std::vector<float> out(static_cast<std::size_t>(dim));
-      k.rmsnorm_row(out.data(), x.data(), w.data(), dim, 1e-5f);
-      double ss = 0.0;
-      for (float v : x) ss += double(v) * v;
-      const double scale = 1.0 / std::sqrt(ss / dim + 1e-5);
-      for (int i = 0; i < dim; ++i) {
-        INFO(to_string(isa) << " dim " << dim << " i " << i);
-        CHECK(out[i] == Approx(w[i] * scale * x[i]).epsilon(2e-6).margin(1e-7));
+    // Rows of order 3, and rows so small (mean square 1e-8, or 0) that the epsilon
+    // decides the scale: without it the tiny rows would come out ~30x too large, the
+    // zero row as NaN.
+    for (float magnitude : {3.0f, 1e-4f, 0.0f}) {
+      for (int dim : {1, 15, 64, 100}) {
+        auto x = random_vector(std::size_t(dim), rng);
+        for (auto& v : x) v *= magnitude;
+        const auto w = random_vector(std::size_t(dim), rng);
+        std::vector<float> out(static_cast<std::size_t>(dim));
+        k.rmsnorm_row(out.data(), x.data(), w.data(), dim, 1e-5f);
+        double ss = 0.0;
+        for (float v : x) ss += double(v) * v;
+        const double scale = 1.0 / std::sqrt(ss / dim + 1e-5);
+        for (int i = 0; i < dim; ++i) {
+          INFO(to_string(isa) << " magnitude " << magnitude << " dim " << dim << " i " << i);
+          CHECK(out[i] == Approx(w[i] * scale * x[i]).epsilon(2e-6).margin(1e-7 * magnitude));
+        }
       }
     }
     // Wide range: silu saturates to 0 and to g for large |g|, and exp must not overflow.

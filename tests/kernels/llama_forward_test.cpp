@@ -22,7 +22,7 @@ struct toy_model {
   llama_weights_view weights;
   int num_blocks = 12, block_size = 4;
   std::vector<std::vector<float>> k_cache, v_cache;
-  std::vector<float*> k_ptrs, v_ptrs;
+  std::vector<std::byte*> k_ptrs, v_ptrs;
 
   /// has_extras: Q/K/V biases and Qwen3's per-head RMSNorm of q and k.
   explicit toy_model(bool has_extras = false) {
@@ -46,14 +46,14 @@ struct toy_model {
     for (int l = 0; l < shape.num_layers; ++l) {
       llama_layer_view v;
       v.attn_norm = tensor(d, 1.0f);
-      v.wq = tensor(qd * d, 0.2f);
-      v.wk = tensor(kvd * d, 0.2f);
-      v.wv = tensor(kvd * d, 0.2f);
-      v.wo = tensor(d * qd, 0.2f);
+      v.wq = f32_weights(tensor(qd * d, 0.2f), d);
+      v.wk = f32_weights(tensor(kvd * d, 0.2f), d);
+      v.wv = f32_weights(tensor(kvd * d, 0.2f), d);
+      v.wo = f32_weights(tensor(d * qd, 0.2f), qd);
       v.ffn_norm = tensor(d, 1.0f);
-      v.w_gate = tensor(h * d, 0.2f);
-      v.w_down = tensor(d * h, 0.2f);
-      v.w_up = tensor(h * d, 0.2f);
+      v.w_gate = f32_weights(tensor(h * d, 0.2f), d);
+      v.w_down = f32_weights(tensor(d * h, 0.2f), h);
+      v.w_up = f32_weights(tensor(h * d, 0.2f), d);
       if (has_extras) {
         v.bq = tensor(qd, 0.5f);
         v.bk = tensor(kvd, 0.5f);
@@ -63,7 +63,8 @@ struct toy_model {
       }
       layers.push_back(v);
     }
-    weights = {tensor(shape.vocab_size * d, 1.0f), layers.data(), tensor(d, 1.0f), tensor(shape.vocab_size * d, 0.2f)};
+    weights = {f32_weights(tensor(shape.vocab_size * d, 1.0f), d), layers.data(), tensor(d, 1.0f),
+               f32_weights(tensor(shape.vocab_size * d, 0.2f), d)};
     reset_cache();
   }
 
@@ -74,8 +75,8 @@ struct toy_model {
     k_ptrs.clear();
     v_ptrs.clear();
     for (int l = 0; l < shape.num_layers; ++l) {
-      k_ptrs.push_back(k_cache[l].data());
-      v_ptrs.push_back(v_cache[l].data());
+      k_ptrs.push_back(reinterpret_cast<std::byte*>(k_cache[l].data()));
+      v_ptrs.push_back(reinterpret_cast<std::byte*>(v_cache[l].data()));
     }
   }
 };
@@ -152,33 +153,33 @@ std::vector<float> run_reference(toy_model& m, const std::vector<toy_seq>& seqs)
   b.block_table_stride = stride;
   std::vector<float> x(std::size_t(n) * d), xb(x.size()), q(std::size_t(n) * qd), k(std::size_t(n) * kvd),
       v(k.size()), attn(q.size()), proj(x.size()), hb(std::size_t(n) * sh.hidden_dim), hb2(hb.size());
-  embedding_gather(x.data(), m.weights.token_embedding, ids.data(), n, d);
+  embedding_gather(x.data(), as_f32(m.weights.token_embedding), ids.data(), n, d);
   for (int l = 0; l < sh.num_layers; ++l) {
     const auto& w = m.layers[l];
     rmsnorm(xb.data(), x.data(), w.attn_norm, n, d, sh.norm_eps);
-    linear(q.data(), xb.data(), w.wq, w.bq, n, d, qd);
-    linear(k.data(), xb.data(), w.wk, w.bk, n, d, kvd);
-    linear(v.data(), xb.data(), w.wv, w.bv, n, d, kvd);
+    linear(q.data(), xb.data(), as_f32(w.wq), w.bq, n, d, qd);
+    linear(k.data(), xb.data(), as_f32(w.wk), w.bk, n, d, kvd);
+    linear(v.data(), xb.data(), as_f32(w.wv), w.bv, n, d, kvd);
     if (w.q_norm != nullptr) {
       rmsnorm(q.data(), q.data(), w.q_norm, n * sh.num_heads, sh.head_dim, sh.norm_eps);
       rmsnorm(k.data(), k.data(), w.k_norm, n * sh.num_kv_heads, sh.head_dim, sh.norm_eps);
     }
     rope(q.data(), k.data(), positions.data(), n, sh);
-    kv_write(m.k_ptrs[l], m.v_ptrs[l], k.data(), v.data(), slots.data(), n, kvd);
-    paged_attention(attn.data(), q.data(), m.k_ptrs[l], m.v_ptrs[l], b, m.block_size, sh.num_heads, sh.num_kv_heads,
-                    sh.head_dim);
-    linear(proj.data(), attn.data(), w.wo, nullptr, n, qd, d);
+    kv_write(m.k_ptrs[l], m.v_ptrs[l], kv_type::f32, k.data(), v.data(), slots.data(), n, kvd);
+    paged_attention(attn.data(), q.data(), m.k_ptrs[l], m.v_ptrs[l], kv_type::f32, b, m.block_size, sh.num_heads,
+                    sh.num_kv_heads, sh.head_dim);
+    linear(proj.data(), attn.data(), as_f32(w.wo), nullptr, n, qd, d);
     for (std::size_t i = 0; i < x.size(); ++i) x[i] += proj[i];
     rmsnorm(xb.data(), x.data(), w.ffn_norm, n, d, sh.norm_eps);
-    linear(hb.data(), xb.data(), w.w_gate, nullptr, n, d, sh.hidden_dim);
-    linear(hb2.data(), xb.data(), w.w_up, nullptr, n, d, sh.hidden_dim);
+    linear(hb.data(), xb.data(), as_f32(w.w_gate), nullptr, n, d, sh.hidden_dim);
+    linear(hb2.data(), xb.data(), as_f32(w.w_up), nullptr, n, d, sh.hidden_dim);
     silu_mul(hb.data(), hb2.data(), std::int64_t(hb.size()));
-    linear(proj.data(), hb.data(), w.w_down, nullptr, n, sh.hidden_dim, d);
+    linear(proj.data(), hb.data(), as_f32(w.w_down), nullptr, n, sh.hidden_dim, d);
     for (std::size_t i = 0; i < x.size(); ++i) x[i] += proj[i];
   }
   rmsnorm(xb.data(), x.data(), m.weights.final_norm, n, d, sh.norm_eps);
   std::vector<float> logits(std::size_t(n) * sh.vocab_size);
-  linear(logits.data(), xb.data(), m.weights.classifier, nullptr, n, d, sh.vocab_size);
+  linear(logits.data(), xb.data(), as_f32(m.weights.classifier), nullptr, n, d, sh.vocab_size);
   return logits;
 }
 
@@ -193,7 +194,7 @@ std::vector<float> two_steps(toy_model& m, const forward_options& options) {
 
 TEST_CASE("the forward pass gives the same bits on 1, 2 or 3 threads", "[kernels][forward]") {
   toy_model m;
-  for (auto isa : {cpu_isa::portable, cpu_isa::avx2, cpu_isa::avx512}) {
+  for (auto isa : {cpu_isa::portable, cpu_isa::avx2, cpu_isa::avx512, cpu_isa::avx512_vnni}) {
     if (!can_run(isa)) continue;
     forward_options o;
     o.kernels = &kernels_for(isa);
@@ -229,7 +230,7 @@ TEST_CASE("every kernel table's forward pass is close to the portable one", "[ke
   o.num_threads = 2;
   o.kernels = &kernels_for(cpu_isa::portable);
   const auto ref = two_steps(m, o);
-  for (auto isa : {cpu_isa::avx2, cpu_isa::avx512}) {
+  for (auto isa : {cpu_isa::avx2, cpu_isa::avx512, cpu_isa::avx512_vnni}) {
     if (!can_run(isa)) continue;
     o.kernels = &kernels_for(isa);
     const auto got = two_steps(m, o);
@@ -271,7 +272,7 @@ TEST_CASE("the fused pass of every kernel table equals the step-by-step kernels,
   m.reset_cache();
   run_reference(m, first);
   const auto ref = run_reference(m, second);
-  for (auto isa : {cpu_isa::portable, cpu_isa::avx2, cpu_isa::avx512}) {
+  for (auto isa : {cpu_isa::portable, cpu_isa::avx2, cpu_isa::avx512, cpu_isa::avx512_vnni}) {
     if (!can_run(isa)) continue;
     forward_options o;
     o.kernels = &kernels_for(isa);

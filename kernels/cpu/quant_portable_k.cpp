@@ -1,0 +1,163 @@
+// Portable kernels of the k-quant types (256-value super-blocks; layouts in
+// core/quant/quantize_k.cpp). A product of row r and token t is, over super-blocks s:
+//
+//   q4_k, q5_k:  acc += float(isum_s) * (d_s * dx_s);  acc += float(msum_s) * (-dmin_s * dx_s)
+//                isum_s = sum_j sc_j * (q . x over sub-block j),  msum_s = sum_j m_j * (sum of x over j)
+//   q6_k:        acc += float(isum_s) * (d_s * dx_s)
+//                isum_s = sum_j sc_j * (q . x over sub-block j) - 32 * sum_j sc_j * (sum of x over j)
+//
+// with exact integer sums (q unsigned: q4 nibbles, q5 five bits, q6 six bits).
+#include <cstring>
+
+#include "kernels/cpu/quant_portable.hpp"
+
+namespace inflight::kernels::cpu {
+namespace {
+
+constexpr int super = 256;
+
+void scale_min(const std::byte* packed, int j, int& sc, int& m) {
+  auto q = [&](int i) { return std::to_integer<int>(packed[i]); };
+  if (j < 4) {
+    sc = q(j) & 63, m = q(j + 4) & 63;
+  } else {
+    sc = (q(j + 4) & 0xf) | ((q(j - 4) >> 6) << 4);
+    m = (q(j + 4) >> 4) | ((q(j) >> 6) << 4);
+  }
+}
+
+/// Value i of a q4_k (qh null) or q5_k super-block's quantized levels.
+int affine_level(const std::byte* qh, const std::byte* qs, int i) {
+  const int byte = std::to_integer<int>(qs[32 * (i / 64) + i % 32]);
+  const int low = (i % 64) < 32 ? byte & 0xf : byte >> 4;
+  return qh == nullptr ? low : low | ((std::to_integer<int>(qh[i % 32]) >> (i / 32) & 1) << 4);
+}
+
+int q6_level(const std::byte* block, int i) {
+  const int half = i / 128, g = (i % 128) / 32, l = i % 32;
+  const int low = std::to_integer<int>(block[64 * half + 32 * (g % 2) + l]) >> (g < 2 ? 0 : 4) & 0xf;
+  return low | ((std::to_integer<int>(block[128 + 32 * half + l]) >> (2 * g) & 3) << 4);
+}
+
+struct prepared_k {
+  const std::int8_t* q;
+  const std::byte* d;
+  const std::byte* bsum;
+
+  prepared_k(const std::byte* x, int k)
+      : q(reinterpret_cast<const std::int8_t*>(x)),
+        d(x + prepared_scales_offset(k)),
+        bsum(x + prepared_sums_offset(input_format::q8_k, k)) {}
+  float scale(int s) const {
+    float v;
+    std::memcpy(&v, d + 4 * s, sizeof(v));
+    return v;
+  }
+  int sum16(int i) const {
+    std::int16_t v;
+    std::memcpy(&v, bsum + 2 * i, sizeof(v));
+    return v;
+  }
+};
+
+template <int block_bytes, int qh_offset, int qs_offset>
+float dot_affine(const std::byte* w, const std::byte* x, int k) {
+  const prepared_k p(x, k);
+  float acc = 0.0f;
+  for (int s = 0; s < k / super; ++s) {
+    const std::byte* b = w + s * block_bytes;
+    const std::byte* qh = qh_offset > 0 ? b + qh_offset : nullptr;
+    int isum = 0, msum = 0;
+    for (int j = 0; j < 8; ++j) {
+      int sc, m, dot = 0;
+      scale_min(b + 4, j, sc, m);
+      for (int i = 32 * j; i < 32 * j + 32; ++i) dot += affine_level(qh, b + qs_offset, i) * p.q[super * s + i];
+      isum += sc * dot;
+      msum += m * (p.sum16(16 * s + 2 * j) + p.sum16(16 * s + 2 * j + 1));
+    }
+    const float dx = p.scale(s);
+    acc += float(isum) * (load_fp16(b) * dx);
+    acc += float(msum) * (-load_fp16(b + 2) * dx);
+  }
+  return acc;
+}
+
+float dot_q6_k(const std::byte* w, const std::byte* x, int k) {
+  const prepared_k p(x, k);
+  float acc = 0.0f;
+  for (int s = 0; s < k / super; ++s) {
+    const std::byte* b = w + s * 210;
+    int isum = 0;
+    for (int j = 0; j < 16; ++j) {
+      const int sc = std::int8_t(b[192 + j]);
+      int dot = 0;
+      for (int i = 16 * j; i < 16 * j + 16; ++i) dot += q6_level(b, i) * p.q[super * s + i];
+      isum += sc * dot - 32 * sc * p.sum16(16 * s + j);
+    }
+    acc += float(isum) * (load_fp16(b + 208) * p.scale(s));
+  }
+  return acc;
+}
+
+template <class F>
+void for_outputs(const typed_gemm_args& a, int row_begin, int row_end, F&& f) {
+  for (int t = 0; t < a.n; ++t) {
+    float* y = a.y + t * a.ldy;
+    for (int o = row_begin; o < row_end; ++o) {
+      const float v = f(a.w.data + o * a.w.row_bytes, a.x + t * a.ldx, a.k);
+      y[o] = a.accumulate ? y[o] + v : v;
+    }
+  }
+}
+
+void gemm_q4_k(const typed_gemm_args& a, int row_begin, int row_end) {
+  for_outputs(a, row_begin, row_end, dot_affine<144, 0, 16>);
+}
+
+void gemm_q5_k(const typed_gemm_args& a, int row_begin, int row_end) {
+  for_outputs(a, row_begin, row_end, dot_affine<176, 16, 48>);
+}
+
+void gemm_q6_k(const typed_gemm_args& a, int row_begin, int row_end) {
+  for_outputs(a, row_begin, row_end, dot_q6_k);
+}
+
+void dequantize_affine(const std::byte* row, float* out, std::int64_t k, int block_bytes, int qh_offset,
+                       int qs_offset) {
+  for (std::int64_t s = 0; s < k / super; ++s) {
+    const std::byte* b = row + s * block_bytes;
+    const float d = load_fp16(b), dmin = load_fp16(b + 2);
+    for (int j = 0; j < 8; ++j) {
+      int sc, m;
+      scale_min(b + 4, j, sc, m);
+      const float step = d * float(sc), offset = dmin * float(m);
+      for (int i = 32 * j; i < 32 * j + 32; ++i) {
+        out[super * s + i] = step * float(affine_level(qh_offset > 0 ? b + qh_offset : nullptr, b + qs_offset, i)) - offset;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void dequantize_row_q4_k(const std::byte* row, float* out, std::int64_t k) { dequantize_affine(row, out, k, 144, 0, 16); }
+
+void dequantize_row_q5_k(const std::byte* row, float* out, std::int64_t k) { dequantize_affine(row, out, k, 176, 16, 48); }
+
+void dequantize_row_q6_k(const std::byte* row, float* out, std::int64_t k) {
+  for (std::int64_t s = 0; s < k / super; ++s) {
+    const std::byte* b = row + s * 210;
+    const float d = load_fp16(b + 208);
+    for (int i = 0; i < super; ++i) {
+      out[super * s + i] = d * float(std::int8_t(b[192 + i / 16])) * float(q6_level(b, i) - 32);
+    }
+  }
+}
+
+void add_portable_k_kernels(cpu_kernel_table& t) {
+  t.weights[int(weight_type::q4_k)] = {gemm_q4_k, dequantize_row_q4_k};
+  t.weights[int(weight_type::q5_k)] = {gemm_q5_k, dequantize_row_q5_k};
+  t.weights[int(weight_type::q6_k)] = {gemm_q6_k, dequantize_row_q6_k};
+}
+
+}  // namespace inflight::kernels::cpu

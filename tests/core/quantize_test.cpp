@@ -1,0 +1,185 @@
+// The reference (de)quantization: hand-built blocks laid out as ggml-common.h says, whose
+// values are computed by hand from the format's definition, and round trips of random rows.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/quant/quantize.hpp"
+
+using namespace inflight;
+
+namespace {
+
+std::vector<std::byte> bytes(std::initializer_list<int> values, std::size_t size) {
+  std::vector<std::byte> out(size);
+  std::size_t i = 0;
+  for (int v : values) out[i++] = std::byte(v);
+  return out;
+}
+
+std::vector<float> dequantized(weight_dtype dtype, const std::vector<std::byte>& block, int n) {
+  std::vector<float> out(std::size_t(n), NAN);
+  REQUIRE(dequantize_row(dtype, block.data(), n, out.data()).has_value());
+  return out;
+}
+
+/// Relative RMS error of a round trip through dtype.
+double round_trip_error(weight_dtype dtype, const std::vector<float>& x) {
+  std::vector<std::byte> q(std::size_t(row_bytes(dtype, std::int64_t(x.size()))));
+  std::vector<float> y(x.size());
+  REQUIRE(quantize_row(dtype, x.data(), std::int64_t(x.size()), q.data()).has_value());
+  REQUIRE(dequantize_row(dtype, q.data(), std::int64_t(x.size()), y.data()).has_value());
+  double e = 0.0, s = 0.0;
+  for (std::size_t i = 0; i < x.size(); ++i) e += (x[i] - y[i]) * double(x[i] - y[i]), s += double(x[i]) * x[i];
+  return std::sqrt(e / s);
+}
+
+}  // namespace
+
+TEST_CASE("half and bfloat16 conversions round to nearest even", "[core][quant]") {
+  CHECK(float_to_half(1.0f) == 0x3c00);
+  CHECK(float_to_half(-2.0f) == 0xc000);
+  CHECK(float_to_half(65504.0f) == 0x7bff);
+  CHECK(float_to_half(65520.0f) == 0x7c00);                 // halfway to the next power: inf
+  CHECK(float_to_half(1.0f + 0x1p-11f) == 0x3c00);          // a tie goes to the even mantissa
+  CHECK(float_to_half(1.0f + 3 * 0x1p-11f) == 0x3c02);
+  CHECK(float_to_half(0x1p-24f) == 0x0001);                 // smallest subnormal
+  CHECK(float_to_half(0x1p-25f) == 0x0000);                 // a tie with zero goes to zero
+  CHECK(half_to_float(0x0001) == 0x1p-24f);
+  CHECK(half_to_float(0x7bff) == 65504.0f);
+  CHECK(std::isnan(half_to_float(float_to_half(NAN))));
+  CHECK(float_to_bf16(1.0f) == 0x3f80);
+  CHECK(float_to_bf16(1.0f + 0x1p-8f) == 0x3f80);           // tie: even
+  CHECK(float_to_bf16(1.0f + 3 * 0x1p-8f) == 0x3f82);
+  CHECK(bf16_to_float(0xbfc0) == -1.5f);
+  CHECK(std::isnan(bf16_to_float(float_to_bf16(NAN))));
+}
+
+TEST_CASE("dequantization of hand-built q8_0, q4_0, f16 and bf16 blocks", "[core][quant]") {
+  // q8_0: half d = 2.0 (0x4000), then 32 int8.
+  const auto q8 = dequantized(weight_dtype::q8_0, bytes({0x00, 0x40, 0x80, 0, 0, 0, 0, 0xff}, 34), 32);
+  CHECK(q8[0] == -256.0f);  // -128 * 2
+  CHECK(q8[5] == -2.0f);    // -1 * 2
+  CHECK(q8[6] == 0.0f);
+  // q4_0: half d = 0.5 (0x3800); value j in the low nibble of byte j, j + 16 in its high nibble.
+  const auto q4 = dequantized(weight_dtype::q4_0, bytes({0x00, 0x38, 0xf0, 0x98}, 18), 32);
+  CHECK(q4[0] == -4.0f);   // (0 - 8) * 0.5
+  CHECK(q4[16] == 3.5f);   // (15 - 8) * 0.5
+  CHECK(q4[1] == 0.0f);    // (8 - 8) * 0.5
+  CHECK(q4[17] == 0.5f);   // (9 - 8) * 0.5
+  CHECK(q4[2] == -4.0f);   // a zero byte is -8 * d
+  const auto f16 = dequantized(weight_dtype::f16, bytes({0x00, 0x3c, 0x00, 0xc0, 0x01, 0x00, 0xff, 0x7b}, 8), 4);
+  CHECK(f16 == std::vector<float>{1.0f, -2.0f, 0x1p-24f, 65504.0f});
+  const auto bf16 = dequantized(weight_dtype::bf16, bytes({0x80, 0x3f, 0xc0, 0xbf}, 4), 2);
+  CHECK(bf16 == std::vector<float>{1.0f, -1.5f});
+}
+
+TEST_CASE("dequantization of hand-built q4_k and q5_k super-blocks", "[core][quant]") {
+  // d = 1.0, dmin = 0.5; sub-block scales {1,2,3,4,33,34,35,63} and mins {0,1,2,3,17,18,19,20}
+  // packed in 12 bytes: sc[j] | (sc[j+4] >> 4) << 6, m[j] | (m[j+4] >> 4) << 6, and the
+  // low nibbles of sc[j+4] and m[j+4].
+  const std::initializer_list<int> head = {0x00, 0x3c, 0x00, 0x38, 0x81, 0x82, 0x83, 0xc4,
+                                           0x40, 0x41, 0x42, 0x43, 0x11, 0x22, 0x33, 0x4f};
+  auto q4k = bytes(head, 144);
+  q4k[16 + 0] = std::byte(0x5a);    // value 0 (low nibble 10), value 32 (high nibble 5)
+  q4k[16 + 64] = std::byte(0x07);   // value 128: sub-block 4, low nibble 7
+  q4k[16 + 127] = std::byte(0xf0);  // value 255: sub-block 7, high nibble 15; value 223: low nibble 0
+  const auto v4 = dequantized(weight_dtype::q4_k, q4k, 256);
+  CHECK(v4[0] == 10.0f);     // 1 * 1 * 10 - 0.5 * 0
+  CHECK(v4[32] == 9.5f);     // 1 * 2 * 5 - 0.5 * 1
+  CHECK(v4[33] == -0.5f);    // 2 * 0 - 0.5 * 1
+  CHECK(v4[128] == 222.5f);  // 33 * 7 - 0.5 * 17
+  CHECK(v4[223] == -9.5f);   // 35 * 0 - 0.5 * 19
+  CHECK(v4[255] == 935.0f);  // 63 * 15 - 0.5 * 20
+  // q5_k: the same head, then qh[32] (fifth bits), then qs[128].
+  auto q5k = bytes(head, 176);
+  q5k[16 + 0] = std::byte(0x01);   // bit 0 of qh[0]: value 0 gets +16
+  q5k[16 + 31] = std::byte(0x80);  // bit 7 of qh[31]: value 255 gets +16
+  q5k[48 + 0] = std::byte(0x5a);
+  q5k[48 + 127] = std::byte(0xf0);
+  const auto v5 = dequantized(weight_dtype::q5_k, q5k, 256);
+  CHECK(v5[0] == 26.0f);      // 1 * (10 + 16) - 0
+  CHECK(v5[32] == 9.5f);      // bit 1 of qh[0] is clear
+  CHECK(v5[255] == 1943.0f);  // 63 * (15 + 16) - 10
+  CHECK(v5[31] == 0.0f);      // value 31: nibble 0, no fifth bit, sub-block 0's min is 0
+}
+
+TEST_CASE("dequantization of a hand-built q6_k super-block", "[core][quant]") {
+  // ql[128] | qh[64] | int8 scales[16] | half d = 0.25 (0x3400).
+  std::vector<std::byte> b(210);
+  b[0] = std::byte(0x3b);    // ql[0]: low 11 (value 0), high 3 (value 64)
+  b[32] = std::byte(0x52);   // ql[32]: low 2 (value 32), high 5 (value 96)
+  b[128] = std::byte(0xe4);  // qh[0]: high bits 0, 1, 2, 3 for values 0, 32, 64, 96
+  b[64] = std::byte(0x0f);   // second half: ql[64] low 15 (value 128)
+  b[128 + 32] = std::byte(0x03);  // qh[32]: high bits 3 for value 128
+  for (int j = 0; j < 16; ++j) b[192 + j] = std::byte(1);
+  b[192 + 0] = std::byte(2), b[192 + 2] = std::byte(-3), b[192 + 4] = std::byte(4), b[192 + 6] = std::byte(5);
+  b[192 + 8] = std::byte(-1);
+  b[208] = std::byte(0x00), b[209] = std::byte(0x34);
+  const auto v = dequantized(weight_dtype::q6_k, b, 256);
+  CHECK(v[0] == -10.5f);    // 0.25 * 2 * (11 - 32)
+  CHECK(v[32] == 10.5f);    // 0.25 * -3 * ((2 | 16) - 32)
+  CHECK(v[64] == 3.0f);     // 0.25 * 4 * ((3 | 32) - 32)
+  CHECK(v[96] == 26.25f);   // 0.25 * 5 * ((5 | 48) - 32)
+  CHECK(v[1] == -16.0f);    // 0.25 * 2 * (0 - 32)
+  CHECK(v[128] == -7.75f);  // 0.25 * -1 * ((15 | 48) - 32)
+}
+
+TEST_CASE("round trips of random rows stay within each format's error", "[core][quant]") {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  std::vector<float> x(4096);
+  for (auto& v : x) v = normal(rng);
+  // Relative RMS error of Gaussian weights (llama.cpp's own quantizers land near these).
+  CHECK(round_trip_error(weight_dtype::f32, x) == 0.0);
+  CHECK(round_trip_error(weight_dtype::f16, x) < 3e-4);
+  CHECK(round_trip_error(weight_dtype::bf16, x) < 3e-3);
+  CHECK(round_trip_error(weight_dtype::q8_0, x) < 0.007);
+  CHECK(round_trip_error(weight_dtype::q6_k, x) < 0.02);
+  CHECK(round_trip_error(weight_dtype::q5_k, x) < 0.04);
+  CHECK(round_trip_error(weight_dtype::q4_k, x) < 0.08);
+  CHECK(round_trip_error(weight_dtype::q4_0, x) < 0.09);
+  // The scale search beats q4_0's plain rule (largest |x| -> -8, d = max / -8).
+  double plain = 0.0, s = 0.0;
+  for (std::size_t b = 0; b < x.size(); b += 32) {
+    float extreme = 0.0f;
+    for (int i = 0; i < 32; ++i) extreme = std::fabs(x[b + i]) > std::fabs(extreme) ? x[b + i] : extreme;
+    const float d = half_to_float(float_to_half(extreme / -8.0f));
+    for (int i = 0; i < 32; ++i) {
+      const float q = std::clamp(std::round(x[b + i] / d), -8.0f, 7.0f);
+      plain += (x[b + i] - d * q) * double(x[b + i] - d * q), s += double(x[b + i]) * x[b + i];
+    }
+  }
+  CHECK(round_trip_error(weight_dtype::q4_0, x) < 0.97 * std::sqrt(plain / s));
+}
+
+TEST_CASE("quantized rows of zeros, constants and tiny values", "[core][quant]") {
+  for (int t = 0; t < num_weight_dtypes; ++t) {
+    const auto dtype = weight_dtype(t);
+    INFO(to_string(dtype));
+    std::vector<float> zeros(256, 0.0f), back(256, NAN);
+    std::vector<std::byte> q(std::size_t(row_bytes(dtype, 256)));
+    REQUIRE(quantize_row(dtype, zeros.data(), 256, q.data()).has_value());
+    REQUIRE(dequantize_row(dtype, q.data(), 256, back.data()).has_value());
+    CHECK(back == zeros);
+    // A row of tiny values keeps its sign and rough size (no scale underflows to 0 in f32).
+    std::vector<float> tiny(256);
+    for (int i = 0; i < 256; ++i) tiny[i] = (i % 2 ? 1e-3f : -1e-3f) * float(1 + i % 7);
+    REQUIRE(quantize_row(dtype, tiny.data(), 256, q.data()).has_value());
+    REQUIRE(dequantize_row(dtype, q.data(), 256, back.data()).has_value());
+    for (int i = 0; i < 256; ++i) CHECK(back[i] == Approx(tiny[i]).epsilon(0.2).margin(2e-4));
+  }
+}
+
+TEST_CASE("rows that are no whole number of blocks are an error value", "[core][quant]") {
+  std::vector<float> x(48);
+  std::vector<std::byte> q(64);
+  const auto bad = quantize_row(weight_dtype::q8_0, x.data(), 48, q.data());
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().code == errc::invalid_argument);
+  CHECK_FALSE(dequantize_row(weight_dtype::q4_k, q.data(), 128, x.data()).has_value());
+  CHECK(quantize_row(weight_dtype::q8_0, x.data(), 32, q.data()).has_value());
+}
