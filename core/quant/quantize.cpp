@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/quant/quant_search.hpp"
+#include "core/util/half.hpp"
 
 namespace inflight {
 namespace quant_detail {
@@ -100,47 +101,17 @@ void search_affine(const float* x, const float* w, int n, int qmax, float& s, fl
 float load_half(const std::byte* p) {
   std::uint16_t h;
   std::memcpy(&h, p, sizeof(h));
-  return half_to_float(h);
+  return fp16_to_float(h);
 }
 
 void store_half(std::byte* p, float value) {
-  const std::uint16_t h = float_to_half(value);
+  const std::uint16_t h = float_to_fp16(value);
   std::memcpy(p, &h, sizeof(h));
 }
 
 }  // namespace quant_detail
 
 using namespace quant_detail;
-
-float half_to_float(std::uint16_t h) {
-  const std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16;
-  const std::uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
-  if (exponent == 0x1f) return float_of(sign | 0x7f800000u | (mantissa << 13));  // inf, NaN
-  if (exponent != 0) return float_of(sign | ((exponent + 112) << 23) | (mantissa << 13));
-  const float magnitude = float(mantissa) * 5.9604644775390625e-8f;  // subnormal: mantissa * 2^-24
-  return sign != 0 ? -magnitude : magnitude;
-}
-
-std::uint16_t float_to_half(float f) {
-  const std::uint32_t u = bits_of(f);
-  const auto sign = std::uint16_t((u >> 16) & 0x8000u);
-  const std::uint32_t abs = u & 0x7fffffffu;
-  if (abs > 0x7f800000u) return std::uint16_t(sign | 0x7e00u | ((abs >> 13) & 0x3ffu));
-  if (abs >= 0x477ff000u) return std::uint16_t(sign | 0x7c00u);  // rounds to >= 65520: inf
-  if (abs >= 0x38800000u) {  // a normal half: drop 13 bits, round to nearest even
-    return std::uint16_t(sign | ((abs + 0xfffu + ((abs >> 13) & 1u) - 0x38000000u) >> 13));
-  }
-  const float scaled = float_of(abs) * 16777216.0f;  // subnormal: in units of 2^-24, exact
-  return std::uint16_t(sign | std::uint16_t(std::nearbyint(scaled)));
-}
-
-float bf16_to_float(std::uint16_t h) { return float_of(std::uint32_t(h) << 16); }
-
-std::uint16_t float_to_bf16(float f) {
-  const std::uint32_t u = bits_of(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return std::uint16_t((u >> 16) | 0x40u);  // quiet NaN
-  return std::uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
 
 void quantize_q8_0(const float* x, std::int64_t n, std::byte* out) {
   for (std::int64_t b = 0; b < n / 32; ++b, x += 32, out += 34) {
@@ -202,7 +173,7 @@ result<void> quantize_row(weight_dtype dtype, const float* x, std::int64_t n, st
     case weight_dtype::f16:
     case weight_dtype::bf16:
       for (std::int64_t i = 0; i < n; ++i) {
-        const std::uint16_t h = dtype == weight_dtype::f16 ? float_to_half(x[i]) : float_to_bf16(x[i]);
+        const std::uint16_t h = dtype == weight_dtype::f16 ? float_to_fp16(x[i]) : float_to_bf16(x[i]);
         std::memcpy(out + 2 * i, &h, sizeof(h));
       }
       break;
@@ -226,7 +197,7 @@ result<void> dequantize_row(weight_dtype dtype, const std::byte* in, std::int64_
       for (std::int64_t i = 0; i < n; ++i) {
         std::uint16_t h;
         std::memcpy(&h, in + 2 * i, sizeof(h));
-        out[i] = dtype == weight_dtype::f16 ? half_to_float(h) : bf16_to_float(h);
+        out[i] = dtype == weight_dtype::f16 ? fp16_to_float(h) : bf16_to_float(h);
       }
       break;
     case weight_dtype::q8_0: dequantize_q8_0(in, n, out); break;

@@ -20,13 +20,6 @@ result<void> quantize_row(weight_dtype dtype, const float* x, std::int64_t n, st
 /// Reads n values (a whole number of dtype's blocks) from row_bytes(dtype, n) bytes of in.
 result<void> dequantize_row(weight_dtype dtype, const std::byte* in, std::int64_t n, float* out);
 
-/// IEEE half <-> float; float to half rounds to nearest even (overflow to inf, NaN kept).
-float half_to_float(std::uint16_t h);
-std::uint16_t float_to_half(float f);
-/// bfloat16 (the top half of a float) <-> float, rounding to nearest even.
-float bf16_to_float(std::uint16_t h);
-std::uint16_t float_to_bf16(float f);
-
 // The block formats one by one (n a whole number of blocks; no checks).
 void quantize_q8_0(const float* x, std::int64_t n, std::byte* out);
 void quantize_q4_0(const float* x, std::int64_t n, std::byte* out);

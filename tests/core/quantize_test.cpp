@@ -7,6 +7,8 @@
 #include <random>
 #include <vector>
 
+#include "core/util/half.hpp"
+
 #include "core/quant/quantize.hpp"
 
 using namespace inflight;
@@ -40,17 +42,17 @@ double round_trip_error(weight_dtype dtype, const std::vector<float>& x) {
 }  // namespace
 
 TEST_CASE("half and bfloat16 conversions round to nearest even", "[core][quant]") {
-  CHECK(float_to_half(1.0f) == 0x3c00);
-  CHECK(float_to_half(-2.0f) == 0xc000);
-  CHECK(float_to_half(65504.0f) == 0x7bff);
-  CHECK(float_to_half(65520.0f) == 0x7c00);                 // halfway to the next power: inf
-  CHECK(float_to_half(1.0f + 0x1p-11f) == 0x3c00);          // a tie goes to the even mantissa
-  CHECK(float_to_half(1.0f + 3 * 0x1p-11f) == 0x3c02);
-  CHECK(float_to_half(0x1p-24f) == 0x0001);                 // smallest subnormal
-  CHECK(float_to_half(0x1p-25f) == 0x0000);                 // a tie with zero goes to zero
-  CHECK(half_to_float(0x0001) == 0x1p-24f);
-  CHECK(half_to_float(0x7bff) == 65504.0f);
-  CHECK(std::isnan(half_to_float(float_to_half(NAN))));
+  CHECK(float_to_fp16(1.0f) == 0x3c00);
+  CHECK(float_to_fp16(-2.0f) == 0xc000);
+  CHECK(float_to_fp16(65504.0f) == 0x7bff);
+  CHECK(float_to_fp16(65520.0f) == 0x7c00);                 // halfway to the next power: inf
+  CHECK(float_to_fp16(1.0f + 0x1p-11f) == 0x3c00);          // a tie goes to the even mantissa
+  CHECK(float_to_fp16(1.0f + 3 * 0x1p-11f) == 0x3c02);
+  CHECK(float_to_fp16(0x1p-24f) == 0x0001);                 // smallest subnormal
+  CHECK(float_to_fp16(0x1p-25f) == 0x0000);                 // a tie with zero goes to zero
+  CHECK(fp16_to_float(0x0001) == 0x1p-24f);
+  CHECK(fp16_to_float(0x7bff) == 65504.0f);
+  CHECK(std::isnan(fp16_to_float(float_to_fp16(NAN))));
   CHECK(float_to_bf16(1.0f) == 0x3f80);
   CHECK(float_to_bf16(1.0f + 0x1p-8f) == 0x3f80);           // tie: even
   CHECK(float_to_bf16(1.0f + 3 * 0x1p-8f) == 0x3f82);
@@ -147,7 +149,7 @@ TEST_CASE("round trips of random rows stay within each format's error", "[core][
   for (std::size_t b = 0; b < x.size(); b += 32) {
     float extreme = 0.0f;
     for (int i = 0; i < 32; ++i) extreme = std::fabs(x[b + i]) > std::fabs(extreme) ? x[b + i] : extreme;
-    const float d = half_to_float(float_to_half(extreme / -8.0f));
+    const float d = fp16_to_float(float_to_fp16(extreme / -8.0f));
     for (int i = 0; i < 32; ++i) {
       const float q = std::clamp(std::round(x[b + i] / d), -8.0f, 7.0f);
       plain += (x[b + i] - d * q) * double(x[b + i] - d * q), s += double(x[b + i]) * x[b + i];
