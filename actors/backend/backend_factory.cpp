@@ -15,6 +15,15 @@ bool has_cuda_backend() {
 #endif
 }
 
+cpu_backend_options cpu_options_of(const engine_settings& s) {
+  cpu_backend_options options;
+  if (s.kv_dtype == "f16") options.kv_type = kernels::cpu::kv_type::f16;
+  if (s.kv_dtype == "bf16") options.kv_type = kernels::cpu::kv_type::bf16;
+  options.num_threads = s.threads;
+  options.pin_threads = s.pin_threads;
+  return options;
+}
+
 result<std::unique_ptr<backend>> make_backend(const engine_settings& s, std::shared_ptr<const model_weights> weights) {
   if (s.backend == "cuda") {
     if (s.kv_dtype != "auto") {
@@ -38,13 +47,7 @@ result<std::unique_ptr<backend>> make_backend(const engine_settings& s, std::sha
 #endif
   }
   if (s.backend != "cpu") return make_error(errc::invalid_argument, "unknown engine.backend '" + s.backend + "'");
-  if (s.kv_dtype != "auto" && s.kv_dtype != "f32") {
-    return make_error(errc::unsupported, "engine.kv_dtype = \"" + s.kv_dtype + "\" is not supported by this build");
-  }
-  cpu_backend_options options;
-  options.num_threads = s.threads;
-  options.pin_threads = s.pin_threads;
-  auto be = cpu_backend::create(std::move(weights), {s.block_size, s.kv_blocks, s.kv_memory_bytes}, options);
+  auto be = cpu_backend::create(std::move(weights), {s.block_size, s.kv_blocks, s.kv_memory_bytes}, cpu_options_of(s));
   if (!be) return std::unexpected(be.error());
   return std::unique_ptr<backend>(std::move(*be));
 }

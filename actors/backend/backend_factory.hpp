@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "actors/backend/cpu_backend.hpp"
 #include "core/backend.hpp"
 #include "core/config/deployment.hpp"
 #include "core/model/model_weights.hpp"
@@ -11,6 +12,9 @@ namespace inflight {
 
 result<std::unique_ptr<backend>> make_backend(const engine_settings& settings,
                                               std::shared_ptr<const model_weights> weights);
+
+/// The CPU backend's options a deployment's [engine] gives (threads, pinning, KV type).
+cpu_backend_options cpu_options_of(const engine_settings& settings);
 
 /// True when this build has the CUDA backend.
 bool has_cuda_backend();

@@ -15,14 +15,9 @@ result<std::unique_ptr<cpu_backend>> cpu_backend::create(std::shared_ptr<const m
     return make_error(errc::unsupported, std::string("cpu backend: this CPU cannot run the ") +
                                              kernels::cpu::to_string(*options.isa) + " kernels");
   }
-  for (const auto dtype : weight_dtypes_of(*weights)) {
-    if (dtype != weight_dtype::f32) {
-      return make_error(errc::unsupported, std::string("cpu backend: weights of type ") + to_string(dtype) +
-                                               " are not supported by this build's CPU kernels");
-    }
-  }
   const auto& c = weights->config;
-  const auto bytes_per_token = kv_bytes_per_token(c.num_layers, c.num_kv_heads, c.head_dim, sizeof(float));
+  const int kv_value_bytes = kernels::cpu::element_bytes(options.kv_type);
+  const auto bytes_per_token = kv_bytes_per_token(c.num_layers, c.num_kv_heads, c.head_dim, kv_value_bytes);
   auto num_blocks = try_resolve_num_blocks(kv, bytes_per_token);
   if (!num_blocks) return std::unexpected(num_blocks.error());
   return std::unique_ptr<cpu_backend>(new cpu_backend(std::move(weights), *num_blocks, kv.block_size, options));
@@ -38,12 +33,14 @@ cpu_backend::cpu_backend(std::shared_ptr<const model_weights> weights, int num_b
   const auto& c = weights_->config;
   shape_ = to_kernel_shape(c);
   layer_views_ = to_layer_views(*weights_);
-  const auto layer_floats = std::size_t(num_blocks_) * block_size_ * c.kv_dim();
-  k_cache_.assign(c.num_layers, std::vector<float>(layer_floats));
-  v_cache_.assign(c.num_layers, std::vector<float>(layer_floats));
+  kv_type_ = options.kv_type;
+  const auto layer_bytes =
+      std::size_t(num_blocks_) * block_size_ * c.kv_dim() * std::size_t(kernels::cpu::element_bytes(kv_type_));
+  k_cache_.assign(c.num_layers, std::vector<std::byte>(layer_bytes));
+  v_cache_.assign(c.num_layers, std::vector<std::byte>(layer_bytes));
   for (int l = 0; l < c.num_layers; ++l) {
-    k_ptrs_.push_back(reinterpret_cast<std::byte*>(k_cache_[l].data()));
-    v_ptrs_.push_back(reinterpret_cast<std::byte*>(v_cache_[l].data()));
+    k_ptrs_.push_back(k_cache_[l].data());
+    v_ptrs_.push_back(v_cache_[l].data());
   }
 }
 
@@ -52,7 +49,7 @@ result<std::span<const float>> cpu_backend::forward(const step_plan& plan) {
   if (auto ok = batch_.try_flatten(plan, bounds); !ok) return std::unexpected(ok.error());
   const auto b = batch_.view();
   const auto wv = to_weights_view(*weights_, layer_views_);
-  const kernels::cpu::paged_kv_view kv{k_ptrs_.data(), v_ptrs_.data(), num_blocks_, block_size_};
+  const kernels::cpu::paged_kv_view kv{k_ptrs_.data(), v_ptrs_.data(), num_blocks_, block_size_, kv_type_};
   logits_.resize(std::size_t(b.num_logits) * shape_.vocab_size);
   row_logits_.resize(std::size_t(b.num_row_logits));
   if (is_pin_pending_) {

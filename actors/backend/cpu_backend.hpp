@@ -21,6 +21,7 @@ struct cpu_backend_options {
   int num_threads = 0;       ///< compute threads; 0 = one per physical core
   bool pin_threads = false;  ///< pin them to cores (done by the thread that runs the first step)
   std::optional<kernels::cpu::cpu_isa> isa;  ///< kernel table; empty = the best this CPU runs
+  kernels::cpu::kv_type kv_type = kernels::cpu::kv_type::f32;  ///< KV cache elements
 };
 
 class cpu_backend final : public backend {
@@ -53,7 +54,8 @@ class cpu_backend final : public backend {
   int block_size_;
   kernels::cpu::llama_shape shape_;
   std::vector<kernels::cpu::llama_layer_view> layer_views_;
-  std::vector<std::vector<float>> k_cache_, v_cache_;
+  std::vector<std::vector<std::byte>> k_cache_, v_cache_;
+  kernels::cpu::kv_type kv_type_ = kernels::cpu::kv_type::f32;
   std::vector<std::byte*> k_ptrs_, v_ptrs_;
   kernels::cpu::llama_workspace workspace_;
   ragged_batch batch_;  // the current step, flattened

@@ -7,8 +7,9 @@
 #include "actors/backend/cpu_backend.hpp"
 #include "apps/inflight/commands.hpp"
 #include "core/model/dummy_model.hpp"
-#include "core/model/llama2c.hpp"
+#include "core/model/model_loader.hpp"
 #include "core/model/shapes.hpp"
+#include "core/quant/convert.hpp"
 
 namespace inflight::app {
 namespace {
@@ -23,18 +24,49 @@ struct bench_forward_options {
   int threads = 0;
   bool pin = false;
   std::string isa;
+  std::string weight_dtype = "auto";
+  std::string kv_dtype = "f32";
   bool profile = false;
 };
 
+/// Random weights of --shape, or --model (any format the loader reads), as --weight-dtype says.
 std::shared_ptr<const model_weights> bench_weights(const bench_forward_options& o) {
-  auto w = o.model.empty() ? [&]() -> result<model_weights> {
+  std::shared_ptr<model_weights> w;
+  if (o.model.empty()) {
     auto c = named_shape(o.shape);
-    if (!c) return make_error(errc::invalid_argument, "unknown shape " + o.shape);
-    return make_dummy_weights(*c, 0);
-  }()
-                           : load_llama2c(o.model);
-  if (!w) fail(w.error().message);
-  return std::make_shared<const model_weights>(std::move(*w));
+    if (!c) fail("unknown shape " + o.shape);
+    auto dummy = make_dummy_weights(*c, 0);
+    if (!dummy) fail(dummy.error().message);
+    w = std::make_shared<model_weights>(std::move(*dummy));
+  } else {
+    model_settings s;
+    s.path = o.model;
+    auto m = load_model(s);
+    if (!m) fail(m.error().message);
+    w = std::const_pointer_cast<model_weights>(m->weights);  // the only owner once m is gone
+  }
+  if (o.weight_dtype != "auto") {
+    auto recipe = try_parse_recipe(o.weight_dtype);
+    if (!recipe) fail("--weight-dtype: " + recipe.error().message);
+    if (auto ok = try_quantize_weights(*w, *recipe); !ok) fail(ok.error().message);
+  }
+  return w;
+}
+
+/// Bytes of every matrix, norm and bias: what a decode step reads besides the KV cache.
+double weight_bytes(const model_weights& w) {
+  double n = double(w.token_embedding.bytes().size() + w.classifier.bytes().size()) + 4.0 * w.final_norm.size();
+  for (const auto& l : w.layers) {
+    for (const auto* t : matrices_of(l)) n += double(t->bytes().size());
+    n += 4.0 * double(l.attn_norm.size() + l.ffn_norm.size() + l.bq.size() + l.bk.size() + l.bv.size());
+  }
+  return n;
+}
+
+std::string dtype_list(const model_weights& w) {
+  std::string out;
+  for (const auto dtype : weight_dtypes_of(w)) out += (out.empty() ? "" : "+") + std::string(to_string(dtype));
+  return out;
 }
 
 /// A plan where each of `batch` sequences processes `tokens` tokens from `start`.
@@ -62,6 +94,8 @@ cpu_backend_options backend_options(const bench_forward_options& o) {
   if (o.isa == "avx512") b.isa = kernels::cpu::cpu_isa::avx512;
   if (o.isa == "avx2") b.isa = kernels::cpu::cpu_isa::avx2;
   if (o.isa == "portable") b.isa = kernels::cpu::cpu_isa::portable;
+  if (o.kv_dtype == "f16") b.kv_type = kernels::cpu::kv_type::f16;
+  if (o.kv_dtype == "bf16") b.kv_type = kernels::cpu::kv_type::bf16;
   return b;
 }
 
@@ -96,6 +130,8 @@ void run_bench_forward(const bench_forward_options& o) {
   const auto& c = weights->config;
   std::printf("model: dim %d, %d layers, %d heads (%d kv), vocab %d; %d threads, %s kernels\n", c.dim, c.num_layers,
               c.num_heads, c.num_kv_heads, c.vocab_size, (*be)->num_threads(), kernels::cpu::to_string((*be)->isa()));
+  std::printf("weights: %s, %.1f MB; KV cache: %s\n", dtype_list(*weights).c_str(), weight_bytes(*weights) / 1e6,
+              o.kv_dtype.c_str());
   std::printf("%-8s %-10s %-14s %-14s %-18s\n", "batch", "context", "step ms", "tokens/s", "prefill tokens/s");
   kernels::cpu::stage_times decode_times;
   for (int batch : o.batches) {
@@ -127,7 +163,7 @@ void run_bench_forward(const bench_forward_options& o) {
 void add_bench_forward_command(CLI::App& bench) {
   auto o = std::make_shared<bench_forward_options>();
   auto* cmd = bench.add_subcommand("forward", "Time backend forward steps for ragged batches (no scheduler)");
-  cmd->add_option("--model", o->model, "llama2.c checkpoint (default: random weights of --shape)");
+  cmd->add_option("--model", o->model, "a model file or folder (default: random weights of --shape)");
   cmd->add_option("--shape", o->shape, "shape for random weights")->capture_default_str();
   cmd->add_option("--batch", o->batches, "batch sizes")->delimiter(',')->capture_default_str();
   cmd->add_option("--context", o->context, "tokens already in each sequence's cache")->capture_default_str();
@@ -136,7 +172,13 @@ void add_bench_forward_command(CLI::App& bench) {
   cmd->add_option("--threads", o->threads, "compute threads (0 = one per physical core)")->capture_default_str();
   cmd->add_option("--pin", o->pin, "pin the compute threads to cores")->capture_default_str();
   cmd->add_option("--isa", o->isa, "kernels: avx512_vnni | avx512 | avx2 | portable (default: the best this CPU runs)")
-      ->check(CLI::IsMember({"avx512", "avx2", "portable"}));
+      ->check(CLI::IsMember({"avx512_vnni", "avx512", "avx2", "portable"}));
+  cmd->add_option("--weight-dtype", o->weight_dtype, "convert the matrices: auto (as loaded) | f32 | f16 | bf16 | q8_0 | "
+                                                     "q4_0 | q4_k | q5_k | q6_k | q4_k_m")
+      ->capture_default_str();
+  cmd->add_option("--kv-dtype", o->kv_dtype, "KV cache elements")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}))
+      ->capture_default_str();
   cmd->add_flag("--profile", o->profile, "print the time per stage of the forward pass");
   cmd->callback([o] { run_bench_forward(*o); });
 }

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/backend/backend_factory.hpp"
 #include "actors/backend/cpu_backend.hpp"
 #include "apps/inflight/commands.hpp"
 #include "core/bench/perplexity.hpp"
@@ -47,8 +48,8 @@ scoring_model load_scoring_model(const perplexity_options& o, const std::string&
          std::to_string(model->max_context));
   }
   const int block_size = 16;
-  cpu_backend_options bo;
-  bo.num_threads = o.threads;
+  auto bo = cpu_options_of(d.engine);  // engine.kv_dtype applies
+  if (o.threads > 0) bo.num_threads = o.threads;
   auto be = cpu_backend::create(model->weights, {block_size, (o.ctx + block_size - 1) / block_size, 0}, bo);
   if (!be) fail(be.error().message);
   return {std::move(*model), std::move(*be)};

@@ -6,6 +6,7 @@
 #include "core/model/hf_model.hpp"
 #include "core/model/llama2c.hpp"
 #include "core/model/shapes.hpp"
+#include "core/quant/convert.hpp"
 #include "core/tokenizer/byte_tokenizer.hpp"
 #include "core/tokenizer/hf_tokenizer.hpp"
 #include "core/tokenizer/llama2c_tokenizer.hpp"
@@ -157,6 +158,23 @@ result<loaded_model> load_dummy(const model_settings& s) {
 
 }  // namespace
 
+namespace {
+
+/// model.weight_dtype: the matrices converted as the recipe says ("auto" keeps the file's).
+result<void> try_convert_weights(loaded_model& m, const std::string& weight_dtype) {
+  if (weight_dtype == "auto") return {};
+  auto recipe = try_parse_recipe(weight_dtype);
+  if (!recipe) return make_error(errc::invalid_argument, "model.weight_dtype: " + recipe.error().message);
+  // The loader made the weights and nothing else holds them yet: convert in place, so
+  // each matrix's old storage is freed as soon as its new one exists.
+  auto weights = std::const_pointer_cast<model_weights>(m.weights);
+  if (auto ok = try_quantize_weights(*weights, *recipe); !ok) return ok;
+  m.description += ", matrices as " + to_string(*recipe);
+  return {};
+}
+
+}  // namespace
+
 result<loaded_model> load_model(const model_settings& settings) {
   const std::string format = resolve_format(settings);
   result<loaded_model> m = make_error(errc::invalid_argument, "unknown model.format '" + format + "'");
@@ -169,6 +187,7 @@ result<loaded_model> load_model(const model_settings& settings) {
     if (!chat) return std::unexpected(chat.error());
     m->chat = std::move(*chat);
   }
+  if (auto ok = try_convert_weights(*m, settings.weight_dtype); !ok) return std::unexpected(ok.error());
   const auto& c = m->weights->config;
   m->max_context = settings.max_context > 0 ? std::min(settings.max_context, c.max_seq_len) : c.max_seq_len;
   m->name = !settings.name.empty() ? settings.name : format == "dummy" ? "dummy" : stem_name(settings.path);

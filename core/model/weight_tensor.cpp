@@ -4,7 +4,7 @@
 #include <cstring>
 #include <new>
 
-#include "core/util/half.hpp"
+#include "core/quant/quantize.hpp"
 
 namespace inflight {
 
@@ -56,24 +56,7 @@ result<void> try_row_to_f32(const weight_tensor& tensor, std::int64_t r, std::sp
   if (r < 0 || r >= tensor.rows() || std::int64_t(out.size()) != tensor.cols()) {
     return make_error(errc::invalid_argument, "weight row " + std::to_string(r) + " out of range");
   }
-  const auto bytes = tensor.row(r);
-  const auto n = std::size_t(tensor.cols());
-  std::uint16_t half_bits = 0;
-  switch (tensor.dtype()) {
-    case weight_dtype::f32:
-      std::memcpy(out.data(), bytes.data(), n * sizeof(float));
-      return {};
-    case weight_dtype::f16:
-    case weight_dtype::bf16:
-      for (std::size_t i = 0; i < n; ++i) {
-        std::memcpy(&half_bits, bytes.data() + 2 * i, 2);
-        out[i] = tensor.dtype() == weight_dtype::f16 ? fp16_to_float(half_bits) : bf16_to_float(half_bits);
-      }
-      return {};
-    default:
-      return make_error(errc::unsupported,
-                        std::string("cannot decode weights of type ") + to_string(tensor.dtype()) + " to fp32");
-  }
+  return dequantize_row(tensor.dtype(), tensor.row(r).data(), tensor.cols(), out.data());
 }
 
 result<std::vector<float>> try_to_f32(const weight_tensor& tensor) {

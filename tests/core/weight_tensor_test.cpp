@@ -1,10 +1,12 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstring>
 
 #include "core/model/dummy_model.hpp"
 #include "core/model/model_loader.hpp"
 #include "core/model/model_weights.hpp"
+#include "core/quant/quantize.hpp"
 #include "core/util/half.hpp"
 
 using namespace inflight;
@@ -38,7 +40,7 @@ TEST_CASE("weight tensors: views are checked against their bytes", "[core][weigh
   CHECK(weight_tensor::from_f32(std::vector<float>(5), 2, 3).empty());
 }
 
-TEST_CASE("weight tensors: fp16 and bf16 rows decode to fp32, quantized ones say they cannot yet", "[core][weights]") {
+TEST_CASE("weight tensors: fp16 and bf16 rows decode to fp32", "[core][weights]") {
   const std::vector<float> values{1.0f, -2.5f, 0.125f, 65504.0f, 3.0f, -0.0f};
   for (const bool is_bf16 : {false, true}) {
     const auto dtype = is_bf16 ? weight_dtype::bf16 : weight_dtype::f16;
@@ -80,4 +82,24 @@ TEST_CASE("model weights: the dtypes in use, and decoding a model to fp32 keeps 
   CHECK(decoded->layers[1].wv.f32()[5] == bf16_to_float(float_to_bf16(values[5])));
   CHECK(decoded->classifier.empty());
   CHECK(decoded->classifier_tensor().shares_storage(decoded->token_embedding));
+}
+
+TEST_CASE("weight tensors: quantized rows decode to what their blocks hold", "[core][weights]") {
+  std::vector<float> values(2 * 64);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = std::sin(float(i) * 0.37f) * (i < 64 ? 1.0f : 1e-3f);
+  for (const auto dtype : {weight_dtype::q8_0, weight_dtype::q4_0}) {
+    std::vector<std::byte> bytes(std::size_t(2 * row_bytes(dtype, 64)));
+    REQUIRE(quantize_row(dtype, values.data(), 64, bytes.data()));
+    REQUIRE(quantize_row(dtype, values.data() + 64, 64, bytes.data() + row_bytes(dtype, 64)));
+    const auto t = weight_tensor::from_bytes(dtype, 2, 64, bytes);
+    REQUIRE_FALSE(t.empty());
+    auto decoded = try_to_f32(t);
+    REQUIRE(decoded);
+    std::vector<float> expected(64);
+    REQUIRE(dequantize_row(dtype, bytes.data() + row_bytes(dtype, 64), 64, expected.data()));
+    for (int i = 0; i < 64; ++i) CHECK((*decoded)[64 + i] == expected[i]);
+    // The small row keeps its own scale: close to the input, not flushed to zero.
+    CHECK((*decoded)[64 + 1] == Approx(values[64 + 1]).margin(2e-4));
+    CHECK((*decoded)[64 + 1] != 0.0f);
+  }
 }
