@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # Side by side on this machine, in one run: inflight's CPU backend against llama.cpp on
-# the same weights (random weights of the bench-110M shape, f32, as a llama2.c
-# checkpoint; llama.cpp reads its own GGUF conversion of it), 128-token prompts and
-# 128 generated tokens at 1, 16 and 32 streams, the same number of threads.
+# the same weights (random weights of the bench-110M shape as a llama2.c checkpoint;
+# llama.cpp reads its own GGUF conversion of it, quantized by llama-quantize to TYPE),
+# 128-token prompts and 128 generated tokens at 1, 16 and 32 streams, the same number
+# of threads, both KV caches in KV_DTYPE.
 #
-#   scripts/compare-llamacpp.sh PEER_DIR [THREADS] [RUNS]
+#   scripts/compare-llamacpp.sh PEER_DIR [THREADS] [RUNS] [TYPE]
+#
+# TYPE: f32 (default) | f16 | bf16 | q8_0 | q4_0 | q4_k_m ... (llama-quantize's names, any
+# case). inflight reads the very GGUF file llama.cpp runs when it can; otherwise it
+# quantizes the f32 checkpoint at load (model.weight_dtype = TYPE), and the table says so.
+# Environment: KV_DTYPE (f16, llama.cpp's default; f32 | bf16), NPP and NTG (prompt and
+# generated tokens, 128 each), STREAMS (1,16,32; e.g. NPP=2048 STREAMS=1 for long prompts).
 #
 # PEER_DIR: a llama.cpp build made by ../shared/tools/build-llamacpp-peer.sh (with
 # bin/llama-batched-bench and gguf.sh). THREADS defaults to 2. RUNS (default 3) rounds
@@ -17,15 +24,19 @@
 #               for generation, prompt tokens / TTFT for the prompt
 set -euo pipefail
 
-peer=${1:?usage: $0 PEER_DIR [THREADS]}
+peer=${1:?usage: $0 PEER_DIR [THREADS] [RUNS] [TYPE]}
 threads=${2:-2}
 runs=${3:-3}
+type=$(echo "${4:-f32}" | tr 'A-Z' 'a-z')
+kv=${KV_DTYPE:-f16}
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${INFLIGHT_BIN:-$root/build/bin/inflight}
 tokenizer=${INFLIGHT_TOKENIZER:-$root/../shared/models/llama2c-tokenizer-32k/tokenizer.bin}
-npp=128 ntg=128 streams=(1 16 32)
+npp=${NPP:-128} ntg=${NTG:-128}
+IFS=, read -r -a streams <<<"${STREAMS:-1,16,32}"
+max_streams=$(printf '%s\n' "${streams[@]}" | sort -n | tail -1)
 
-for f in "$bin" "$peer/bin/llama-batched-bench" "$peer/gguf.sh" "$tokenizer"; do
+for f in "$bin" "$peer/bin/llama-batched-bench" "$peer/bin/llama-quantize" "$peer/gguf.sh" "$tokenizer"; do
   [ -e "$f" ] || { echo "compare-llamacpp: missing $f" >&2; exit 2; }
 done
 work=$(mktemp -d /tmp/compare-llamacpp.XXXXXX)
@@ -33,28 +44,48 @@ trap 'rm -rf "$work"' EXIT
 
 started="$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "compare-llamacpp: $started" >&2
-"$bin" make-model --shape bench-110M --format llama2c --out "$work/model.bin" >/dev/null
+"$bin" make-model --shape bench-110M --format llama2c --max-seq-len $((npp + ntg > 2048 ? npp + ntg : 2048)) \
+  --out "$work/model.bin" >/dev/null
 "$peer/gguf.sh" "$work/model.bin" "$tokenizer" "$work/model.gguf" >"$work/convert.log" 2>&1 ||
   { cat "$work/convert.log" >&2; exit 1; }
+gguf="$work/model.gguf"
+if [ "$type" != f32 ]; then
+  gguf="$work/model-$type.gguf"
+  "$peer/bin/llama-quantize" "$work/model.gguf" "$gguf" "$(echo "$type" | tr 'a-z' 'A-Z')" >"$work/quantize.log" 2>&1 ||
+    { tail -20 "$work/quantize.log" >&2; exit 1; }
+fi
+forward_type=()
+# inflight's side: the same GGUF file when this build reads GGUF, else the checkpoint
+# quantized at load.
+if "$bin" bench forward --model "$gguf" --batch 1 --context 1 --steps 1 --prefill 1 >/dev/null 2>&1; then
+  model="$gguf" model_args=() source="the same GGUF file ($(du -h "$gguf" | cut -f1))"
+else
+  model="$work/model.bin" model_args=(--tokenizer "$tokenizer" --set model.weight_dtype="$type")
+  source="the checkpoint quantized at load"
+  forward_type=(--weight-dtype "$type")
+fi
+if [ "$type" = f32 ] && [ "$model" = "$work/model.bin" ]; then
+  model_args=(--tokenizer "$tokenizer") forward_type=() source="the checkpoint"
+fi
 
 # A prompt of exactly npp tokens: BOS and npp - 1 times " hello" (one token each).
 prompt="hello$(printf ' hello%.0s' $(seq 2 $((npp - 1))))"
 for r in $(seq 1 "$runs"); do
   echo "compare-llamacpp: round $r of $runs: llama.cpp ..." >&2
-  "$peer/bin/llama-batched-bench" -m "$work/model.gguf" -npp $npp -ntg $ntg -npl "$(IFS=,; echo "${streams[*]}")" \
-    -t "$threads" -fa on -c 8192 >"$work/llamacpp.$r.txt" 2>"$work/llamacpp.log" ||
+  "$peer/bin/llama-batched-bench" -m "$gguf" -npp $npp -ntg $ntg -npl "$(IFS=,; echo "${streams[*]}")" \
+    -t "$threads" -fa on -ctk "$kv" -ctv "$kv" -c $((max_streams * (npp + ntg) + 256)) >"$work/llamacpp.$r.txt" 2>"$work/llamacpp.log" ||
     { tail -20 "$work/llamacpp.log" >&2; exit 1; }
 
   echo "compare-llamacpp: round $r of $runs: inflight bench forward ..." >&2
-  "$bin" bench forward --model "$work/model.bin" --batch "$(IFS=,; echo "${streams[*]}")" --context $npp \
-    --steps $ntg --prefill $npp --threads "$threads" >"$work/forward.$r.txt"
+  "$bin" bench forward --model "$model" "${forward_type[@]}" --kv-dtype "$kv" --batch "$(IFS=,; echo "${streams[*]}")" \
+    --context $npp --steps $ntg --prefill $npp --threads "$threads" >"$work/forward.$r.txt"
 
   for n in "${streams[@]}"; do
     echo "compare-llamacpp: round $r of $runs: inflight engine, $n streams ..." >&2
-    "$bin" generate --model "$work/model.bin" --tokenizer "$tokenizer" --prompt "$prompt" --n-prompts "$n" \
+    "$bin" generate --model "$model" "${model_args[@]}" --set engine.kv_dtype="$kv" --prompt "$prompt" --n-prompts "$n" \
       --max-tokens $ntg --ignore-eos --temperature 0 --set engine.threads="$threads" \
-      --set engine.max_num_batched_tokens=$((npp * 32)) --set engine.max_num_seqs=64 \
-      --set engine.kv_memory=1GiB >/dev/null 2>"$work/engine.$n.$r.txt" || { cat "$work/engine.$n.$r.txt" >&2; exit 1; }
+      --set engine.max_num_batched_tokens=$((npp * max_streams)) --set engine.max_num_seqs=64 \
+      --set engine.kv_memory=2GiB >/dev/null 2>"$work/engine.$n.$r.txt" || { cat "$work/engine.$n.$r.txt" >&2; exit 1; }
     grep -q "prompt tokens: $npp " "$work/engine.$n.$r.txt" ||
       { echo "compare-llamacpp: the prompt is not $npp tokens:" >&2; cat "$work/engine.$n.$r.txt" >&2; exit 1; }
   done
@@ -80,18 +111,30 @@ for n in "${streams[@]}"; do
   tg_forward[$n]=$(rounds forward_col forward "$n" 4)
   tg_engine[$n]=$(engine_rounds engine_tg "$n")
 done
-pp_llama=$(rounds llama_col llamacpp 1 7) pp_forward=$(rounds forward_col forward 1 5) pp_engine=$(engine_rounds engine_pp 1)
-pp16_llama=$(rounds llama_col llamacpp 16 7) pp16_forward=$(rounds forward_col forward 16 5)
+pp_llama=$(rounds llama_col llamacpp "${streams[0]}" 7) pp_forward=$(rounds forward_col forward "${streams[0]}" 5)
+pp_engine=$(engine_rounds engine_pp "${streams[0]}")
+
+# row LABEL ARRAY PROMPT: one table row, a cell per stream count, then the prompt cell.
+row() { local -n cells=$2; local line="| $1 |"; for n in "${streams[@]}"; do line+=" ${cells[$n]} |"; done; echo "$line $3 |"; }
+# ratio_row LABEL A B PROMPT_A PROMPT_B
+ratio_row() {
+  local -n a=$2 b=$3; local line="| $1 |"
+  for n in "${streams[@]}"; do line+=" $(ratio "${a[$n]}" "${b[$n]}") |"; done
+  echo "$line $(ratio "$4" "$5") |"
+}
 
 echo
-echo "bench-110M (random weights, f32), $npp-token prompts, $ntg generated tokens, $threads threads; tokens/s, median of $runs rounds"
-echo "$(sed -n 's/^model: .*; //p' "$work/forward.1.txt" | head -1); started $started; load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "bench-110M (random weights), weights $type, KV cache $kv; inflight reads $source;" \
+  "$npp-token prompts, $ntg generated tokens, $threads threads; tokens/s, median of $runs rounds"
+echo "$(sed -n 's/^model: .*; //p' "$work/forward.1.txt" | head -1); $(sed -n 's/^weights: //p' "$work/forward.1.txt" | head -1);" \
+  "started $started; load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| | 1 stream | 16 streams | 32 streams | prompt 1 x $npp | prompt 16 x $npp |"
-echo "|---|---|---|---|---|---|"
-echo "| llama.cpp generation (S_TG) / prompt (S_PP) | ${tg_llama[1]} | ${tg_llama[16]} | ${tg_llama[32]} | $pp_llama | $pp16_llama |"
-echo "| inflight bench forward (backend alone) | ${tg_forward[1]} | ${tg_forward[16]} | ${tg_forward[32]} | $pp_forward | $pp16_forward |"
-echo "| inflight engine (generate --n-prompts N) | ${tg_engine[1]} | ${tg_engine[16]} | ${tg_engine[32]} | $pp_engine | |"
-echo "| bench forward / llama.cpp | $(ratio "${tg_forward[1]}" "${tg_llama[1]}") | $(ratio "${tg_forward[16]}" "${tg_llama[16]}") | $(ratio "${tg_forward[32]}" "${tg_llama[32]}") | $(ratio "$pp_forward" "$pp_llama") | $(ratio "$pp16_forward" "$pp16_llama") |"
-echo "| engine / llama.cpp | $(ratio "${tg_engine[1]}" "${tg_llama[1]}") | $(ratio "${tg_engine[16]}" "${tg_llama[16]}") | $(ratio "${tg_engine[32]}" "${tg_llama[32]}") | $(ratio "$pp_engine" "$pp_llama") | |"
-echo "| engine / bench forward | $(ratio "${tg_engine[1]}" "${tg_forward[1]}") | $(ratio "${tg_engine[16]}" "${tg_forward[16]}") | $(ratio "${tg_engine[32]}" "${tg_forward[32]}") | $(ratio "$pp_engine" "$pp_forward") | |"
+header="|"; rule="|---|"
+for n in "${streams[@]}"; do header+=" $n stream$([ "$n" = 1 ] || echo s) |"; rule+="---|"; done
+echo "| $header prompt ${streams[0]} x $npp |"; echo "$rule---|"
+row "llama.cpp generation (S_TG) / prompt (S_PP)" tg_llama "$pp_llama"
+row "inflight bench forward (backend alone)" tg_forward "$pp_forward"
+row "inflight engine (generate --n-prompts N)" tg_engine "$pp_engine"
+ratio_row "bench forward / llama.cpp" tg_forward tg_llama "$pp_forward" "$pp_llama"
+ratio_row "engine / llama.cpp" tg_engine tg_llama "$pp_engine" "$pp_llama"
+ratio_row "engine / bench forward" tg_engine tg_forward "$pp_engine" "$pp_forward"

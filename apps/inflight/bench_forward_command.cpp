@@ -7,6 +7,7 @@
 #include "actors/backend/cpu_backend.hpp"
 #include "apps/inflight/commands.hpp"
 #include "core/model/dummy_model.hpp"
+#include "core/model/llama2c.hpp"
 #include "core/model/model_loader.hpp"
 #include "core/model/shapes.hpp"
 #include "core/quant/convert.hpp"
@@ -41,9 +42,15 @@ std::shared_ptr<const model_weights> bench_weights(const bench_forward_options& 
   } else {
     model_settings s;
     s.path = o.model;
-    auto m = load_model(s);
-    if (!m) fail(m.error().message);
-    w = std::const_pointer_cast<model_weights>(m->weights);  // the only owner once m is gone
+    if (resolve_format(s) == "llama2c") {  // no tokenizer needed
+      auto loaded = load_llama2c(o.model);
+      if (!loaded) fail(loaded.error().message);
+      w = std::make_shared<model_weights>(std::move(*loaded));
+    } else {
+      auto m = load_model(s);
+      if (!m) fail(m.error().message);
+      w = std::const_pointer_cast<model_weights>(m->weights);  // the only owner once m is gone
+    }
   }
   if (o.weight_dtype != "auto") {
     auto recipe = try_parse_recipe(o.weight_dtype);
