@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <deque>
 #include <new>
 #include <thread>
 #include <vector>
@@ -68,64 +67,83 @@ void run_jobs(const std::vector<fill_job>& jobs, std::uint64_t seed) {
 
 namespace {
 
-/// A matrix filled in place, then moved into its weight tensor.
-struct pending_matrix {
-  weight_tensor* out;
-  std::vector<float> values;
-  std::int64_t rows, cols;
+/// One random tensor in creation order (its index seeds its stream): a matrix, or a bias.
+struct random_tensor {
+  weight_tensor* matrix = nullptr;
+  std::vector<float>* bias = nullptr;
+  std::int64_t rows = 0, cols = 0;
+  matrix_role role = matrix_role::wq;
+  int layer = 0;
 };
 
-}  // namespace
-
-result<model_weights> make_dummy_weights(const model_config& config, std::uint64_t seed) {
-  if (auto ok = try_check_shape(config); !ok) return std::unexpected(ok.error());
-  const std::int64_t dim = config.dim, hidden = config.hidden_dim;
-  const std::int64_t q = config.q_dim(), kv = config.kv_dim(), vocab = config.vocab_size;
-  model_weights w;
-  w.config = config;
-  std::deque<pending_matrix> matrices;
-  std::vector<std::vector<float>*> random;  // in a fixed order: the tensor index seeds its stream
-  const auto matrix = [&](weight_tensor& out, std::int64_t rows, std::int64_t cols) {
-    matrices.push_back({&out, std::vector<float>(std::size_t(rows * cols)), rows, cols});
-    random.push_back(&matrices.back().values);
-  };
+/// Fills one tensor (in parallel over its chunks) and stores it, converted when asked.
+result<void> make_tensor(const random_tensor& r, std::size_t index, std::uint64_t seed, const quant_recipe* recipe,
+                         const model_config& config) {
+  std::vector<float> values;
   try {
-    matrix(w.token_embedding, vocab, dim);
-    w.layers.resize(std::size_t(config.num_layers));
-    for (auto& layer : w.layers) {
-      layer.attn_norm.assign(std::size_t(dim), 1.0f);
-      layer.ffn_norm.assign(std::size_t(dim), 1.0f);
-      matrix(layer.wq, q, dim);
-      matrix(layer.wk, kv, dim);
-      matrix(layer.wv, kv, dim);
-      matrix(layer.wo, dim, q);
-      matrix(layer.w_gate, hidden, dim);
-      matrix(layer.w_up, hidden, dim);
-      matrix(layer.w_down, dim, hidden);
-      if (config.qk_norm) {
-        layer.q_norm.assign(std::size_t(config.head_dim), 1.0f);
-        layer.k_norm.assign(std::size_t(config.head_dim), 1.0f);
-      }
-      if (config.attention_bias) {
-        layer.bq.resize(std::size_t(q));
-        layer.bk.resize(std::size_t(kv));
-        layer.bv.resize(std::size_t(kv));
-        random.insert(random.end(), {&layer.bq, &layer.bk, &layer.bv});
-      }
-    }
-    w.final_norm.assign(std::size_t(dim), 1.0f);
-    if (!config.tied_embeddings) matrix(w.classifier, vocab, dim);
+    values.resize(r.bias ? r.bias->size() : std::size_t(r.rows * r.cols));
   } catch (const std::bad_alloc&) {
     return make_error(errc::out_of_memory, "not enough memory for dummy weights of " +
                                                std::to_string(config.num_parameters()) + " parameters");
   }
   std::vector<fill_job> jobs;
-  for (std::size_t t = 0; t < random.size(); ++t) {
-    const std::size_t num_chunks = (random[t]->size() + chunk_size - 1) / chunk_size;
-    for (std::size_t c = 0; c < num_chunks; ++c) jobs.push_back({random[t], t, c});
-  }
+  for (std::size_t c = 0; c * chunk_size < values.size(); ++c) jobs.push_back({&values, index, c});
   run_jobs(jobs, seed);
-  for (auto& m : matrices) *m.out = weight_tensor::from_f32(std::move(m.values), m.rows, m.cols);
+  if (r.bias) {
+    *r.bias = std::move(values);
+    return {};
+  }
+  *r.matrix = weight_tensor::from_f32(std::move(values), r.rows, r.cols);
+  if (!recipe) return {};
+  const auto to = fallback_for(dtype_for(*recipe, r.role, r.layer, config.num_layers, config.tied_embeddings), r.cols);
+  if (to == weight_dtype::f32) return {};
+  auto converted = try_convert(*r.matrix, to);
+  if (!converted) return std::unexpected(converted.error());
+  *r.matrix = std::move(*converted);
+  return {};
+}
+
+}  // namespace
+
+result<model_weights> make_dummy_weights(const model_config& config, std::uint64_t seed, const quant_recipe* recipe) {
+  if (auto ok = try_check_shape(config); !ok) return std::unexpected(ok.error());
+  const std::int64_t dim = config.dim, hidden = config.hidden_dim;
+  const std::int64_t q = config.q_dim(), kv = config.kv_dim(), vocab = config.vocab_size;
+  model_weights w;
+  w.config = config;
+  std::vector<random_tensor> order;  // the order fixes each tensor's random stream
+  const auto matrix = [&](weight_tensor& out, std::int64_t rows, std::int64_t cols, matrix_role role, int layer) {
+    order.push_back({&out, nullptr, rows, cols, role, layer});
+  };
+  matrix(w.token_embedding, vocab, dim, matrix_role::token_embedding, 0);
+  w.layers.resize(std::size_t(config.num_layers));
+  for (int i = 0; i < config.num_layers; ++i) {
+    auto& layer = w.layers[std::size_t(i)];
+    layer.attn_norm.assign(std::size_t(dim), 1.0f);
+    layer.ffn_norm.assign(std::size_t(dim), 1.0f);
+    matrix(layer.wq, q, dim, matrix_role::wq, i);
+    matrix(layer.wk, kv, dim, matrix_role::wk, i);
+    matrix(layer.wv, kv, dim, matrix_role::wv, i);
+    matrix(layer.wo, dim, q, matrix_role::wo, i);
+    matrix(layer.w_gate, hidden, dim, matrix_role::w_gate, i);
+    matrix(layer.w_up, hidden, dim, matrix_role::w_up, i);
+    matrix(layer.w_down, dim, hidden, matrix_role::w_down, i);
+    if (config.qk_norm) {
+      layer.q_norm.assign(std::size_t(config.head_dim), 1.0f);
+      layer.k_norm.assign(std::size_t(config.head_dim), 1.0f);
+    }
+    if (config.attention_bias) {
+      layer.bq.resize(std::size_t(q));
+      layer.bk.resize(std::size_t(kv));
+      layer.bv.resize(std::size_t(kv));
+      for (auto* b : {&layer.bq, &layer.bk, &layer.bv}) order.push_back({nullptr, b});
+    }
+  }
+  w.final_norm.assign(std::size_t(dim), 1.0f);
+  if (!config.tied_embeddings) matrix(w.classifier, vocab, dim, matrix_role::classifier, config.num_layers - 1);
+  for (std::size_t t = 0; t < order.size(); ++t) {
+    if (auto ok = make_tensor(order[t], t, seed, recipe, config); !ok) return std::unexpected(ok.error());
+  }
   return w;
 }
 

@@ -146,7 +146,15 @@ result<loaded_model> load_dummy(const model_settings& s) {
   } else {
     m.tok = std::make_shared<byte_tokenizer>(c.vocab_size);
   }
-  auto w = make_dummy_weights(c, s.dummy.seed);
+  // Drawn straight into model.weight_dtype, a matrix at a time (an 8B shape at q4_k_m
+  // never holds its f32 whole); load_model's conversion then finds nothing to do.
+  std::optional<quant_recipe> recipe;
+  if (s.weight_dtype != "auto") {
+    auto r = try_parse_recipe(s.weight_dtype);
+    if (!r) return make_error(errc::invalid_argument, "model.weight_dtype: " + r.error().message);
+    recipe = *r;
+  }
+  auto w = make_dummy_weights(c, s.dummy.seed, recipe ? &*recipe : nullptr);
   if (!w) return std::unexpected(w.error());
   m.description = "DUMMY random weights (seed " + std::to_string(s.dummy.seed) + ") with " +
                   (s.tokenizer.empty() ? std::string("a byte-level tokenizer") : "tokenizer " + s.tokenizer) +

@@ -147,3 +147,20 @@ TEST_CASE("quant convert: model.weight_dtype quantizes a loaded model", "[core][
   REQUIRE_FALSE(bad);
   CHECK_THAT(bad.error().message, Catch::Contains("q7"));
 }
+
+TEST_CASE("quant convert: dummy weights drawn into a recipe equal f32 ones converted after", "[core][quant]") {
+  const auto c = small_config(256, 512, 3);
+  const quant_recipe mix{weight_dtype::q4_k, true};
+  auto direct = make_dummy_weights(c, 11, &mix);
+  auto after = make_dummy_weights(c, 11);
+  REQUIRE(direct);
+  REQUIRE(after);
+  REQUIRE(try_quantize_weights(*after, mix));
+  CHECK(direct->token_embedding == after->token_embedding);
+  for (std::size_t l = 0; l < direct->layers.size(); ++l) {
+    const auto a = matrices_of(direct->layers[l]), b = matrices_of(after->layers[l]);
+    for (std::size_t i = 0; i < a.size(); ++i) CHECK(*a[i] == *b[i]);
+  }
+  CHECK(direct->layers[2].w_down.dtype() == weight_dtype::q6_k);  // the last eighth
+  CHECK(direct->layers[0].w_down.dtype() == weight_dtype::q4_k);
+}
