@@ -16,6 +16,7 @@ kernels::cpu::weight_type kernel_type(weight_dtype t) {
     case weight_dtype::q4_k: return weight_type::q4_k;
     case weight_dtype::q5_k: return weight_type::q5_k;
     case weight_dtype::q6_k: return weight_type::q6_k;
+    case weight_dtype::q5_0: return weight_type::q5_0;
   }
   return weight_type::f32;
 }

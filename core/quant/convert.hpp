@@ -8,9 +8,10 @@
 ///            wv and w_down of the first and last eighth
 ///            of the layers and every third between: q6_k
 ///
-/// A row that is not a whole number of the chosen type's blocks falls back: a k-quant to
-/// q8_0 when its rows hold whole 32-value blocks, anything else to f16 (stories260K's
-/// FFN width, 172, keeps w_down in f16), as llama-quantize does.
+/// A row that is not a whole number of the chosen type's blocks falls back as
+/// llama-quantize does when its rows hold whole 32-value blocks: q4_k to q5_0, q6_k to
+/// q8_0 (q5_k to q8_0, where llama-quantize takes q5_1); anything else to f16
+/// (stories260K's FFN width, 172, keeps w_down in f16).
 
 #include <string>
 #include <string_view>

@@ -154,6 +154,35 @@ void dequantize_q4_0(const std::byte* in, std::int64_t n, float* out) {
   }
 }
 
+void quantize_q5_0(const float* x, std::int64_t n, std::byte* out) {
+  float w[32];
+  for (std::int64_t b = 0; b < n / 32; ++b, x += 32, out += 22) {
+    importance(x, 32, w);
+    store_half(out, search_symmetric(x, w, 32, -16, 15));
+    const float d = load_half(out);
+    std::uint32_t high = 0;
+    for (int i = 0; i < 16; ++i) {
+      const int lo = quantize_value(x[i], d, -16, 15) + 16, hi = quantize_value(x[i + 16], d, -16, 15) + 16;
+      out[6 + i] = std::byte((lo & 0xf) | ((hi & 0xf) << 4));
+      high |= std::uint32_t(lo >> 4) << i | std::uint32_t(hi >> 4) << (i + 16);
+    }
+    std::memcpy(out + 2, &high, 4);  // little-endian, as GGUF stores it
+  }
+}
+
+void dequantize_q5_0(const std::byte* in, std::int64_t n, float* out) {
+  for (std::int64_t b = 0; b < n / 32; ++b, in += 22, out += 32) {
+    const float d = load_half(in);
+    std::uint32_t high;
+    std::memcpy(&high, in + 2, 4);
+    for (int i = 0; i < 16; ++i) {
+      const int byte = std::to_integer<int>(in[6 + i]);
+      out[i] = d * float(((byte & 0xf) | int((high >> i) & 1) << 4) - 16);
+      out[i + 16] = d * float(((byte >> 4) | int((high >> (i + 16)) & 1) << 4) - 16);
+    }
+  }
+}
+
 namespace {
 
 result<void> check_fits(weight_dtype dtype, std::int64_t n) {
@@ -179,6 +208,7 @@ result<void> quantize_row(weight_dtype dtype, const float* x, std::int64_t n, st
       break;
     case weight_dtype::q8_0: quantize_q8_0(x, n, out); break;
     case weight_dtype::q4_0: quantize_q4_0(x, n, out); break;
+    case weight_dtype::q5_0: quantize_q5_0(x, n, out); break;
     case weight_dtype::q4_k: quantize_q4_k(x, n, out); break;
     case weight_dtype::q5_k: quantize_q5_k(x, n, out); break;
     case weight_dtype::q6_k: quantize_q6_k(x, n, out); break;
@@ -202,6 +232,7 @@ result<void> dequantize_row(weight_dtype dtype, const std::byte* in, std::int64_
       break;
     case weight_dtype::q8_0: dequantize_q8_0(in, n, out); break;
     case weight_dtype::q4_0: dequantize_q4_0(in, n, out); break;
+    case weight_dtype::q5_0: dequantize_q5_0(in, n, out); break;
     case weight_dtype::q4_k: dequantize_q4_k(in, n, out); break;
     case weight_dtype::q5_k: dequantize_q5_k(in, n, out); break;
     case weight_dtype::q6_k: dequantize_q6_k(in, n, out); break;

@@ -23,11 +23,13 @@ result<void> dequantize_row(weight_dtype dtype, const std::byte* in, std::int64_
 // The block formats one by one (n a whole number of blocks; no checks).
 void quantize_q8_0(const float* x, std::int64_t n, std::byte* out);
 void quantize_q4_0(const float* x, std::int64_t n, std::byte* out);
+void quantize_q5_0(const float* x, std::int64_t n, std::byte* out);
 void quantize_q4_k(const float* x, std::int64_t n, std::byte* out);
 void quantize_q5_k(const float* x, std::int64_t n, std::byte* out);
 void quantize_q6_k(const float* x, std::int64_t n, std::byte* out);
 void dequantize_q8_0(const std::byte* in, std::int64_t n, float* out);
 void dequantize_q4_0(const std::byte* in, std::int64_t n, float* out);
+void dequantize_q5_0(const std::byte* in, std::int64_t n, float* out);
 void dequantize_q4_k(const std::byte* in, std::int64_t n, float* out);
 void dequantize_q5_k(const std::byte* in, std::int64_t n, float* out);
 void dequantize_q6_k(const std::byte* in, std::int64_t n, float* out);

@@ -8,6 +8,8 @@
 ///   q4_k  256 values: fp16 d, fp16 dmin, 12 bytes of 6-bit sub-block scales and mins,
 ///                    128 bytes of nibbles                     x = d * sc * q - dmin * m
 ///   q5_k  256 values: as q4_k plus 32 bytes of fifth bits
+///   q5_0  32 values: fp16 d, 4 bytes of fifth bits (bit j: value j), 16 bytes of nibbles
+///                    as q4_0                                  x = d * (q - 16)
 ///   q6_k  256 values: 128 bytes low nibbles, 64 bytes high 2 bits, int8 scales[16], fp16 d
 ///
 /// A row of a matrix is a whole number of blocks.
@@ -19,8 +21,8 @@
 
 namespace inflight {
 
-enum class weight_dtype : std::uint8_t { f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k };
-inline constexpr int num_weight_dtypes = 8;
+enum class weight_dtype : std::uint8_t { f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, q5_0 };
+inline constexpr int num_weight_dtypes = 9;
 
 /// Values and bytes of one block (1 value for the float types).
 struct dtype_layout {
@@ -29,7 +31,7 @@ struct dtype_layout {
 };
 
 dtype_layout layout_of(weight_dtype dtype);
-/// "f32" | "f16" | "bf16" | "q8_0" | "q4_0" | "q4_k" | "q5_k" | "q6_k".
+/// "f32" | "f16" | "bf16" | "q8_0" | "q4_0" | "q4_k" | "q5_k" | "q6_k" | "q5_0".
 const char* to_string(weight_dtype dtype);
 /// The names to_string gives, as "f32 | f16 | ..." for error messages.
 std::string weight_dtype_names();

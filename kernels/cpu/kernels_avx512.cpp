@@ -28,6 +28,7 @@ const cpu_kernel_table& avx512_kernels() {
     t.weights[int(weight_type::bf16)].gemm = half_gemm<V, bf16_loads<V>>;
     t.weights[int(weight_type::q8_0)].gemm = gemm32<V, q8_0_format>;
     t.weights[int(weight_type::q4_0)].gemm = gemm32<V, q4_0_format>;
+    t.weights[int(weight_type::q5_0)].gemm = gemm32<V, q5_0_format>;
     t.weights[int(weight_type::q4_k)].gemm = gemm_k<V, k_type::q4_k>;
     t.weights[int(weight_type::q5_k)].gemm = gemm_k<V, k_type::q5_k>;
     t.weights[int(weight_type::q6_k)].gemm = gemm_k<V, k_type::q6_k>;

@@ -129,6 +129,14 @@ int q4_0_value(const std::byte* block, int i) {
   return (i < 16 ? byte & 0xf : byte >> 4) - 8;
 }
 
+/// Value i of a q5_0 block: its nibble (as q4_0's, 4 bytes later) and its fifth bit.
+int q5_0_value(const std::byte* block, int i) {
+  std::uint32_t high;
+  std::memcpy(&high, block + 2, sizeof(high));
+  const int byte = std::to_integer<int>(block[6 + i % 16]);
+  return ((i < 16 ? byte & 0xf : byte >> 4) | int((high >> i) & 1u) << 4) - 16;
+}
+
 void gemm_q8_0(const typed_gemm_args& a, int row_begin, int row_end) {
   for_outputs(a, row_begin, row_end,
               [&](const std::byte* w, const std::byte* x) { return dot_blocks32<34>(w, x, a.k, q8_0_value); });
@@ -137,6 +145,11 @@ void gemm_q8_0(const typed_gemm_args& a, int row_begin, int row_end) {
 void gemm_q4_0(const typed_gemm_args& a, int row_begin, int row_end) {
   for_outputs(a, row_begin, row_end,
               [&](const std::byte* w, const std::byte* x) { return dot_blocks32<18>(w, x, a.k, q4_0_value); });
+}
+
+void gemm_q5_0(const typed_gemm_args& a, int row_begin, int row_end) {
+  for_outputs(a, row_begin, row_end,
+              [&](const std::byte* w, const std::byte* x) { return dot_blocks32<22>(w, x, a.k, q5_0_value); });
 }
 
 void store_kv_f16(std::byte* dst, const float* src, int n) {
@@ -177,6 +190,13 @@ void dequantize_row_q4_0(const std::byte* row, float* out, std::int64_t k) {
   }
 }
 
+void dequantize_row_q5_0(const std::byte* row, float* out, std::int64_t k) {
+  for (std::int64_t b = 0; b < k / 32; ++b) {
+    const float d = load_fp16(row + 22 * b);
+    for (int i = 0; i < 32; ++i) out[32 * b + i] = float(q5_0_value(row + 22 * b, i)) * d;
+  }
+}
+
 void add_portable_k_kernels(cpu_kernel_table& t);  // quant_portable_k.cpp
 
 void add_portable_quant_kernels(cpu_kernel_table& t) {
@@ -184,6 +204,7 @@ void add_portable_quant_kernels(cpu_kernel_table& t) {
   t.weights[int(weight_type::bf16)] = {gemm_bf16, dequantize_row_bf16};
   t.weights[int(weight_type::q8_0)] = {gemm_q8_0, dequantize_row_q8_0};
   t.weights[int(weight_type::q4_0)] = {gemm_q4_0, dequantize_row_q4_0};
+  t.weights[int(weight_type::q5_0)] = {gemm_q5_0, dequantize_row_q5_0};
   t.prepare[int(input_format::bf16)] = prepare_bf16;
   t.prepare[int(input_format::q8_0)] = prepare_q8_0;
   t.prepare[int(input_format::q8_k)] = prepare_q8_k;

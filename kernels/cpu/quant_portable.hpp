@@ -18,6 +18,7 @@ void dequantize_row_f16(const std::byte* row, float* out, std::int64_t k);
 void dequantize_row_bf16(const std::byte* row, float* out, std::int64_t k);
 void dequantize_row_q8_0(const std::byte* row, float* out, std::int64_t k);
 void dequantize_row_q4_0(const std::byte* row, float* out, std::int64_t k);
+void dequantize_row_q5_0(const std::byte* row, float* out, std::int64_t k);
 void dequantize_row_q4_k(const std::byte* row, float* out, std::int64_t k);
 void dequantize_row_q5_k(const std::byte* row, float* out, std::int64_t k);
 void dequantize_row_q6_k(const std::byte* row, float* out, std::int64_t k);

@@ -100,10 +100,23 @@ struct q4_0_format {
   static constexpr int offset = 8;  // values are nibbles - 8
 };
 
+struct q5_0_format {
+  static constexpr int block_bytes = 22;
+  static constexpr int offset = 16;  // values are 5 bits - 16
+};
+
 struct q8_0_format {
   static constexpr int block_bytes = 34;
   static constexpr int offset = 128;  // with VNNI: values are stored as w + 128 (unsigned)
 };
+
+/// Bits first .. first + 3 of each lane's dword, moved to bit 4 of its bytes 0 .. 3:
+/// the four nibbles' shifts (0, 7, 14, 21) never overlap, so one multiply spreads them.
+template <class V>
+typename V::vi fifth_bits(typename V::vi high, int first) {
+  const auto nibble = V::iand(V::srl32(high, first), V::iset1(0xf));
+  return V::sll32(V::iand(V::mullo(nibble, V::iset1(0x00204081)), V::iset1(0x01010101)), 4);
+}
 
 template <class V, class F>
 void decode32(tile32<V>& tile, const tile_rows<V>& rows, int b0, int num_blocks, tile_prefetch<V>& prefetch) {
@@ -115,11 +128,17 @@ void decode32(tile32<V>& tile, const tile_rows<V>& rows, int b0, int num_blocks,
     prefetch.step(per_block);
     const std::int64_t at = std::int64_t(b0 + b) * F::block_bytes;
     vi raw[8];
-    V::transpose16(rows.row, at + 2, raw);
+    V::transpose16(rows.row, at + (F::block_bytes == 22 ? 6 : 2), raw);  // the nibbles (q8_0: the first 16 values)
     if constexpr (F::block_bytes == 18) {
       for (int g = 0; g < 4; ++g) {
         tile.q[b][g] = V::iand(raw[g], low4);
         tile.q[b][4 + g] = V::iand(V::srl32(raw[g], 4), low4);
+      }
+    } else if constexpr (F::block_bytes == 22) {
+      const vi high = rows.gather(at + 2);  // bit j: the fifth bit of value j, a dword per lane
+      for (int g = 0; g < 4; ++g) {
+        tile.q[b][g] = V::ior(V::iand(raw[g], low4), fifth_bits<V>(high, 4 * g));
+        tile.q[b][4 + g] = V::ior(V::iand(V::srl32(raw[g], 4), low4), fifth_bits<V>(high, 16 + 4 * g));
       }
     } else {
       V::transpose16(rows.row, at + 18, raw + 4);

@@ -16,6 +16,7 @@ constexpr type_row type_table[num_weight_types] = {
     {"bf16", {1, 2, input_format::bf16}},    {"q8_0", {32, 34, input_format::q8_0}},
     {"q4_0", {32, 18, input_format::q8_0}},  {"q4_k", {256, 144, input_format::q8_k}},
     {"q5_k", {256, 176, input_format::q8_k}}, {"q6_k", {256, 210, input_format::q8_k}},
+    {"q5_0", {32, 22, input_format::q8_0}},
 };
 
 std::int64_t align64(std::int64_t bytes) { return (bytes + 63) / 64 * 64; }

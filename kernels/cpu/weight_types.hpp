@@ -24,8 +24,8 @@
 
 namespace inflight::kernels::cpu {
 
-enum class weight_type : std::uint8_t { f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k };
-inline constexpr int num_weight_types = 8;
+enum class weight_type : std::uint8_t { f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, q5_0 };
+inline constexpr int num_weight_types = 9;
 
 /// The input format a weight type's products read (see the sketch above).
 enum class input_format : std::uint8_t { f32, bf16, q8_0, q8_k };
@@ -43,7 +43,7 @@ struct weight_layout {
 };
 
 weight_layout layout_of(weight_type type);
-/// "f32" | "f16" | "bf16" | "q8_0" | "q4_0" | "q4_k" | "q5_k" | "q6_k" (core's spelling).
+/// "f32" | "f16" | "bf16" | "q8_0" | "q4_0" | "q4_k" | "q5_k" | "q6_k" | "q5_0" (core's spelling).
 const char* to_string(weight_type type);
 /// "f32" | "bf16" | "q8_0" | "q8_k".
 const char* to_string(input_format format);

@@ -92,9 +92,9 @@ TEST_CASE("cpu backend: stories260K quantized at load stays close to f32, and co
   const auto f32 = std::make_shared<const model_weights>(m->weights);
   const auto base = prompt_logits(f32, m->prompt, {});
   std::map<std::string, agreement> by_type;
-  // stories260K's widths (64, 172) are no whole k-quant blocks: its q4_k_m is q8_0 and f16
-  // (the kernel tests cover the k-quants on wider rows).
-  const std::map<std::string, double> max_kl = {{"q8_0", 0.005}, {"q4_0", 0.1}, {"q4_k_m", 0.005}, {"bf16", 0.001}};
+  // stories260K's widths (64, 172) are no whole k-quant blocks: its q4_k_m is q5_0, q8_0
+  // and f16, as llama-quantize makes it (the kernel tests cover the k-quants on wider rows).
+  const std::map<std::string, double> max_kl = {{"q8_0", 0.005}, {"q4_0", 0.1}, {"q4_k_m", 0.02}, {"bf16", 0.001}};
   for (const auto& [recipe, bound] : max_kl) {
     const auto w = quantized(m->weights, recipe);
     CHECK(weight_dtypes_of(*w) != std::vector<weight_dtype>{weight_dtype::f32});
@@ -104,7 +104,8 @@ TEST_CASE("cpu backend: stories260K quantized at load stays close to f32, and co
     CHECK(by_type[recipe].same_top > 0.8);
   }
   CHECK(by_type["bf16"].mean_kl < by_type["q8_0"].mean_kl);
-  CHECK(by_type["q8_0"].mean_kl < by_type["q4_0"].mean_kl);
+  CHECK(by_type["q8_0"].mean_kl < by_type["q4_k_m"].mean_kl);
+  CHECK(by_type["q4_k_m"].mean_kl < by_type["q4_0"].mean_kl);
   CHECK(by_type["q8_0"].mean_kl > 0.0);
 }
 

@@ -71,9 +71,11 @@ TEST_CASE("quant recipes: Q4_K_M gives q6_k to the classifier and to wv and w_do
   CHECK(dtype_for(pure, matrix_role::classifier, 0, n, false) == weight_dtype::q4_0);
 }
 
-TEST_CASE("quant recipes: widths that are not whole blocks fall back to q8_0, then f16", "[core][quant]") {
+TEST_CASE("quant recipes: widths that are not whole blocks fall back as llama-quantize does, then to f16", "[core][quant]") {
   CHECK(fallback_for(weight_dtype::q4_k, 512) == weight_dtype::q4_k);
-  CHECK(fallback_for(weight_dtype::q4_k, 288) == weight_dtype::q8_0);
+  CHECK(fallback_for(weight_dtype::q4_k, 288) == weight_dtype::q5_0);
+  CHECK(fallback_for(weight_dtype::q6_k, 288) == weight_dtype::q8_0);
+  CHECK(fallback_for(weight_dtype::q5_k, 64) == weight_dtype::q8_0);
   CHECK(fallback_for(weight_dtype::q6_k, 172) == weight_dtype::f16);  // stories260K's FFN width
   CHECK(fallback_for(weight_dtype::q4_0, 64) == weight_dtype::q4_0);
   CHECK(fallback_for(weight_dtype::bf16, 172) == weight_dtype::bf16);
@@ -138,10 +140,10 @@ TEST_CASE("quant convert: model.weight_dtype quantizes a loaded model", "[core][
   REQUIRE(m);
   CHECK(weight_dtypes_of(*m->weights) == std::vector<weight_dtype>{weight_dtype::q8_0});
   CHECK_THAT(m->description, Catch::Contains("q8_0"));
-  s.weight_dtype = "q4_k";  // 64 and 128 columns: no whole 256-value blocks, so q8_0
+  s.weight_dtype = "q4_k";  // 64 and 128 columns: no whole 256-value blocks, so q5_0
   m = load_model(s);
   REQUIRE(m);
-  CHECK(weight_dtypes_of(*m->weights) == std::vector<weight_dtype>{weight_dtype::q8_0});
+  CHECK(weight_dtypes_of(*m->weights) == std::vector<weight_dtype>{weight_dtype::q5_0});
   s.weight_dtype = "q7";
   auto bad = load_model(s);
   REQUIRE_FALSE(bad);

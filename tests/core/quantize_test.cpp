@@ -109,6 +109,31 @@ TEST_CASE("dequantization of hand-built q4_k and q5_k super-blocks", "[core][qua
   CHECK(v5[31] == 0.0f);      // value 31: nibble 0, no fifth bit, sub-block 0's min is 0
 }
 
+TEST_CASE("dequantization of a hand-built q5_0 block, and its fifth bits written where GGUF has them", "[core][quant]") {
+  // half d = 0.5 (0x3800) | qh: 4 bytes little-endian, bit j = fifth bit of value j | 16 nibble bytes.
+  auto b = bytes({0x00, 0x38, 0x01, 0x00, 0x00, 0x80}, 22);
+  b[6 + 0] = std::byte(0x3a);   // value 0: nibble 10 (+16 from bit 0), value 16: nibble 3
+  b[6 + 15] = std::byte(0xf0);  // value 15: nibble 0, value 31: nibble 15 (+16 from bit 31)
+  const auto v = dequantized(weight_dtype::q5_0, b, 32);
+  CHECK(v[0] == 5.0f);     // 0.5 * ((10 | 16) - 16)
+  CHECK(v[16] == -6.5f);   // 0.5 * (3 - 16)
+  CHECK(v[15] == -8.0f);   // 0.5 * (0 - 16)
+  CHECK(v[31] == 7.5f);    // 0.5 * ((15 | 16) - 16)
+  CHECK(v[1] == -8.0f);
+  // Quantizing values that need the fifth bit sets it in the right byte of qh.
+  std::vector<float> x(32, 0.0f);
+  x[0] = -16.0f, x[9] = 15.0f, x[25] = 8.0f;
+  std::vector<std::byte> q(22);
+  REQUIRE(quantize_row(weight_dtype::q5_0, x.data(), 32, q.data()));
+  const auto back = dequantized(weight_dtype::q5_0, q, 32);
+  CHECK(back[0] == -16.0f);
+  CHECK(back[9] == 15.0f);
+  CHECK(back[25] == 8.0f);
+  CHECK(std::to_integer<int>(q[2 + 9 / 8]) & (1 << (9 % 8)));     // value 9: 15 + 16 = 31, fifth bit set
+  CHECK(std::to_integer<int>(q[2 + 25 / 8]) & (1 << (25 % 8)));   // value 25: 8 + 16 = 24
+  CHECK_FALSE(std::to_integer<int>(q[2]) & 1);                    // value 0: -16 + 16 = 0
+}
+
 TEST_CASE("dequantization of a hand-built q6_k super-block", "[core][quant]") {
   // ql[128] | qh[64] | int8 scales[16] | half d = 0.25 (0x3400).
   std::vector<std::byte> b(210);
@@ -144,6 +169,7 @@ TEST_CASE("round trips of random rows stay within each format's error", "[core][
   CHECK(round_trip_error(weight_dtype::q5_k, x) < 0.04);
   CHECK(round_trip_error(weight_dtype::q4_k, x) < 0.08);
   CHECK(round_trip_error(weight_dtype::q4_0, x) < 0.09);
+  CHECK(round_trip_error(weight_dtype::q5_0, x) < 0.045);
   // The scale search beats q4_0's plain rule (largest |x| -> -8, d = max / -8).
   double plain = 0.0, s = 0.0;
   for (std::size_t b = 0; b < x.size(); b += 32) {

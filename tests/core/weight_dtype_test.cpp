@@ -11,7 +11,8 @@ TEST_CASE("weight dtypes: names round-trip and block layouts match GGUF's", "[co
   }
   CHECK(try_parse_weight_dtype("Q4_K") == weight_dtype::q4_k);
   CHECK_FALSE(try_parse_weight_dtype("q3_k").has_value());
-  CHECK(weight_dtype_names() == "f32 | f16 | bf16 | q8_0 | q4_0 | q4_k | q5_k | q6_k");
+  CHECK(weight_dtype_names() == "f32 | f16 | bf16 | q8_0 | q4_0 | q4_k | q5_k | q6_k | q5_0");
+  CHECK(row_bytes(weight_dtype::q5_0, 64) == 44);
   // Bytes per block from ggml-common.h's structs.
   CHECK(row_bytes(weight_dtype::q8_0, 64) == 2 * 34);
   CHECK(row_bytes(weight_dtype::q4_0, 32) == 18);

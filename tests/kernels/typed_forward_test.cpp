@@ -18,7 +18,7 @@ using inflight::test::typed_model;
 namespace {
 
 // Q4_K_M-like: k-quants mixed with the 32-value types, every input format in use.
-const model_types mixed = {weight_type::q4_0, weight_type::q8_0, weight_type::q4_0, weight_type::q8_0,
+const model_types mixed = {weight_type::q4_0, weight_type::q8_0, weight_type::q5_0, weight_type::q8_0,
                            weight_type::q4_k, weight_type::q6_k, weight_type::q5_k, weight_type::q8_0,
                            weight_type::q6_k};
 
