@@ -205,6 +205,9 @@ gguf_vocab byte_gguf_vocab(int vocab_size) {
                        : id < 259 ? gguf_token_type::byte : gguf_token_type::unused;
     std::string piece = id == 0 ? "<unk>" : id == 1 ? "<s>" : id == 2 ? "</s>" : "";
     if (type == gguf_token_type::byte) piece = std::string("<0x") + hex[(id - 3) / 16] + hex[(id - 3) % 16] + ">";
+    // llama.cpp turns every space into U+2581 before looking tokens up: the space's
+    // token is that piece, or a space would become three byte tokens there.
+    if (id == 3 + ' ') piece = std::string(space_marker), type = gguf_token_type::normal;
     if (type == gguf_token_type::unused) piece = "<unused" + std::to_string(id - 259) + ">";
     v.tokens.push_back(std::move(piece));
     v.scores.push_back(0.0f);

@@ -72,7 +72,8 @@ result<std::shared_ptr<const tokenizer>> try_make_gguf_tokenizer(const gguf_voca
 gguf_vocab gguf_vocab_of(const llama2c_tokenizer& tok);
 
 /// The byte-level vocabulary of dummy models (byte_tokenizer's ids): <unk>, <s>, </s>,
-/// the 256 "<0xNN>" byte tokens, then unused tokens up to `vocab_size`; no space prefix.
+/// the 256 "<0xNN>" byte tokens (the space's is U+2581, as llama.cpp looks spaces up),
+/// then unused tokens up to `vocab_size`; no space prefix.
 gguf_vocab byte_gguf_vocab(int vocab_size);
 
 }  // namespace inflight
