@@ -127,8 +127,19 @@ bool gguf_vocab::adds_bos() const {
 
 std::vector<token_id> gguf_vocab::end_ids() const {
   std::vector<token_id> ids;
+  const auto add = [&](token_id id) {
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  };
   for (const auto& id : {eos_id, eot_id, eom_id}) {
-    if (id && std::find(ids.begin(), ids.end(), *id) == ids.end()) ids.push_back(*id);
+    if (id) add(*id);
+  }
+  // As llama.cpp: control tokens that mark the end of a turn or text end a generation
+  // too (a Llama-3 instruct file names <|eot_id|> as EOS, not <|eom_id|>).
+  static constexpr std::string_view markers[] = {"<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>",
+                                                 "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>"};
+  for (std::size_t i = 0; i < token_types.size() && i < tokens.size(); ++i) {
+    if (token_types[i] != std::int32_t(gguf_token_type::control)) continue;
+    if (std::find(std::begin(markers), std::end(markers), tokens[i]) != std::end(markers)) add(token_id(i));
   }
   return ids;
 }

@@ -52,7 +52,9 @@ struct gguf_vocab {
   std::string token_text(std::optional<token_id> id) const;
   /// Whether BOS is prepended: add_bos, else the default of the model / pre-tokenizer.
   bool adds_bos() const;
-  /// The ids that end a generation: EOS, EOT and EOM, each once.
+  /// The ids that end a generation, each once: EOS, EOT, EOM, then the control tokens
+  /// llama.cpp also stops at (<|eot_id|>, <|eom_id|>, <|im_end|>, <|end|>,
+  /// <end_of_turn>, <|endoftext|>, <|end_of_text|>).
   std::vector<token_id> end_ids() const;
 };
 

@@ -237,8 +237,8 @@ std::vector<token_id> llama2c_tokenizer::encode(std::string_view text, bool add_
   std::vector<token_id> tokens;
   tokens.reserve(text.size() + 2);
   if (add_bos) tokens.push_back(bos_id_);
-  if (!has_specials_) {
-    // run.c merges over BOS too (a vocabulary could merge it with what follows).
+  if (kinds_.empty()) {
+    // A tokenizer.bin, as run.c: the merges run over BOS too (a vocabulary could merge it with what follows).
     append_prefix(text, true, tokens);
     append_characters(text, tokens);
     merge_pairs(tokens);
@@ -265,6 +265,18 @@ void llama2c_tokenizer::append_prefix(std::string_view text, bool is_prefixed, s
 }
 
 void llama2c_tokenizer::encode_plain(std::string_view text, bool is_prefixed, std::vector<token_id>& out) const {
+  // llama.cpp writes spaces as U+2581 before looking pieces up, so a U+2581 in the text
+  // is a space too.
+  static constexpr std::string_view space_marker = "\xE2\x96\x81";
+  std::string spaced;
+  if (text.find(space_marker) != std::string_view::npos) {
+    for (std::size_t pos = 0; pos < text.size();) {
+      const bool is_marker = text.substr(pos, space_marker.size()) == space_marker;
+      spaced.push_back(is_marker ? ' ' : text[pos]);
+      pos += is_marker ? space_marker.size() : 1;
+    }
+    text = spaced;
+  }
   std::vector<token_id> tokens;
   tokens.reserve(text.size() + 1);
   append_prefix(text, is_prefixed, tokens);

@@ -11,8 +11,8 @@
 ///
 /// The same tokenizer serves SentencePiece-style vocabularies given in memory (GGUF's
 /// "llama" tokenizer model, see spm_vocab): special ids from the vocabulary, byte
-/// tokens found by their "<0xNN>" piece, and control / user-defined tokens matched in
-/// the text before merging, as llama.cpp does.
+/// tokens found by their "<0xNN>" piece, control / user-defined / unknown tokens matched
+/// in the text before merging and U+2581 read as a space, as llama.cpp does.
 
 #include <cstddef>
 #include <cstdint>
@@ -35,7 +35,7 @@ namespace inflight {
 /// What a token of a SentencePiece-style vocabulary is (GGUF's tokenizer.ggml.token_type).
 enum class spm_token_kind : std::uint8_t {
   normal,
-  unknown,
+  unknown,       ///< matched in text
   control,       ///< matched in text; decodes to nothing
   user_defined,  ///< matched in text; decodes to its piece
   unused,        ///< decodes to nothing

@@ -45,11 +45,13 @@ result<std::unique_ptr<llama2c_tokenizer>> llama2c_tokenizer::try_from_vocab(spm
     tok->max_token_length_ = std::max(tok->max_token_length_, int(piece.size()));
   }
   tok->index_pieces();
-  // Control and user-defined tokens are never split: they are matched in the text first.
+  // Control, user-defined and unknown tokens are never split: as llama.cpp, they are
+  // matched in the text first.
   std::vector<added_token> specials;
   for (std::size_t i = 0; i < tok->pieces_.size(); ++i) {
     const auto kind = tok->kinds_[i];
-    const bool is_matched = kind == spm_token_kind::control || kind == spm_token_kind::user_defined;
+    const bool is_matched = kind == spm_token_kind::control || kind == spm_token_kind::user_defined ||
+                            kind == spm_token_kind::unknown;
     if (!is_matched || tok->pieces_[i].empty() || tok->ids_.at(tok->pieces_[i]) != token_id(i)) continue;
     specials.push_back({token_id(i), tok->pieces_[i], kind == spm_token_kind::control, false, false});
   }

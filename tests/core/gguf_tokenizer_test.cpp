@@ -128,8 +128,22 @@ TEST_CASE("a GGUF SentencePiece vocabulary matches control tokens in text, as ll
   CHECK(tok->token_bytes(5, 9) == "b");    // a byte token is its byte
   // "c" is in no token and has no byte token: unknown.
   CHECK(tok->encode("c", false) == std::vector<token_id>{3, 0});
+  // As llama.cpp: the unknown token is matched in text too, and U+2581 reads as a space.
+  CHECK(tok->encode("a<unk>", false) == std::vector<token_id>{6, 0});
+  CHECK(tok->encode("\xE2\x96\x81" "a\xE2\x96\x81" "a", false) == tok->encode(" a a", false));
+  CHECK(tok->encode("\xE2\x96\x81" "a", false) == std::vector<token_id>{3, 6});
   v.add_space_prefix = false;
   CHECK(make(v)->encode("a", false) == std::vector<token_id>{4});
+}
+
+TEST_CASE("generation ends at EOS, EOT, EOM and the end-of-turn control tokens llama.cpp stops at", "[core][gguf][tokenizer]") {
+  gguf_vocab v;
+  v.tokens = {"<|eot_id|>", "<|im_end|>", "<|begin_of_text|>", "<|end_of_text|>", "x"};
+  v.token_types = {3, 1, 3, 3, 1};
+  v.eos_id = 3;
+  v.eom_id = 3;
+  // <|im_end|> is a normal token here, and <|begin_of_text|> marks no end.
+  CHECK(v.end_ids() == std::vector<token_id>{3, 0});
 }
 
 TEST_CASE("the byte-level GGUF vocabulary of dummy models is the byte tokenizer", "[core][gguf][tokenizer]") {
