@@ -280,9 +280,10 @@ result<void> gguf_parser::try_read_dims(gguf_tensor_info& info, const std::strin
   for (std::uint32_t d = 0; d < *num_dims; ++d) {
     auto extent = try_read<std::uint64_t>("the dimensions of " + what);
     if (!extent) return std::unexpected(extent.error());
-    // No tensor a file can hold has 2^62 values; the bound keeps every product below overflow.
-    if (*extent > (std::uint64_t(1) << 62) || __builtin_mul_overflow(num_values, std::int64_t(*extent), &num_values) ||
-        num_values > (std::int64_t(1) << 62)) {
+    // No tensor a file can hold has 2^60 values; the bound keeps every byte count (at most
+    // 4 bytes a value) below overflow.
+    if (*extent > (std::uint64_t(1) << 60) || __builtin_mul_overflow(num_values, std::int64_t(*extent), &num_values) ||
+        num_values > (std::int64_t(1) << 60)) {
       return corrupt(what + " has a dimension of " + std::to_string(*extent) + ": too many values");
     }
     info.ne.push_back(std::int64_t(*extent));

@@ -218,6 +218,9 @@ TEST_CASE("huge counts and lengths are refused before anything is allocated", "[
   auto dims = patched(b.out, b.marks.at("w_ne0"), std::uint64_t(1) << 40);
   dims = patched(dims, b.marks.at("w_ne0") + 8, std::uint64_t(1) << 40);
   CHECK_THAT(refusal(dims), Catch::Contains("too many values"));
+  // 2^61 f32 values would be 2^63 bytes: refused before a byte count overflows.
+  CHECK_THAT(refusal(patched(b.out, b.marks.at("w_ne0"), std::uint64_t(1) << 61)), Catch::Contains("too many values"));
+  CHECK_THAT(refusal(patched(b.out, b.marks.at("w_ne0"), std::uint64_t(1) << 59)), Catch::Contains("does not fit"));
   // Sizes that fit in the count but not in the file.
   CHECK_THAT(refusal(patched(b.out, b.marks.at("w_ne0"), std::uint64_t(3) << 20)), Catch::Contains("does not fit"));
 }
