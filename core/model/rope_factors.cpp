@@ -56,11 +56,38 @@ std::vector<float> llama3_rope_factors(const model_config& c) {
   return factors;
 }
 
+namespace {
+
+std::unexpected<error> refuse(const std::string& why) {
+  return make_error(errc::unsupported, "rope_freqs.weight: " + why + " (only Llama-3 RoPE scaling is supported)");
+}
+
+/// The smoothing band that gives `factors` at inverse wavelengths `x`, `full` the largest factor.
+result<band> try_fit_band(std::span<const float> factors, const std::vector<double>& x, double full) {
+  constexpr double tolerance = 1e-4;
+  std::vector<std::size_t> smooth;
+  std::size_t num_leading_ones = 0;
+  for (std::size_t i = 0; i < factors.size(); ++i) {
+    const double f = factors[i];
+    if (std::abs(f - 1.0) <= tolerance && num_leading_ones == i) ++num_leading_ones;
+    if (std::abs(f - 1.0) > tolerance && std::abs(f - full) > tolerance * full) smooth.push_back(i);
+  }
+  // Smoothing s of pair i: 1 / factor = (1 - s) / full + s.
+  const auto smoothing = [&](std::size_t i) { return (1.0 / factors[i] - 1.0 / full) / (1.0 - 1.0 / full); };
+  if (smooth.empty()) return band_between(x, num_leading_ones);
+  if (smooth.size() == 1) return band_around(x, smooth[0], smoothing(smooth[0]));
+  // s falls linearly in x across the band: two of its pairs fix where it starts and ends.
+  const std::size_t i = smooth.front(), j = smooth.back();
+  const double slope = (smoothing(i) - smoothing(j)) / (x[i] - x[j]);
+  if (!(slope > 0)) return refuse("the factors do not fall from the low to the high frequencies");
+  const double x_low = x[i] - smoothing(i) / slope;
+  return band{x_low, x_low + 1.0 / slope};
+}
+
+}  // namespace
+
 result<rope_scaling> try_fit_llama3_scaling(std::span<const float> factors, const model_config& c,
                                             int original_max_position) {
-  const auto refuse = [](const std::string& why) {
-    return make_error(errc::unsupported, "rope_freqs.weight: " + why + " (only Llama-3 RoPE scaling is supported)");
-  };
   if (c.head_dim < 2 || factors.size() != std::size_t(c.head_dim / 2) || original_max_position <= 0) {
     return refuse(std::to_string(factors.size()) + " factors for " + std::to_string(c.head_dim / 2) + " RoPE pairs");
   }
@@ -70,35 +97,15 @@ result<rope_scaling> try_fit_llama3_scaling(std::span<const float> factors, cons
   const double full = *std::max_element(factors.begin(), factors.end());
   if (full <= 1.0 + 1e-6) return rope_scaling{};
   std::vector<double> x(factors.size());
-  std::vector<std::size_t> smooth;
-  std::size_t num_leading_ones = 0;
-  constexpr double tolerance = 1e-4;
-  for (std::size_t i = 0; i < factors.size(); ++i) {
-    x[i] = inverse_wavelength(int(i), c);
-    const double f = factors[i];
-    if (std::abs(f - 1.0) <= tolerance && num_leading_ones == i) ++num_leading_ones;
-    if (std::abs(f - 1.0) > tolerance && std::abs(f - full) > tolerance * full) smooth.push_back(i);
-  }
-  // Smoothing s of pair i: 1 / factor = (1 - s) / full + s.
-  const auto smoothing = [&](std::size_t i) { return (1.0 / factors[i] - 1.0 / full) / (1.0 - 1.0 / full); };
-  band b;
-  if (smooth.empty()) {
-    b = band_between(x, num_leading_ones);
-  } else if (smooth.size() == 1) {
-    b = band_around(x, smooth[0], smoothing(smooth[0]));
-  } else {
-    const std::size_t i = smooth.front(), j = smooth.back();
-    const double slope = (smoothing(i) - smoothing(j)) / (x[i] - x[j]);
-    if (!(slope > 0)) return refuse("the factors do not fall from the low to the high frequencies");
-    b.x_low = x[i] - smoothing(i) / slope;
-    b.x_high = b.x_low + 1.0 / slope;
-  }
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = inverse_wavelength(int(i), c);
+  auto b = try_fit_band(factors, x, full);
+  if (!b) return std::unexpected(b.error());
   rope_scaling s;
   s.enabled = true;
   s.factor = float(full);
   s.original_max_position = original_max_position;
-  s.low_freq_factor = float(original_max_position * b.x_low);
-  s.high_freq_factor = float(original_max_position * b.x_high);
+  s.low_freq_factor = float(original_max_position * b->x_low);
+  s.high_freq_factor = float(original_max_position * b->x_high);
   if (!(s.low_freq_factor > 0) || !(s.high_freq_factor > s.low_freq_factor)) return refuse("no smoothing band fits");
   for (std::size_t i = 0; i < factors.size(); ++i) {
     if (std::abs(factor_of(x[i], s) - factors[i]) > 1e-3 * factors[i]) {
