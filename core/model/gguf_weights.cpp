@@ -78,6 +78,13 @@ result<void> load_tensor(const gguf_file& file, const gguf_request& request) {
 }  // namespace
 
 result<model_weights> try_load_gguf_weights(const gguf_file& file, const model_config& config) {
+  // Each layer has at least 9 tensors: a block count the file cannot hold is refused
+  // before anything is sized by it.
+  if (config.num_layers < 1 || std::size_t(config.num_layers) > file.tensors().size() / 9) {
+    return make_error(errc::corrupt_file, "GGUF file '" + file.source() + "': block_count " +
+                                              std::to_string(config.num_layers) + " but the file holds " +
+                                              std::to_string(file.tensors().size()) + " tensors");
+  }
   model_weights weights;
   weights.config = config;
   weights.layers.resize(std::size_t(config.num_layers));

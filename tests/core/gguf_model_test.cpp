@@ -266,8 +266,13 @@ TEST_CASE("what the GGUF loader does not compute is refused, named", "[core][ggu
              Catch::Contains("rope.scaling.type 'yarn'"));
   CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_u32("llama.embedding_length", 32); }, "shape.gguf"),
              Catch::Contains("tensor 'token_embd.weight' has ne [64, 300], expected [32, 300]"));
-  CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_u32("llama.block_count", 3); }, "missing.gguf"),
-             Catch::Contains("lacks tensor 'blk.2.attn_norm.weight'"));
+  // A q bias makes a llama model one with q/k/v biases: the k bias is then missing.
+  CHECK_THAT(refusal_of([](gguf_writer& w) { REQUIRE(w.try_add_vector("blk.0.attn_q.bias", std::vector<float>(64)).has_value()); },
+                        "missing.gguf"),
+             Catch::Contains("lacks tensor 'blk.0.attn_k.bias'"));
+  // More layers than the file has tensors for: refused before anything is sized by it.
+  CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_u32("llama.block_count", 1 << 20); }, "layers.gguf"),
+             Catch::Contains("block_count 1048576 but the file holds 20 tensors"));
   CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_string("tokenizer.ggml.model", "bert"); }, "bert.gguf"),
              Catch::Contains("tokenizer model 'bert'"));
   CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_u32("tokenizer.ggml.tokens", 3); }, "tokens.gguf"),
