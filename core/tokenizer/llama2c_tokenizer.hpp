@@ -129,13 +129,12 @@ class llama2c_tokenizer final : public tokenizer {
   bool add_space_prefix_ = true;
   std::vector<spm_token_kind> kinds_;  ///< empty for a tokenizer.bin
   token_id byte_ids_[256] = {};       ///< the token of each byte (unk when absent)
-  added_token_matcher specials_;      ///< control and user-defined tokens
-  bool has_specials_ = false;
+  added_token_matcher specials_;      ///< control, user-defined and unknown tokens (vocabularies)
   int max_token_length_ = 0;
   std::size_t longest_piece_ = 0;
   std::vector<std::string> pieces_;
   std::vector<float> scores_;
-  /// Decoded text of each token: byte tokens as their byte, BOS/EOS empty.
+  /// Decoded text of each token: byte tokens as their byte; BOS, EOS, control, unused empty.
   std::vector<std::string> texts_;
   std::unordered_map<std::string, token_id, piece_hash, std::equal_to<>> ids_;
 };

@@ -55,7 +55,6 @@ result<std::unique_ptr<llama2c_tokenizer>> llama2c_tokenizer::try_from_vocab(spm
     if (!is_matched || tok->pieces_[i].empty() || tok->ids_.at(tok->pieces_[i]) != token_id(i)) continue;
     specials.push_back({token_id(i), tok->pieces_[i], kind == spm_token_kind::control, false, false});
   }
-  tok->has_specials_ = !specials.empty();
   tok->specials_ = added_token_matcher(specials);
   return tok;
 }
