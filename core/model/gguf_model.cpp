@@ -137,6 +137,10 @@ result<model_config> try_read_gguf_config(const gguf_file& file, int vocab_size)
   c.tied_embeddings = file.find_tensor("output.weight") == nullptr;
   c.attention_bias = *arch == "qwen2" || (*arch == "llama" && file.find_tensor("blk.0.attn_q.bias") != nullptr);
   c.qk_norm = *arch == "qwen3";
+  // Sliding-window attention is not implemented; within the window it is full attention.
+  if (fields.find("attention.sliding_window") != nullptr) {
+    c.max_seq_len = std::min(c.max_seq_len, fields.positive_int("attention.sliding_window"));
+  }
   check_unsupported(fields, c);
   if (fields.first_error()) return std::unexpected(*fields.first_error());
   if (*arch == "llama") {
