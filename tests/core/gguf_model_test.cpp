@@ -272,6 +272,9 @@ TEST_CASE("what the GGUF loader does not compute is refused, named", "[core][ggu
   CHECK_THAT(refusal_of([](gguf_writer& w) { REQUIRE(w.try_add_vector("blk.0.attn_q.bias", std::vector<float>(64)).has_value()); },
                         "missing.gguf"),
              Catch::Contains("lacks tensor 'blk.0.attn_k.bias'"));
+  CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_u32("llama.attention.head_count", 1 << 27), w.set_u32("llama.attention.key_length", 16); },
+                        "wide.gguf"),
+             Catch::Contains("134217728 heads of 16 values is too wide"));
   // More layers than the file has tensors for: refused before anything is sized by it.
   CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_u32("llama.block_count", 1 << 20); }, "layers.gguf"),
              Catch::Contains("block_count 1048576 but the file holds 20 tensors"));
