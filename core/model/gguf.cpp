@@ -276,13 +276,14 @@ result<void> gguf_parser::try_read_dims(gguf_tensor_info& info, const std::strin
     return corrupt(what + " has " + std::to_string(*num_dims) + " dimensions (1 to " +
                    std::to_string(gguf_limits::max_dims) + " are allowed)");
   }
-  std::int64_t num_values = 1;
+  std::int64_t num_values = 1;  // of the non-zero extents, so that any product of them is bounded
   for (std::uint32_t d = 0; d < *num_dims; ++d) {
     auto extent = try_read<std::uint64_t>("the dimensions of " + what);
     if (!extent) return std::unexpected(extent.error());
     // No tensor a file can hold has 2^60 values; the bound keeps every byte count (at most
     // 4 bytes a value) below overflow.
-    if (*extent > (std::uint64_t(1) << 60) || __builtin_mul_overflow(num_values, std::int64_t(*extent), &num_values) ||
+    const auto factor = std::int64_t(std::max<std::uint64_t>(*extent, 1));
+    if (*extent > (std::uint64_t(1) << 60) || __builtin_mul_overflow(num_values, factor, &num_values) ||
         num_values > (std::int64_t(1) << 60)) {
       return corrupt(what + " has a dimension of " + std::to_string(*extent) + ": too many values");
     }

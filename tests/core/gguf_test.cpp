@@ -218,6 +218,13 @@ TEST_CASE("huge counts and lengths are refused before anything is allocated", "[
   auto dims = patched(b.out, b.marks.at("w_ne0"), std::uint64_t(1) << 40);
   dims = patched(dims, b.marks.at("w_ne0") + 8, std::uint64_t(1) << 40);
   CHECK_THAT(refusal(dims), Catch::Contains("too many values"));
+  // A zero extent does not hide the others: {0, 2^40, 2^40} has an overflowing row count.
+  byte_builder zero;
+  zero.out = "GGUF";
+  zero.put<std::uint32_t>(3).put<std::uint64_t>(1).put<std::uint64_t>(0).str("z").put<std::uint32_t>(3);
+  zero.put<std::uint64_t>(0).put<std::uint64_t>(std::uint64_t(1) << 40).put<std::uint64_t>(std::uint64_t(1) << 40);
+  zero.put<std::uint32_t>(0).put<std::uint64_t>(0);
+  CHECK_THAT(refusal(zero.out), Catch::Contains("tensor 'z' has a dimension of 1099511627776: too many values"));
   // 2^61 f32 values would be 2^63 bytes: refused before a byte count overflows.
   CHECK_THAT(refusal(patched(b.out, b.marks.at("w_ne0"), std::uint64_t(1) << 61)), Catch::Contains("too many values"));
   CHECK_THAT(refusal(patched(b.out, b.marks.at("w_ne0"), std::uint64_t(1) << 59)), Catch::Contains("does not fit"));
