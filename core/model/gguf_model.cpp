@@ -108,6 +108,7 @@ result<void> read_rope_factors(const gguf_file& file, gguf_fields& fields, model
   auto factors = file.try_values_f32(*info);
   if (!factors) return std::unexpected(factors.error());
   const int original = fields.positive_int("rope.scaling.original_context_length", 8192);
+  if (fields.first_error()) return std::unexpected(*fields.first_error());
   auto scaling = try_fit_llama3_scaling(*factors, c, original);
   if (!scaling) return make_error(scaling.error().code, "GGUF file '" + file.source() + "': " + scaling.error().message);
   c.scaling = *scaling;
