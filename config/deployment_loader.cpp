@@ -165,7 +165,7 @@ const std::map<std::string, key_spec>& specs() {
         [](auto k) { return integer(&D::server, &server_settings::events_max_seqs, 1, 1 << 16, k); });
     add("model.path", [](auto k) { return text(&D::model, &model_settings::path, {}, k); });
     add("model.format",
-        [](auto k) { return text(&D::model, &model_settings::format, {"auto", "llama2c", "hf", "dummy"}, k); });
+        [](auto k) { return text(&D::model, &model_settings::format, {"auto", "llama2c", "hf", "gguf", "dummy"}, k); });
     add("model.tokenizer", [](auto k) { return text(&D::model, &model_settings::tokenizer, {}, k); });
     add("model.name", [](auto k) { return text(&D::model, &model_settings::name, {}, k); });
     add("model.dtype", [](auto k) {

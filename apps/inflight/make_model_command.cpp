@@ -1,12 +1,16 @@
 // `inflight make-model`: writes a random-weight model of a named or given shape, or
-// converts a llama2.c checkpoint, as a llama2.c checkpoint or a Hugging Face folder.
+// converts a llama2.c checkpoint, as a llama2.c checkpoint, a Hugging Face folder or a
+// GGUF file (matrices in any weight type, with a tokenizer).
+#include <filesystem>
 #include <iostream>
 
 #include "apps/inflight/commands.hpp"
 #include "core/model/dummy_model.hpp"
+#include "core/model/gguf_model_writer.hpp"
 #include "core/model/hf_writer.hpp"
 #include "core/model/llama2c.hpp"
 #include "core/model/shapes.hpp"
+#include "core/tokenizer/llama2c_tokenizer.hpp"
 
 namespace inflight::app {
 namespace {
@@ -17,17 +21,30 @@ struct make_model_options {
   std::string from;  // an existing llama2.c checkpoint to convert
   std::string format = "llama2c";
   std::string dtype = "f32";
+  std::string tokenizer;  // gguf: a llama2.c tokenizer.bin to embed
   std::string out;
   std::uint64_t seed = 0;
   int vocab_size = 0;
   int max_seq_len = 0;
 };
 
+/// The matrix types of --dtype for a GGUF file (a weight type or q4_k_m); none for f32.
+std::optional<quant_recipe> recipe_for(const make_model_options& o) {
+  if (o.format != "gguf" || o.dtype == "f32") return std::nullopt;
+  auto recipe = try_parse_recipe(o.dtype);
+  if (!recipe) fail("--dtype: " + recipe.error().message);
+  return *recipe;
+}
+
 model_weights weights_for(const make_model_options& o) {
+  const auto recipe = recipe_for(o);
   if (!o.from.empty()) {
     if (o.family != "llama") fail("--family applies to random weights of a --shape, not to --from");
     auto w = load_llama2c(o.from);
     if (!w) fail(w.error().message);
+    if (recipe) {
+      if (auto ok = try_quantize_weights(*w, *recipe); !ok) fail(ok.error().message);
+    }
     return std::move(*w);
   }
   auto config = named_shape(o.shape);
@@ -41,15 +58,41 @@ model_weights weights_for(const make_model_options& o) {
   config = *drawn;
   if (o.vocab_size > 0) config->vocab_size = o.vocab_size;
   if (o.max_seq_len > 0) config->max_seq_len = o.max_seq_len;
-  auto w = make_dummy_weights(*config, o.seed);
+  auto w = make_dummy_weights(*config, o.seed, recipe ? &*recipe : nullptr);
   if (!w) fail(w.error().message);
   return std::move(*w);
 }
 
+/// The GGUF file's tokenizer: --tokenizer, else a tokenizer.bin next to --from, else
+/// the byte-level vocabulary of dummy models.
+gguf_vocab vocab_for(const make_model_options& o, const model_config& config) {
+  std::string path = o.tokenizer;
+  if (path.empty() && !o.from.empty()) {
+    const auto dir = std::filesystem::path(o.from).parent_path();
+    for (const char* name : {"tokenizer.bin", "tok512.bin"}) {
+      if (std::filesystem::exists(dir / name)) path = (dir / name).string();
+    }
+  }
+  if (path.empty()) {
+    if (config.vocab_size < 259) fail("a byte-level vocabulary needs --vocab-size of at least 259; or give --tokenizer");
+    return byte_gguf_vocab(config.vocab_size);
+  }
+  auto tok = llama2c_tokenizer::load(path, config.vocab_size);
+  if (!tok) fail(tok.error().message);
+  return gguf_vocab_of(**tok);
+}
+
 void run_make_model(const make_model_options& o) {
+  if (o.format != "gguf" && o.dtype != "f32" && o.dtype != "f16" && o.dtype != "bf16") {
+    fail("--dtype " + o.dtype + " is written only with --format gguf (hf takes f32 | bf16 | f16)");
+  }
+  if (!o.tokenizer.empty() && o.format != "gguf") fail("--tokenizer applies to --format gguf");
   const auto w = weights_for(o);
   if (o.format == "llama2c") {
     if (auto ok = write_llama2c(w, o.out); !ok) fail(ok.error().message);
+  } else if (o.format == "gguf") {
+    const auto name = std::filesystem::path(o.out).stem().string();
+    if (auto ok = try_write_gguf_model(w, vocab_for(o, w.config), o.out, {name}); !ok) fail(ok.error().message);
   } else {
     const auto dtype = o.dtype == "bf16" ? tensor_dtype::bf16 : o.dtype == "f16" ? tensor_dtype::f16 : tensor_dtype::f32;
     generation_ids ids;
@@ -71,16 +114,20 @@ void add_make_model_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--from", o->from, "convert this llama2.c checkpoint instead of drawing random weights")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--format", o->format, "llama2c (a .bin file) | hf (a folder)")
-      ->check(CLI::IsMember({"llama2c", "hf"}))
+  cmd->add_option("--format", o->format, "llama2c (a .bin file) | hf (a folder) | gguf (a .gguf file)")
+      ->check(CLI::IsMember({"llama2c", "hf", "gguf"}))
       ->capture_default_str();
-  cmd->add_option("--dtype", o->dtype, "hf tensor dtype: f32 | bf16 | f16")
-      ->check(CLI::IsMember({"f32", "bf16", "f16"}))
+  cmd->add_option("--dtype", o->dtype,
+                  "matrix type: hf f32 | bf16 | f16; gguf also q8_0 | q4_0 | q4_k | q5_k | q6_k | q4_k_m "
+                  "(rows that are not whole blocks fall back as llama-quantize does)")
       ->capture_default_str();
+  cmd->add_option("--tokenizer", o->tokenizer,
+                  "gguf: the llama2.c tokenizer.bin to embed (default: one next to --from, else byte-level)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--seed", o->seed, "random seed")->capture_default_str();
   cmd->add_option("--vocab-size", o->vocab_size, "override the shape's vocabulary size");
   cmd->add_option("--max-seq-len", o->max_seq_len, "override the shape's context length");
-  cmd->add_option("--out", o->out, "output file (llama2c) or folder (hf)")->required();
+  cmd->add_option("--out", o->out, "output file (llama2c, gguf) or folder (hf)")->required();
   cmd->callback([o] { run_make_model(*o); });
 }
 

@@ -52,8 +52,8 @@ struct dummy_shape {
 };
 
 struct model_settings {
-  std::string path;                ///< llama2.c .bin, or a Hugging Face model folder; empty = dummy
-  std::string format = "auto";     ///< auto | llama2c | hf | dummy
+  std::string path;                ///< llama2.c .bin, .gguf file, or a Hugging Face model folder; empty = dummy
+  std::string format = "auto";     ///< auto | llama2c | hf | gguf | dummy
   std::string tokenizer;           ///< tokenizer file or folder; empty = next to the model / byte-level
   std::string name;                ///< served model name; empty = derived from the path
   std::string dtype = "auto";      ///< auto | float32 | bfloat16 | float16

@@ -223,6 +223,10 @@ result<void> try_check_shape(const model_config& c) {
   if (c.head_dim <= 0 || c.head_dim % 2 != 0) {
     return bad("head_dim " + std::to_string(c.head_dim) + " must be positive and even for RoPE");
   }
+  // q_dim() and kv_dim() are ints: no real model comes near 2^30.
+  if (std::int64_t(c.num_heads) * c.head_dim > (std::int64_t(1) << 30)) {
+    return bad(std::to_string(c.num_heads) + " heads of " + std::to_string(c.head_dim) + " values is too wide");
+  }
   if (!(c.norm_eps > 0) || !(c.rope_theta > 0)) return bad("rms_norm_eps and rope_theta must be positive");
   return {};
 }

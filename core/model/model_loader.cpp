@@ -1,8 +1,10 @@
 #include "core/model/model_loader.hpp"
 
 #include <filesystem>
+#include <fstream>
 
 #include "core/model/dummy_model.hpp"
+#include "core/model/gguf_model.hpp"
 #include "core/model/hf_model.hpp"
 #include "core/model/llama2c.hpp"
 #include "core/model/shapes.hpp"
@@ -32,10 +34,22 @@ model_config dummy_model_config(const dummy_shape& s) {
   return try_as_family(c, s.family).value_or(c);
 }
 
+namespace {
+
+/// True for a file that starts with GGUF's magic.
+bool has_gguf_magic(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  return in.read(magic, 4) && std::string_view(magic, 4) == "GGUF";
+}
+
+}  // namespace
+
 std::string resolve_format(const model_settings& settings) {
   if (settings.format != "auto") return settings.format;
   if (settings.path.empty()) return "dummy";
-  return fs::is_directory(settings.path) ? "hf" : "llama2c";
+  if (fs::is_directory(settings.path)) return "hf";
+  return fs::path(settings.path).extension() == ".gguf" || has_gguf_magic(settings.path) ? "gguf" : "llama2c";
 }
 
 namespace {
@@ -128,6 +142,39 @@ result<loaded_model> load_hf(const model_settings& s) {
   return m;
 }
 
+/// A GGUF file: weights, tokenizer and chat template from the file (model.tokenizer
+/// replaces its tokenizer).
+result<loaded_model> load_gguf(const model_settings& s) {
+  auto g = try_load_gguf_model(s.path);
+  if (!g) return std::unexpected(g.error());
+  loaded_model m;
+  m.format = "gguf";
+  std::string types;
+  for (auto dtype : weight_dtypes_of(g->weights)) {
+    if (!types.empty()) types += '/';
+    types += to_string(dtype);
+  }
+  m.description = "GGUF file " + s.path + " (" + g->architecture + ", " + types + ")";
+  if (!s.tokenizer.empty()) {
+    auto tok = load_tokenizer_path(s.tokenizer, g->weights.config.vocab_size);
+    if (!tok) return std::unexpected(tok.error());
+    m.tok = std::move(*tok);
+    m.eos_ids = m.tok->eos_ids();
+  } else {
+    m.tok = std::move(g->tok);
+    m.eos_ids = !g->vocab.end_ids().empty() ? g->vocab.end_ids() : m.tok->eos_ids();
+    m.bos_text = g->vocab.token_text(g->vocab.bos_id);
+    m.eos_text = g->vocab.token_text(g->vocab.eos_id);
+  }
+  if (s.chat_template.empty() && !g->vocab.chat_template.empty()) {
+    auto chat = chat_template::try_from_model(g->vocab.chat_template, nullptr);
+    if (!chat) return std::unexpected(chat.error());
+    m.chat = std::move(*chat);
+  }
+  m.weights = std::make_shared<const model_weights>(std::move(g->weights));
+  return m;
+}
+
 result<loaded_model> load_dummy(const model_settings& s) {
   model_config c = dummy_model_config(s.dummy);
   if (!s.config_json.empty()) {
@@ -188,6 +235,7 @@ result<loaded_model> load_model(const model_settings& settings) {
   result<loaded_model> m = make_error(errc::invalid_argument, "unknown model.format '" + format + "'");
   if (format == "llama2c") m = load_llama2c_model(settings);
   if (format == "hf") m = load_hf(settings);
+  if (format == "gguf") m = load_gguf(settings);
   if (format == "dummy") m = load_dummy(settings);
   if (!m) return m;
   if (!settings.chat_template.empty()) {

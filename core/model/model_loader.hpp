@@ -1,6 +1,6 @@
 #pragma once
 /// Loads what a deployment's [model] names: a llama2.c checkpoint, a Hugging Face
-/// folder, or dummy weights of a shape, with the matching tokenizer.
+/// folder, a GGUF file, or dummy weights of a shape, with the matching tokenizer.
 
 #include <memory>
 #include <string>
@@ -18,7 +18,7 @@ struct loaded_model {
   std::shared_ptr<const model_weights> weights;
   std::shared_ptr<const tokenizer> tok;
   std::string name;                 ///< served model name
-  std::string format;               ///< llama2c | hf | dummy
+  std::string format;               ///< llama2c | hf | gguf | dummy
   std::string description;          ///< one line for the start-up log
   std::vector<token_id> eos_ids;
   int max_context = 0;
@@ -31,7 +31,8 @@ struct loaded_model {
 /// Model config of a dummy shape.
 model_config dummy_model_config(const dummy_shape& shape);
 
-/// Resolves `format = "auto"` from the path: a folder is hf, a file llama2c, none dummy.
+/// Resolves `format = "auto"` from the path: a folder is hf, a .gguf file (or one that
+/// starts with "GGUF") gguf, another file llama2c, none dummy.
 std::string resolve_format(const model_settings& settings);
 
 result<loaded_model> load_model(const model_settings& settings);

@@ -177,18 +177,31 @@ result<std::unique_ptr<llama2c_tokenizer>> llama2c_tokenizer::parse(
 void llama2c_tokenizer::index_pieces() {
   ids_.reserve(pieces_.size());
   texts_.reserve(pieces_.size());
+  const auto kind_of = [&](std::size_t i) { return kinds_.empty() ? spm_token_kind::normal : kinds_[i]; };
   for (std::size_t i = 0; i < pieces_.size(); ++i) {
     const std::string& p = pieces_[i];
     ids_.try_emplace(p, static_cast<token_id>(i));  // the first of equal pieces wins
     longest_piece_ = std::max(longest_piece_, p.size());
     const auto id = static_cast<token_id>(i);
-    if (id == bos_token || id == eos_token) {
+    const auto kind = kind_of(i);
+    if (id == bos_id_ || id == eos_id_ || kind == spm_token_kind::control || kind == spm_token_kind::unused) {
       texts_.emplace_back();
     } else if (auto byte = byte_piece_value(p)) {
       texts_.emplace_back(1, *byte);
     } else {
       texts_.push_back(p);
     }
+  }
+  for (int b = 0; b < 256; ++b) {
+    // tokenizer.bin: run.c's fixed offset; a vocabulary: the token whose piece is "<0xNN>".
+    const token_id offset_id = static_cast<token_id>(b) + byte_token_offset;
+    byte_ids_[b] = offset_id < vocab_size() ? offset_id : unk_id_;
+  }
+  if (kinds_.empty()) return;
+  for (int b = 0; b < 256; ++b) {
+    static constexpr char hex[] = "0123456789ABCDEF";
+    const std::string piece = std::string("<0x") + hex[b / 16] + hex[b % 16] + ">";
+    byte_ids_[b] = find(piece).value_or(unk_id_);
   }
 }
 
@@ -214,27 +227,62 @@ std::string llama2c_tokenizer::token_bytes(token_id prev, token_id token) const 
   const std::string& text = texts_[index];
   // run.c tests the raw piece, so "<0x20>" after BOS keeps its space. BOS and EOS have no
   // text whatever their piece is.
-  if (prev == bos_token && pieces_[index].starts_with(' ') && !text.empty()) return text.substr(1);
+  if (prev == bos_id_ && add_space_prefix_ && pieces_[index].starts_with(' ') && !text.empty()) return text.substr(1);
   return text;
 }
 
-token_id llama2c_tokenizer::byte_token(unsigned char byte) const {
-  const token_id id = static_cast<token_id>(byte) + byte_token_offset;
-  // A vocabulary too small to hold the byte tokens has no better answer than <unk>.
-  return id < vocab_size() ? id : unk_token;
-}
+token_id llama2c_tokenizer::byte_token(unsigned char byte) const { return byte_ids_[byte]; }
 
 std::vector<token_id> llama2c_tokenizer::encode(std::string_view text, bool add_bos) const {
   std::vector<token_id> tokens;
   tokens.reserve(text.size() + 2);
-  if (add_bos) tokens.push_back(bos_token);
-  if (!text.empty()) {
-    // run.c would emit -1 for a vocabulary without " "; leaving the prefix out is safer.
-    if (auto space = find(" ")) tokens.push_back(*space);
+  if (add_bos) tokens.push_back(bos_id_);
+  if (kinds_.empty()) {
+    // A tokenizer.bin, as run.c: the merges run over BOS too (a vocabulary could merge it with what follows).
+    append_prefix(text, true, tokens);
+    append_characters(text, tokens);
+    merge_pairs(tokens);
+    return tokens;
   }
+  // As llama.cpp: special tokens first; the prefix space starts the text and follows each.
+  bool is_prev_special = true;
+  for (const auto& section : specials_.split(text)) {
+    if (section.is_added()) {
+      tokens.push_back(section.added_id);
+      is_prev_special = true;
+    } else {
+      encode_plain(section.text, is_prev_special, tokens);
+      is_prev_special = false;
+    }
+  }
+  return tokens;
+}
+
+void llama2c_tokenizer::append_prefix(std::string_view text, bool is_prefixed, std::vector<token_id>& out) const {
+  if (text.empty() || !is_prefixed || !add_space_prefix_) return;
+  // run.c would emit -1 for a vocabulary without " "; leaving the prefix out is safer.
+  if (auto space = find(" ")) out.push_back(*space);
+}
+
+void llama2c_tokenizer::encode_plain(std::string_view text, bool is_prefixed, std::vector<token_id>& out) const {
+  // llama.cpp writes spaces as U+2581 before looking pieces up, so a U+2581 in the text
+  // is a space too.
+  static constexpr std::string_view space_marker = "\xE2\x96\x81";
+  std::string spaced;
+  if (text.find(space_marker) != std::string_view::npos) {
+    for (std::size_t pos = 0; pos < text.size();) {
+      const bool is_marker = text.substr(pos, space_marker.size()) == space_marker;
+      spaced.push_back(is_marker ? ' ' : text[pos]);
+      pos += is_marker ? space_marker.size() : 1;
+    }
+    text = spaced;
+  }
+  std::vector<token_id> tokens;
+  tokens.reserve(text.size() + 1);
+  append_prefix(text, is_prefixed, tokens);
   append_characters(text, tokens);
   merge_pairs(tokens);
-  return tokens;
+  out.insert(out.end(), tokens.begin(), tokens.end());
 }
 
 void llama2c_tokenizer::append_characters(std::string_view text,

@@ -8,6 +8,11 @@
 ///   vocab_size times: float32 score | int32 length | length bytes (the piece)
 ///
 /// The file does not store the vocabulary size; the model header does.
+///
+/// The same tokenizer serves SentencePiece-style vocabularies given in memory (GGUF's
+/// "llama" tokenizer model, see spm_vocab): special ids from the vocabulary, byte
+/// tokens found by their "<0xNN>" piece, control / user-defined / unknown tokens matched
+/// in the text before merging and U+2581 read as a space, as llama.cpp does.
 
 #include <cstddef>
 #include <cstdint>
@@ -21,10 +26,34 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/tokenizer/added_tokens.hpp"
 #include "core/tokenizer/tokenizer.hpp"
 #include "core/types.hpp"
 
 namespace inflight {
+
+/// What a token of a SentencePiece-style vocabulary is (GGUF's tokenizer.ggml.token_type).
+enum class spm_token_kind : std::uint8_t {
+  normal,
+  unknown,       ///< matched in text
+  control,       ///< matched in text; decodes to nothing
+  user_defined,  ///< matched in text; decodes to its piece
+  unused,        ///< decodes to nothing
+  byte,          ///< "<0xNN>": decodes to that byte
+};
+
+/// A SentencePiece-style vocabulary in memory: pieces with spaces as ' ' (not U+2581),
+/// their merge scores and kinds, and the special ids.
+struct spm_vocab {
+  std::vector<std::string> pieces;
+  std::vector<float> scores;          ///< one per piece
+  std::vector<spm_token_kind> kinds;  ///< one per piece
+  token_id bos_id = 1;
+  token_id eos_id = 2;
+  token_id unk_id = 0;
+  bool adds_bos = true;
+  bool add_space_prefix = true;       ///< " " before the text and after each control token
+};
 
 class llama2c_tokenizer final : public tokenizer {
  public:
@@ -45,20 +74,26 @@ class llama2c_tokenizer final : public tokenizer {
   /// Parses the file contents; `vocab_size` empty means "until the end of `bytes`".
   static result<std::unique_ptr<llama2c_tokenizer>> parse(std::string_view bytes,
                                                            std::optional<int> vocab_size);
+  /// A vocabulary given in memory; errc::corrupt_file when its tables disagree in
+  /// length or a special id lies outside it.
+  static result<std::unique_ptr<llama2c_tokenizer>> try_from_vocab(spm_vocab vocab);
 
   llama2c_tokenizer(const llama2c_tokenizer&) = delete;
   llama2c_tokenizer& operator=(const llama2c_tokenizer&) = delete;
 
   /// BOS (when `add_bos`), the dummy-prefix " " (when `text` is not empty), one token
-  /// per UTF-8 character (bytes as fallback), then highest-score pair merges.
+  /// per UTF-8 character (bytes as fallback), then highest-score pair merges. With a
+  /// vocabulary that has control / user-defined tokens, each plain section between them
+  /// is encoded so, the prefix " " after BOS-like control tokens and at the start.
   std::vector<token_id> encode(std::string_view text, bool add_bos) const override;
-  /// The piece; after BOS without its leading space; "<0xNN>" as that byte; BOS and
-  /// EOS (and ids outside the vocabulary) as "".
+  /// The piece; after BOS without its leading space; "<0xNN>" as that byte; BOS, EOS,
+  /// control and unused tokens (and ids outside the vocabulary) as "".
   std::string token_bytes(token_id prev, token_id token) const override;
   std::string piece(token_id token) const override;
   int vocab_size() const override { return static_cast<int>(pieces_.size()); }
-  std::optional<token_id> bos_id() const override { return bos_token; }
-  std::vector<token_id> eos_ids() const override { return {eos_token}; }
+  std::optional<token_id> bos_id() const override { return bos_id_; }
+  std::vector<token_id> eos_ids() const override { return {eos_id_}; }
+  bool adds_bos() const override { return adds_bos_; }
 
   /// Merge score of a token (0 for ids outside the vocabulary).
   float score(token_id token) const;
@@ -77,17 +112,29 @@ class llama2c_tokenizer final : public tokenizer {
   };
 
   void index_pieces();
+  /// The dummy-prefix " " token when the text is not empty and a prefix is due.
+  void append_prefix(std::string_view text, bool is_prefixed, std::vector<token_id>& out) const;
+  /// One plain section: the prefix " " (when `is_prefixed`), characters, merges.
+  void encode_plain(std::string_view text, bool is_prefixed, std::vector<token_id>& out) const;
   /// The run.c pre-merge tokens: one per character, or one per byte of it.
   void append_characters(std::string_view text, std::vector<token_id>& tokens) const;
   /// Merges adjacent pairs, best score first (leftmost on ties), until none merges.
   void merge_pairs(std::vector<token_id>& tokens) const;
   token_id byte_token(unsigned char byte) const;
 
+  token_id bos_id_ = bos_token;
+  token_id eos_id_ = eos_token;
+  token_id unk_id_ = unk_token;
+  bool adds_bos_ = true;
+  bool add_space_prefix_ = true;
+  std::vector<spm_token_kind> kinds_;  ///< empty for a tokenizer.bin
+  token_id byte_ids_[256] = {};       ///< the token of each byte (unk when absent)
+  added_token_matcher specials_;      ///< control, user-defined and unknown tokens (vocabularies)
   int max_token_length_ = 0;
   std::size_t longest_piece_ = 0;
   std::vector<std::string> pieces_;
   std::vector<float> scores_;
-  /// Decoded text of each token: byte tokens as their byte, BOS/EOS empty.
+  /// Decoded text of each token: byte tokens as their byte; BOS, EOS, control, unused empty.
   std::vector<std::string> texts_;
   std::unordered_map<std::string, token_id, piece_hash, std::equal_to<>> ids_;
 };

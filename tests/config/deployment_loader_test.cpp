@@ -82,6 +82,9 @@ TEST_CASE("command-line overrides (--set) set keys with typed values", "[config]
   CHECK(d.engine.max_num_seqs == 64);
   REQUIRE(apply_override(d, "model.format=hf").has_value());
   CHECK(d.model.format == "hf");
+  REQUIRE(apply_override(d, "model.format=gguf").has_value());
+  CHECK(d.model.format == "gguf");
+  CHECK_FALSE(apply_override(d, "model.format=ggml").has_value());
   REQUIRE(apply_override(d, "model.path=\"/tmp/a b.bin\"").has_value());
   CHECK(d.model.path == "/tmp/a b.bin");
   REQUIRE(apply_override(d, "engine.kv_memory=64MiB").has_value());

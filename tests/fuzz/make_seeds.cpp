@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/model/dummy_model.hpp"
+#include "core/model/gguf_model_writer.hpp"
+#include "core/model/gguf_writer.hpp"
 #include "core/model/llama2c.hpp"
 #include "core/model/safetensors.hpp"
 
@@ -197,6 +199,80 @@ void hf_tokenizer_seeds(const fs::path& dir) {
 
 }  // namespace
 
+model_config tiny_gguf_config(int dim, int vocab_size) {
+  model_config c;
+  c.dim = dim;
+  c.hidden_dim = dim;
+  c.num_layers = 1;
+  c.num_heads = 2;
+  c.num_kv_heads = 1;
+  c.head_dim = dim / 2;
+  c.vocab_size = vocab_size;
+  c.max_seq_len = 64;
+  c.rope = rope_style::interleaved;
+  return c;
+}
+
+model_weights tiny_gguf_weights(const model_config& c, const char* recipe_name) {
+  auto recipe = try_parse_recipe(recipe_name);
+  if (!recipe) check(std::unexpected(recipe.error()));
+  auto w = make_dummy_weights(c, 1, &*recipe);
+  if (!w) check(std::unexpected(w.error()));
+  return std::move(*w);
+}
+
+/// A SentencePiece vocabulary of 16 tokens: specials, a user-defined token, bytes, pieces.
+gguf_vocab tiny_spm_vocab() {
+  gguf_vocab v;
+  v.tokens = {"<unk>", "<s>", "</s>", "[INST]", "<0x0A>", "<0x62>", "\xE2\x96\x81", "a", "b", "\xE2\x96\x81" "a",
+              "ab", "l", "o", "lo", "\xE2\x96\x81" "lo", "x"};
+  v.scores = {0, 0, 0, 0, 0, 0, -1, -2, -2, -0.5f, -0.2f, -3, -3, -1, -0.7f, -4};
+  v.token_types = {2, 3, 3, 4, 6, 6, 1, 1, 1, 1, 1, 1, 1, 1, 1, 5};
+  v.bos_id = 1, v.eos_id = 2, v.unk_id = 0;
+  v.chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}";
+  return v;
+}
+
+/// A byte-level BPE vocabulary of 8 tokens with merges.
+gguf_vocab tiny_bpe_vocab(const std::string& pre) {
+  gguf_vocab v;
+  v.model = "gpt2";
+  v.pre = pre;
+  v.tokens = {"a", "b", "ab", "\xC4\xA0", "\xC4\xA0" "a", "1", "12", "<|end|>"};
+  v.token_types = {1, 1, 1, 1, 1, 1, 1, 3};
+  v.merges = {"a b", "\xC4\xA0" " a", "1 2"};
+  v.eos_id = 7;
+  return v;
+}
+
+void gguf_seeds(const fs::path& dir) {
+  fs::create_directories(dir);
+  const auto spm = tiny_gguf_config(32, 16);
+  check(try_write_gguf_model(tiny_gguf_weights(spm, "q8_0"), tiny_spm_vocab(), dir / "seed-llama-q8_0", {"tiny", 32}));
+  auto qwen2 = tiny_gguf_config(16, 8);
+  qwen2.attention_bias = true;
+  qwen2.rope = rope_style::half;
+  check(try_write_gguf_model(tiny_gguf_weights(qwen2, "f16"), tiny_bpe_vocab("qwen2"), dir / "seed-qwen2-f16", {}));
+  auto qwen3 = tiny_gguf_config(32, 8);
+  qwen3.qk_norm = true;
+  qwen3.rope = rope_style::half;
+  check(try_write_gguf_model(tiny_gguf_weights(qwen3, "q4_0"), tiny_bpe_vocab("llama-bpe"), dir / "seed-qwen3-q4_0", {"", 64}));
+  // Metadata of every type (a nested array too) and a bf16 vector.
+  gguf_writer w;
+  w.set_u64("a.u64", 1);
+  w.set_i32("a.i32", -1);
+  w.set_f32("a.f32", 0.5f);
+  w.set_bool("a.bool", true);
+  std::string nested;
+  const auto put = [&](auto value) { nested.append(reinterpret_cast<const char*>(&value), sizeof(value)); };
+  put(std::uint32_t(gguf_type::array)), put(std::uint64_t(2));
+  put(std::uint32_t(gguf_type::u16)), put(std::uint64_t(1)), put(std::uint16_t(7));
+  put(std::uint32_t(gguf_type::f64)), put(std::uint64_t(1)), put(1.5);
+  w.set_raw("a.nested", gguf_type::array, nested);
+  check(w.try_add_matrix("v", weight_tensor::from_bytes(weight_dtype::bf16, 1, 4, std::vector<std::byte>(8))));
+  check(w.try_write(dir / "seed-metadata"));
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::cerr << "usage: inflight_fuzz_seeds CORPUS_DIR (tests/fuzz/corpus)\n";
@@ -207,5 +283,6 @@ int main(int argc, char** argv) {
   llama2c_checkpoint_seeds(root / "llama2c_checkpoint");
   llama2c_tokenizer_seeds(root / "llama2c_tokenizer");
   hf_tokenizer_seeds(root / "hf_tokenizer");
+  gguf_seeds(root / "gguf");
   return 0;
 }

@@ -1,0 +1,315 @@
+// GGUF models: weights written by try_write_gguf_model and loaded back (stories260K,
+// the Llama / Qwen2 / Qwen3 layouts, quantized matrices), the loader's format
+// detection, and what the loader refuses.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "core/model/dummy_model.hpp"
+#include "core/model/gguf_model.hpp"
+#include "core/model/gguf_model_writer.hpp"
+#include "core/model/gguf_writer.hpp"
+#include "core/model/llama2c.hpp"
+#include "core/model/model_loader.hpp"
+#include "core/model/rope_factors.hpp"
+#include "core/model/shapes.hpp"
+#include "core/tokenizer/llama2c_tokenizer.hpp"
+#include "tests/shared_data.hpp"
+
+using namespace inflight;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path temp_path(const std::string& name) {
+  const auto dir = fs::temp_directory_path() / "inflight_gguf_model_test";
+  fs::create_directories(dir);
+  return dir / name;
+}
+
+model_config small_config(int dim = 64, int hidden = 96) {
+  model_config c;
+  c.architecture = "LlamaForCausalLM";
+  c.dim = dim;
+  c.hidden_dim = hidden;
+  c.num_layers = 2;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = dim / 4;
+  c.vocab_size = 300;
+  c.max_seq_len = 128;
+  c.rope = rope_style::half;
+  c.tied_embeddings = false;
+  return c;
+}
+
+/// small_config with interleaved RoPE: written as llama without moving rows.
+model_config interleaved_config(int dim, int hidden) {
+  auto c = small_config(dim, hidden);
+  c.rope = rope_style::interleaved;
+  return c;
+}
+
+model_weights dummy(const model_config& c, const quant_recipe* recipe = nullptr) {
+  auto w = make_dummy_weights(c, 7, recipe);
+  REQUIRE(w.has_value());
+  return std::move(*w);
+}
+
+gguf_model write_and_load(const model_weights& w, const std::string& name, gguf_vocab vocab = byte_gguf_vocab(300)) {
+  const auto path = temp_path(name);
+  REQUIRE(try_write_gguf_model(w, vocab, path, {"test model", 32}).has_value());
+  auto loaded = try_load_gguf_model(path);
+  if (!loaded) FAIL(loaded.error().message);
+  return std::move(*loaded);
+}
+
+void check_same_shape(const model_config& a, const model_config& b) {
+  CHECK(a.dim == b.dim);
+  CHECK(a.hidden_dim == b.hidden_dim);
+  CHECK(a.num_layers == b.num_layers);
+  CHECK(a.num_heads == b.num_heads);
+  CHECK(a.num_kv_heads == b.num_kv_heads);
+  CHECK(a.head_dim == b.head_dim);
+  CHECK(a.vocab_size == b.vocab_size);
+  CHECK(a.max_seq_len == b.max_seq_len);
+  CHECK(a.norm_eps == b.norm_eps);
+  CHECK(a.rope_theta == b.rope_theta);
+  CHECK(a.tied_embeddings == b.tied_embeddings);
+  CHECK(a.attention_bias == b.attention_bias);
+  CHECK(a.qk_norm == b.qk_norm);
+}
+
+/// Every matrix, norm and bias equal (RoPE order as stored).
+void check_same_weights(const model_weights& a, const model_weights& b) {
+  CHECK(a.token_embedding == b.token_embedding);
+  CHECK(a.classifier == b.classifier);
+  CHECK(a.final_norm == b.final_norm);
+  REQUIRE(a.layers.size() == b.layers.size());
+  for (std::size_t i = 0; i < a.layers.size(); ++i) {
+    const auto &x = a.layers[i], &y = b.layers[i];
+    for (std::size_t m = 0; m < 7; ++m) CHECK(*matrices_of(x)[m] == *matrices_of(y)[m]);
+    CHECK(x.attn_norm == y.attn_norm);
+    CHECK(x.ffn_norm == y.ffn_norm);
+    CHECK(x.bq == y.bq);
+    CHECK(x.bk == y.bk);
+    CHECK(x.bv == y.bv);
+    CHECK(x.q_norm == y.q_norm);
+    CHECK(x.k_norm == y.k_norm);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("stories260K written as GGUF f32 loads back with the same weights and shape", "[core][gguf]") {
+  const auto bin = test::shared_file("models/stories260K/stories260K.bin");
+  const auto tok_path = test::shared_file("models/stories260K/tok512.bin");
+  if (bin.empty() || tok_path.empty()) return;
+  auto w = load_llama2c(bin);
+  REQUIRE(w.has_value());
+  auto tok = llama2c_tokenizer::load(tok_path, w->config.vocab_size);
+  REQUIRE(tok.has_value());
+  const auto g = write_and_load(*w, "stories260K.gguf", gguf_vocab_of(**tok));
+  CHECK(g.architecture == "llama");
+  CHECK(g.name == "test model");
+  CHECK(g.weights.config.rope == rope_style::interleaved);
+  CHECK(g.weights.config.architecture == "LlamaForCausalLM");
+  check_same_shape(g.weights.config, w->config);
+  check_same_weights(g.weights, *w);
+  CHECK(g.vocab.end_ids() == std::vector<token_id>{2});
+  CHECK(g.tok->bos_id() == 1);
+  CHECK(g.tok->encode("Once upon a time", true) == (*tok)->encode("Once upon a time", true));
+}
+
+TEST_CASE("a half-RoPE Llama is written with Q/K rows in interleaved order: same pairs, rows moved", "[core][gguf]") {
+  const auto w = dummy(small_config());
+  const auto g = write_and_load(w, "half.gguf");
+  const auto& c = g.weights.config;
+  CHECK(c.rope == rope_style::interleaved);
+  check_same_shape(c, w.config);
+  const int half = c.head_dim / 2;
+  for (int h = 0; h < c.num_heads; ++h) {
+    for (int i = 0; i < half; ++i) {
+      const auto interleaved = std::int64_t(h) * c.head_dim + 2 * i;
+      const auto halved = std::int64_t(h) * c.head_dim + i;
+      const auto a = g.weights.layers[1].wq.row(interleaved), b = w.layers[1].wq.row(halved);
+      REQUIRE(std::equal(a.begin(), a.end(), b.begin(), b.end()));
+      const auto a2 = g.weights.layers[1].wq.row(interleaved + 1), b2 = w.layers[1].wq.row(halved + half);
+      REQUIRE(std::equal(a2.begin(), a2.end(), b2.begin(), b2.end()));
+    }
+  }
+  // The rows did move: the tensors differ as stored.
+  CHECK_FALSE(g.weights.layers[0].wk == w.layers[0].wk);
+  CHECK(g.weights.layers[0].wv == w.layers[0].wv);
+  CHECK(g.weights.classifier == w.classifier);
+}
+
+TEST_CASE("Qwen3 (q/k norms) and Qwen2 (q/k/v biases) round-trip as qwen3 / qwen2", "[core][gguf]") {
+  auto qwen3 = try_as_family(small_config(), "qwen3");
+  REQUIRE(qwen3.has_value());
+  const auto w3 = dummy(*qwen3);
+  const auto g3 = write_and_load(w3, "qwen3.gguf");
+  CHECK(g3.architecture == "qwen3");
+  CHECK(g3.weights.config.architecture == "Qwen3ForCausalLM");
+  CHECK(g3.weights.config.rope == rope_style::half);
+  check_same_shape(g3.weights.config, w3.config);
+  check_same_weights(g3.weights, w3);
+
+  auto c2 = small_config();
+  c2.architecture = "Qwen2ForCausalLM";
+  c2.attention_bias = true;
+  c2.tied_embeddings = true;
+  auto w2 = dummy(c2);
+  const auto g2 = write_and_load(w2, "qwen2.gguf");
+  CHECK(g2.architecture == "qwen2");
+  CHECK(g2.weights.config.rope == rope_style::half);
+  check_same_shape(g2.weights.config, w2.config);
+  check_same_weights(g2.weights, w2);
+  CHECK_FALSE(g2.weights.layers[0].bq.empty());
+}
+
+TEST_CASE("quantized matrices are written and loaded in their own types, as views of the file", "[core][gguf]") {
+  auto recipe = try_parse_recipe("q4_k_m");
+  REQUIRE(recipe.has_value());
+  const auto w = dummy(interleaved_config(256, 512), &*recipe);
+  REQUIRE(w.layers[0].wq.dtype() == weight_dtype::q4_k);
+  const auto g = write_and_load(w, "q4_k_m.gguf");
+  check_same_weights(g.weights, w);
+  CHECK(weight_dtypes_of(g.weights) == weight_dtypes_of(w));
+  for (const char* type : {"q8_0", "q4_0", "q5_k", "q6_k", "bf16", "f16"}) {
+    auto pure = try_parse_recipe(type);
+    REQUIRE(pure.has_value());
+    const auto typed = dummy(interleaved_config(256, 512), &*pure);
+    const auto back = write_and_load(typed, std::string(type) + ".gguf");
+    INFO(type);
+    CHECK(back.weights.layers[1].w_down.dtype() == typed.layers[1].w_down.dtype());
+    check_same_weights(back.weights, typed);
+  }
+}
+
+TEST_CASE("format auto loads a .gguf file with its tokenizer, stop ids and chat template", "[core][gguf][model_loader]") {
+  auto vocab = byte_gguf_vocab(300);
+  vocab.chat_template = "{{ bos_token }}{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}";
+  vocab.eot_id = 5;
+  auto c = small_config();
+  c.tied_embeddings = true;
+  const auto path = temp_path("chat-model.gguf");
+  REQUIRE(try_write_gguf_model(dummy(c), vocab, path).has_value());
+  model_settings s;
+  s.path = path.string();
+  CHECK(resolve_format(s) == "gguf");
+  auto m = load_model(s);
+  REQUIRE(m.has_value());
+  CHECK(m->format == "gguf");
+  CHECK(m->name == "chat-model");
+  CHECK_THAT(m->description, Catch::Contains("GGUF file") && Catch::Contains("llama, f32"));
+  CHECK(m->eos_ids == std::vector<token_id>{2, 5});
+  CHECK(m->bos_text == "<s>");
+  REQUIRE(m->chat.has_value());
+  const std::vector<chat_message> messages{{"user", "hi"}};
+  CHECK(m->chat->try_render(messages, false, m->bos_text, m->eos_text).value() == "<s>user: hi\n");
+  CHECK(m->tok->encode("hi", true) == std::vector<token_id>{1, 'h' + 3, 'i' + 3});
+  // A GGUF file without the extension is recognised by its magic.
+  const auto renamed = temp_path("chat-model.bin");
+  fs::copy_file(path, renamed, fs::copy_options::overwrite_existing);
+  s.path = renamed.string();
+  CHECK(resolve_format(s) == "gguf");
+}
+
+namespace {
+
+/// A tiny llama model's file with one change made by `edit` before writing.
+std::string refusal_of(const std::function<void(gguf_writer&)>& edit, const std::string& name) {
+  const auto w = dummy(small_config());
+  gguf_writer writer;
+  writer.set_string("general.architecture", "llama");
+  const std::string a = "llama.";
+  for (auto [key, value] : {std::pair{"embedding_length", 64}, {"feed_forward_length", 96}, {"block_count", 2},
+                            {"attention.head_count", 4}, {"attention.head_count_kv", 2}, {"context_length", 128}}) {
+    writer.set_u32(a + key, std::uint32_t(value));
+  }
+  write_gguf_vocab(writer, byte_gguf_vocab(300));
+  REQUIRE(writer.try_add_matrix("token_embd.weight", w.token_embedding).has_value());
+  REQUIRE(writer.try_add_vector("output_norm.weight", w.final_norm).has_value());
+  for (int i = 0; i < 2; ++i) {
+    const auto& l = w.layers[std::size_t(i)];
+    const std::string p = "blk." + std::to_string(i) + ".";
+    REQUIRE(writer.try_add_vector(p + "attn_norm.weight", l.attn_norm).has_value());
+    REQUIRE(writer.try_add_vector(p + "ffn_norm.weight", l.ffn_norm).has_value());
+    for (auto [n, m] : {std::pair{"attn_q", &l.wq}, {"attn_k", &l.wk}, {"attn_v", &l.wv}, {"attn_output", &l.wo},
+                        {"ffn_gate", &l.w_gate}, {"ffn_up", &l.w_up}, {"ffn_down", &l.w_down}}) {
+      REQUIRE(writer.try_add_matrix(p + n + ".weight", *m).has_value());
+    }
+  }
+  edit(writer);
+  const auto path = temp_path(name);
+  REQUIRE(writer.try_write(path).has_value());
+  auto loaded = try_load_gguf_model(path);
+  if (loaded) return "(loaded)";
+  return loaded.error().message;
+}
+
+}  // namespace
+
+TEST_CASE("what the GGUF loader does not compute is refused, named", "[core][gguf]") {
+  CHECK(refusal_of([](gguf_writer&) {}, "plain.gguf") == "(loaded)");
+  CHECK(refusal_of([](gguf_writer& w) { w.set_u32("llama.attention.sliding_window", 64); }, "window.gguf") == "(loaded)");
+  CHECK(try_load_gguf_model(temp_path("window.gguf"))->weights.config.max_seq_len == 64);  // the window caps 128
+  CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_string("general.architecture", "gemma2"); }, "arch.gguf"),
+             Catch::Contains("architecture 'gemma2' is not supported"));
+  CHECK_THAT(refusal_of([](gguf_writer& w) { REQUIRE(w.try_add_vector("blk.0.ffn_gate_exps.weight", std::vector<float>(4)).has_value()); },
+                        "extra.gguf"),
+             Catch::Contains("tensor 'blk.0.ffn_gate_exps.weight' is not used"));
+  CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_u32("llama.expert_count", 8); }, "moe.gguf"),
+             Catch::Contains("mixture of experts"));
+  CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_u32("llama.rope.dimension_count", 8); }, "partial.gguf"),
+             Catch::Contains("partial rotary"));
+  CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_string("llama.rope.scaling.type", "yarn"); }, "yarn.gguf"),
+             Catch::Contains("rope.scaling.type 'yarn'"));
+  CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_u32("llama.embedding_length", 32); }, "shape.gguf"),
+             Catch::Contains("tensor 'token_embd.weight' has ne [64, 300], expected [32, 300]"));
+  // A q bias makes a llama model one with q/k/v biases: the k bias is then missing.
+  CHECK_THAT(refusal_of([](gguf_writer& w) { REQUIRE(w.try_add_vector("blk.0.attn_q.bias", std::vector<float>(64)).has_value()); },
+                        "missing.gguf"),
+             Catch::Contains("lacks tensor 'blk.0.attn_k.bias'"));
+  CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_u32("llama.attention.head_count", 1 << 27), w.set_u32("llama.attention.key_length", 16); },
+                        "wide.gguf"),
+             Catch::Contains("134217728 heads of 16 values is too wide"));
+  // More layers than the file has tensors for: refused before anything is sized by it.
+  CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_u32("llama.block_count", 1 << 20); }, "layers.gguf"),
+             Catch::Contains("block_count 1048576 but the file holds 20 tensors"));
+  CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_string("tokenizer.ggml.model", "bert"); }, "bert.gguf"),
+             Catch::Contains("tokenizer model 'bert'"));
+  CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_u32("tokenizer.ggml.tokens", 3); }, "tokens.gguf"),
+             Catch::Contains("tokenizer.ggml.tokens must be an array of string"));
+  CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_string("llama.context_length", "long"); }, "ctx.gguf"),
+             Catch::Contains("llama.context_length must be a positive integer"));
+}
+
+TEST_CASE("the writer refuses a config no GGUF architecture describes", "[core][gguf]") {
+  auto c = small_config();
+  c.attention_bias = true;
+  c.qk_norm = true;
+  CHECK_FALSE(try_gguf_architecture_of(c).has_value());
+  c.qk_norm = false;
+  CHECK(try_gguf_architecture_of(c).value() == "qwen2");
+  c.scaling.enabled = true;
+  CHECK_FALSE(try_gguf_architecture_of(c).has_value());
+  const auto w = dummy(small_config());
+  CHECK_FALSE(try_write_gguf_model(w, byte_gguf_vocab(400), temp_path("vocab.gguf")).has_value());
+}
+
+TEST_CASE("Llama-3 scaling is written as rope_freqs.weight and read back as the same factors", "[core][gguf][rope]") {
+  auto c = interleaved_config(64, 96);
+  c.rope_theta = 500000.0f;
+  c.scaling = {true, 8.0f, 1.0f, 4.0f, 64};
+  const auto g = write_and_load(dummy(c), "llama3-scaling.gguf");
+  const auto& s = g.weights.config.scaling;
+  CHECK(s.enabled);
+  CHECK(s.factor == 8.0f);
+  CHECK(s.original_max_position == 64);
+  // Few pairs lie in the band here, so only the factors (not low/high_freq_factor) are determined.
+  const auto want = llama3_rope_factors(c), got = llama3_rope_factors(g.weights.config);
+  for (std::size_t i = 0; i < want.size(); ++i) CHECK(got[i] == Approx(want[i]).epsilon(1e-5));
+  CHECK(std::count(want.begin(), want.end(), 1.0f) < int(want.size()));
+}
