@@ -256,7 +256,7 @@ result<void> gguf_parser::try_read_tensor_info(gguf_tensor_info& info, std::uint
   if (!dtype) {
     return make_error(errc::unsupported, "GGUF file '" + source_ + "': " + what + " has type " +
                                              ggml_type_name(*type) + ", which inflight does not read (it reads " +
-                                             "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
+                                             "F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K)");
   }
   info.dtype = *dtype;
   auto offset = try_read<std::uint64_t>("the offset of " + what);

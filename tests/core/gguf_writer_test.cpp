@@ -72,6 +72,7 @@ TEST_CASE("the GGUF type ids are llama.cpp's", "[core][gguf]") {
   CHECK(ggml_type_of(weight_dtype::f32) == 0);
   CHECK(ggml_type_of(weight_dtype::f16) == 1);
   CHECK(ggml_type_of(weight_dtype::q4_0) == 2);
+  CHECK(ggml_type_of(weight_dtype::q5_0) == 6);
   CHECK(ggml_type_of(weight_dtype::q8_0) == 8);
   CHECK(ggml_type_of(weight_dtype::q4_k) == 12);
   CHECK(ggml_type_of(weight_dtype::q5_k) == 13);
