@@ -1,8 +1,12 @@
 // `inflight bench forward`: forward-step time of the backend alone for ragged batches
 // (decode steps at a given context, and prefills), no scheduler or actors.
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "actors/backend/cpu_backend.hpp"
 #include "apps/inflight/commands.hpp"
@@ -28,6 +32,7 @@ struct bench_forward_options {
   std::string weight_dtype = "auto";
   std::string kv_dtype = "f32";
   bool profile = false;
+  bool floor = false;
 };
 
 /// Random weights of --shape, or --model (any format the loader reads), as --weight-dtype says.
@@ -74,6 +79,53 @@ std::string dtype_list(const model_weights& w) {
   std::string out;
   for (const auto dtype : weight_dtypes_of(w)) out += (out.empty() ? "" : "+") + std::string(to_string(dtype));
   return out;
+}
+
+/// Bytes a decode step reads from the KV cache: every cached position's K and V in every layer.
+double kv_bytes_per_step(const model_config& c, int batch, int context, const std::string& kv_dtype) {
+  const double element = kv_dtype == "f32" ? 4.0 : 2.0;
+  return double(batch) * context * c.num_layers * 2.0 * c.kv_dim() * element;
+}
+
+/// Sustained read bandwidth in bytes/s with `threads` threads, each streaming its slice of
+/// a buffer several times the size of the caches (best of five passes): the floor a decode
+/// step that reads all the weights cannot beat.
+double measure_read_bandwidth(int threads) {
+  const std::size_t words = std::size_t(1) << 27;  // 1 GiB of 64-bit words
+  std::vector<std::uint64_t> buf(words);
+  threads = std::max(threads, 1);
+  std::vector<std::uint64_t> sums(threads);
+  // Touch the pages on the threads that read them, as the backend's first step does.
+  auto pass = [&](bool write) {
+    std::vector<std::thread> team;
+    for (int t = 0; t < threads; ++t) {
+      team.emplace_back([&, t] {
+        const std::size_t begin = words * t / threads, end = words * (t + 1) / threads;
+        if (write) {
+          for (std::size_t i = begin; i < end; ++i) buf[i] = i;
+          return;
+        }
+        std::uint64_t a = 0, b = 0, c = 0, d = 0;
+        std::size_t i = begin;
+        for (; i + 4 <= end; i += 4) a += buf[i], b += buf[i + 1], c += buf[i + 2], d += buf[i + 3];
+        for (; i < end; ++i) a += buf[i];
+        sums[t] = a + b + c + d;
+      });
+    }
+    for (auto& th : team) th.join();
+  };
+  pass(true);
+  double best = 0.0;
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    pass(false);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, double(words * sizeof(std::uint64_t)) / s);
+  }
+  std::uint64_t check = 0;
+  for (auto v : sums) check += v;
+  if (check != (std::uint64_t(words) * (words - 1)) / 2) fail("bandwidth probe: the buffer did not read back");
+  return best;
 }
 
 /// A plan where each of `batch` sequences processes `tokens` tokens from `start`.
@@ -139,7 +191,13 @@ void run_bench_forward(const bench_forward_options& o) {
               c.num_heads, c.num_kv_heads, c.vocab_size, (*be)->num_threads(), kernels::cpu::to_string((*be)->isa()));
   std::printf("weights: %s, %.1f MB; KV cache: %s\n", dtype_list(*weights).c_str(), weight_bytes(*weights) / 1e6,
               o.kv_dtype.c_str());
-  std::printf("%-8s %-10s %-14s %-14s %-18s\n", "batch", "context", "step ms", "tokens/s", "prefill tokens/s");
+  const double bandwidth = o.floor ? measure_read_bandwidth((*be)->num_threads()) : 0.0;
+  if (o.floor) {
+    std::printf("memory: %.1f GB/s read with %d threads; floor = (weights + KV read per step) / that\n", bandwidth / 1e9,
+                (*be)->num_threads());
+  }
+  std::printf("%-8s %-10s %-14s %-14s %-18s%s\n", "batch", "context", "step ms", "tokens/s", "prefill tokens/s",
+              o.floor ? " floor tokens/s" : "");
   kernels::cpu::stage_times decode_times;
   for (int batch : o.batches) {
     // Prefill every sequence's `context` tokens in one step, then time decode steps after it.
@@ -151,8 +209,13 @@ void run_bench_forward(const bench_forward_options& o) {
     }
     (*be)->set_stage_times(nullptr);
     const double step = total / o.steps;
-    std::printf("%-8d %-10d %-14.3f %-14.1f %-18.1f\n", batch, o.context, step * 1e3, batch / step,
+    std::printf("%-8d %-10d %-14.3f %-14.1f %-18.1f", batch, o.context, step * 1e3, batch / step,
                 batch * o.context / prefill);
+    if (o.floor) {
+      const double bytes = weight_bytes(*weights) + kv_bytes_per_step(c, batch, o.context, o.kv_dtype);
+      std::printf(" %.1f", batch * bandwidth / bytes);
+    }
+    std::printf("\n");
   }
   kernels::cpu::stage_times prefill_times;
   if (o.profile) (*be)->set_stage_times(&prefill_times);
@@ -187,6 +250,8 @@ void add_bench_forward_command(CLI::App& bench) {
       ->check(CLI::IsMember({"f32", "f16", "bf16"}))
       ->capture_default_str();
   cmd->add_flag("--profile", o->profile, "print the time per stage of the forward pass");
+  cmd->add_flag("--floor", o->floor,
+                "measure the read bandwidth and print each batch's memory floor (weights + KV bytes per step)");
   cmd->callback([o] { run_bench_forward(*o); });
 }
 

@@ -11,18 +11,6 @@ namespace inflight {
 namespace quant_detail {
 namespace {
 
-std::uint32_t bits_of(float f) {
-  std::uint32_t u;
-  std::memcpy(&u, &f, sizeof(u));
-  return u;
-}
-
-float float_of(std::uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof(f));
-  return f;
-}
-
 /// Weighted error of x ~ d * q with q rounded and clamped, and the refitted d.
 float refit_symmetric(const float* x, const float* w, int n, int qmin, int qmax, float d, float& error) {
   double sum_xq = 0.0, sum_qq = 0.0;

@@ -10,13 +10,10 @@
 #include "actors/backend/backend_factory.hpp"
 #include "actors/backend/cpu_backend.hpp"
 #include "core/bench/perplexity.hpp"
-#include "core/model/llama2c.hpp"
 #include "core/quant/convert.hpp"
-#include "core/tokenizer/llama2c_tokenizer.hpp"
-#include "tests/shared_data.hpp"
+#include "tests/backend/stories260k.hpp"
 
 using namespace inflight;
-using inflight::test::shared_file;
 
 namespace {
 
@@ -26,18 +23,13 @@ struct stories {
 };
 
 std::optional<stories> load_stories() {
-  auto model_path = shared_file("models/stories260K/stories260K.bin");
-  auto tok_path = shared_file("models/stories260K/tok512.bin");
-  if (model_path.empty() || tok_path.empty()) return std::nullopt;
-  auto w = load_llama2c(model_path);
-  REQUIRE(w.has_value());
-  auto tok = llama2c_tokenizer::load(tok_path, w->config.vocab_size);
-  REQUIRE(tok.has_value());
-  auto prompt = (*tok)->encode(
+  auto m = test::load_stories260k();
+  if (!m) return std::nullopt;
+  auto prompt = m->tok->encode(
       "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her "
       "friends. One day, she saw a big red ball under a tree.",
       true);
-  return stories{std::move(*w), std::move(prompt)};
+  return stories{*m->weights, std::move(prompt)};
 }
 
 /// The logits of every position of the prompt after the first, [n - 1 x vocab].

@@ -13,6 +13,7 @@
 
 #include "core/model/llama2c.hpp"
 #include "core/tokenizer/llama2c_tokenizer.hpp"
+#include "tests/backend/stories260k.hpp"
 #include "tests/backend/toy_driver.hpp"
 #include "tests/shared_data.hpp"
 
@@ -21,21 +22,9 @@ using inflight::test::shared_file;
 
 namespace {
 
-struct stories {
-  std::shared_ptr<const model_weights> weights;
-  std::unique_ptr<llama2c_tokenizer> tok;
-};
+using stories = test::stories260k;
 
-std::optional<stories> load_stories() {
-  auto model_path = shared_file("models/stories260K/stories260K.bin");
-  auto tok_path = shared_file("models/stories260K/tok512.bin");
-  if (model_path.empty() || tok_path.empty()) return std::nullopt;
-  auto w = load_llama2c(model_path);
-  REQUIRE(w.has_value());
-  auto t = llama2c_tokenizer::load(tok_path, w->config.vocab_size);
-  REQUIRE(t.has_value());
-  return stories{std::make_shared<const model_weights>(std::move(*w)), std::move(*t)};
-}
+std::optional<stories> load_stories() { return test::load_stories260k(); }
 
 std::string read_text(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Quantization quality side by side with llama.cpp, on the same GGUF files: stories260K
+# (a trained model, so its next-token distributions mean something) converted to an f32
+# GGUF by llama.cpp's own converter, then quantized by llama-quantize to each TYPE
+# (ffn_down kept in F16: its 172-wide rows are no whole quantization blocks). For every
+# file, the perplexity of a text and the KL divergence of its next-token distributions
+# against the f32 file's, with top-1 agreement:
+#   llama.cpp   llama-perplexity --kl-divergence-base (f32) / --kl-divergence (TYPE)
+#   inflight    inflight perplexity --model TYPE.gguf --base-model f32.gguf
+# Both score the second half of every CTX-token chunk of the text.
+#
+#   scripts/compare-quality-llamacpp.sh PEER_DIR [TYPES] [CTX]
+#
+# TYPES: comma-separated llama-quantize names (default F16,BF16,Q8_0,Q4_0,Q4_K_M,Q5_K_M,Q6_K).
+# CTX: tokens per chunk (default 128, stories260K's context). The text is TEXT (default
+# tests/data/stories.txt). Uses build/bin/inflight (override with INFLIGHT_BIN); writes
+# under /tmp. Prints one table.
+set -euo pipefail
+
+peer=${1:?usage: $0 PEER_DIR [TYPES] [CTX]}
+IFS=, read -r -a types <<<"${2:-F16,BF16,Q8_0,Q4_0,Q4_K_M,Q5_K_M,Q6_K}"
+ctx=${3:-128}
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=${INFLIGHT_BIN:-$root/build/bin/inflight}
+models=${INFLIGHT_MODELS:-$root/../shared/models}
+text=${TEXT:-$root/tests/data/stories.txt}
+threads=${THREADS:-2}
+
+for f in "$bin" "$peer/bin/llama-perplexity" "$peer/bin/llama-quantize" "$peer/gguf.sh" \
+  "$models/stories260K/stories260K.bin" "$models/stories260K/tok512.bin" "$text"; do
+  [ -e "$f" ] || { echo "compare-quality: missing $f" >&2; exit 2; }
+done
+work=$(mktemp -d /tmp/compare-quality.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+"$peer/gguf.sh" "$models/stories260K/stories260K.bin" "$models/stories260K/tok512.bin" "$work/f32.gguf" \
+  >"$work/convert.log" 2>&1 || { tail -20 "$work/convert.log" >&2; exit 1; }
+"$peer/bin/llama-perplexity" -m "$work/f32.gguf" -f "$text" -c "$ctx" -t "$threads" \
+  --kl-divergence-base "$work/base.kld" >"$work/base.log" 2>&1 || { tail -20 "$work/base.log" >&2; exit 1; }
+
+# field FILE PATTERN: the first number after PATTERN in FILE.
+field() { sed -n "s/.*$2[^0-9]*\([0-9][0-9.e+-]*\).*/\1/p" "$1" | head -1; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
+
+echo "stories260K, $(basename "$text"), chunks of $ctx tokens (the second half of each scored), $threads threads;" \
+  "the same GGUF file on both sides"
+echo
+echo "| type | tensors | file | PPL llama.cpp | PPL inflight | mean KL llama.cpp | mean KL inflight | KL ratio | same top-1 llama.cpp | same top-1 inflight |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+for type in "${types[@]}"; do
+  q="$work/$type.gguf"
+  "$peer/bin/llama-quantize" --tensor-type ffn_down=f16 "$work/f32.gguf" "$q" "$type" >"$work/quantize.$type.log" 2>&1 ||
+    { tail -20 "$work/quantize.$type.log" >&2; exit 1; }
+  "$peer/bin/llama-perplexity" -m "$q" -c "$ctx" -t "$threads" --kl-divergence-base "$work/base.kld" --kl-divergence \
+    >"$work/llamacpp.$type.log" 2>&1 || { tail -20 "$work/llamacpp.$type.log" >&2; exit 1; }
+  "$bin" perplexity --model "$q" --base-model "$work/f32.gguf" -f "$text" --ctx "$ctx" --threads "$threads" \
+    --json "$work/inflight.$type.json" >"$work/inflight.$type.log" 2>&1 || { tail -20 "$work/inflight.$type.log" >&2; exit 1; }
+  tensors=$(sed -n 's/.*- type *\([a-z0-9_]*\): *\([0-9]*\) tensors.*/\1 \2/p' "$work/llamacpp.$type.log" |
+    awk '$1 != "f32" { printf "%s%s", sep, $1; sep = "+" }')
+  kl_llama=$(field "$work/llamacpp.$type.log" "Mean    KLD:")
+  kl_inflight=$(jq -r .kl.mean "$work/inflight.$type.json")
+  printf '| %s | %s | %s | %s | %.4f | %.6f | %.6f | %s | %s%% | %.3f%% |\n' "$type" "$tensors" \
+    "$(du -k "$q" | awk '{ printf "%d KB", $1 }')" \
+    "$(field "$work/llamacpp.$type.log" "Mean PPL(Q)  ")" "$(jq -r .perplexity "$work/inflight.$type.json")" \
+    "$kl_llama" "$kl_inflight" "$(ratio "$kl_inflight" "$kl_llama")" \
+    "$(field "$work/llamacpp.$type.log" "Same top p:")" "$(jq -r '.kl.same_top * 100' "$work/inflight.$type.json")"
+done
+echo
+echo "f32 perplexity: llama.cpp $(field "$work/base.log" "Final estimate: PPL =")," \
+  "inflight $(jq -r .base_perplexity "$work/inflight.${types[0]}.json")"
