@@ -81,7 +81,7 @@ deployment make_deployment(const generate_options& o) {
   return d;
 }
 
-void print_summary(const std::vector<std::shared_ptr<print_sink>>& sinks, double wall_s) {
+void print_summary(const std::vector<std::shared_ptr<print_sink>>& sinks, double wall_s, const engine_snapshot& e) {
   int num_tokens = 0;
   double ttft = 0, tpot = 0;
   for (const auto& s : sinks) {
@@ -95,6 +95,14 @@ void print_summary(const std::vector<std::shared_ptr<print_sink>>& sinks, double
                f.prompt_tokens, num_tokens);
   std::fprintf(stderr, "TTFT: %.2f ms, TPOT: %.3f ms (%.1f tokens/s per request), throughput: %.1f tokens/s\n",
                ttft / n, tpot / n, tpot > 0 ? 1e3 * n / tpot : 0.0, wall_s > 0 ? num_tokens / wall_s : 0.0);
+  // Where a step's time goes: inside the backend, the rest of the step (plan, KV grant,
+  // apply, routing) and between steps (messages, waking threads), over the whole run.
+  if (e.num_steps > 0) {
+    const double steps = double(e.num_steps);
+    std::fprintf(stderr, "steps: %llu, per step: %.3f ms wall, %.3f ms backend, %.3f ms plan to applied\n",
+                 static_cast<unsigned long long>(e.num_steps), 1e3 * wall_s / steps, 1e3 * e.backend_seconds / steps,
+                 1e3 * e.engine_seconds / steps);
+  }
 }
 
 void run_generate(const generate_options& o) {
@@ -126,6 +134,7 @@ void run_generate(const generate_options& o) {
     cv.wait(lock, [&] { return num_done == int(sinks.size()); });
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto totals = (*eng)->snapshot();
   (*eng)->shutdown(0.0);
   for (std::size_t i = 0; i < sinks.size(); ++i) {
     const auto& s = *sinks[i];
@@ -137,7 +146,7 @@ void run_generate(const generate_options& o) {
     if (const auto& cause = s.finish().cause; s.finish().reason == finish_reason::error && cause)
       std::cerr << "request " << i << ": " << cause->message << "\n";
   }
-  print_summary(sinks, wall);
+  print_summary(sinks, wall, totals);
 }
 
 }  // namespace
