@@ -35,8 +35,19 @@ trap 'rm -rf "$work"' EXIT
 
 "$peer/gguf.sh" "$models/stories260K/stories260K.bin" "$models/stories260K/tok512.bin" "$work/f32.gguf" \
   >"$work/convert.log" 2>&1 || { tail -20 "$work/convert.log" >&2; exit 1; }
-"$peer/bin/llama-perplexity" -m "$work/f32.gguf" -f "$text" -c "$ctx" -t "$threads" \
-  --kl-divergence-base "$work/base.kld" >"$work/base.log" 2>&1 || { tail -20 "$work/base.log" >&2; exit 1; }
+# perplexity LOG PATTERN ARGS...: llama-perplexity ARGS... into LOG, again (up to three
+# times) when its log ends before PATTERN: its log lines are written by a thread of their
+# own, and on a busy machine the process has exited before the last of them were.
+perplexity() {
+  local log=$1 pattern=$2; shift 2
+  for try in 1 2 3; do
+    "$peer/bin/llama-perplexity" "$@" >"$log" 2>&1 || { tail -20 "$log" >&2; exit 1; }
+    grep -q "$pattern" "$log" && return 0
+  done
+  echo "compare-quality: llama-perplexity's log ends before '$pattern' ($log)" >&2; exit 1
+}
+perplexity "$work/base.log" "Final estimate" -m "$work/f32.gguf" -f "$text" -c "$ctx" -t "$threads" \
+  --kl-divergence-base "$work/base.kld"
 
 # field FILE PATTERN: the first number after PATTERN in FILE.
 field() { sed -n "s/.*$2[^0-9]*\([0-9][0-9.e+-]*\).*/\1/p" "$1" | head -1; }
@@ -51,12 +62,20 @@ for type in "${types[@]}"; do
   q="$work/$type.gguf"
   "$peer/bin/llama-quantize" --tensor-type ffn_down=f16 "$work/f32.gguf" "$q" "$type" >"$work/quantize.$type.log" 2>&1 ||
     { tail -20 "$work/quantize.$type.log" >&2; exit 1; }
-  "$peer/bin/llama-perplexity" -m "$q" -c "$ctx" -t "$threads" --kl-divergence-base "$work/base.kld" --kl-divergence \
-    >"$work/llamacpp.$type.log" 2>&1 || { tail -20 "$work/llamacpp.$type.log" >&2; exit 1; }
-  "$bin" perplexity --model "$q" --base-model "$work/f32.gguf" -f "$text" --ctx "$ctx" --threads "$threads" \
-    --json "$work/inflight.$type.json" >"$work/inflight.$type.log" 2>&1 || { tail -20 "$work/inflight.$type.log" >&2; exit 1; }
-  tensors=$(sed -n 's/.*- type *\([a-z0-9_]*\): *\([0-9]*\) tensors.*/\1 \2/p' "$work/llamacpp.$type.log" |
-    awk '$1 != "f32" { printf "%s%s", sep, $1; sep = "+" }')
+  perplexity "$work/llamacpp.$type.log" "Same top p:" -m "$q" -c "$ctx" -t "$threads" \
+    --kl-divergence-base "$work/base.kld" --kl-divergence
+  # A file with a tensor type inflight does not read is a row that says so (its error
+  # names the tensor and the type), not the end of the table.
+  if ! "$bin" perplexity --model "$q" --base-model "$work/f32.gguf" -f "$text" --ctx "$ctx" --threads "$threads" \
+    --json "$work/inflight.$type.json" >"$work/inflight.$type.log" 2>&1; then
+    echo "| $type | | $(du -k "$q" | awk '{ printf "%d KB", $1 }') | $(field "$work/llamacpp.$type.log" "Mean PPL(Q)  ") |" \
+      "refused: $(grep -m1 -o "has type [A-Z0-9_]*" "$work/inflight.$type.log" || tail -1 "$work/inflight.$type.log") |" \
+      "$(field "$work/llamacpp.$type.log" "Mean    KLD:") | | | $(field "$work/llamacpp.$type.log" "Same top p:")% | |"
+    continue
+  fi
+  # The matrices' types as inflight reads them (bench forward's "weights:" line).
+  tensors=$("$bin" bench forward --model "$q" --batch 1 --context 8 --steps 1 --prefill 8 --threads "$threads" 2>/dev/null |
+    sed -n 's/^weights: \([^,]*\),.*/\1/p')
   kl_llama=$(field "$work/llamacpp.$type.log" "Mean    KLD:")
   kl_inflight=$(jq -r .kl.mean "$work/inflight.$type.json")
   printf '| %s | %s | %s | %s | %.4f | %.6f | %.6f | %s | %s%% | %.3f%% |\n' "$type" "$tensors" \

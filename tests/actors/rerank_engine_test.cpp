@@ -2,9 +2,12 @@
 // of a plain forward pass, documents score the same alone, together and under every
 // policy, prompts are chunked under a small budget, and blocks are freed at once.
 #include <cmath>
+#include <filesystem>
 #include <thread>
+#include <unistd.h>
 
 #include "actors/backend/cpu_backend.hpp"
+#include "core/model/gguf_model_writer.hpp"
 #include "tests/actors/rerank_fixture.hpp"
 #include "tests/shipped_policies.hpp"
 
@@ -216,4 +219,44 @@ TEST_CASE("rerank engine: a query's prefix is computed once with prefix caching;
   }
   // All at once: the documents admitted after the first step's find its prefix cached.
   CHECK(num_hit_together > 0);
+}
+
+TEST_CASE("rerank engine: a quantized Qwen3 GGUF file scores as the same weights quantized at load",
+          "[engine][rerank][gguf]") {
+  // The scoring model quantized to q8_0 at load, written as a GGUF file (qwen3
+  // architecture, its matrices in q8_0 and its byte vocabulary), then served from that
+  // file: the file's tokenizer and mapped matrices must give the scores of the model
+  // they were written from.
+  auto in_memory = qwen3_scoring_deployment("splitfuse", 32);
+  in_memory.model.weight_dtype = "q8_0";
+  auto model = load_model(in_memory.model);
+  REQUIRE(model.has_value());
+  REQUIRE(weight_dtypes_of(*model->weights) == std::vector<weight_dtype>{weight_dtype::q8_0});
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("inflight_rerank_gguf_" + std::to_string(::getpid()) + ".gguf");
+  REQUIRE(try_write_gguf_model(*model->weights, byte_gguf_vocab(model->weights->config.vocab_size), path, {"scorer"})
+              .has_value());
+  auto from_file = qwen3_scoring_deployment("splitfuse", 32);
+  from_file.model.format = "auto";
+  from_file.model.path = path.string();
+  auto mapped = load_model(from_file.model);
+  REQUIRE(mapped.has_value());
+  CHECK(weight_dtypes_of(*mapped->weights) == std::vector<weight_dtype>{weight_dtype::q8_0});
+  CHECK(mapped->weights->config.qk_norm);
+  const auto want = score_all(in_memory);
+  const auto got = score_all(from_file);
+  std::filesystem::remove(path);
+  REQUIRE(got.size() == want.size());
+  std::vector<double> scores;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    INFO("document " << i);
+    CHECK(got[i].finish.reason == finish_reason::stop);
+    CHECK(got[i].finish.prompt_tokens == want[i].finish.prompt_tokens);
+    REQUIRE(got[i].row_logits.size() == 2);
+    REQUIRE(want[i].row_logits.size() == 2);
+    CHECK(got[i].row_logits[0] == Approx(want[i].row_logits[0]).margin(1e-4));
+    CHECK(got[i].row_logits[1] == Approx(want[i].row_logits[1]).margin(1e-4));
+    scores.push_back(reranker::score(got[i].row_logits[0], got[i].row_logits[1]));
+  }
+  CHECK(*std::max_element(scores.begin(), scores.end()) - *std::min_element(scores.begin(), scores.end()) > 1e-4);
 }
