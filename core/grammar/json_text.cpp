@@ -204,6 +204,10 @@ gexpr bounded_number(std::optional<number_bound> lo, std::optional<number_bound>
     if (lo) b = magnitude(lo->value);
     alts.push_back(g_seq({g_byte('-'), magnitude_range(a, hi_neg ? hi->is_exclusive : true, b, lo && lo->is_exclusive)}));
   }
+  // "-0" (and "-0.0") is zero too.
+  const bool lo_admits_zero = !lo || lo->value < 0 || (lo->value == 0 && !lo->is_exclusive);
+  const bool hi_admits_zero = !hi || hi->value > 0 || (hi->value == 0 && !hi->is_exclusive);
+  if (lo_admits_zero && hi_admits_zero) alts.push_back(g_seq({g_literal("-0"), zero_fraction()}));
   gexpr e;
   e.kind = gexpr_kind::alt;
   e.items = std::move(alts);
