@@ -1,5 +1,7 @@
 #include "core/grammar/earley.hpp"
 
+#include <algorithm>
+
 namespace inflight {
 namespace {
 

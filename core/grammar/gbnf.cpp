@@ -134,9 +134,15 @@ class gbnf_parser {
     return fail(std::string("unexpected character '") + c + "'");
   }
 
+  // Postfix operators may follow a space on the same line, as llama.cpp allows.
   result<gexpr> parse_postfix(gexpr item) {
     for (;;) {
-      if (s_.at_end()) return item;
+      const auto mark = s_.mark();
+      skip_space(false);
+      if (s_.at_end() || std::string_view("*+?{").find(s_.peek()) == std::string_view::npos) {
+        s_.reset(mark);
+        return item;
+      }
       const char c = s_.peek();
       if (c == '*') {
         s_.skip();

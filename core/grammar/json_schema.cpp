@@ -248,7 +248,7 @@ class schema_compiler {
     for (std::size_t i = 0; i < list.size(); ++i) members.push_back({&list[i], path + "/allOf/" + std::to_string(i)});
     for (auto [member, member_path] : members) {
       const ojson* m = member;
-      while (m->is_object() && m->contains("$ref") && m->size() == 1) {
+      while (m->is_object() && m->contains("$ref") && m->size() == 1 && (*m)["$ref"].is_string()) {
         auto r = resolve((*m)["$ref"].get<std::string>(), member_path);
         if (!r) return std::unexpected(r.error());
         m = *r;
@@ -269,6 +269,7 @@ class schema_compiler {
       if (!merged.contains(key)) {
         merged[key] = value;
       } else if (key == "properties") {
+        if (!value.is_object() || !merged[key].is_object()) return invalid("'properties' must be an object", path);
         for (const auto& [name, sub] : value.items()) {
           if (merged[key].contains(name))
             merged[key][name] = ojson{{"allOf", ojson::array({merged[key][name], sub})}};
@@ -276,11 +277,13 @@ class schema_compiler {
             merged[key][name] = sub;
         }
       } else if (key == "required") {
+        if (!value.is_array() || !merged[key].is_array()) return invalid("'required' must be an array of strings", path);
         for (const auto& name : value)
           if (std::find(merged[key].begin(), merged[key].end(), name) == merged[key].end()) merged[key].push_back(name);
       } else if (key == "additionalProperties" && (value == false || merged[key] == false)) {
         merged[key] = false;
       } else if (key == "allOf") {
+        if (!value.is_array() || !merged[key].is_array()) return invalid("'allOf' must be a non-empty array", path);
         for (const auto& sub : value) merged[key].push_back(sub);
       } else if (merged[key] != value) {
         return unsupported("allOf members that disagree on '" + key + "' cannot be merged", path);

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 
 #include "tests/core/grammar/grammar_test_util.hpp"

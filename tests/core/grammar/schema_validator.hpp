@@ -4,6 +4,7 @@
 // their standard meaning (additionalProperties absent = allowed, patterns search).
 
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
@@ -37,19 +38,18 @@ class schema_validator {
 
  private:
   const json& resolve(const std::string& ref) const {
-    const json* cur = &root_;
-    if (ref == "#") return *cur;
+    if (ref == "#") return root_;
     return root_.at(json::json_pointer(ref.substr(1)));
   }
 
   bool valid(const json& v, const json& s) const {
     if (s.is_boolean()) return s.get<bool>();
-    if (s.contains("$ref") && !valid(v, resolve(s["$ref"]))) return false;
+    if (s.contains("$ref") && !valid(v, resolve(s["$ref"].get<std::string>()))) return false;
     if (s.contains("type")) {
       bool ok = false;
-      if (s["type"].is_string()) ok = has_type(v, s["type"]);
+      if (s["type"].is_string()) ok = has_type(v, s["type"].get<std::string>());
       else
-        for (const auto& t : s["type"]) ok = ok || has_type(v, t);
+        for (const auto& t : s["type"]) ok = ok || has_type(v, t.get<std::string>());
       if (!ok) return false;
     }
     if (s.contains("enum")) {
