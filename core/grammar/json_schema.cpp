@@ -561,7 +561,9 @@ result<gexpr> schema_compiler::object_schema(const ojson& s, const std::string& 
     after[i] = b_.declare(base + "#A" + std::to_string(i));
   }
   if (extra_value) {
-    gexpr extra_kv = g_seq({g_ref(string_rule()), g_byte(':'), sp(), g_ref(*extra_value)});
+    // Additional names differ from the declared ones: a repeated name would let a parser
+    // that keeps the last value see one the schema never allowed.
+    gexpr extra_kv = g_seq({json_text::string_not_in(names), g_byte(':'), sp(), g_ref(*extra_value)});
     gexpr more = g_star(g_seq({g_byte(','), sp(), extra_kv}));
     b_.define(after[n], more);
     b_.define(first[n], g_optional(g_seq({extra_kv, more})));

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/grammar/grammar.hpp"
@@ -22,6 +23,11 @@ gexpr string_char();
 
 /// A JSON string whose character count is within [min_count, max_count].
 gexpr string_of_length(std::uint32_t min_count, std::optional<std::uint32_t> max_count);
+
+/// A JSON string other than each of `names`, for the names of additional properties.
+/// Written canonically (plain characters, \" and \\; no other escapes, no control
+/// characters), so that no other spelling of a declared name can slip through.
+gexpr string_not_in(const std::vector<std::string>& names);
 
 /// A JSON string whose decoded content is matched in full by `content` (an expression
 /// over raw UTF-8, e.g. from a regex); quotes, backslashes and controls in `content`

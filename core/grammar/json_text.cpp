@@ -1,4 +1,5 @@
 // JSON text expressions for the JSON Schema front-end: strings, numbers, integer ranges.
+#include <algorithm>
 #include <string>
 
 #include "core/grammar/json_schema_internal.hpp"
@@ -129,6 +130,88 @@ gexpr string_char() {
   gexpr plain = g_codepoints(excluded, true);
   gexpr escape = g_seq({g_byte('\\'), g_alt({bytes_of("\"\\/bfnrt"), g_seq({g_byte('u'), unicode_escape()})})});
   return g_alt({std::move(plain), std::move(escape)});
+}
+
+namespace {
+
+// Decodes valid UTF-8 (names come from a parsed JSON document).
+std::vector<std::uint32_t> codepoints_of(const std::string& s) {
+  std::vector<std::uint32_t> out;
+  for (std::size_t i = 0; i < s.size();) {
+    const auto b = static_cast<std::uint8_t>(s[i]);
+    const int n = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+    std::uint32_t cp = n == 1 ? b : n == 2 ? (b & 0x1F) : n == 3 ? (b & 0x0F) : (b & 0x07);
+    for (int k = 1; k < n && i + static_cast<std::size_t>(k) < s.size(); ++k)
+      cp = (cp << 6) | (static_cast<std::uint8_t>(s[i + static_cast<std::size_t>(k)]) & 0x3F);
+    out.push_back(cp);
+    i += static_cast<std::size_t>(n);
+  }
+  return out;
+}
+
+// One canonical key character other than `excluded`: a plain code point, \" or \\.
+gexpr key_char_except(const std::vector<std::uint32_t>& excluded) {
+  std::vector<codepoint_range> not_plain{{0, 0x1F}, {'"', '"'}, {'\\', '\\'}};
+  for (auto cp : excluded) not_plain.push_back({cp, cp});
+  std::vector<gexpr> alts{g_codepoints(std::move(not_plain), true)};
+  auto is_excluded = [&](std::uint32_t cp) { return std::find(excluded.begin(), excluded.end(), cp) != excluded.end(); };
+  if (!is_excluded('"')) alts.push_back(g_literal("\\\""));
+  if (!is_excluded('\\')) alts.push_back(g_literal("\\\\"));
+  return g_alt(std::move(alts));
+}
+
+struct name_trie {
+  struct node {
+    bool is_name = false;
+    std::vector<std::pair<std::uint32_t, std::size_t>> children;
+  };
+  std::vector<node> nodes{node{}};
+
+  void insert(const std::vector<std::uint32_t>& cps) {
+    std::size_t cur = 0;
+    for (auto cp : cps) {
+      std::size_t next = 0;
+      for (auto [c, child] : nodes[cur].children)
+        if (c == cp) next = child;
+      if (next == 0) {
+        next = nodes.size();
+        nodes[cur].children.push_back({cp, next});
+        nodes.emplace_back();
+      }
+      cur = next;
+    }
+    nodes[cur].is_name = true;
+  }
+};
+
+// Strings (content only) that are not a name below trie node `n`:
+//   "" unless n ends a name | c + not_in(child c) | another character + anything.
+gexpr not_in(const name_trie& trie, std::size_t n) {
+  const auto& node = trie.nodes[n];
+  std::vector<gexpr> alts;
+  if (!node.is_name) alts.push_back(g_seq({}));
+  std::vector<std::uint32_t> excluded;
+  for (auto [cp, child] : node.children) {
+    excluded.push_back(cp);
+    std::string spelled;
+    if (cp == '"' || cp == '\\') spelled = cp == '"' ? "\\\"" : "\\\\";
+    else append_utf8(spelled, cp);
+    alts.push_back(g_seq({g_literal(spelled), not_in(trie, child)}));
+  }
+  alts.push_back(g_seq({key_char_except(excluded), g_star(key_char_except({}))}));
+  return g_alt(std::move(alts));
+}
+
+}  // namespace
+
+gexpr string_not_in(const std::vector<std::string>& names) {
+  name_trie trie;
+  for (const auto& name : names) {
+    const auto cps = codepoints_of(name);
+    // A name with a control character can never be written as a canonical key anyway.
+    if (std::none_of(cps.begin(), cps.end(), [](std::uint32_t cp) { return cp < 0x20; })) trie.insert(cps);
+  }
+  return g_seq({g_byte('"'), not_in(trie, 0), g_byte('"')});
 }
 
 gexpr string_of_length(std::uint32_t min_count, std::optional<std::uint32_t> max_count) {

@@ -164,6 +164,11 @@ TEST_CASE("json schema: objects, required and optional properties, whitespace po
   CHECK(accepts(*open, R"({"x": "y"})"));
   CHECK(accepts(*open, R"({})"));
   CHECK_FALSE(accepts(*open, R"({"a": "no"})"));
+  // Additional names are never a declared name again, in any spelling.
+  CHECK_FALSE(accepts(*open, R"({"a": 1, "a": 2})"));
+  CHECK_FALSE(accepts(*open, R"({"a": "x"})"));
+  CHECK_FALSE(accepts(*open, R"({"\u0061": 1})"));
+  CHECK(accepts(*open, R"({"ab": 1, "": 2, "b": 3, "a\"": 4})"));
   auto typed_extra = schema(R"({"type": "object", "additionalProperties": {"type": "number"}})");
   CHECK(accepts(*typed_extra, R"({"p": 1.5, "q": -2})"));
   CHECK_FALSE(accepts(*typed_extra, R"({"p": "1.5"})"));
