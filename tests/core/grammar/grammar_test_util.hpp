@@ -68,13 +68,16 @@ inline std::shared_ptr<const grammar_vocab> synthetic_vocab(std::size_t num_rand
   return std::make_shared<const grammar_vocab>(std::move(tokens), std::vector<token_id>{eos});
 }
 
-/// The allowed-next mask by trying every token on a copy of the matcher.
+/// The allowed-next mask by feeding every token to a copy of the matcher (taking each
+/// accepted one back again), without the token index.
 inline std::vector<std::uint64_t> brute_force_mask(const grammar_matcher& m) {
   const auto& v = m.index().vocab();
   std::vector<std::uint64_t> mask(v.num_mask_words(), 0);
+  grammar_matcher copy = m;
   for (token_id id = 0; id < v.size(); ++id) {
-    grammar_matcher copy = m;
-    if (copy.try_accept_token(id)) mask[static_cast<std::size_t>(id) >> 6] |= std::uint64_t{1} << (id & 63);
+    if (!copy.try_accept_token(id)) continue;
+    mask[static_cast<std::size_t>(id) >> 6] |= std::uint64_t{1} << (id & 63);
+    if (!copy.try_rollback(1)) FAIL("rollback of one token failed");
   }
   return mask;
 }
