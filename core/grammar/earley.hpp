@@ -54,6 +54,8 @@ class earley_parser {
   bool can_continue() const;
   /// In start_at() mode: the last set completed the rule at the top of the static chain.
   bool last_set_touched_context() const { return touched_.back(); }
+  /// In start_at() mode: the rule at the top of the static chain.
+  std::uint32_t context_rule() const { return context_rule_; }
 
  private:
   void add(earley_item item);

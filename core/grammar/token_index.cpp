@@ -72,6 +72,13 @@ position_tokens token_index::compute(std::uint32_t pos) const {
   parser.start_at(pos);
   const byte_set& first = grammar_->byte_sets()[grammar_->elements()[pos].index];
 
+  // Completing a root that nothing calls ends the text: nothing can follow, so a token
+  // that goes on after it is rejected, not uncertain.
+  bool is_root_called = false;
+  for (const auto& el : grammar_->elements())
+    is_root_called = is_root_called || (el.kind == element_kind::ref && el.index == grammar_->root());
+  const bool is_context_final = parser.context_rule() == grammar_->root() && !is_root_called;
+
   std::vector<token_id> accepted;
   position_tokens out;
   // touched[k]: the context was touched after consuming some k' <= k bytes (k' >= 1).
@@ -97,7 +104,7 @@ position_tokens token_index::compute(std::uint32_t pos) const {
           break;
         }
         ++depth;
-        touched.push_back(touched.back() || parser.last_set_touched_context());
+        touched.push_back(touched.back() || (!is_context_final && parser.last_set_touched_context()));
       }
       if (!is_dead) {
         accepted.push_back(sorted[i++]);
