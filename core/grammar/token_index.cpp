@@ -40,8 +40,10 @@ token_index::token_index(std::shared_ptr<const grammar> g, std::shared_ptr<const
   const auto& elements = grammar_->elements();
   slot_of_pos_.assign(elements.size(), 0);
   std::uint32_t num_slots = 0;
-  for (std::size_t pos = 0; pos < elements.size(); ++pos)
+  for (std::size_t pos = 0; pos < elements.size(); ++pos) {
     if (elements[pos].kind == element_kind::bytes) slot_of_pos_[pos] = num_slots++;
+    if (elements[pos].kind == element_kind::ref && elements[pos].index == grammar_->root()) is_root_called_ = true;
+  }
   once_ = std::make_unique<std::once_flag[]>(num_slots);
   lists_.resize(num_slots);
 }
@@ -74,10 +76,7 @@ position_tokens token_index::compute(std::uint32_t pos) const {
 
   // Completing a root that nothing calls ends the text: nothing can follow, so a token
   // that goes on after it is rejected, not uncertain.
-  bool is_root_called = false;
-  for (const auto& el : grammar_->elements())
-    is_root_called = is_root_called || (el.kind == element_kind::ref && el.index == grammar_->root());
-  const bool is_context_final = parser.context_rule() == grammar_->root() && !is_root_called;
+  const bool is_context_final = parser.context_rule() == grammar_->root() && !is_root_called_;
 
   std::vector<token_id> accepted;
   position_tokens out;

@@ -89,6 +89,7 @@ class token_index {
   std::shared_ptr<const grammar> grammar_;
   std::shared_ptr<const grammar_vocab> vocab_;
   std::vector<std::uint32_t> slot_of_pos_;  // bytes elements only
+  bool is_root_called_ = false;
   std::unique_ptr<std::once_flag[]> once_;
   mutable std::vector<position_tokens> lists_;  // per slot
   mutable std::atomic<std::size_t> num_computed_{0};
