@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "core/grammar/grammar_cache.hpp"
+#include "core/grammar/tokenizer_vocab.hpp"
 #include "tests/core/grammar/grammar_test_util.hpp"
 #include "tests/core/grammar/schema_validator.hpp"
 
@@ -291,4 +292,41 @@ TEST_CASE("grammar cache: concurrent requests for one schema share one compiled 
   }
   CHECK(cache.num_entries() == 1);
   CHECK(cache.num_hits() + cache.num_misses() == got.size());
+}
+
+namespace {
+
+// A three-word tokenizer whose first token is BOS: leading spaces are dropped after it.
+class fake_tokenizer final : public tokenizer {
+ public:
+  std::vector<token_id> encode(std::string_view, bool) const override { return {}; }
+  std::string token_bytes(token_id prev, token_id token) const override {
+    static const char* texts[] = {"", " yes", " no", "", "!"};
+    std::string t = texts[token];
+    if (prev == 0 && !t.empty() && t[0] == ' ') t.erase(0, 1);
+    return t;
+  }
+  std::string piece(token_id) const override { return {}; }
+  int vocab_size() const override { return 5; }
+  std::optional<token_id> bos_id() const override { return 0; }
+  std::vector<token_id> eos_ids() const override { return {3}; }
+};
+
+}  // namespace
+
+TEST_CASE("grammar vocab from a tokenizer: mid-text bytes, specials never match, its EOS", "[core][grammar]") {
+  fake_tokenizer tok;
+  auto vocab = make_grammar_vocab(tok);
+  CHECK(vocab->size() == 5);
+  CHECK(vocab->bytes(1) == " yes");  // not the after-BOS form
+  CHECK(vocab->bytes(0).empty());
+  CHECK(vocab->is_eos(3));
+  CHECK(vocab->sorted().size() == 3);
+  auto index = std::make_shared<const token_index>(must(grammar_from_choices(std::vector<std::string>{" no!"})), vocab);
+  grammar_matcher m(index);
+  CHECK(allowed_ids(m.next_token_mask(), 5) == std::vector<token_id>{2});
+  REQUIRE(m.try_accept_token(2));
+  CHECK(allowed_ids(m.next_token_mask(), 5) == std::vector<token_id>{4});
+  REQUIRE(m.try_accept_token(4));
+  CHECK(allowed_ids(m.next_token_mask(), 5) == std::vector<token_id>{3});
 }
