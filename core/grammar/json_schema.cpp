@@ -528,9 +528,13 @@ result<gexpr> schema_compiler::object_schema(const ojson& s, const std::string& 
       if (!props.contains(r.get<std::string>())) names.push_back(r.get<std::string>());
     }
   }
-  // additionalProperties: absent or false -> none; true -> any value; a schema -> that schema.
+  // additionalProperties: false -> none; true -> any value; a schema -> that schema;
+  // absent -> none when `properties` declares some (strict, as structured-output APIs
+  // expect), any when it declares none (`{"type": "object"}` is any object).
   std::optional<std::uint32_t> extra_value;
-  if (s.contains("additionalProperties")) {
+  if (!s.contains("additionalProperties")) {
+    if (props.empty()) extra_value = any_value();
+  } else {
     const ojson& ap = s["additionalProperties"];
     if (ap.is_boolean()) {
       if (ap.get<bool>()) extra_value = any_value();

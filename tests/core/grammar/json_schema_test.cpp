@@ -176,6 +176,10 @@ TEST_CASE("json schema: objects, required and optional properties, whitespace po
   CHECK(accepts(*closed_by_default, R"({"a": 1})"));
   CHECK(accepts(*closed_by_default, R"({})"));
   CHECK_FALSE(accepts(*closed_by_default, R"({"b": 1})"));
+  auto any_object = schema(R"({"type": "object"})");
+  CHECK(accepts(*any_object, R"({"b": [1, {"c": null}], "d": "e"})"));
+  CHECK(accepts(*any_object, R"({})"));
+  CHECK_FALSE(accepts(*any_object, R"([])"));
   auto odd_names = schema(R"({"type": "object", "properties": {"a\"b/c~d": {"const": 1}, "日本": {"const": 2}}, "required": ["a\"b/c~d", "日本"]})");
   CHECK(accepts(*odd_names, R"({"a\"b/c~d": 1, "日本": 2})"));
 }
