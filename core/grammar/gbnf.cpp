@@ -116,7 +116,9 @@ class gbnf_parser {
     if (c == '(') {
       s_.skip();
       skip_space(true);
+      if (++depth_ > max_group_depth) return fail("groups nest deeper than " + std::to_string(max_group_depth));
       auto inner = parse_alternates(true);
+      --depth_;
       if (!inner) return inner;
       skip_space(true);
       if (!s_.consume(")")) return fail("expected ')'");
@@ -216,6 +218,7 @@ class gbnf_parser {
 
   text_scanner s_;
   grammar_builder b_;
+  int depth_ = 0;
 };
 
 }  // namespace

@@ -123,7 +123,9 @@ class regex_parser {
         return fail("inline flags and other (?...) groups are not supported");
       }
     }
+    if (++depth_ > max_group_depth) return fail("groups nest deeper than " + std::to_string(max_group_depth));
     auto inner = parse_alternation();
+    --depth_;
     if (!inner) return inner;
     if (!s_.consume(")")) return fail("missing ')'");
     return inner;
@@ -241,6 +243,7 @@ class regex_parser {
   }
 
   text_scanner s_;
+  int depth_ = 0;
 };
 
 }  // namespace

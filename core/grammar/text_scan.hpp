@@ -50,6 +50,9 @@ struct repeat_bounds {
   std::optional<std::uint32_t> max_count;
 };
 
+/// Deepest nesting of groups a GBNF or regex text may have (the parsers recurse on it).
+inline constexpr int max_group_depth = 256;
+
 /// Most a {m,n} bound may say.
 inline constexpr std::uint32_t max_repeat_bound = 10000;
 

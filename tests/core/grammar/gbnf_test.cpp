@@ -147,6 +147,8 @@ TEST_CASE("gbnf: errors name what is wrong", "[core][grammar]") {
   CHECK_THAT(gbnf_error("root ::= \"a\"\n  \"b\" ::= x"), Catch::Contains("line 2"));
   // A rule that can never finish: generation under it could never end.
   CHECK_THAT(gbnf_error("root ::= a\na ::= \"x\" a"), Catch::Contains("can never be completed"));
+  CHECK_THAT(gbnf_error("root ::= " + std::string(100000, '(') + "\"a\"" + std::string(100000, ')')),
+             Catch::Contains("nest deeper"));
 }
 
 TEST_CASE("gbnf: helper rules are transparent, named rules used twice are not", "[core][grammar]") {

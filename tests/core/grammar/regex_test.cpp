@@ -90,6 +90,10 @@ TEST_CASE("regex: unsupported constructs are errors that say so", "[core][gramma
   CHECK_THAT(regex_error("[a-"), Catch::Contains("unterminated"));
   CHECK_THAT(regex_error("a{5,2}"), Catch::Contains("out of order"));
   CHECK(grammar_from_regex("(a)\\1").error().code == errc::invalid_argument);
+  // Nesting is bounded (the parser recurses), and so is the size bounded repetition makes.
+  CHECK_THAT(regex_error(std::string(100000, '(') + std::string(100000, ')')), Catch::Contains("nest deeper"));
+  CHECK(grammar_from_regex(std::string(200, '(') + "a" + std::string(200, ')')).has_value());
+  CHECK_THAT(regex_error("((a{1000}){1000}){1000}"), Catch::Contains("too large"));
 }
 
 TEST_CASE("choice: exactly one of the strings", "[core][grammar]") {
