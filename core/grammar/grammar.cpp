@@ -64,7 +64,7 @@ class lowerer {
   }
 
   void add_alt(std::uint32_t rule, alternative alt) {
-    num_elements_ += alt.size() + 1;
+    ++num_elements_;  // its end; the others are counted as they are emitted
     rules[rule].alts.push_back(std::move(alt));
   }
 
@@ -94,9 +94,11 @@ class lowerer {
     switch (e.kind) {
       case gexpr_kind::bytes:
         out.push_back({element_kind::bytes, intern(e.bytes)});
+        ++num_elements_;
         return;
       case gexpr_kind::ref:
         out.push_back({element_kind::ref, flat_id(e.rule_id)});
+        ++num_elements_;
         return;
       case gexpr_kind::seq:
         for (const auto& item : e.items) lower_into(owner, item, out);
@@ -116,11 +118,13 @@ class lowerer {
       byte_set all;
       for (const auto& item : e.items) all |= item.bytes;
       out.push_back({element_kind::bytes, intern(all)});
+      ++num_elements_;
       return;
     }
     const std::uint32_t h = new_helper(owner);
     for (const auto& item : e.items) add_alt(h, lower_seq(h, item));
     out.push_back({element_kind::ref, h});
+    ++num_elements_;
   }
 
   // x{m,n}: m copies inline, then a chain of optional copies (H_k ::= x H_{k-1} | "");
@@ -137,6 +141,7 @@ class lowerer {
       add_alt(h, std::move(loop));
       add_alt(h, {});
       out.push_back({element_kind::ref, h});
+      num_elements_ += 2;
       return;
     }
     if (*e.max_count <= e.min_count) return;
@@ -148,6 +153,7 @@ class lowerer {
       if (inner) once.push_back({element_kind::ref, *inner});
       add_alt(h, std::move(once));
       add_alt(h, {});
+      num_elements_ += 2;
       inner = h;
     }
     out.push_back({element_kind::ref, *inner});
