@@ -37,7 +37,6 @@ class regex_parser {
   explicit regex_parser(std::string_view pattern) : s_(pattern) {}
 
   result<gexpr> parse() {
-    s_.consume("^");
     auto e = parse_alternation();
     if (!e) return e;
     if (!s_.at_end()) return fail(s_.peek() == ')' ? "unbalanced ')'" : "unexpected character");
@@ -60,15 +59,23 @@ class regex_parser {
     return g_alt(std::move(alts));
   }
 
-  bool at_trailing_dollar() const { return s_.peek() == '$' && (s_.pos() + 1 == s_.size() || s_.peek(1) == ')' || s_.peek(1) == '|'); }
+  // ^ and $ are allowed where they change nothing under a whole-output match: at the
+  // start and the end of a top-level alternative.
+  bool is_leading_caret(bool is_first) const { return depth_ == 0 && is_first && s_.peek() == '^'; }
+  bool is_trailing_dollar() const {
+    return depth_ == 0 && s_.peek() == '$' && (s_.pos() + 1 == s_.size() || s_.peek(1) == '|');
+  }
 
   result<gexpr> parse_sequence() {
     std::vector<gexpr> items;
+    bool is_first = true;
     while (!s_.at_end() && s_.peek() != '|' && s_.peek() != ')') {
-      if (at_trailing_dollar()) {
+      if (is_leading_caret(is_first) || is_trailing_dollar()) {
         s_.skip();
+        is_first = false;
         continue;
       }
+      is_first = false;
       auto atom = parse_atom();
       if (!atom) return atom;
       auto rep = parse_quantifiers(std::move(*atom));
@@ -86,13 +93,8 @@ class regex_parser {
       case '.':
         s_.skip();
         return g_codepoints({{'\n', '\n'}}, true);
-      case '^':
-        if (s_.pos() == 0) {
-          s_.skip();
-          return g_seq({});
-        }
-        return fail("'^' is only supported at the start of the pattern");
-      case '$': return fail("'$' is only supported at the end of the pattern");
+      case '^': return fail("'^' is only supported at the start of the pattern (or of a top-level alternative)");
+      case '$': return fail("'$' is only supported at the end of the pattern (or of a top-level alternative)");
       case '*':
       case '+':
       case '?':

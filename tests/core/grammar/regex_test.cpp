@@ -33,6 +33,8 @@ TEST_CASE("regex: the whole output must match", "[core][grammar]") {
   CHECK(regex_accepts("a|bc|", ""));
   CHECK(regex_accepts("a|bc|", "bc"));
   CHECK_FALSE(regex_accepts("a|bc", "abc"));
+  CHECK(regex_accepts("^a$|^bc$", "bc"));
+  CHECK_FALSE(regex_accepts("^a$|^bc$", "abc"));
 }
 
 TEST_CASE("regex: classes, dot and shorthand escapes", "[core][grammar]") {
@@ -87,6 +89,8 @@ TEST_CASE("regex: unsupported constructs are errors that say so", "[core][gramma
   CHECK_THAT(regex_error("*a"), Catch::Contains("nothing to repeat"));
   CHECK_THAT(regex_error("a$b"), Catch::Contains("'$'"));
   CHECK_THAT(regex_error("a^b"), Catch::Contains("'^'"));
+  CHECK_THAT(regex_error("(a$|b)c"), Catch::Contains("'$'"));
+  CHECK_THAT(regex_error("(^a)"), Catch::Contains("'^'"));
   CHECK_THAT(regex_error("[a-"), Catch::Contains("unterminated"));
   CHECK_THAT(regex_error("a{5,2}"), Catch::Contains("out of order"));
   CHECK(grammar_from_regex("(a)\\1").error().code == errc::invalid_argument);
