@@ -96,14 +96,14 @@ TEST_CASE("gbnf: character classes are over code points and emit valid UTF-8", "
 }
 
 TEST_CASE("gbnf: recursion, left recursion, comments and multi-line rules", "[core][grammar]") {
-  auto g = must(grammar_from_gbnf(R"(
+  auto g = must(grammar_from_gbnf(R"gbnf(
 # arithmetic, left-recursive as written in textbooks
 root   ::= expr
 expr   ::= expr "+" term   # left recursion
          | term
 term   ::= factor ( "*" factor )*
 factor ::= [0-9]+ | "(" expr ")"
-)"));
+)gbnf"));
   CHECK(accepts(*g, "1"));
   CHECK(accepts(*g, "1+2*3"));
   CHECK(accepts(*g, "(1+2)*((3))+42"));
@@ -117,7 +117,7 @@ factor ::= [0-9]+ | "(" expr ")"
 }
 
 TEST_CASE("gbnf: a JSON grammar written in GBNF", "[core][grammar]") {
-  auto g = must(grammar_from_gbnf(R"(
+  auto g = must(grammar_from_gbnf(R"gbnf(
 root   ::= value
 value  ::= object | array | string | number | ("true" | "false" | "null")
 object ::= "{" ws ( string ws ":" ws value ws ( "," ws string ws ":" ws value ws )* )? "}"
@@ -125,7 +125,7 @@ array  ::= "[" ws ( value ws ( "," ws value ws )* )? "]"
 string ::= "\"" ( [^"\\\x7F\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} ) )* "\""
 number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?
 ws     ::= [ \t\n]*
-)"));
+)gbnf"));
   CHECK(accepts(*g, R"({"a": [1, -2.5e+3, true, null], "b\"c": {"d": "\u00e9日本"}})"));
   CHECK(accepts(*g, "[ ]"));
   CHECK_FALSE(accepts(*g, R"({"a" 1})"));

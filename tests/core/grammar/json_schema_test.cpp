@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "tests/core/grammar/grammar_test_util.hpp"

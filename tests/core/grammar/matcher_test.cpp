@@ -214,7 +214,7 @@ TEST_CASE("token index: inside a JSON string almost every token is decided witho
   }
   const std::size_t num_allowed = allowed_ids(mask, vocab->size()).size();
   INFO("allowed " << num_allowed << ", uncertain " << num_uncertain << ", accepted by the index " << num_accepted_by_index);
-  CHECK(num_allowed > vocab->size() / 2);
+  CHECK(num_allowed > static_cast<std::size_t>(vocab->size()) / 2);
   // Only tokens that close the string and go on (", "} ...) need the stack.
   CHECK(num_uncertain * 10 < num_allowed);
   CHECK(num_accepted_by_index * 10 > num_allowed * 9);
