@@ -72,24 +72,36 @@ void earley_parser::start_at(std::uint32_t pos) {
   items_.clear();
   set_start_.clear();
   touched_.clear();
+  // chain[0] is the rule of pos, chain[i + 1] the caller of chain[i] at sites[i].
   std::vector<std::uint32_t> sites;
-  std::uint32_t rule = g_->rule_of(pos);
-  while (g_->rules()[rule].is_transparent) {
-    const std::uint32_t site = g_->rules()[rule].parent_pos;
-    sites.push_back(site);
-    rule = g_->rule_of(site);
+  std::vector<std::uint32_t> chain{g_->rule_of(pos)};
+  while (g_->rules()[chain.back()].is_transparent) {
+    sites.push_back(g_->rules()[chain.back()].parent_pos);
+    chain.push_back(g_->rule_of(sites.back()));
   }
   has_context_ = true;
-  context_rule_ = rule;
-  // Set i holds the caller sites[m-1-i], whose rule began in set i-1 (set 0 for the top).
+  context_rule_ = chain.back();
+  // The left-recursive alternatives of a rule that began in set `origin` wait there for it.
+  auto add_heads = [&](std::uint32_t rule, std::uint32_t origin) {
+    for (auto start : g_->rules()[rule].alt_starts) {
+      const grammar_element el = g_->elements()[start];
+      if (el.kind == element_kind::ref && el.index == rule) items_.push_back({start, origin});
+    }
+  };
+  // Set j < m holds the call site sites[m-1-j], whose rule began in set j-1 (0 for the
+  // top); chain[m-1-j] began in set j, and so (clamped) did the top.
   const std::size_t m = sites.size();
-  for (std::size_t i = 0; i < m; ++i) {
+  for (std::size_t j = 0; j < m; ++j) {
     begin_set();
-    items_.push_back({sites[m - 1 - i], static_cast<std::uint32_t>(i == 0 ? 0 : i - 1)});
+    const auto set = static_cast<std::uint32_t>(j);
+    items_.push_back({sites[m - 1 - j], j == 0 ? 0u : set - 1});
+    add_heads(chain[m - 1 - j], set);
+    if (j == 0) add_heads(chain[m], 0);
   }
   begin_set();
   add({pos, static_cast<std::uint32_t>(m == 0 ? 0 : m - 1)});
   close_last_set();
+  if (m == 0) add_heads(chain[0], 0);  // after the closure: they must not predict
 }
 
 void earley_parser::close_last_set() {

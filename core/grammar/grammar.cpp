@@ -2,6 +2,7 @@
 // analyses the parser and the token cache need (productive, nullable, transparent).
 #include "core/grammar/grammar.hpp"
 
+#include <algorithm>
 #include <map>
 
 namespace inflight {
@@ -128,16 +129,17 @@ class lowerer {
   }
 
   // x{m,n}: m copies inline, then a chain of optional copies (H_k ::= x H_{k-1} | "");
-  // x{m,}: m copies, then a loop H ::= x H | "". Each copy is lowered afresh so that
-  // every helper keeps exactly one caller.
+  // x{m,}: m copies, then a left-recursive loop H ::= H x | "" (Earley keeps a constant
+  // number of items per byte for left recursion; right recursion grows with the length).
+  // Each copy is lowered afresh so that every helper keeps exactly one caller.
   void lower_repeat(std::uint32_t owner, const gexpr& e, alternative& out) {
     const gexpr& x = e.items[0];
     for (std::uint32_t i = 0; i < e.min_count && num_elements_ <= max_grammar_elements; ++i)
       lower_into(owner, x, out);
     if (!e.max_count) {
       const std::uint32_t h = new_helper(owner);
-      alternative loop = lower_seq(h, x);
-      loop.push_back({element_kind::ref, h});
+      alternative loop{{element_kind::ref, h}};
+      lower_into(h, x, loop);
       add_alt(h, std::move(loop));
       add_alt(h, {});
       out.push_back({element_kind::ref, h});
@@ -275,8 +277,10 @@ void grammar::compute_nullable() {
   }
 }
 
-// A rule is transparent when it has one call site outside itself and calls itself only in
-// tail position; chains of transparent rules must end at a rule that is not.
+// A rule is transparent when it has one call site outside itself and calls itself only
+// first (left recursion: the parser seeds those items) or last (tail recursion: completing
+// the inner call completes the outer one); chains of transparent rules must end at a rule
+// that is not.
 void grammar::compute_transparent() {
   const std::size_t n = rules_.size();
   std::vector<std::uint32_t> num_sites(n, 0);
@@ -285,7 +289,9 @@ void grammar::compute_transparent() {
     if (elements_[pos].kind != element_kind::ref) continue;
     const std::uint32_t target = elements_[pos].index;
     if (rule_of_[pos] == target) {
-      if (elements_[pos + 1].kind != element_kind::end) has_bad_self[target] = true;
+      const auto& starts = rules_[target].alt_starts;
+      const bool is_head = std::find(starts.begin(), starts.end(), pos) != starts.end();
+      if (!is_head && elements_[pos + 1].kind != element_kind::end) has_bad_self[target] = true;
       continue;
     }
     ++num_sites[target];

@@ -97,7 +97,7 @@ struct generation {
 
 /// Picks random allowed tokens until the grammar can finish (then EOS, with probability
 /// `p_stop`), checking each mask against the brute force when `check_masks`. After
-/// `soft_limit` steps it prefers tokens that close things (quotes, brackets, digits).
+/// `soft_limit` steps it takes single bytes, often those that close things.
 inline generation generate(grammar_matcher& m, std::mt19937_64& rng, bool check_masks, double p_stop = 0.5,
                            std::size_t soft_limit = 60, std::size_t hard_limit = 2000) {
   const auto& v = m.index().vocab();
@@ -135,13 +135,19 @@ inline generation generate(grammar_matcher& m, std::mt19937_64& rng, bool check_
       return out;
     }
     if (step >= soft_limit) {
-      std::vector<token_id> closing;
+      // Single bytes only, half of the time a closing quote or bracket where one is allowed
+      // (not always: inside an e-mail address '}' is a plain character).
+      std::vector<token_id> single, closing;
       for (auto id : choices) {
         const std::string& t = v.bytes(id);
-        if (t.size() == 1 && std::string_view("\"}]0123456789").find(t[0]) != std::string_view::npos)
-          closing.push_back(id);
+        if (t.size() != 1) continue;
+        single.push_back(id);
+        if (std::string_view("\"}]").find(t[0]) != std::string_view::npos) closing.push_back(id);
       }
-      if (!closing.empty()) choices = std::move(closing);
+      if (!closing.empty() && rng() % 2 == 0)
+        choices = std::move(closing);
+      else if (!single.empty())
+        choices = std::move(single);
     }
     const token_id pick = choices[rng() % choices.size()];
     REQUIRE(m.try_accept_token(pick));

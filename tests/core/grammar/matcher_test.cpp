@@ -90,7 +90,7 @@ TEST_CASE("matcher: random generation under a schema always gives valid JSON", "
       if (!gen.is_finished) continue;
       ++num_finished;
       INFO("schema " << text << "\noutput " << gen.text);
-      const auto parsed = nlohmann::json::parse(gen.text, nullptr, false);
+      const auto parsed = nlohmann::json::parse(clamp_exponents(gen.text), nullptr, false);
       REQUIRE_FALSE(parsed.is_discarded());
       CHECK(validator.valid(parsed));
     }
