@@ -193,10 +193,8 @@ gexpr not_in(const name_trie& trie, std::size_t n) {
   std::vector<std::uint32_t> excluded;
   for (auto [cp, child] : node.children) {
     excluded.push_back(cp);
-    std::string spelled;
-    if (cp == '"' || cp == '\\') spelled = cp == '"' ? "\\\"" : "\\\\";
-    else append_utf8(spelled, cp);
-    alts.push_back(g_seq({g_literal(spelled), not_in(trie, child)}));
+    gexpr spelled = cp == '"' ? g_literal("\\\"") : cp == '\\' ? g_literal("\\\\") : g_codepoints({{cp, cp}}, false);
+    alts.push_back(g_seq({std::move(spelled), not_in(trie, child)}));
   }
   alts.push_back(g_seq({key_char_except(excluded), g_star(key_char_except({}))}));
   return g_alt(std::move(alts));
