@@ -200,6 +200,36 @@ void run(std::size_t vocab_size, int num_steps, std::uint64_t seed) {
               num_steps);
   std::printf("  mask without token index: mean %.3f ms, median %.3f ms, p99 %.3f ms\n", b[0], b[1], b[2]);
   std::printf("  masks that differ: %zu words (must be 0)\n", num_disagree);
+
+  // Fixed states, each mask computed 50 times: where the walk spends little time but a
+  // real model spends most (inside strings).
+  const char* prefixes[] = {"{", "{\"id\": 12, \"name\": \"Ada Lov", "{\"id\": 1, \"name\": \"x\", \"tags\": [\"a\", ",
+                            "{\"id\": 1, \"name\": \"x\", \"score\": 3.5"};
+  for (const char* prefix : prefixes) {
+    grammar_matcher fixed(index);
+    earley_parser plain(*shared);
+    plain.start_at_root();
+    const std::string_view text = prefix;
+    if (!fixed.try_accept_bytes(text) ||
+        !plain.try_advance_all({reinterpret_cast<const std::uint8_t*>(text.data()), text.size()})) {
+      std::printf("  prefix %s: not a prefix of the schema\n", prefix);
+      continue;
+    }
+    std::vector<double> fast, slow;
+    std::size_t num_allowed = 0;
+    for (int rep = 0; rep < 50; ++rep) {
+      auto t1 = clock_type::now();
+      fixed.fill_next_token_mask(mask);
+      fast.push_back(ms_since(t1));
+      t1 = clock_type::now();
+      num_allowed = mask_without_index(plain, *vocab, reference);
+      slow.push_back(ms_since(t1));
+    }
+    const auto f = stats(fast);
+    const auto w = stats(slow);
+    std::printf("  after %-44s %6zu allowed: with index median %.3f ms, without %.3f ms\n", prefix, num_allowed, f[1],
+                w[1]);
+  }
 }
 
 }  // namespace
