@@ -12,9 +12,9 @@
 ///                ^ alt 0 of `string`                        ^ alt 0 of `root`
 ///
 /// Repetition, groups and character classes become helper rules during lowering. A
-/// helper is referenced from exactly one place (plus tail self-references for loops);
-/// such rules are "transparent": their one caller is known statically, which lets the
-/// token cache look through them (see token_index.hpp).
+/// helper is referenced from exactly one place (plus, for loops, a self-reference first
+/// in its alternative); such rules are "transparent": their one caller is known
+/// statically, which lets the token cache look through them (see token_index.hpp).
 
 #include <array>
 #include <bit>
