@@ -330,3 +330,26 @@ TEST_CASE("grammar vocab from a tokenizer: mid-text bytes, specials never match,
   REQUIRE(m.try_accept_token(4));
   CHECK(allowed_ids(m.next_token_mask(), 5) == std::vector<token_id>{3});
 }
+
+TEST_CASE("earley: sets stay the same size through long strings and arrays", "[core][grammar]") {
+  // Loops are left-recursive; a right-recursive loop would add an item per repetition.
+  auto g = must(grammar_from_json_schema(
+      R"({"type": "object", "properties": {"s": {"type": "string"}, "a": {"type": "array", "items": {"type": "integer"}}},
+          "required": ["s", "a"]})"));
+  earley_parser p(*g);
+  p.start_at_root();
+  auto feed = [&](std::string_view text) {
+    for (char c : text) REQUIRE(p.try_advance(static_cast<std::uint8_t>(c)));
+    return p.last_set().size();
+  };
+  feed("{\"s\": \"");
+  const std::size_t in_string = feed("abcdefghij");
+  for (int i = 0; i < 300; ++i) feed("abcdefghij");
+  CHECK(p.last_set().size() == in_string);
+  feed("\", \"a\": [1");
+  const std::size_t in_array = feed(", 22");
+  for (int i = 0; i < 300; ++i) feed(", 22");
+  CHECK(p.last_set().size() == in_array);
+  feed("]}");
+  CHECK(p.can_finish());
+}
