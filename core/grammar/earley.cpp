@@ -38,6 +38,7 @@ void earley_parser::rehash(std::size_t capacity) {
 
 void earley_parser::begin_set() {
   set_start_.push_back(static_cast<std::uint32_t>(items_.size()));
+  waiting_start_.push_back(static_cast<std::uint32_t>(waiting_.size()));
   touched_.push_back(false);
   num_in_table_ = 0;
   if (++stamp_ == 0) rehash(keys_.size());
@@ -61,16 +62,32 @@ void earley_parser::add(earley_item item) {
 void earley_parser::start_at_root() {
   items_.clear();
   set_start_.clear();
+  waiting_.clear();
+  waiting_start_.clear();
   touched_.clear();
   has_context_ = false;
   begin_set();
   for (auto start : g_->rules()[g_->root()].alt_starts) add({start, 0});
   close_last_set();
+  index_last_set();
+}
+
+void earley_parser::index_last_set() {
+  const auto& elements = g_->elements();
+  const std::size_t first = waiting_.size();
+  for (std::size_t i = set_start_.back(); i < items_.size(); ++i) {
+    const grammar_element el = elements[items_[i].pos];
+    if (el.kind == element_kind::ref) waiting_.push_back({el.index, items_[i]});
+  }
+  std::sort(waiting_.begin() + static_cast<std::ptrdiff_t>(first), waiting_.end(),
+            [](const waiting_item& a, const waiting_item& b) { return a.rule < b.rule; });
 }
 
 void earley_parser::start_at(std::uint32_t pos) {
   items_.clear();
   set_start_.clear();
+  waiting_.clear();
+  waiting_start_.clear();
   touched_.clear();
   // chain[0] is the rule of pos, chain[i + 1] the caller of chain[i] at sites[i].
   std::vector<std::uint32_t> sites;
@@ -97,11 +114,13 @@ void earley_parser::start_at(std::uint32_t pos) {
     items_.push_back({sites[m - 1 - j], j == 0 ? 0u : set - 1});
     add_heads(chain[m - 1 - j], set);
     if (j == 0) add_heads(chain[m], 0);
+    index_last_set();
   }
   begin_set();
   add({pos, static_cast<std::uint32_t>(m == 0 ? 0 : m - 1)});
   close_last_set();
   if (m == 0) add_heads(chain[0], 0);  // after the closure: they must not predict
+  index_last_set();
 }
 
 void earley_parser::close_last_set() {
@@ -122,13 +141,11 @@ void earley_parser::close_last_set() {
       if (has_context_ && it.origin == 0 && el.index == context_rule_) touched_.back() = true;
       // A rule that began in this set is nullable: its callers stepped over it when predicting.
       if (it.origin == cur) continue;
-      const std::uint32_t from = set_start_[it.origin];
-      const std::uint32_t to = set_start_[it.origin + 1];
-      for (std::uint32_t j = from; j < to; ++j) {
-        const earley_item caller = items_[j];
-        const grammar_element cel = elements[caller.pos];
-        if (cel.kind == element_kind::ref && cel.index == el.index) add({caller.pos + 1, caller.origin});
-      }
+      const auto from = waiting_.begin() + waiting_start_[it.origin];
+      const auto to = waiting_.begin() + waiting_start_[it.origin + 1];
+      auto lo = std::lower_bound(from, to, el.index, [](const waiting_item& w, std::uint32_t r) { return w.rule < r; });
+      // The iterators stay valid: add() grows items_, not waiting_ (this set is not in it yet).
+      for (; lo != to && lo->rule == el.index; ++lo) add({lo->item.pos + 1, lo->item.origin});
     }
   }
 }
@@ -146,10 +163,12 @@ bool earley_parser::try_advance(std::uint8_t byte) {
   }
   if (items_.size() == to) {
     set_start_.pop_back();
+    waiting_start_.pop_back();
     touched_.pop_back();
     return false;
   }
   close_last_set();
+  index_last_set();
   return true;
 }
 
@@ -168,6 +187,8 @@ void earley_parser::pop_sets(std::size_t n) {
   const std::size_t keep = set_start_.size() - n;
   items_.resize(set_start_[keep]);
   set_start_.resize(keep);
+  waiting_.resize(waiting_start_[keep]);
+  waiting_start_.resize(keep);
   touched_.resize(keep);
 }
 

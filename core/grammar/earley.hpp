@@ -58,14 +58,25 @@ class earley_parser {
   std::uint32_t context_rule() const { return context_rule_; }
 
  private:
+  // An item whose dot is before a rule reference, filed under that rule.
+  struct waiting_item {
+    std::uint32_t rule = 0;
+    earley_item item;
+  };
+
   void add(earley_item item);
   void close_last_set();
   void begin_set();
+  void index_last_set();
   void rehash(std::size_t capacity);
 
   const grammar* g_;
   std::vector<earley_item> items_;
   std::vector<std::uint32_t> set_start_;
+  // Per set, its items waiting for a rule, sorted by rule: completing a rule looks up
+  // its callers in the origin set by binary search instead of scanning the whole set.
+  std::vector<waiting_item> waiting_;
+  std::vector<std::uint32_t> waiting_start_;
   std::vector<bool> touched_;
   // start_at() mode: completing `context_rule_` at origin 0 touches the context.
   bool has_context_ = false;

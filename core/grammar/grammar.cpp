@@ -207,9 +207,11 @@ void prune_unproductive(std::vector<lowered_rule>& rules, const std::vector<byte
 }  // namespace
 
 std::uint32_t grammar_builder::declare(std::string name) {
+  const auto id = static_cast<std::uint32_t>(names_.size());
+  first_named_.try_emplace(name, id);
   names_.push_back(std::move(name));
   bodies_.emplace_back();
-  return static_cast<std::uint32_t>(names_.size() - 1);
+  return id;
 }
 
 std::uint32_t grammar_builder::rule_named(const std::string& name) {
@@ -218,9 +220,9 @@ std::uint32_t grammar_builder::rule_named(const std::string& name) {
 }
 
 std::optional<std::uint32_t> grammar_builder::find(const std::string& name) const {
-  for (std::size_t i = 0; i < names_.size(); ++i)
-    if (names_[i] == name) return static_cast<std::uint32_t>(i);
-  return std::nullopt;
+  const auto it = first_named_.find(name);
+  if (it == first_named_.end()) return std::nullopt;
+  return it->second;
 }
 
 void grammar_builder::define(std::uint32_t rule_id, gexpr body) { bodies_[rule_id] = std::move(body); }

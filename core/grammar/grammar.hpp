@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/error.hpp"
@@ -154,6 +155,7 @@ class grammar_builder {
  private:
   std::vector<std::string> names_;
   std::vector<std::optional<gexpr>> bodies_;
+  std::unordered_map<std::string, std::uint32_t> first_named_;  // name -> first rule of that name
 };
 
 }  // namespace inflight

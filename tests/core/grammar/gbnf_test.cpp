@@ -164,3 +164,23 @@ TEST_CASE("gbnf: helper rules are transparent, named rules used twice are not", 
   INFO(g->to_text());
   CHECK(accepts(*g, "ab,c,def"));
 }
+
+TEST_CASE("gbnf: thousands of rules compile and parse", "[core][grammar]") {
+  std::string text = "root ::= r0\n";
+  const int n = 3000;
+  for (int i = 0; i < n; ++i) {
+    // r<i> ::= "<letter>" r<i+1> | ""
+    text.append("r").append(std::to_string(i)).append(" ::= \"");
+    text.push_back(static_cast<char>('a' + i % 26));
+    text.append("\" r").append(std::to_string(i + 1)).append(" | \"\"\n");
+  }
+  text.append("r").append(std::to_string(n)).append(" ::= \"!\"\n");
+  auto g = must(grammar_from_gbnf(text));
+  std::string all;
+  for (int i = 0; i < n; ++i) all += static_cast<char>('a' + i % 26);
+  CHECK(accepts(*g, ""));
+  CHECK(accepts(*g, "abc"));
+  CHECK(accepts(*g, all + "!"));
+  CHECK_FALSE(accepts(*g, all + "a"));
+  CHECK_FALSE(accepts(*g, "abd"));
+}
