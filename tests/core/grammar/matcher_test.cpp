@@ -98,7 +98,7 @@ TEST_CASE("matcher: random generation under a schema always gives valid JSON", "
   }
 }
 
-TEST_CASE("matcher: tokens are taken whole or not at all; EOS only at an end", "[core][grammar]") {
+TEST_CASE("matcher: tokens are taken whole or not at all, EOS only at an end", "[core][grammar]") {
   auto vocab = std::make_shared<const grammar_vocab>(
       std::vector<std::string>{"{\"", "a", "\":", " 1", "}", "1}", "", "x", "a\": 1}"}, std::vector<token_id>{6});
   auto index = index_of(must(grammar_from_json_schema(R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]})")),
