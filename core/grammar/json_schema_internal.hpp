@@ -1,0 +1,55 @@
+#pragma once
+/// Pieces of the JSON Schema front-end shared by its files: JSON text expressions
+/// (strings, numbers, integer ranges) and the whitespace policy.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/grammar/grammar.hpp"
+
+namespace inflight::json_text {
+
+/// The whitespace policy: one optional space after ',' and ':' and nowhere else.
+gexpr separator_space();
+
+/// One JSON string character: any code point but '"', '\\' and controls, or an escape
+/// (\" \\ \/ \b \f \n \r \t, \uXXXX of a non-surrogate, or a \uD8xx\uDCxx pair).
+/// Inlined at each use (not a shared rule) so the token cache can see across characters.
+gexpr string_char();
+
+/// A JSON string whose character count is within [min_count, max_count].
+gexpr string_of_length(std::uint32_t min_count, std::optional<std::uint32_t> max_count);
+
+/// A JSON string other than each of `names`, for the names of additional properties.
+/// Written canonically (plain characters, \" and \\; no other escapes, no control
+/// characters), so that no other spelling of a declared name can slip through.
+gexpr string_not_in(const std::vector<std::string>& names);
+
+/// A JSON string whose decoded content is matched in full by `content` (an expression
+/// over raw UTF-8, e.g. from a regex); quotes, backslashes and controls in `content`
+/// become their escapes.
+gexpr string_with_content(const gexpr& content);
+
+/// Any JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?
+gexpr number();
+
+/// JSON integers n with lo <= n <= hi (either may be absent), without leading zeros.
+gexpr integer_range(std::optional<std::int64_t> lo, std::optional<std::int64_t> hi);
+
+/// An integral bound of a number: value and whether it is exclusive.
+struct number_bound {
+  std::int64_t value = 0;
+  bool is_exclusive = false;
+};
+
+/// JSON numbers v within the bounds, written without an exponent.
+gexpr bounded_number(std::optional<number_bound> lo, std::optional<number_bound> hi);
+
+/// The regex of a supported `format` value, or nullopt.
+std::optional<std::string_view> format_regex(std::string_view format);
+
+}  // namespace inflight::json_text
