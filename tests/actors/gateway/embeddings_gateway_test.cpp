@@ -174,7 +174,7 @@ TEST_CASE("gateway embeddings: limits and bad input are 400s naming the field; t
       {{{"input", ""}}, "input", ""},
       {{{"input", json::array()}}, "input", ""},
       {{{"input", {1, 100000}}}, "input", ""},
-      {{{"input", {{"a"}}}}, "input", ""},
+      {{{"input", json::array({json::array({"a"})})}}, "input", ""},
       {{{"input", 3.5}}, "input", ""},
       {{{"input", "a"}, {"encoding_format", "binary"}}, "encoding_format", ""},
       {{{"input", "a"}, {"dimensions", -1}}, "dimensions", ""},
