@@ -1,5 +1,6 @@
 #include "actors/gateway/embed_request.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 
