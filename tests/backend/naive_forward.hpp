@@ -32,7 +32,7 @@ inline vec matvec(const weight_tensor& matrix, const vec& x, std::size_t rows) {
 
 /// q/k norm (when `use_qk_norm`) then rotate_half RoPE of one head in place.
 inline void norm_and_rope(vec& v, std::size_t offset, const std::vector<float>& norm, const model_config& c, int pos,
-                   bool use_qk_norm) {
+                          bool use_qk_norm) {
   const auto hd = std::size_t(c.head_dim);
   if (use_qk_norm) {
     const auto normed = rmsnorm(v, norm.data(), offset, hd, c.norm_eps);
