@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 
+#include "actors/gateway/served_model.hpp"
 #include "tests/actors/gateway/gateway_fixture.hpp"
 #include "tests/actors/rerank_fixture.hpp"
 
@@ -255,4 +256,28 @@ TEST_CASE("gateway embeddings over the WebSocket: done carries the HTTP data; ca
   CHECK(engine_idle(s.port, 20.0));
   c.send({{"type", "embed"}, {"id", "long"}, {"input", "a"}});
   CHECK(c.receive()["type"] == "done");
+}
+
+TEST_CASE("gateway embeddings: served on the cpu backend; off or on the cuda backend the route says why",
+          "[gateway][embeddings]") {
+  auto d = qwen3_scoring_deployment();
+  d.server.max_waiting_requests = 100;
+  auto model = load_model(d.model);
+  REQUIRE(model.has_value());
+  auto m = gateway::try_make_served_model(*model, d, nullptr);
+  REQUIRE(m.has_value());
+  REQUIRE(m->embeddings.has_value());
+  CHECK(m->embedding_width == d.model.dummy.hidden_size);
+  CHECK(m->max_embedding_inputs == 100);  // embeddings.max_inputs (2048), cut to the waiting queue
+  d.engine.backend = "cuda";
+  m = gateway::try_make_served_model(*model, d, nullptr);
+  REQUIRE(m.has_value());
+  CHECK_FALSE(m->embeddings.has_value());
+  CHECK_THAT(m->embeddings_unavailable, Catch::Contains("cuda"));
+  d.engine.backend = "cpu";
+  d.embeddings.enabled = false;
+  m = gateway::try_make_served_model(*model, d, nullptr);
+  REQUIRE(m.has_value());
+  CHECK_FALSE(m->embeddings.has_value());
+  CHECK_THAT(m->embeddings_unavailable, Catch::Contains("embeddings.enabled = false"));
 }
