@@ -119,7 +119,7 @@ TEST_CASE("embed engine: the pooled state of a plain forward pass, alone and bat
     const auto d = embed_deployment("splitfuse", 16, pooling, true);  // the longer inputs take several steps
     const auto want = plain_embeddings(d);
     for (const bool one_at_a_time : {true, false}) {
-      INFO(one_at_a_time ? "alone" : "batched");
+      INFO((one_at_a_time ? "alone" : "batched"));
       const auto got = embed_all(d, one_at_a_time);
       REQUIRE(got.size() == inputs.size());
       for (std::size_t i = 0; i < inputs.size(); ++i) {

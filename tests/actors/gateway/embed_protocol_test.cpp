@@ -129,7 +129,7 @@ TEST_CASE("embeddings: queries get the instruction prefix; EOS is appended when 
 TEST_CASE("embeddings: each bad input is a 400 naming the field", "[gateway][embeddings]") {
   const auto m = embedding_model();
   const std::string too_long(40, 'x');  // 41 tokens: over max_input_tokens (32)
-  const std::vector<std::pair<const char*, std::string>> cases = {
+  const std::vector<std::pair<std::string, std::string>> cases = {
       {R"({})", "input"},
       {R"({"input": ""})", "input"},
       {R"({"input": []})", "input"},
