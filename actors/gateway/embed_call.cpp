@@ -9,7 +9,7 @@ embed_call::embed_call(gateway_state& state, embed_request request, post_fn post
 
 std::optional<api_error> embed_call::try_start() {
   const auto& model = state_.model();
-  if (!model.embeddings) return bad_request(model.embeddings_unavailable, {}, "embeddings_unavailable");
+  if (!model.embeddings) return embeddings_unavailable(model);
   const int n = request_.num_inputs();
   ids_.assign(std::size_t(n), 0);
   embeddings_.assign(std::size_t(n), {});

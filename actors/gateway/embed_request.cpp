@@ -156,6 +156,11 @@ opt_error read_options(const json& body, const served_model& m, embed_request& r
 
 }  // namespace
 
+api_error embeddings_unavailable(const served_model& m) {
+  const std::string why = m.embeddings_unavailable.empty() ? "this server does not serve embeddings" : m.embeddings_unavailable;
+  return bad_request(why, {}, "embeddings_unavailable");
+}
+
 int embed_request::num_prompt_tokens() const {
   int n = 0;
   for (const auto& p : inputs) n += int(p.size());
@@ -164,7 +169,7 @@ int embed_request::num_prompt_tokens() const {
 
 api_result<embed_request> try_parse_embeddings(const json& body, const served_model& m) {
   if (!body.is_object()) return std::unexpected(bad_request("the request body must be a JSON object"));
-  if (!m.embeddings) return std::unexpected(bad_request(m.embeddings_unavailable, {}, "embeddings_unavailable"));
+  if (!m.embeddings) return std::unexpected(embeddings_unavailable(m));
   if (auto e = check_model_name(body, m.name)) return std::unexpected(*e);
   embed_request r;
   if (auto e = read_options(body, m, r)) return std::unexpected(*e);

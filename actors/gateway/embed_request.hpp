@@ -40,6 +40,9 @@ struct embed_request {
   int num_prompt_tokens() const;
 };
 
+/// 400 embeddings_unavailable, with the reason the served model gives.
+api_error embeddings_unavailable(const served_model& model);
+
 /// A /v1/embeddings body (or a WebSocket "embed" message).
 api_result<embed_request> try_parse_embeddings(const nlohmann::json& body, const served_model& model);
 
