@@ -150,8 +150,8 @@ result<request_id> engine::submit(generate_request request, std::shared_ptr<requ
   if (!p.is_accepting) return make_error(errc::shutting_down, "the server is shutting down");
   if (request.prompt.empty()) return make_error(errc::invalid_argument, "the prompt is empty");
   const int max_context = p.model.max_context;
-  // A scoring request generates nothing: its prompt may fill the whole context.
-  const int max_prompt = request.score_rows.empty() ? max_context - 1 : max_context;
+  // A scoring or embedding request generates nothing: its prompt may fill the whole context.
+  const int max_prompt = request.is_prefill_only() ? max_context : max_context - 1;
   if (int(request.prompt.size()) > max_prompt) {
     return make_error(errc::invalid_argument, "the prompt has " + std::to_string(request.prompt.size()) +
                                                   " tokens, but the model's context is " +
@@ -168,7 +168,7 @@ result<request_id> engine::submit(generate_request request, std::shared_ptr<requ
       return make_error(errc::invalid_argument, "score row " + std::to_string(t) + " is outside the vocabulary");
     }
   }
-  if (!request.score_rows.empty()) {  // nothing is sampled; policies see one output (the score)
+  if (request.is_prefill_only()) {  // nothing is sampled; policies see one output (the score, the embedding)
     request.params = sampling_params{};
     request.params.max_tokens = 1;
   }
@@ -182,6 +182,7 @@ result<request_id> engine::submit(generate_request request, std::shared_ptr<requ
   seq_request seq{.id = id, .prompt = request.prompt, .params = request.params, .priority = request.priority,
                   .cache_salt = request.cache_salt, .seed = request.seed};
   seq.score_rows = request.score_rows;
+  seq.pooling = request.pooling;
   request_context ctx{id, std::move(request), std::move(sink), p.model.tok, p.model.eos_ids, p.metrics, p.num_live,
                       engine_now()};
   ++*p.num_live;

@@ -35,6 +35,12 @@ struct generate_request {
   /// once its prompt is computed, with the logits of these vocabulary rows at the last
   /// prompt position (finish_event::row_logits). `params` are not used.
   std::vector<token_id> score_rows{};
+  /// Prefill-only embedding when set: nothing is generated; the request finishes once
+  /// its prompt is computed, with its final hidden states pooled this way
+  /// (finish_event::embedding). `params` are not used.
+  std::optional<pooling_kind> pooling{};
+
+  bool is_prefill_only() const { return !score_rows.empty() || pooling.has_value(); }
 };
 
 /// Times of one request, from the engine's clock.
@@ -61,6 +67,8 @@ struct finish_event {
   int cached_tokens = 0;               ///< prompt tokens taken from the prefix cache
   request_timings timings;
   std::vector<float> row_logits{};     ///< scoring requests: the score_rows' logits, in their order
+  /// Embedding requests: the pooled final hidden state (model width, not normalised).
+  std::vector<float> embedding{};
 };
 
 /// Receives a request's events, on an engine thread: implementations must be

@@ -71,6 +71,7 @@ void on_finished(self_ptr self, const seq_event& ev) {
   out.cached_tokens = ev.num_cached_tokens;
   out.timings = make_timings(st.ctx.arrival_s, st.first_scheduled_s, st.first_token_s, now, st.num_tokens);
   out.row_logits = ev.row_logits;
+  out.embedding = ev.embedding;
   auto& m = *st.ctx.metrics;
   m.e2e_request_latency.observe(now - st.ctx.arrival_s);
   m.prompt_tokens_total += std::uint64_t(out.prompt_tokens);

@@ -254,6 +254,25 @@ const std::map<std::string, key_spec>& specs() {
     add("rerank.no_word", [](auto k) { return text(&D::rerank, &rerank_settings::no_word, {}, k); });
     add("rerank.max_documents",
         [](auto k) { return integer(&D::rerank, &rerank_settings::max_documents, 1, 1 << 20, k); });
+    add("embeddings.enabled", [](auto k) { return boolean(&D::embeddings, &embeddings_settings::enabled, k); });
+    add("embeddings.pooling", [](auto k) -> key_spec {
+      const std::string expected = "one of \"last\" \"mean\" \"first\"";
+      return {expected, [k, expected](deployment& d, const toml::node& n) -> result<void> {
+                const auto pooling = n.is_string() ? try_pooling_from_name(n.as_string()->get()) : std::nullopt;
+                if (!pooling) return bad_value(k, n, expected);
+                d.embeddings.pooling = *pooling;
+                return {};
+              }};
+    });
+    add("embeddings.normalize", [](auto k) { return boolean(&D::embeddings, &embeddings_settings::normalize, k); });
+    add("embeddings.matryoshka", [](auto k) { return boolean(&D::embeddings, &embeddings_settings::matryoshka, k); });
+    add("embeddings.query_prefix",
+        [](auto k) { return text(&D::embeddings, &embeddings_settings::query_prefix, {}, k); });
+    add("embeddings.append_eos", [](auto k) { return boolean(&D::embeddings, &embeddings_settings::append_eos, k); });
+    add("embeddings.max_inputs",
+        [](auto k) { return integer(&D::embeddings, &embeddings_settings::max_inputs, 1, 1 << 20, k); });
+    add("embeddings.max_input_tokens",
+        [](auto k) { return integer(&D::embeddings, &embeddings_settings::max_input_tokens, 1, 1 << 24, k); });
     add("debug.step_delay_s", [](auto k) { return number(&D::debug, &debug_settings::step_delay_s, 0.0, 60.0, k); });
     add("debug.fail_step", [](auto k) { return integer(&D::debug, &debug_settings::fail_step, 0, INT64_MAX, k); });
     add("debug.num_failed_steps",

@@ -52,13 +52,15 @@ result<std::span<const float>> cpu_backend::forward(const step_plan& plan) {
   const kernels::cpu::paged_kv_view kv{k_ptrs_.data(), v_ptrs_.data(), num_blocks_, block_size_, kv_type_};
   logits_.resize(std::size_t(b.num_logits) * shape_.vocab_size);
   row_logits_.resize(std::size_t(b.num_row_logits));
+  hidden_.resize(std::size_t(b.num_hidden) * std::size_t(shape_.dim));
   if (is_pin_pending_) {
     // The team belongs to the thread that runs the steps (the executor's), known only now.
     is_pin_pending_ = false;
     kernels::cpu::pin_team(forward_options_.num_threads, kernels::cpu::physical_core_cpus());
   }
   if (b.num_tokens > 0) {
-    kernels::cpu::llama_forward(shape_, wv, kv, b, workspace_, logits_.data(), row_logits_.data(), forward_options_);
+    kernels::cpu::llama_forward(shape_, wv, kv, b, workspace_, logits_.data(), row_logits_.data(), forward_options_,
+                                hidden_.data());
   }
   return std::span<const float>(logits_);
 }
@@ -81,6 +83,7 @@ result<step_result> cpu_backend::execute(const step_plan& plan) {
     out.tokens.push_back(std::move(token));
   }
   out.rows = split_row_logits(plan, batch_, row_logits_);
+  out.hidden = split_hidden(plan, hidden_, shape_.dim);
   out.backend_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

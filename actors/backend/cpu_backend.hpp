@@ -35,6 +35,8 @@ class cpu_backend final : public backend {
   result<std::span<const float>> forward(const step_plan& plan);
   /// The named logit rows of the last forward: every seq_step's logit_rows, in plan order.
   std::span<const float> row_logits() const { return row_logits_; }
+  /// The hidden outputs of the last forward [outputs x dim]: every seq_step's, in plan order.
+  std::span<const float> hidden() const { return hidden_; }
 
   const model_config& config() const override { return weights_->config; }
   int num_kv_blocks() const override { return num_blocks_; }
@@ -61,6 +63,7 @@ class cpu_backend final : public backend {
   ragged_batch batch_;  // the current step, flattened
   std::vector<float> logits_;
   std::vector<float> row_logits_;
+  std::vector<float> hidden_;
   kernels::cpu::forward_options forward_options_;
   bool is_pin_pending_ = false;
 };

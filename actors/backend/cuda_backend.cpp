@@ -64,6 +64,11 @@ cuda_backend::cuda_backend(std::shared_ptr<const model_weights> weights,
     : weights_(std::move(weights)), runner_(std::move(runner)) {}
 
 result<void> cuda_backend::run(const step_plan& plan) {
+  if (std::ranges::any_of(plan.seqs, [](const seq_step& s) { return s.hidden != hidden_output::none; })) {
+    return make_error(errc::unsupported,
+                      "cuda backend: embeddings (final hidden states) are not implemented on the cuda backend yet; "
+                      "serve /v1/embeddings with engine.backend = \"cpu\"");
+  }
   const ragged_batch_bounds bounds{weights_->config.vocab_size, runner_->num_kv_blocks(), runner_->block_size(),
                                    runner_->max_context()};
   if (auto ok = batch_.try_flatten(plan, bounds); !ok) return std::unexpected(ok.error());

@@ -13,6 +13,8 @@ result<void> ragged_batch::try_flatten(const step_plan& plan, const ragged_batch
   scored_indices_.clear();
   row_logit_positions_.clear();
   row_logit_ids_.clear();
+  hidden_start_.clear();
+  hidden_count_.clear();
   row_start_.assign(1, 0);
   query_start_.assign(1, 0);
   block_table_stride_ = 1;
@@ -57,6 +59,11 @@ result<void> ragged_batch::try_add(const seq_step& s, std::size_t index, const r
   }
   if (s.do_sample) logit_indices_.push_back(std::int32_t(token_ids_.size()) - 1);
   for (int j = s.num_tail_logits; j > 0; --j) logit_indices_.push_back(std::int32_t(token_ids_.size()) - j);
+  if (s.hidden != hidden_output::none) {
+    const auto end = std::int32_t(token_ids_.size()), size = std::int32_t(s.tokens.size());
+    hidden_start_.push_back(s.hidden == hidden_output::last ? end - 1 : end - size);
+    hidden_count_.push_back(s.hidden == hidden_output::sum ? size : 1);
+  }
   return try_add_rows(s, b);
 }
 
@@ -92,6 +99,9 @@ kernels::cpu::ragged_batch_view ragged_batch::view() const {
   b.num_row_logits = int(row_logit_ids_.size());
   b.row_logit_positions = row_logit_positions_.data();
   b.row_logit_ids = row_logit_ids_.data();
+  b.num_hidden = int(hidden_start_.size());
+  b.hidden_start = hidden_start_.data();
+  b.hidden_count = hidden_count_.data();
   return b;
 }
 
@@ -103,6 +113,16 @@ std::vector<seq_row_logits> split_row_logits(const step_plan& plan, const ragged
     if (s.logit_rows.empty()) continue;
     const std::size_t i = out.size();
     out.push_back({s.id, std::vector<float>(values.begin() + start[i], values.begin() + start[i + 1])});
+  }
+  return out;
+}
+
+std::vector<seq_hidden> split_hidden(const step_plan& plan, std::span<const float> values, int dim) {
+  std::vector<seq_hidden> out;
+  for (const auto& s : plan.seqs) {
+    if (s.hidden == hidden_output::none) continue;
+    const auto at = values.begin() + std::ptrdiff_t(out.size()) * dim;
+    out.push_back({s.id, std::vector<float>(at, at + dim)});
   }
   return out;
 }

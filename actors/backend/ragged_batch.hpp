@@ -31,6 +31,8 @@ class ragged_batch {
   /// The named rows of the i-th sequence that asked for some are
   /// [row_start()[i], row_start()[i + 1]) of the row logits, in its logit_rows order.
   const std::vector<int>& row_start() const { return row_start_; }
+  /// Hidden outputs of the last flatten (one per seq_step with one, in plan order).
+  int num_hidden() const { return int(hidden_start_.size()); }
 
  private:
   result<void> try_add(const seq_step& s, std::size_t index, const ragged_batch_bounds& bounds);
@@ -38,6 +40,7 @@ class ragged_batch {
 
   std::vector<std::int32_t> token_ids_, positions_, slots_, query_start_, block_tables_, logit_indices_;
   std::vector<std::int32_t> scored_indices_, row_logit_positions_, row_logit_ids_;
+  std::vector<std::int32_t> hidden_start_, hidden_count_;
   std::vector<int> row_start_;
   int block_table_stride_ = 1;
   int num_seqs_ = 0;
@@ -47,5 +50,9 @@ class ragged_batch {
 /// from the flat `values` of `batch`'s last flatten of `plan`.
 std::vector<seq_row_logits> split_row_logits(const step_plan& plan, const ragged_batch& batch,
                                          std::span<const float> values);
+
+/// The hidden outputs of a step, one entry per seq_step with one (plan order), from the
+/// flat `values` [num_hidden x dim].
+std::vector<seq_hidden> split_hidden(const step_plan& plan, std::span<const float> values, int dim);
 
 }  // namespace inflight

@@ -97,10 +97,11 @@ void http_session::handle(request_t&& req) {
   }
   if (kind == route_kind::engine_events) return start_engine_events();
   if (kind == route_kind::completion || kind == route_kind::chat || kind == route_kind::rerank ||
-      kind == route_kind::score) {
+      kind == route_kind::score || kind == route_kind::embeddings) {
     if (state_.is_shutting_down())
       return send_reply(error_reply(shutting_down()));
     if (kind == route_kind::rerank || kind == route_kind::score) return start_scoring(kind, req.body());
+    if (kind == route_kind::embeddings) return start_embedding(req.body());
     return start_generation(kind, req.body());
   }
   send_reply(answer(state_, method, path, req.body()));
@@ -138,6 +139,24 @@ void http_session::start_generation(route_kind kind, const std::string& text) {
   if (is_streaming_) write_stream_header();
 }
 
+std::function<void(api_result<nlohmann::json>)> http_session::json_emitter() {
+  return [self = shared_from_this()](api_result<nlohmann::json> out) {
+    if (!out) return self->on_output({out.error().status, dump_json(error_body(out.error())), true});
+    self->on_output({200, dump_json(*out), true});
+  };
+}
+
+template <class Call>
+void http_session::start_json_call(std::shared_ptr<Call> call) {
+  call_ = call;
+  if (auto err = call->try_start()) {
+    call_.reset();
+    return send_reply(error_reply(*err));
+  }
+  stream_.expires_never();
+  start_watch();
+}
+
 void http_session::start_scoring(route_kind kind, const std::string& text) {
   auto body = try_parse_json(text);
   if (!body) return send_reply(error_reply(body.error()));
@@ -146,20 +165,17 @@ void http_session::start_scoring(route_kind kind, const std::string& text) {
   if (!parsed) return send_reply(error_reply(parsed.error()));
   auto ex = stream_.get_executor();
   post_fn post = [ex](std::function<void()> task) { net::post(ex, std::move(task)); };
-  auto self = shared_from_this();
-  auto call = std::make_shared<score_call>(state_, std::move(*parsed), std::move(post),
-                                           [self](api_result<nlohmann::json> out) {
-                                             if (!out) return self->on_output({out.error().status,
-                                                                               dump_json(error_body(out.error())), true});
-                                             self->on_output({200, dump_json(*out), true});
-                                           });
-  call_ = call;
-  if (auto err = call->try_start()) {
-    call_.reset();
-    return send_reply(error_reply(*err));
-  }
-  stream_.expires_never();
-  start_watch();
+  start_json_call(std::make_shared<score_call>(state_, std::move(*parsed), std::move(post), json_emitter()));
+}
+
+void http_session::start_embedding(const std::string& text) {
+  auto body = try_parse_json(text);
+  if (!body) return send_reply(error_reply(body.error()));
+  auto parsed = try_parse_embeddings(*body, state_.model());
+  if (!parsed) return send_reply(error_reply(parsed.error()));
+  auto ex = stream_.get_executor();
+  post_fn post = [ex](std::function<void()> task) { net::post(ex, std::move(task)); };
+  start_json_call(std::make_shared<embed_call>(state_, std::move(*parsed), std::move(post), json_emitter()));
 }
 
 void http_session::send_reply(http_reply reply) {

@@ -1,7 +1,7 @@
 #pragma once
 /// One HTTP/1.1 connection: reads requests (keep-alive, server.idle_timeout_s, body
 /// limit server.max_body_bytes), answers simple routes, runs completion calls (SSE over
-/// chunked transfer encoding when streaming) and scoring calls, and hands WebSocket
+/// chunked transfer encoding when streaming), scoring and embedding calls, and hands WebSocket
 /// upgrades to ws_session.
 /// Everything runs on the connection's strand. While a generation runs, a read on the
 /// socket watches for the client going away: it cancels the call's requests.
@@ -16,6 +16,7 @@
 #include <boost/beast/http.hpp>
 
 #include "actors/gateway/completion_call.hpp"
+#include "actors/gateway/embed_call.hpp"
 #include "actors/gateway/score_call.hpp"
 #include "actors/gateway/gateway_state.hpp"
 #include "actors/gateway/routes.hpp"
@@ -38,6 +39,11 @@ class http_session final : public session_base, public std::enable_shared_from_t
   void start_generation(route_kind kind, const std::string& body);
   void start_engine_events();
   void start_scoring(route_kind kind, const std::string& body);
+  void start_embedding(const std::string& body);
+  /// Runs a call that answers with one JSON body (scoring, embeddings).
+  template <class Call>
+  void start_json_call(std::shared_ptr<Call> call);
+  std::function<void(api_result<nlohmann::json>)> json_emitter();
   void send_reply(http_reply reply);
   void on_reply_written(boost::beast::error_code ec, bool keep_alive);
   void next_request();

@@ -25,6 +25,7 @@ route_kind classify(std::string_view method, std::string_view path) {
   if (method == "GET" && path == "/v1/engine/events") return route_kind::engine_events;
   if (method == "POST" && (path == "/v1/rerank" || path == "/rerank" || path == "/v2/rerank")) return route_kind::rerank;
   if (method == "POST" && (path == "/v1/score" || path == "/score")) return route_kind::score;
+  if (method == "POST" && (path == "/v1/embeddings" || path == "/embeddings")) return route_kind::embeddings;
   return route_kind::other;
 }
 
@@ -35,13 +36,14 @@ struct route_entry {
   std::string_view method;
 };
 
-constexpr std::array<route_entry, 17> known_routes{{
+constexpr std::array<route_entry, 19> known_routes{{
     {"/v1/completions", "POST"},  {"/v1/chat/completions", "POST"}, {"/v1/ws", "GET"},
     {"/v1/models", "GET"},        {"/health", "GET"},               {"/metrics", "GET"},
     {"/version", "GET"},          {"/tokenize", "POST"},            {"/detokenize", "POST"},
     {"/v1/tokenize", "POST"},     {"/v1/detokenize", "POST"},       {"/v1/engine/events", "GET"},
     {"/v1/rerank", "POST"},       {"/rerank", "POST"},              {"/v2/rerank", "POST"},
-    {"/v1/score", "POST"},        {"/score", "POST"},
+    {"/v1/score", "POST"},        {"/score", "POST"},               {"/v1/embeddings", "POST"},
+    {"/embeddings", "POST"},
 }};
 
 /// 200 while requests can be served: {"status": "ok"}, or "degraded" with the last

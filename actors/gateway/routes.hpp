@@ -30,6 +30,7 @@ enum class route_kind {
   engine_events,  ///< GET /v1/engine/events (a long-lived SSE stream; events_session)
   rerank,      ///< POST /v1/rerank, /rerank, /v2/rerank
   score,       ///< POST /v1/score, /score
+  embeddings,  ///< POST /v1/embeddings, /embeddings
   other,       ///< answered by answer()
 };
 

@@ -31,6 +31,12 @@ struct served_model {
   std::string rerank_unavailable;    ///< why rerank is null (the routes' error message)
   int max_rerank_documents = 0;      ///< rerank.max_documents, at most server.max_waiting_requests
   int max_choices = 128;             ///< server.max_choices: prompts x n of one request
+  /// [embeddings] when /v1/embeddings is served; none: it answers 400 with
+  /// embeddings_unavailable (the reason).
+  std::optional<embeddings_settings> embeddings;
+  std::string embeddings_unavailable;
+  int embedding_width = 0;           ///< the model's hidden size: the length of a whole embedding
+  int max_embedding_inputs = 0;      ///< embeddings.max_inputs, at most server.max_waiting_requests
   std::int64_t created = 0;          ///< unix time the server started (GET /v1/models)
 };
 
@@ -39,7 +45,8 @@ struct served_model {
 /// unknown name is an error; an unrecognised detected template falls back to plain text
 /// and says so in `warning`. Sets up reranking as [rerank] says: with enabled = true a
 /// template or word the tokenizer cannot serve is an error; with "auto" rerank stays off
-/// and `warning` says why.
+/// and `warning` says why. Serves embeddings as [embeddings] says (not on the cuda
+/// backend yet).
 result<served_model> try_make_served_model(const loaded_model& model, const deployment& d, std::string* warning);
 
 /// The fallback template for models without one (llama2.c, byte tokenizer):

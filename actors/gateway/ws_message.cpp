@@ -28,11 +28,14 @@ std::expected<ws_message, ws_message_error> try_parse_ws_message(const std::stri
     msg.type = ws_message_type::generate;
   } else if (has_type && *type == "rerank") {
     msg.type = ws_message_type::rerank;
+  } else if (has_type && *type == "embed") {
+    msg.type = ws_message_type::embed;
   } else if (has_type && *type == "cancel") {
     msg.type = ws_message_type::cancel;
   } else {
     return std::unexpected(
-        ws_message_error{msg.id, bad_request("type must be \"generate\", \"rerank\" or \"cancel\"", "type", "unknown_type")});
+        ws_message_error{msg.id, bad_request("type must be \"generate\", \"rerank\", \"embed\" or \"cancel\"", "type",
+                                               "unknown_type")});
   }
   return msg;
 }

@@ -15,14 +15,14 @@
 
 namespace inflight::gateway {
 
-enum class ws_message_type { generate, rerank, cancel };
+enum class ws_message_type { generate, rerank, embed, cancel };
 
 /// A frame that names a known type and a valid id.
 struct ws_message {
   ws_message_type type = ws_message_type::generate;
   nlohmann::json id;    ///< a string or an integer, echoed in every reply about it
   std::string key;      ///< the id as compact JSON: "7" and "\"7\"" are different requests
-  nlohmann::json body;  ///< the whole message (generate and rerank read their fields from it)
+  nlohmann::json body;  ///< the whole message (generate, rerank and embed read their fields from it)
 };
 
 /// A frame that cannot be served, and the id its error is sent under (null when the
@@ -33,7 +33,7 @@ struct ws_message_error {
 };
 
 /// Parses one frame: JSON text with a string or integer `id` and a `type` of "generate",
-/// "rerank" or "cancel". Binary frames, malformed JSON and bad ids or types are errors.
+/// "rerank", "embed" or "cancel". Binary frames, malformed JSON and bad ids or types are errors.
 std::expected<ws_message, ws_message_error> try_parse_ws_message(const std::string& text, bool is_text);
 
 /// A generate message turned into the one engine request it asks for.

@@ -81,6 +81,8 @@ void ws_session::on_read(beast::error_code ec) {
     handle_generate(*msg);
   } else if (msg->type == ws_message_type::rerank) {
     handle_rerank(*msg);
+  } else if (msg->type == ws_message_type::embed) {
+    handle_embed(*msg);
   } else {
     handle_cancel(msg->key);
   }
@@ -112,28 +114,42 @@ void ws_session::handle_generate(const ws_message& msg) {
   state_.add_live_request();
 }
 
-void ws_session::handle_rerank(const ws_message& msg) {
-  const json& id = msg.id;
+template <class Call, class Request>
+void ws_session::start_json_call(const ws_message& msg, Request request) {
   const std::string& key = msg.key;
-  if (live_.contains(key))
-    return send_error(id, bad_request("a request with this id is still running", "id", "duplicate_id"));
-  if (is_stopping_ || state_.is_shutting_down())
-    return send_error(id, shutting_down());
-  auto parsed = try_parse_rerank(msg.body, state_.model());
-  if (!parsed) return send_error(id, parsed.error());
   auto ex = ws_.get_executor();
   auto self = shared_from_this();
-  auto call = std::make_shared<score_call>(
-      state_, std::move(*parsed), [ex](std::function<void()> task) { net::post(ex, std::move(task)); },
-      [self, key](api_result<json> out) { self->on_reranked(key, std::move(out)); });
-  if (auto err = call->try_start()) return send_error(id, *err);
+  auto call = std::make_shared<Call>(
+      state_, std::move(request), [ex](std::function<void()> task) { net::post(ex, std::move(task)); },
+      [self, key](api_result<json> out) { self->on_call_done(key, std::move(out)); });
+  if (auto err = call->try_start()) return send_error(msg.id, *err);
   live_request live;
-  live.id = id;
-  live.scoring = std::move(call);
+  live.id = msg.id;
+  live.call = std::move(call);
   live_.emplace(key, std::move(live));
 }
 
-void ws_session::on_reranked(const std::string& key, api_result<json> out) {
+void ws_session::handle_rerank(const ws_message& msg) {
+  if (live_.contains(msg.key))
+    return send_error(msg.id, bad_request("a request with this id is still running", "id", "duplicate_id"));
+  if (is_stopping_ || state_.is_shutting_down())
+    return send_error(msg.id, shutting_down());
+  auto parsed = try_parse_rerank(msg.body, state_.model());
+  if (!parsed) return send_error(msg.id, parsed.error());
+  start_json_call<score_call>(msg, std::move(*parsed));
+}
+
+void ws_session::handle_embed(const ws_message& msg) {
+  if (live_.contains(msg.key))
+    return send_error(msg.id, bad_request("a request with this id is still running", "id", "duplicate_id"));
+  if (is_stopping_ || state_.is_shutting_down())
+    return send_error(msg.id, shutting_down());
+  auto parsed = try_parse_embeddings(msg.body, state_.model());
+  if (!parsed) return send_error(msg.id, parsed.error());
+  start_json_call<embed_call>(msg, std::move(*parsed));
+}
+
+void ws_session::on_call_done(const std::string& key, api_result<json> out) {
   auto it = live_.find(key);
   if (it == live_.end()) return;
   const json id = it->second.id;
@@ -150,7 +166,7 @@ void ws_session::on_reranked(const std::string& key, api_result<json> out) {
 }
 
 void ws_session::cancel_live(const live_request& live) {
-  if (live.scoring) return live.scoring->cancel();
+  if (live.call) return live.call->cancel();
   state_.eng().cancel(live.engine_id);
 }
 
@@ -159,8 +175,8 @@ void ws_session::handle_cancel(const std::string& key) {
   auto it = live_.find(key);
   if (it == live_.end()) return;
   cancel_live(it->second);
-  if (!it->second.scoring) return;  // a generation's done follows from the engine
-  // A rerank ends now: its documents' requests finish within a step, their results unused.
+  if (!it->second.call) return;  // a generation's done follows from the engine
+  // A rerank or embed ends now: its requests finish within a step, their results unused.
   const json id = it->second.id;
   live_.erase(it);
   enqueue({"", false, {{"type", "done"}, {"id", id}, {"finish_reason", "cancelled"}}});

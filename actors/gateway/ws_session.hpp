@@ -18,6 +18,7 @@
 
 #include "actors/gateway/errors.hpp"
 #include "actors/gateway/gateway_state.hpp"
+#include "actors/gateway/embed_call.hpp"
 #include "actors/gateway/score_call.hpp"
 #include "actors/gateway/ws_message.hpp"
 
@@ -38,7 +39,8 @@ class ws_session final : public session_base, public std::enable_shared_from_thi
     token_id prev = -1;          ///< last token, for logprob token texts
     bool has_logprobs = false;
     int num_top_logprobs = 0;
-    std::shared_ptr<score_call> scoring{};  ///< a rerank message: its documents' engine requests
+    /// A rerank or embed message: the call that runs its documents' or inputs' engine requests.
+    std::shared_ptr<gateway_call> call{};
   };
   /// A queued message: token messages stay structured so that they can be merged.
   struct outgoing {
@@ -52,7 +54,11 @@ class ws_session final : public session_base, public std::enable_shared_from_thi
   void on_read(boost::beast::error_code ec);
   void handle_generate(const ws_message& msg);
   void handle_rerank(const ws_message& msg);
-  void on_reranked(const std::string& key, api_result<nlohmann::json> out);
+  void handle_embed(const ws_message& msg);
+  /// Registers a rerank or embed call under `msg`'s id and starts it.
+  template <class Call, class Request>
+  void start_json_call(const ws_message& msg, Request request);
+  void on_call_done(const std::string& key, api_result<nlohmann::json> out);
   void handle_cancel(const std::string& key);
   void cancel_live(const live_request& live);
   void on_token(const std::string& key, const token_event& ev);

@@ -7,6 +7,7 @@
 #include <random>
 #include <sstream>
 
+#include "apps/inflight/bench_embed_command.hpp"
 #include "apps/inflight/bench_engine_run.hpp"
 #include "apps/inflight/bench_rerank_command.hpp"
 #include "apps/inflight/bench_report.hpp"
@@ -293,6 +294,10 @@ void run_offline(offline_options o) {
                              parse_prefix_caching(o.prefix_caching), o.result_json}, base,
                             *model);
   }
+  if (o.workload == "embed") {
+    return run_embed_bench({o.policies, o.size, o.num_prompts, o.seed, parse_prefix_caching(o.prefix_caching),
+                            o.result_json}, base, *model);
+  }
   const auto prompts = offline_prompts(o, model->weights->config.vocab_size);
   if (o.workload == "overhead") return run_overhead(o, base, *model, prompts);
   std::vector<std::string> modes = {""};
@@ -336,7 +341,7 @@ void add_bench_offline_command(CLI::App& bench) {
   cmd->add_option("--config", o->config_path, "deployment TOML (KV memory, max_num_seqs, threads)");
   cmd->add_option("--set", o->overrides, "override a deployment key (key=value), repeatable");
   cmd->add_option("--workload", o->workload,
-                  "variance | latency | procurement | interference | overhead | prefix | prefix-chat | rerank")
+                  "variance | latency | procurement | interference | overhead | prefix | prefix-chat | rerank | embed")
       ->capture_default_str();
   cmd->add_option("--policy", o->policies, "policies to compare, in order; all = every policy in the plugin dir")->delimiter(',')->capture_default_str();
   cmd->add_option("--cap", o->cap, "variance: output length cap (default: the largest of the size)");

@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "core/embed/pooling.hpp"
+
 namespace inflight {
 
 struct server_settings {
@@ -109,6 +111,23 @@ struct rerank_settings {
   int max_documents = 1000;        ///< documents (or text pairs) in one request
 };
 
+/// /v1/embeddings (and the WebSocket "embed" message): one prefill-only forward pass
+/// per input, its final hidden states pooled (core/embed/pooling.hpp).
+struct embeddings_settings {
+  bool enabled = true;             ///< false: the route answers 400 embeddings_unavailable
+  pooling_kind pooling = pooling_kind::last;  ///< last (decoder embedders), mean, first (CLS-style)
+  bool normalize = true;           ///< L2-normalise every embedding
+  /// The model was trained for truncated embeddings (Matryoshka): requests may ask for
+  /// `dimensions`. Off: `dimensions` is a 400.
+  bool matryoshka = false;
+  /// Instruction prefixed to text inputs of requests with "input_type": "query"
+  /// (Qwen3-Embedding: "Instruct: <task>\nQuery:"). "" = none.
+  std::string query_prefix;
+  bool append_eos = false;         ///< end every text input with the tokenizer's EOS token
+  int max_inputs = 2048;           ///< inputs in one request (each is queued as one request)
+  int max_input_tokens = 8192;     ///< tokens of one input (and never more than the context)
+};
+
 /// For tests and fault drills; the defaults change nothing (actors/backend/debug_backend.hpp).
 struct debug_settings {
   double step_delay_s = 0.0;   ///< sleep before every backend step
@@ -127,6 +146,7 @@ struct deployment {
   engine_settings engine;
   scheduler_settings scheduler;
   rerank_settings rerank;
+  embeddings_settings embeddings;
   logging_settings logging;
   debug_settings debug;
 };

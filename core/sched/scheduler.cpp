@@ -19,6 +19,16 @@ std::uint64_t mix_seed(std::uint64_t seed, std::uint64_t id) {
   return z ^ (z >> 31);
 }
 
+/// The hidden output one chunk of an embedding sequence contributes to its pooling.
+hidden_output hidden_of(pooling_kind pooling, int start_position, bool is_last) {
+  switch (pooling) {
+    case pooling_kind::last: return is_last ? hidden_output::last : hidden_output::none;
+    case pooling_kind::first: return start_position == 0 ? hidden_output::first : hidden_output::none;
+    case pooling_kind::mean: return hidden_output::sum;
+  }
+  return hidden_output::none;
+}
+
 template <class Queue>
 void erase_id(Queue& queue, seq_id id) {
   auto it = std::find(queue.begin(), queue.end(), id);
@@ -72,6 +82,7 @@ result<void> scheduler::submit(seq_request request) {
   seq.priority = request.priority;
   seq.params = std::move(request.params);
   seq.score_rows = std::move(request.score_rows);
+  seq.pooling = request.pooling;
   seq.seed = request.seed.value_or(mix_seed(config_.seed, seq.id));
   seq.cache_salt = std::move(request.cache_salt);
   seq.times.arrival = now();
@@ -107,7 +118,8 @@ seq_event scheduler::finish_sequence(sequence& seq, finish_reason reason, std::o
 }
 
 void scheduler::hash_full_blocks(sequence& seq) {
-  if (!config_.enable_prefix_caching) return;
+  // Without hashes the KV manager neither finds a cached prefix nor caches its blocks.
+  if (!config_.enable_prefix_caching || !seq.can_share_prefix()) return;
   const int bs = kv_.block_size;
   const int num_full = seq.num_tokens() / bs;
   if (num_full <= seq.num_hashed_blocks) return;
@@ -196,7 +208,9 @@ result<step_plan> scheduler::on_grant(kv_grant grant) {
     seq.num_blocks_held = static_cast<int>(g.block_table.size());
     plan.seqs.push_back(make_seq_step(seq, g.num_tokens, std::move(g.block_table)));
     const auto& step = plan.seqs.back();
-    pending.entries.push_back({g.id, g.num_tokens, step.do_sample, !step.logit_rows.empty()});
+    const bool is_prefill_end = seq.is_prefill_only() && step.start_position + g.num_tokens == seq.num_tokens();
+    pending.entries.push_back({g.id, g.num_tokens, step.do_sample, !step.logit_rows.empty(),
+                               step.hidden != hidden_output::none, is_prefill_end});
   }
   take_cached_prefixes(kv_.cached_prefixes);
   if (grant.is_fallback_used)
@@ -236,10 +250,11 @@ seq_step scheduler::make_seq_step(sequence& seq, int num_tokens, std::vector<blo
   step.block_table = std::move(block_table);
   // Sample only when the chunk reaches the end of the known tokens: a recompute of
   // already generated tokens never samples them again. A prefill-only sequence asks
-  // for its score rows there instead.
+  // for its score rows there instead, or for the hidden states its pooling needs.
   const bool is_last = step.start_position + num_tokens == seq.num_tokens();
   step.do_sample = is_last && !seq.is_prefill_only();
-  if (is_last && seq.is_prefill_only()) step.logit_rows = seq.score_rows;
+  if (is_last) step.logit_rows = seq.score_rows;
+  if (seq.pooling) step.hidden = hidden_of(*seq.pooling, step.start_position, is_last);
   step.params = seq.params;
   step.seed = seq.seed;
   step.sample_index = static_cast<std::uint64_t>(seq.num_generated_tokens());
@@ -256,19 +271,20 @@ result<std::vector<seq_event>> scheduler::apply(const step_result& result) {
                                                   std::to_string(pending_->step_id));
   if (auto ok = check_result(result); !ok) return std::unexpected(ok.error());
   std::vector<seq_event> events;
-  std::size_t k = 0, r = 0;
+  std::size_t k = 0, r = 0, h = 0;
   for (const auto& e : pending_->entries) {
     const sampled_token* token = e.do_sample ? &result.tokens[k++] : nullptr;
     const seq_row_logits* rows = e.has_rows ? &result.rows[r++] : nullptr;
+    const seq_hidden* hidden = e.has_hidden ? &result.hidden[h++] : nullptr;
     auto it = seqs_.find(e.id);
     // Finished (cancelled, stopped) while the step ran: its result is dropped.
     if (it == seqs_.end() || it->second.status != seq_status::running) continue;
     it->second.num_computed_tokens += e.num_tokens;
+    if (hidden != nullptr) pool_hidden(it->second, *hidden);
     if (token != nullptr) {
       append_token(it->second, *token, events);
-    } else if (rows != nullptr) {  // a prefill-only sequence is done: its blocks go back with the next kv request
-      events.push_back(finish_sequence(it->second, finish_reason::stop, {}));
-      events.back().row_logits = rows->values;
+    } else if (e.is_prefill_end) {  // done: its blocks go back with the next kv request
+      events.push_back(finish_prefill_only(it->second, rows));
     }
   }
   pending_.reset();
@@ -276,8 +292,27 @@ result<std::vector<seq_event>> scheduler::apply(const step_result& result) {
   return events;
 }
 
+void scheduler::pool_hidden(sequence& seq, const seq_hidden& hidden) const {
+  if (seq.pooling != pooling_kind::mean || seq.pooled.size() != hidden.values.size()) {
+    seq.pooled = hidden.values;  // first / last: the one state; mean: its first chunk
+    return;
+  }
+  for (std::size_t i = 0; i < hidden.values.size(); ++i) seq.pooled[i] += hidden.values[i];
+}
+
+seq_event scheduler::finish_prefill_only(sequence& seq, const seq_row_logits* rows) {
+  std::vector<float> embedding = std::move(seq.pooled);
+  if (seq.pooling == pooling_kind::mean) {
+    for (float& v : embedding) v /= float(seq.num_prompt_tokens());
+  }
+  seq_event event = finish_sequence(seq, finish_reason::stop, {});
+  if (rows != nullptr) event.row_logits = rows->values;
+  event.embedding = std::move(embedding);
+  return event;
+}
+
 result<void> scheduler::check_result(const step_result& result) const {
-  std::size_t num_samples = 0, num_rows = 0;
+  std::size_t num_samples = 0, num_rows = 0, num_hidden = 0;
   for (const auto& e : pending_->entries) {
     const auto lacks = [&](const char* what) {
       return make_error(errc::invalid_argument, "step result " + std::to_string(result.step_id) + " lacks the " +
@@ -288,6 +323,10 @@ result<void> scheduler::check_result(const step_result& result) const {
     }
     if (e.has_rows && (num_rows >= result.rows.size() || result.rows[num_rows++].id != e.id)) {
       return lacks("score rows");
+    }
+    if (e.has_hidden && (num_hidden >= result.hidden.size() || result.hidden[num_hidden].id != e.id ||
+                         result.hidden[num_hidden++].values.empty())) {
+      return lacks("hidden state");
     }
   }
   return {};

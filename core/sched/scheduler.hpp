@@ -45,6 +45,9 @@ struct seq_event {
   int num_generated_tokens = 0; ///< after this event
   int num_cached_tokens = 0;    ///< kind::finished: prompt tokens taken from the prefix cache
   std::vector<float> row_logits{};  ///< kind::finished of a prefill-only sequence: its score rows' logits
+  /// kind::finished of an embedding sequence: its pooled final hidden state (not
+  /// normalised; mean pooling already divided by the prompt length).
+  std::vector<float> embedding{};
 };
 
 struct scheduler_counters {
@@ -124,6 +127,8 @@ class scheduler {
     int num_tokens = 0;
     bool do_sample = false;
     bool has_rows = false;  ///< the step returns its score rows (its prompt ends here)
+    bool has_hidden = false;  ///< the step returns a hidden output (embeddings)
+    bool is_prefill_end = false;  ///< a prefill-only sequence whose prompt ends in this step
   };
   struct pending_step {
     std::uint64_t step_id = 0;
@@ -161,6 +166,8 @@ class scheduler {
   void take_cached_prefixes(const std::vector<kv_cached_prefix>& prefixes);
   bool append_token(sequence& seq, const sampled_token& token, std::vector<seq_event>& events);
   result<void> check_result(const step_result& result) const;
+  void pool_hidden(sequence& seq, const seq_hidden& hidden) const;
+  seq_event finish_prefill_only(sequence& seq, const seq_row_logits* rows);
   seq_event finish_sequence(sequence& seq, finish_reason reason, std::optional<error> cause);
   std::optional<finish_reason> check_stop(const sequence& seq, token_id token) const;
   double now() const { return clock_(); }

@@ -219,6 +219,7 @@ void scheduler::preempt(sequence& seq) {
   seq.status = seq_status::preempted;
   seq.num_computed_tokens = 0;  // recompute prompt + generated tokens later
   seq.num_blocks_held = 0;
+  seq.pooled.clear();           // its hidden states are computed again too
   ++seq.num_preemptions;
   ++counters_.num_preemptions;
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/embed/pooling.hpp"
 #include "core/kv/block_hash.hpp"
 #include "core/sampling/sampling_params.hpp"
 #include "core/types.hpp"
@@ -41,6 +42,10 @@ struct seq_request {
   /// Prefill-only scoring when not empty: no token is generated; the sequence finishes
   /// when its prompt is computed, with the logits of these vocabulary rows.
   std::vector<token_id> score_rows{};
+  /// Prefill-only embedding when set: no token is generated; the sequence finishes when
+  /// its prompt is computed, with its final hidden states pooled this way
+  /// (seq_event::embedding). Mean and first pooling never use the prefix cache.
+  std::optional<pooling_kind> pooling{};
   /// The client's sampling seed (reproducible draws); none = the scheduler derives one
   /// per sequence. The scheduler resolves it once into sequence::seed.
   std::optional<std::uint64_t> seed;
@@ -76,6 +81,10 @@ struct sequence {
   int num_preemptions = 0;
   std::optional<finish_reason> finish;
   std::vector<token_id> score_rows;  ///< prefill-only scoring (seq_request::score_rows)
+  std::optional<pooling_kind> pooling;  ///< prefill-only embedding (seq_request::pooling)
+  /// Embedding: the hidden states pooled so far (first / last: the one state; mean: the
+  /// sum of the chunks computed). Emptied by a preemption (everything is recomputed).
+  std::vector<float> pooled;
 
   int num_prompt_tokens() const { return static_cast<int>(prompt.size()); }
   int num_generated_tokens() const { return static_cast<int>(generated.size()); }
@@ -87,7 +96,9 @@ struct sequence {
   /// prompt + generated, in order.
   std::vector<token_id> all_tokens() const;
   bool is_finished() const { return status == seq_status::finished; }
-  bool is_prefill_only() const { return !score_rows.empty(); }
+  bool is_prefill_only() const { return !score_rows.empty() || pooling.has_value(); }
+  /// Whether its prompt may start from cached blocks (and publish its own).
+  bool can_share_prefix() const { return !pooling || inflight::can_share_prefix(*pooling); }
 };
 
 }  // namespace inflight

@@ -10,6 +10,15 @@
 
 namespace inflight {
 
+/// Which final hidden states (after the final norm) a step returns for one sequence:
+/// prefill-only embeddings.
+enum class hidden_output : std::uint8_t {
+  none,
+  first,  ///< the state of tokens[0]
+  last,   ///< the state of the last of `tokens`
+  sum,    ///< the sum of the states of all of `tokens` (mean pooling adds its chunks up)
+};
+
 /// One scheduled sequence in a step.
 struct seq_step {
   seq_id id = 0;
@@ -20,6 +29,9 @@ struct seq_step {
   /// Vocabulary rows whose logits to return after the last of `tokens` (prefill-only
   /// scoring): only these rows of the classifier are computed. Empty: none.
   std::vector<token_id> logit_rows{};
+  /// Final hidden states to return (prefill-only embeddings): one vector of the model's
+  /// width, see hidden_output.
+  hidden_output hidden = hidden_output::none;
   /// Full logit rows of the last `num_tail_logits` tokens, for a caller of the CPU
   /// backend's forward() (perplexity); never with do_sample. The engine leaves it 0.
   int num_tail_logits = 0;
@@ -61,10 +73,17 @@ struct seq_row_logits {
   std::vector<float> values;
 };
 
+/// A seq_step's hidden output: one vector of the model's width.
+struct seq_hidden {
+  seq_id id = 0;
+  std::vector<float> values;
+};
+
 struct step_result {
   std::uint64_t step_id = 0;
   std::vector<sampled_token> tokens;  ///< one per seq_step with do_sample, in plan order
   std::vector<seq_row_logits> rows{};    ///< one per seq_step with logit_rows, in plan order
+  std::vector<seq_hidden> hidden{};      ///< one per seq_step with a hidden output, in plan order
   double backend_seconds = 0.0;       ///< time spent inside the backend
 };
 

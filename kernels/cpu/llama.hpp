@@ -96,6 +96,11 @@ struct ragged_batch_view {
   int num_row_logits = 0;                             ///< (scored token, vocabulary row) pairs
   const std::int32_t* row_logit_positions = nullptr;  ///< [num_row_logits] index into scored_indices
   const std::int32_t* row_logit_ids = nullptr;        ///< [num_row_logits] vocabulary rows
+  // Final hidden states (embeddings): output i is the final-normed state of flattened
+  // token hidden_start[i], or the sum of those of the hidden_count[i] tokens from there.
+  int num_hidden = 0;
+  const std::int32_t* hidden_start = nullptr;  ///< [num_hidden] flattened token index
+  const std::int32_t* hidden_count = nullptr;  ///< [num_hidden] tokens summed (1: one token's state)
 };
 
 /// Scratch memory, grown on demand and reused across steps (no allocation in a step
@@ -138,14 +143,14 @@ struct forward_options {
 };
 
 /// Runs every layer over the batch, writes K/V into the cache,
-/// `logits[num_logits x vocab]` for the requested tokens and `row_logits[num_row_logits]`
-/// for the named rows. The whole step is one parallel region: linear layers split their
+/// `logits[num_logits x vocab]` for the requested tokens, `row_logits[num_row_logits]`
+/// for the named rows and `hidden[num_hidden x dim]` for the hidden outputs. The whole step is one parallel region: linear layers split their
 /// output rows, attention its (token, head) pairs, in chunks taken dynamically so that a
 /// thread slowed by the machine's other work does not hold the others back.
 void llama_forward(const llama_shape& shape, const llama_weights_view& weights,
                    const paged_kv_view& kv, const ragged_batch_view& batch,
                    llama_workspace& ws, float* logits, float* row_logits = nullptr,
-                   const forward_options& options = {});
+                   const forward_options& options = {}, float* hidden = nullptr);
 
 // ---- the individual kernels (CPU twins of kernels/cuda; plain loops and OpenBLAS,
 // the step-by-step reference that the fused pass above and the CUDA kernels are tested against) ----

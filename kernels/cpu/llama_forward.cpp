@@ -365,11 +365,28 @@ void score_rows(const step_context& c, float* row_logits) {
   }
 }
 
+/// Embeddings: the final norm of each wanted token, summed per output where a range is
+/// asked for (mean pooling); one thread, like score_rows.
+void pool_hidden(const step_context& c, float* hidden) {
+  const std::int64_t d = c.s.dim;
+  grow(c.ws.row_scratch, d);
+  float* normed = c.ws.row_scratch.data();
+  for (int i = 0; i < c.b.num_hidden; ++i) {
+    float* out = hidden + i * d;
+    std::fill(out, out + d, 0.0f);
+    const std::int64_t begin = c.b.hidden_start[i], end = begin + c.b.hidden_count[i];
+    for (std::int64_t t = begin; t < end; ++t) {
+      c.k.rmsnorm_row(normed, c.ws.x.data() + t * d, c.w.final_norm, c.s.dim, c.s.norm_eps);
+      for (std::int64_t j = 0; j < d; ++j) out[j] += normed[j];
+    }
+  }
+}
+
 }  // namespace
 
 void llama_forward(const llama_shape& s, const llama_weights_view& w, const paged_kv_view& kv,
                    const ragged_batch_view& b, llama_workspace& ws, float* logits, float* row_logits,
-                   const forward_options& options) {
+                   const forward_options& options, float* hidden) {
   const int num_threads = std::max(1, options.num_threads);
   const int max_keys = prepare_workspace(s, w, b, ws, num_threads);
   const auto& kernels = options.kernels != nullptr ? *options.kernels : kernels_for(detect_cpu_isa());
@@ -377,6 +394,7 @@ void llama_forward(const llama_shape& s, const llama_weights_view& w, const page
 #pragma omp parallel num_threads(num_threads)
   step_forward(c, options.times);
   if (b.num_row_logits > 0 && row_logits != nullptr) score_rows(c, row_logits);
+  if (b.num_hidden > 0 && hidden != nullptr) pool_hidden(c, hidden);
   if (options.times != nullptr) ++options.times->num_steps;
 }
 

@@ -154,3 +154,38 @@ TEST_CASE("model.weight_dtype and engine.kv_dtype default to auto and take the l
   REQUIRE_FALSE(bad_kv.has_value());
   CHECK_THAT(bad_kv.error().message, Catch::Contains("engine.kv_dtype"));
 }
+
+TEST_CASE("[embeddings] settings load, with their defaults and bounds", "[config][embeddings]") {
+  auto defaults = parse_deployment("");
+  REQUIRE(defaults.has_value());
+  CHECK(defaults->embeddings.enabled);
+  CHECK(defaults->embeddings.pooling == pooling_kind::last);
+  CHECK(defaults->embeddings.normalize);
+  CHECK_FALSE(defaults->embeddings.matryoshka);
+  CHECK(defaults->embeddings.max_inputs == 2048);
+  CHECK(defaults->embeddings.max_input_tokens == 8192);
+  auto d = parse_deployment(R"(
+[embeddings]
+enabled = false
+pooling = "mean"
+normalize = false
+matryoshka = true
+query_prefix = "Instruct: find\nQuery:"
+append_eos = true
+max_inputs = 4
+max_input_tokens = 100
+)");
+  REQUIRE(d.has_value());
+  CHECK_FALSE(d->embeddings.enabled);
+  CHECK(d->embeddings.pooling == pooling_kind::mean);
+  CHECK_FALSE(d->embeddings.normalize);
+  CHECK(d->embeddings.matryoshka);
+  CHECK(d->embeddings.query_prefix == "Instruct: find\nQuery:");
+  CHECK(d->embeddings.append_eos);
+  CHECK(d->embeddings.max_inputs == 4);
+  CHECK(d->embeddings.max_input_tokens == 100);
+  auto bad = parse_deployment("[embeddings]\npooling = \"cls\"\n");
+  REQUIRE_FALSE(bad.has_value());
+  CHECK_THAT(bad.error().message, Catch::Contains("embeddings.pooling") && Catch::Contains("\"cls\""));
+  CHECK_FALSE(parse_deployment("[embeddings]\nmax_inputs = 0\n").has_value());
+}

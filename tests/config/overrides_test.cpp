@@ -90,4 +90,12 @@ TEST_CASE("default.toml lists every key with its default", "[config]") {
   CHECK(d->engine.unhealthy_after_failed_steps == defaults.engine.unhealthy_after_failed_steps);
   CHECK(d->debug.fail_step == 0);
   CHECK(d->debug.step_delay_s == 0.0);
+  CHECK(d->embeddings.enabled == defaults.embeddings.enabled);
+  CHECK(d->embeddings.pooling == defaults.embeddings.pooling);
+  CHECK(d->embeddings.normalize == defaults.embeddings.normalize);
+  CHECK(d->embeddings.matryoshka == defaults.embeddings.matryoshka);
+  CHECK(d->embeddings.query_prefix == defaults.embeddings.query_prefix);
+  CHECK(d->embeddings.append_eos == defaults.embeddings.append_eos);
+  CHECK(d->embeddings.max_inputs == defaults.embeddings.max_inputs);
+  CHECK(d->embeddings.max_input_tokens == defaults.embeddings.max_input_tokens);
 }

@@ -15,7 +15,7 @@
 namespace inflight::fuzz {
 
 /// [0] plain chat, then one per family template, one with a Jinja template, then plain
-/// chat with reranking.
+/// chat with reranking and embeddings.
 inline const std::vector<gateway::served_model>& served_models() {
   static const std::vector<gateway::served_model> models = [] {
     std::vector<gateway::served_model> out;
@@ -56,6 +56,17 @@ inline const std::vector<gateway::served_model>& served_models() {
     FUZZ_CHECK(r.has_value());
     scoring.rerank = std::make_shared<const reranker>(std::move(*r));
     scoring.max_rerank_documents = rs.max_documents;
+    // ... and /v1/embeddings, with every option a request can meet: dimensions
+    // allowed, a query prefix, EOS appended, small limits.
+    embeddings_settings es;
+    es.matryoshka = true;
+    es.query_prefix = "Instruct: find\nQuery:";
+    es.append_eos = true;
+    es.max_inputs = 32;
+    es.max_input_tokens = 200;
+    scoring.embeddings = es;
+    scoring.embedding_width = 64;
+    scoring.max_embedding_inputs = es.max_inputs;
     out.push_back(std::move(scoring));
     return out;
   }();
@@ -70,6 +81,18 @@ inline void check_api_error(const gateway::api_error& e) {
   FUZZ_CHECK(!e.message.empty());
   const auto back = nlohmann::json::parse(gateway::dump_json(gateway::error_body(e)), nullptr, false);
   FUZZ_CHECK(!back.is_discarded() && back["error"]["message"].is_string());
+}
+
+/// An embeddings request the engine can run: 1..max inputs, each non-empty, inside the
+/// context (which a prefill-only input may fill), the per-input limit and the vocabulary.
+inline void check_embed_inputs(const std::vector<std::vector<token_id>>& inputs, const gateway::served_model& m) {
+  FUZZ_CHECK(!inputs.empty() && static_cast<int>(inputs.size()) <= m.max_embedding_inputs);
+  for (const auto& input : inputs) {
+    FUZZ_CHECK(!input.empty());
+    FUZZ_CHECK(static_cast<int>(input.size()) <= m.max_context);
+    FUZZ_CHECK(static_cast<int>(input.size()) <= m.embeddings->max_input_tokens);
+    for (token_id id : input) FUZZ_CHECK(id >= 0 && id < m.vocab_size);
+  }
 }
 
 /// What the engine relies on: non-empty prompts inside the context and the vocabulary.

@@ -1,7 +1,8 @@
 // libFuzzer harness: request bodies of /v1/completions, /v1/chat/completions,
-// /tokenize, /detokenize, /v1/rerank and /v1/score, through the gateway's parsers exactly as the HTTP session
+// /tokenize, /detokenize, /v1/rerank, /v1/score and /v1/embeddings, through the gateway's parsers exactly as the HTTP session
 // runs them (text -> JSON -> request). Every outcome must be a valid request or a
 // well-formed error; the input is one body, tried on every route.
+#include "actors/gateway/embed_request.hpp"
 #include "actors/gateway/openai_request.hpp"
 #include "actors/gateway/score_request.hpp"
 #include "core/sampling/sampler.hpp"
@@ -43,6 +44,23 @@ void check_scoring(const api_result<score_request>& r, const served_model& m) {
   for (const auto& prompt : r->prompts) fuzz::check_prompt(prompt, m);
 }
 
+void check_embeddings(const nlohmann::json& body, const served_model& m) {
+  auto r = try_parse_embeddings(body, m);
+  if (!r) {
+    fuzz::note(r.error().message);
+    fuzz::check_api_error(r.error());
+    return;
+  }
+  FUZZ_CHECK(m.embeddings.has_value());
+  fuzz::check_embed_inputs(r->inputs, m);
+  FUZZ_CHECK(r->dimensions >= 0 && r->dimensions <= m.embedding_width);
+  FUZZ_CHECK(r->dimensions == 0 || m.embeddings->matryoshka);
+  // The response of unit vectors serialises, in either encoding.
+  std::vector<std::vector<float>> embeddings(r->inputs.size(), std::vector<float>(4, 0.5f));
+  const auto back = nlohmann::json::parse(dump_json(embeddings_response(m.name, *r, embeddings)), nullptr, false);
+  FUZZ_CHECK(!back.is_discarded() && back["data"].size() == r->inputs.size());
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -70,5 +88,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto& scoring = models.back();
   check_scoring(try_parse_rerank(*body, scoring), scoring);
   check_scoring(try_parse_score(*body, scoring), scoring);
+  check_embeddings(*body, scoring);
+  check_embeddings(*body, models[0]);  // not served: always an error
   return 0;
 }

@@ -1,7 +1,8 @@
 // libFuzzer harness: WebSocket frames at /v1/ws, through the same functions ws_session
 // runs on each frame (parse, dispatch by type, validate a generate). The first byte
 // says whether the frame was text or binary; the rest is the frame. Every frame must
-// become a generate, a rerank, a cancel or an error message that serialises as a text frame.
+// become a generate, a rerank, an embed, a cancel or an error message that serialises as a text frame.
+#include "actors/gateway/embed_request.hpp"
 #include "actors/gateway/score_request.hpp"
 #include "actors/gateway/ws_message.hpp"
 #include "tests/fuzz/gateway_model.hpp"
@@ -30,6 +31,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (auto r = try_parse_rerank(msg->body, m)) {
       FUZZ_CHECK(r->num_pairs() >= 1 && r->num_pairs() <= m.max_rerank_documents);
       for (const auto& prompt : r->prompts) fuzz::check_prompt(prompt, m);
+    } else {
+      fuzz::check_api_error(r.error());
+    }
+    return 0;
+  }
+  if (msg->type == ws_message_type::embed) {
+    const auto& m = fuzz::served_models().back();  // the one serving embeddings
+    if (auto r = try_parse_embeddings(msg->body, m)) {
+      fuzz::check_embed_inputs(r->inputs, m);
     } else {
       fuzz::check_api_error(r.error());
     }

@@ -1,5 +1,6 @@
 // Drives `inflight serve` with the official openai npm client: completions and chat
-// completions, streamed and not, greedy, and an error.
+// completions, streamed and not, greedy, embeddings (base64, the client's default, and
+// float), and errors.
 //   node openai-client.mjs BASE_URL EXPECTED_TEXT_FILE
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -68,4 +69,36 @@ await assert.rejects(
   client.completions.create({ model: 'gpt-4', prompt }),
   (err) => err instanceof OpenAI.NotFoundError,
 );
-console.log('openai client: completions, chat, streaming, n, errors: ok');
+// Embeddings, called as an application would: the client asks for base64 unless told
+// otherwise and decodes it to numbers itself.
+const inputs = ['Once upon a time', 'The little dog ran to the park', 'Lily'];
+const embedded = await client.embeddings.create({ model, input: inputs });
+assert.equal(embedded.object, 'list');
+assert.equal(embedded.model, model);
+assert.equal(embedded.data.length, inputs.length);
+const norm = (v) => Math.sqrt(v.reduce((sum, x) => sum + x * x, 0));
+for (const [i, item] of embedded.data.entries()) {
+  assert.equal(item.object, 'embedding');
+  assert.equal(item.index, i);
+  assert.equal(item.embedding.length, 64);  // stories260K's width
+  assert.ok(Math.abs(norm(item.embedding) - 1) < 1e-5, `norm of embedding ${i}`);
+}
+assert.ok(embedded.usage.prompt_tokens >= inputs.length);
+assert.equal(embedded.usage.total_tokens, embedded.usage.prompt_tokens);
+const close = (a, b) => a.length === b.length && a.every((x, k) => Math.abs(x - b[k]) < 1e-5);
+const asFloats = await client.embeddings.create({ model, input: inputs, encoding_format: 'float' });
+for (const [i, item] of asFloats.data.entries()) assert.ok(close(item.embedding, embedded.data[i].embedding));
+const single = await client.embeddings.create({ model, input: inputs[2] });
+assert.equal(single.data.length, 1);
+assert.ok(close(single.data[0].embedding, embedded.data[2].embedding));
+assert.ok(!close(embedded.data[0].embedding, embedded.data[1].embedding));
+await assert.rejects(
+  client.embeddings.create({ model, input: [] }),
+  (err) => err instanceof OpenAI.APIError && err.status === 400 && err.param === 'input',
+);
+await assert.rejects(
+  client.embeddings.create({ model, input: 'x', dimensions: 8 }),
+  (err) => err instanceof OpenAI.APIError && err.status === 400 && err.param === 'dimensions',
+);
+
+console.log('openai client: completions, chat, streaming, n, embeddings, errors: ok');

@@ -22,7 +22,7 @@ served_model byte_model() {
 
 }  // namespace
 
-TEST_CASE("ws message: generate, rerank and cancel with string or integer ids", "[gateway][ws]") {
+TEST_CASE("ws message: generate, rerank, embed and cancel with string or integer ids", "[gateway][ws]") {
   auto gen = try_parse_ws_message(R"({"type": "generate", "id": "a", "prompt": "x"})", true);
   REQUIRE(gen.has_value());
   CHECK(gen->type == ws_message_type::generate);
@@ -32,6 +32,10 @@ TEST_CASE("ws message: generate, rerank and cancel with string or integer ids", 
   REQUIRE(rerank.has_value());
   CHECK(rerank->type == ws_message_type::rerank);
   CHECK(rerank->body["query"] == "q");
+  auto embed = try_parse_ws_message(R"({"type": "embed", "id": "e", "input": ["a", "b"]})", true);
+  REQUIRE(embed.has_value());
+  CHECK(embed->type == ws_message_type::embed);
+  CHECK(embed->body["input"].size() == 2);
 
   auto cancel = try_parse_ws_message(R"({"type": "cancel", "id": 7})", true);
   REQUIRE(cancel.has_value());
