@@ -4,8 +4,11 @@
 // with prefix caching on and off, under every shipped policy; KV blocks all come back.
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <unistd.h>
 
 #include "actors/backend/cpu_backend.hpp"
+#include "core/model/gguf_model_writer.hpp"
 #include "tests/actors/rerank_fixture.hpp"
 #include "tests/shipped_policies.hpp"
 
@@ -215,4 +218,41 @@ TEST_CASE("embed engine: an input may fill the context; cancelled inputs free th
   }
   CHECK(num_cancelled > 0);
   CHECK(all_blocks_return(*eng));
+}
+
+TEST_CASE("embed engine: a quantized Qwen3 GGUF file embeds as the weights it was written from",
+          "[engine][embeddings][gguf]") {
+  // The Qwen3-shaped model quantized to q8_0 at load, written as a GGUF file (qwen3
+  // architecture, q8_0 matrices, its byte vocabulary) and served from that file: the
+  // file's tokenizer and mapped matrices give the embeddings of the model in memory.
+  auto in_memory = embed_deployment("splitfuse", 32, pooling_kind::last, false);
+  in_memory.model.weight_dtype = "q8_0";
+  auto model = load_model(in_memory.model);
+  REQUIRE(model.has_value());
+  REQUIRE(weight_dtypes_of(*model->weights) == std::vector<weight_dtype>{weight_dtype::q8_0});
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("inflight_embed_gguf_" + std::to_string(::getpid()) + ".gguf");
+  REQUIRE(try_write_gguf_model(*model->weights, byte_gguf_vocab(model->weights->config.vocab_size), path, {"embedder"})
+              .has_value());
+  auto from_file = embed_deployment("splitfuse", 32, pooling_kind::last, false);
+  from_file.model.format = "auto";
+  from_file.model.path = path.string();
+  const auto want = embed_all(in_memory);
+  const auto got = embed_all(from_file);
+  std::filesystem::remove(path);
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    INFO("input " << i);
+    CHECK(got[i].prompt_tokens == want[i].prompt_tokens);
+    REQUIRE(!want[i].embedding.empty());
+    REQUIRE(got[i].embedding.size() == want[i].embedding.size());
+    for (std::size_t j = 0; j < want[i].embedding.size(); ++j) {
+      CHECK(got[i].embedding[j] == Approx(want[i].embedding[j]).margin(1e-5));
+    }
+  }
+  // Different inputs embed differently (a model that ignored its input would pass the above).
+  float distance = 0;
+  for (std::size_t j = 0; j < got[0].embedding.size(); ++j)
+    distance = std::max(distance, std::abs(got[0].embedding[j] - got[3].embedding[j]));
+  CHECK(distance > 1e-3f);
 }
