@@ -1,7 +1,8 @@
 #pragma once
 // `inflight bench offline --workload embed`: the rerank workload's texts (each request's
 // query and documents) embedded in this process under each policy, each text one
-// prefill-only request; prints inputs/s, tokens/s and per-request latency.
+// prefill-only request; prints inputs/s, tokens/s and per-request latency, alone or with
+// generation requests running alongside (their tokens/s and TPOT beside).
 
 #include <cstdint>
 #include <string>
@@ -20,6 +21,7 @@ struct embed_bench_options {
   /// Prefix-caching settings to run each policy with, in order; empty = the deployment's.
   std::vector<bool> prefix_caching;
   std::string result_json;
+  int num_generations = 0;  ///< generation requests submitted with the inputs (0 = embeddings alone)
 };
 
 void run_embed_bench(const embed_bench_options& o, const deployment& base, const loaded_model& model);

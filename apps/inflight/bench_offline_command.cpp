@@ -38,6 +38,7 @@ struct offline_options {
   std::string prefix_caching;  // on | off | both ("" = the deployment's)
   std::string result_json;
   bool step_feed = false;  // overhead: each row also with one step-feed reader
+  int generations = 0;     // embed: generation requests running alongside the inputs
 };
 
 deployment base_deployment(const offline_options& o) {
@@ -296,7 +297,7 @@ void run_offline(offline_options o) {
   }
   if (o.workload == "embed") {
     return run_embed_bench({o.policies, o.size, o.num_prompts, o.seed, parse_prefix_caching(o.prefix_caching),
-                            o.result_json}, base, *model);
+                            o.result_json, o.generations}, base, *model);
   }
   const auto prompts = offline_prompts(o, model->weights->config.vocab_size);
   if (o.workload == "overhead") return run_overhead(o, base, *model, prompts);
@@ -355,6 +356,9 @@ void add_bench_offline_command(CLI::App& bench) {
   cmd->add_option("--chunk", o->chunk, "interference: splitfuse's max_chunk_tokens")->capture_default_str();
   cmd->add_option("--max-concurrency", o->max_concurrency, "rerank: requests in flight at once (0 = all at once)")
       ->capture_default_str();
+  cmd->add_option("--generations", o->generations,
+                  "embed: this many generation requests (128 tokens each) run alongside the inputs")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--step-feed", o->step_feed, "overhead: also run each row with one reader of the step feed");
   cmd->add_option("--prefix-caching", o->prefix_caching,
                   "on | off | both (each policy with caching off, then on; rerank: on, then off; "
