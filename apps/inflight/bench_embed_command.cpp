@@ -197,8 +197,8 @@ void run_embed_bench(const embed_bench_options& o, const deployment& base, const
                   pct(latency, 50) / 1e3, pct(latency, 99) / 1e3, run.snapshot.batch_size_sum / steps,
                   (unsigned long long)run.snapshot.num_steps);
       if (o.num_generations > 0) {
-        std::printf("%-12s alongside: %d generations, %.1f tokens/s, TPOT %.2f ms\n", "", o.num_generations,
-                    run.num_generated / std::max(1e-9, run.generation_s), run.tpot_ms);
+        std::printf("%-12s alongside: %d generations, %d tokens, %.1f tokens/s, TPOT %.2f ms\n", "", o.num_generations,
+                    run.num_generated, run.num_generated / std::max(1e-9, run.generation_s), run.tpot_ms);
       }
       doc["runs"].push_back({{"policy", policy}, {"prefix_caching", is_caching},
                              {"budget", d.engine.max_num_batched_tokens}, {"duration_s", run.duration_s},
