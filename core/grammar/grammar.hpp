@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/tokenizer/codepoints.hpp"
 
 namespace inflight {
 
@@ -89,9 +90,6 @@ gexpr g_plus(gexpr item);
 /// Any one code point of `ranges` (or, when `is_negated`, any code point outside them),
 /// as the alternatives of its UTF-8 byte sequences. Surrogates are never matched.
 gexpr g_codepoints(std::vector<codepoint_range> ranges, bool is_negated);
-
-/// Appends the UTF-8 encoding of `cp` to `out`.
-void append_utf8(std::string& out, std::uint32_t cp);
 
 enum class element_kind : std::uint8_t { bytes, ref, end };
 
