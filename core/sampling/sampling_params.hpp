@@ -3,11 +3,21 @@
 /// (temperature 1); temperature 0 means greedy.
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/types.hpp"
 
 namespace inflight {
+
+class token_index;  // core/grammar/token_index.hpp
+
+/// One OpenAI `logit_bias` entry: added to the token's logit before sampling.
+struct logit_bias_entry {
+  token_id token = 0;
+  float bias = 0.0f;  ///< [-100, 100]
+  friend bool operator==(const logit_bias_entry&, const logit_bias_entry&) = default;
+};
 
 struct sampling_params {
   float temperature = 1.0f;         ///< 0 = greedy (arg-max)
@@ -21,6 +31,10 @@ struct sampling_params {
   bool ignore_eos = false;
   std::vector<token_id> stop_token_ids;
   int logprobs = 0;                 ///< number of top logprobs to return (0 = none)
+  std::vector<logit_bias_entry> logit_bias;  ///< empty = none
+  /// Constrained decoding: the compiled grammar (from core/grammar's grammar_cache) whose
+  /// allowed-token mask applies before sampling; null = unconstrained. Shared, immutable.
+  std::shared_ptr<const token_index> grammar;
 
   bool is_greedy() const { return temperature <= 0.0f; }
   bool has_penalties() const {
