@@ -10,7 +10,7 @@
 #include "kernels/cpu/simd_f32.hpp"
 #include "kernels/cpu/simd_half.hpp"
 #include "kernels/cpu/simd_prepare.hpp"
-#include "kernels/cpu/simd_quantk.hpp"
+#include "kernels/cpu/simd_gemv_k.hpp"
 
 namespace inflight::kernels::cpu {
 
@@ -29,9 +29,9 @@ const cpu_kernel_table& avx512_kernels() {
     t.weights[int(weight_type::q8_0)].gemm = gemm32<V, q8_0_format>;
     t.weights[int(weight_type::q4_0)].gemm = gemm32<V, q4_0_format>;
     t.weights[int(weight_type::q5_0)].gemm = gemm32<V, q5_0_format>;
-    t.weights[int(weight_type::q4_k)].gemm = gemm_k<V, k_type::q4_k>;
-    t.weights[int(weight_type::q5_k)].gemm = gemm_k<V, k_type::q5_k>;
-    t.weights[int(weight_type::q6_k)].gemm = gemm_k<V, k_type::q6_k>;
+    t.weights[int(weight_type::q4_k)].gemm = gemm_k_by_tokens<V, k_type::q4_k>;
+    t.weights[int(weight_type::q5_k)].gemm = gemm_k_by_tokens<V, k_type::q5_k>;
+    t.weights[int(weight_type::q6_k)].gemm = gemm_k_by_tokens<V, k_type::q6_k>;
     t.prepare[int(input_format::bf16)] = simd_prepare_bf16<V>;
     t.prepare[int(input_format::q8_0)] = simd_prepare_q8<V, 32, 32>;
     t.prepare[int(input_format::q8_k)] = simd_prepare_q8<V, 256, 16>;

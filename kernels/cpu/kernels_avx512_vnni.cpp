@@ -7,7 +7,7 @@
 #if defined(__x86_64__)
 #include "kernels/cpu/simd_avx512_vnni.hpp"
 #include "kernels/cpu/simd_half.hpp"
-#include "kernels/cpu/simd_quantk.hpp"
+#include "kernels/cpu/simd_gemv_k.hpp"
 
 namespace inflight::kernels::cpu {
 namespace {
@@ -59,9 +59,9 @@ const cpu_kernel_table& avx512_vnni_kernels() {
     t.weights[int(weight_type::q8_0)].gemm = gemm32<V, q8_0_format>;
     t.weights[int(weight_type::q4_0)].gemm = gemm32<V, q4_0_format>;
     t.weights[int(weight_type::q5_0)].gemm = gemm32<V, q5_0_format>;
-    t.weights[int(weight_type::q4_k)].gemm = gemm_k<V, k_type::q4_k>;
-    t.weights[int(weight_type::q5_k)].gemm = gemm_k<V, k_type::q5_k>;
-    t.weights[int(weight_type::q6_k)].gemm = gemm_k<V, k_type::q6_k>;
+    t.weights[int(weight_type::q4_k)].gemm = gemm_k_by_tokens<V, k_type::q4_k>;
+    t.weights[int(weight_type::q5_k)].gemm = gemm_k_by_tokens<V, k_type::q5_k>;
+    t.weights[int(weight_type::q6_k)].gemm = gemm_k_by_tokens<V, k_type::q6_k>;
     return t;
   }();
   return table;
