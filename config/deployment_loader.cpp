@@ -175,6 +175,8 @@ const std::map<std::string, key_spec>& specs() {
       return text(&D::model, &model_settings::weight_dtype,
                   {"auto", "f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "q4_k_m"}, k);
     });
+    add("model.load_mode",
+        [](auto k) { return text(&D::model, &model_settings::load_mode, {"auto", "mmap", "read"}, k); });
     add("model.max_context", [](auto k) { return integer(&D::model, &model_settings::max_context, 0, 1 << 22, k); });
     add("model.chat_template", [](auto k) { return text(&D::model, &model_settings::chat_template, {}, k); });
     add("model.config_json", [](auto k) { return text(&D::model, &model_settings::config_json, {}, k); });

@@ -30,6 +30,7 @@ struct bench_forward_options {
   bool pin = false;
   std::string isa;
   std::string weight_dtype = "auto";
+  std::string load_mode = "auto";
   std::string kv_dtype = "f32";
   bool profile = false;
   bool floor = false;
@@ -47,6 +48,7 @@ std::shared_ptr<const model_weights> bench_weights(const bench_forward_options& 
   } else {
     model_settings s;
     s.path = o.model;
+    s.load_mode = o.load_mode;
     if (resolve_format(s) == "llama2c") {  // no tokenizer needed
       auto loaded = load_llama2c(o.model);
       if (!loaded) fail(loaded.error().message);
@@ -246,6 +248,8 @@ void add_bench_forward_command(CLI::App& bench) {
   cmd->add_option("--weight-dtype", o->weight_dtype, "convert the matrices: auto (as loaded) | f32 | f16 | bf16 | q8_0 | "
                                                      "q4_0 | q4_k | q5_k | q6_k | q4_k_m")
       ->capture_default_str();
+  cmd->add_option("--load-mode", o->load_mode, "weight files: auto | mmap | read (model.load_mode)")
+      ->check(CLI::IsMember({"auto", "mmap", "read"}));
   cmd->add_option("--kv-dtype", o->kv_dtype, "KV cache elements")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}))
       ->capture_default_str();

@@ -287,7 +287,7 @@ std::vector<bool> parse_prefix_caching(const std::string& v) {
 void run_offline(offline_options o) {
   const auto base = base_deployment(o);
   o.policies = expand_policies(o.policies, base.scheduler);
-  auto model = load_model(base.model);
+  auto model = load_model(base.model, base.engine.backend);
   if (!model) fail(model.error().message);
   std::fprintf(stderr, "model: %s\n", model->description.c_str());
   if (o.workload == "rerank") {

@@ -107,7 +107,7 @@ void print_summary(const std::vector<std::shared_ptr<print_sink>>& sinks, double
 
 void run_generate(const generate_options& o) {
   const auto d = make_deployment(o);
-  auto model = load_model(d.model);
+  auto model = load_model(d.model, d.engine.backend);
   if (!model) fail(model.error().message);
   auto eng = engine::start(d, std::move(*model));
   if (!eng) fail(eng.error().message);

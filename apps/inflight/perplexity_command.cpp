@@ -41,7 +41,7 @@ scoring_model load_scoring_model(const perplexity_options& o, const std::string&
   auto d = load_deployment_or_fail(o.config_path, overrides);
   if (!path.empty()) d.model.path = path;
   if (!o.tokenizer_path.empty()) d.model.tokenizer = o.tokenizer_path;
-  auto model = load_model(d.model);
+  auto model = load_model(d.model, d.engine.backend);
   if (!model) fail(model.error().message);
   if (o.ctx > model->max_context) {
     fail("--ctx " + std::to_string(o.ctx) + " is longer than the model's context of " +

@@ -51,7 +51,9 @@ model_config plan_model(const plan_options& o, const deployment& d) {
     if (!c) fail(c.error().message);
     return *c;
   }
-  auto m = load_model(d.model);
+  auto settings = d.model;
+  settings.load_mode = "mmap";  // only the config is read: no need for the weights in memory
+  auto m = load_model(settings);
   if (!m) fail(m.error().message);
   return m->weights->config;
 }

@@ -28,7 +28,7 @@ deployment load_serve_deployment(const serve_options& o) {
 
 void run_serve(const serve_options& o) {
   const auto d = load_serve_deployment(o);
-  auto model = load_model(d.model);
+  auto model = load_model(d.model, d.engine.backend);
   if (!model) fail(model.error().message);
   std::printf("inflight: model %s: %s\n", model->name.c_str(), model->description.c_str());
   if (model->format == "dummy") {

@@ -62,6 +62,11 @@ struct model_settings {
   /// Storage type of the matrices: "auto" keeps the file's; a weight_dtype name (or
   /// "q4_k_m", llama.cpp's mix) converts at load.
   std::string weight_dtype = "auto";
+  /// How weight files (GGUF, safetensors) come into memory: "mmap" maps them, "read" reads
+  /// them into memory of the process's own (huge pages advised; on the CPU their products
+  /// stream faster), "auto" reads for the cpu backend when they fit in three quarters of the
+  /// available memory and maps otherwise (cuda keeps its weights on the GPU).
+  std::string load_mode = "auto";
   int max_context = 0;             ///< 0 = the model's own
   std::string chat_template;       ///< empty = the model's own (Jinja) template; else a built-in by name
   std::string config_json;         ///< format = dummy: shape from this config.json instead of [model.dummy]

@@ -344,8 +344,8 @@ result<gguf_file> gguf_file::try_parse(std::span<const std::byte> bytes, std::sh
   return file;
 }
 
-result<gguf_file> gguf_file::try_open(const std::filesystem::path& path) {
-  auto mapped = mapped_file::try_open(path);
+result<gguf_file> gguf_file::try_open(const std::filesystem::path& path, file_load load) {
+  auto mapped = mapped_file::try_open(path, load);
   if (!mapped) return std::unexpected(mapped.error());
   auto shared = std::make_shared<const mapped_file>(std::move(*mapped));
   const auto bytes = shared->bytes();

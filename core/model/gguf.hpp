@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/util/mapped_file.hpp"
 #include "core/model/weight_tensor.hpp"
 
 namespace inflight {
@@ -123,7 +124,7 @@ struct gguf_limits {
 class gguf_file {
  public:
   /// Maps and validates `path`.
-  static result<gguf_file> try_open(const std::filesystem::path& path);
+  static result<gguf_file> try_open(const std::filesystem::path& path, file_load load = file_load::map);
   /// Validates bytes that `owner` keeps alive (tests, fuzzing); `source` names them in errors.
   static result<gguf_file> try_parse(std::span<const std::byte> bytes, std::shared_ptr<const void> owner,
                                      std::string source);

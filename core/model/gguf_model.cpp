@@ -151,8 +151,8 @@ result<model_config> try_read_gguf_config(const gguf_file& file, int vocab_size)
   return c;
 }
 
-result<gguf_model> try_load_gguf_model(const std::filesystem::path& path) {
-  auto file = gguf_file::try_open(path);
+result<gguf_model> try_load_gguf_model(const std::filesystem::path& path, file_load load) {
+  auto file = gguf_file::try_open(path, load);
   if (!file) return std::unexpected(file.error());
   auto arch = read_architecture(*file);
   if (!arch) return std::unexpected(arch.error());

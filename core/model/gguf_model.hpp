@@ -50,6 +50,6 @@ result<model_config> try_read_gguf_config(const gguf_file& file, int vocab_size)
 result<model_weights> try_load_gguf_weights(const gguf_file& file, const model_config& config);
 
 /// Opens, validates and loads a whole GGUF model.
-result<gguf_model> try_load_gguf_model(const std::filesystem::path& path);
+result<gguf_model> try_load_gguf_model(const std::filesystem::path& path, file_load load = file_load::map);
 
 }  // namespace inflight

@@ -362,7 +362,7 @@ result<model_weights> try_load_hf_weights(const tensor_store& store, const model
   return weights;
 }
 
-result<hf_model> try_load_hf_model(const std::filesystem::path& folder) {
+result<hf_model> try_load_hf_model(const std::filesystem::path& folder, file_load load) {
   const auto config_path = folder / "config.json";
   auto config_text = read_text_file(config_path);
   if (!config_text) return std::unexpected(config_text.error());
@@ -379,7 +379,7 @@ result<hf_model> try_load_hf_model(const std::filesystem::path& folder) {
     if (!overrides->eos_ids.empty()) ids->eos_ids = overrides->eos_ids;
     if (overrides->bos_id) ids->bos_id = overrides->bos_id;
   }
-  auto store = tensor_store::try_open_folder(folder);
+  auto store = tensor_store::try_open_folder(folder, load);
   if (!store) return std::unexpected(store.error());
   auto weights = try_load_hf_weights(*store, *config);
   if (!weights) return std::unexpected(weights.error());

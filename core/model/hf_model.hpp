@@ -53,6 +53,6 @@ result<void> try_check_shape(const model_config& config);
 result<model_weights> try_load_hf_weights(const tensor_store& store, const model_config& config);
 
 /// Loads a whole model folder.
-result<hf_model> try_load_hf_model(const std::filesystem::path& folder);
+result<hf_model> try_load_hf_model(const std::filesystem::path& folder, file_load load = file_load::map);
 
 }  // namespace inflight

@@ -128,8 +128,8 @@ result<std::shared_ptr<const tokenizer>> load_folder_tokenizer(const model_setti
   return std::shared_ptr<const tokenizer>(std::move(*tok));
 }
 
-result<loaded_model> load_hf(const model_settings& s) {
-  auto hf = try_load_hf_model(s.path);
+result<loaded_model> load_hf(const model_settings& s, file_load load) {
+  auto hf = try_load_hf_model(s.path, load);
   if (!hf) return std::unexpected(hf.error());
   loaded_model m;
   m.format = "hf";
@@ -144,8 +144,8 @@ result<loaded_model> load_hf(const model_settings& s) {
 
 /// A GGUF file: weights, tokenizer and chat template from the file (model.tokenizer
 /// replaces its tokenizer).
-result<loaded_model> load_gguf(const model_settings& s) {
-  auto g = try_load_gguf_model(s.path);
+result<loaded_model> load_gguf(const model_settings& s, file_load load) {
+  auto g = try_load_gguf_model(s.path, load);
   if (!g) return std::unexpected(g.error());
   loaded_model m;
   m.format = "gguf";
@@ -228,16 +228,38 @@ result<void> try_convert_weights(loaded_model& m, const std::string& weight_dtyp
   return {};
 }
 
+/// Bytes of the weight files at `path`: the file, or a folder's *.safetensors.
+std::uintmax_t weight_file_bytes(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) {
+    const auto size = fs::file_size(path, ec);
+    return ec ? 0 : size;
+  }
+  std::uintmax_t total = 0;
+  for (const auto& entry : fs::directory_iterator(path, ec)) {
+    if (entry.path().extension() == ".safetensors") total += entry.file_size(ec);
+  }
+  return total;
+}
+
 }  // namespace
 
-result<loaded_model> load_model(const model_settings& settings) {
+file_load resolve_load_mode(const model_settings& settings, std::string_view backend, std::uint64_t available_bytes) {
+  if (settings.load_mode == "read") return file_load::read;
+  if (settings.load_mode == "mmap" || backend != "cpu" || available_bytes == 0) return file_load::map;
+  return weight_file_bytes(settings.path) <= available_bytes / 4 * 3 ? file_load::read : file_load::map;
+}
+
+result<loaded_model> load_model(const model_settings& settings, std::string_view backend) {
   const std::string format = resolve_format(settings);
+  const file_load load = resolve_load_mode(settings, backend, available_memory_bytes());
   result<loaded_model> m = make_error(errc::invalid_argument, "unknown model.format '" + format + "'");
   if (format == "llama2c") m = load_llama2c_model(settings);
-  if (format == "hf") m = load_hf(settings);
-  if (format == "gguf") m = load_gguf(settings);
+  if (format == "hf") m = load_hf(settings, load);
+  if (format == "gguf") m = load_gguf(settings, load);
   if (format == "dummy") m = load_dummy(settings);
   if (!m) return m;
+  if (format == "hf" || format == "gguf") m->description += load == file_load::read ? ", read into memory" : ", mapped";
   if (!settings.chat_template.empty()) {
     auto chat = chat_template::try_from_name(settings.chat_template);
     if (!chat) return std::unexpected(chat.error());

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/config/deployment.hpp"
@@ -11,6 +12,7 @@
 #include "core/model/model_weights.hpp"
 #include "core/tokenizer/chat_template.hpp"
 #include "core/tokenizer/tokenizer.hpp"
+#include "core/util/mapped_file.hpp"
 
 namespace inflight {
 
@@ -35,6 +37,11 @@ model_config dummy_model_config(const dummy_shape& shape);
 /// starts with "GGUF") gguf, another file llama2c, none dummy.
 std::string resolve_format(const model_settings& settings);
 
-result<loaded_model> load_model(const model_settings& settings);
+/// `backend` ("cpu" | "cuda") decides model.load_mode = "auto".
+result<loaded_model> load_model(const model_settings& settings, std::string_view backend = "cpu");
+
+/// model.load_mode resolved for `backend`: "auto" reads when the weight files at
+/// settings.path fit in three quarters of `available_bytes` (0: unknown, then maps).
+file_load resolve_load_mode(const model_settings& settings, std::string_view backend, std::uint64_t available_bytes);
 
 }  // namespace inflight

@@ -193,8 +193,8 @@ result<void> check_no_overlap(const std::filesystem::path& path,
 
 }  // namespace
 
-result<safetensors_file> safetensors_file::try_open(const std::filesystem::path& path) {
-  auto mapped = mapped_file::try_open(path);
+result<safetensors_file> safetensors_file::try_open(const std::filesystem::path& path, file_load load) {
+  auto mapped = mapped_file::try_open(path, load);
   if (!mapped) return std::unexpected(std::move(mapped.error()));
   safetensors_file file;
   file.file_ = std::move(*mapped);
@@ -252,8 +252,8 @@ std::unexpected<error> corrupt_index(const std::filesystem::path& path, const st
 
 }  // namespace
 
-result<tensor_store> tensor_store::try_open_file(const std::filesystem::path& path) {
-  auto file = safetensors_file::try_open(path);
+result<tensor_store> tensor_store::try_open_file(const std::filesystem::path& path, file_load load) {
+  auto file = safetensors_file::try_open(path, load);
   if (!file) return std::unexpected(std::move(file.error()));
   tensor_store store;
   for (const auto& [name, view] : file->tensors()) store.file_index_.emplace(name, 0);
@@ -261,7 +261,7 @@ result<tensor_store> tensor_store::try_open_file(const std::filesystem::path& pa
   return store;
 }
 
-result<tensor_store> tensor_store::try_open_index(const std::filesystem::path& index_path) {
+result<tensor_store> tensor_store::try_open_index(const std::filesystem::path& index_path, file_load load) {
   auto mapped = mapped_file::try_open(index_path);
   if (!mapped) return std::unexpected(std::move(mapped.error()));
   const auto* text = reinterpret_cast<const char*>(mapped->bytes().data());
@@ -281,7 +281,7 @@ result<tensor_store> tensor_store::try_open_index(const std::filesystem::path& i
     const auto shard_name = shard.get<std::string>();
     auto slot = shard_slots.find(shard_name);
     if (slot == shard_slots.end()) {
-      auto file = safetensors_file::try_open(index_path.parent_path() / shard_name);
+      auto file = safetensors_file::try_open(index_path.parent_path() / shard_name, load);
       if (!file) return std::unexpected(std::move(file.error()));
       store.files_.push_back(std::move(*file));
       slot = shard_slots.emplace(shard_name, store.files_.size() - 1).first;
@@ -294,11 +294,11 @@ result<tensor_store> tensor_store::try_open_index(const std::filesystem::path& i
   return store;
 }
 
-result<tensor_store> tensor_store::try_open_folder(const std::filesystem::path& folder) {
+result<tensor_store> tensor_store::try_open_folder(const std::filesystem::path& folder, file_load load) {
   const auto index_path = folder / "model.safetensors.index.json";
-  if (std::filesystem::exists(index_path)) return try_open_index(index_path);
+  if (std::filesystem::exists(index_path)) return try_open_index(index_path, load);
   const auto single_path = folder / "model.safetensors";
-  if (std::filesystem::exists(single_path)) return try_open_file(single_path);
+  if (std::filesystem::exists(single_path)) return try_open_file(single_path, load);
   return make_error(errc::not_found, "no model.safetensors or model.safetensors.index.json in '" +
                                          folder.string() + "'");
 }

@@ -51,7 +51,7 @@ result<void> try_convert_to_f32(const tensor_view& tensor, std::span<float> out)
 /// One memory-mapped .safetensors file with a validated header.
 class safetensors_file {
  public:
-  static result<safetensors_file> try_open(const std::filesystem::path& path);
+  static result<safetensors_file> try_open(const std::filesystem::path& path, file_load load = file_load::map);
 
   const tensor_view* find(std::string_view name) const;
   const std::map<std::string, tensor_view, std::less<>>& tensors() const { return tensors_; }
@@ -68,10 +68,10 @@ class safetensors_file {
 class tensor_store {
  public:
   /// A folder: model.safetensors.index.json if present, else model.safetensors.
-  static result<tensor_store> try_open_folder(const std::filesystem::path& folder);
+  static result<tensor_store> try_open_folder(const std::filesystem::path& folder, file_load load = file_load::map);
   /// An index ({"weight_map": {"tensor": "shard file"}}); shards are relative to it.
-  static result<tensor_store> try_open_index(const std::filesystem::path& index_path);
-  static result<tensor_store> try_open_file(const std::filesystem::path& path);
+  static result<tensor_store> try_open_index(const std::filesystem::path& index_path, file_load load = file_load::map);
+  static result<tensor_store> try_open_file(const std::filesystem::path& path, file_load load = file_load::map);
 
   const tensor_view* find(std::string_view name) const;
   /// The file a tensor lives in (for error messages); empty when absent.

@@ -30,6 +30,9 @@ namespace inflight::kernels::cpu {
 namespace {
 
 constexpr int gemv_rows = 4;  // rows whose sums share one reduction
+// Rows are read ahead by software: the hardware prefetchers stop at page boundaries,
+// and four streams cross one every few blocks.
+constexpr int gemv_prefetch_bytes = 1024;
 
 /// Control bytes of _mm512_shuffle_epi8 that spread int16 scales over a register of
 /// maddubs pairs: 128-bit lane L of table t takes the int16 at index[t][L] (high byte 0
@@ -227,6 +230,10 @@ void gemv_k_rows(const typed_gemm_args& a, const gemv_input& in, int o, int coun
   for (int b = 0; b < num_blocks; ++b) {
     const std::byte* block[gemv_rows];
     for (int r = 0; r < gemv_rows; ++r) block[r] = row[r] + std::int64_t(b) * block_bytes;
+    for (int r = 0; r < gemv_rows; ++r) {
+      const char* ahead = reinterpret_cast<const char*>(block[r]) + gemv_prefetch_bytes;
+      for (int line = 0; line < block_bytes; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
+    }
     const std::int8_t* x = in.q + 256 * b;
     const __m128 dx = _mm_set1_ps(in.dx[b]);
     if constexpr (is_q4) {

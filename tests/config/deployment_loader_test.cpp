@@ -150,6 +150,13 @@ TEST_CASE("model.weight_dtype and engine.kv_dtype default to auto and take the l
   auto bad_weights = parse_deployment("[model]\nweight_dtype = \"q3_k\"\n");
   REQUIRE_FALSE(bad_weights.has_value());
   CHECK_THAT(bad_weights.error().message, Catch::Contains("model.weight_dtype") && Catch::Contains("q3_k"));
+  CHECK(d->model.load_mode == "auto");
+  auto read = parse_deployment("[model]\nload_mode = \"read\"\n");
+  REQUIRE(read.has_value());
+  CHECK(read->model.load_mode == "read");
+  auto bad_load = parse_deployment("[model]\nload_mode = \"copy\"\n");
+  REQUIRE_FALSE(bad_load.has_value());
+  CHECK_THAT(bad_load.error().message, Catch::Contains("model.load_mode") && Catch::Contains("copy"));
   auto bad_kv = parse_deployment("[engine]\nkv_dtype = \"q8_0\"\n");
   REQUIRE_FALSE(bad_kv.has_value());
   CHECK_THAT(bad_kv.error().message, Catch::Contains("engine.kv_dtype"));

@@ -3,7 +3,9 @@
 // detection, and what the loader refuses.
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "core/model/dummy_model.hpp"
 #include "core/model/gguf_model.hpp"
@@ -185,6 +187,43 @@ TEST_CASE("quantized matrices are written and loaded in their own types, as view
     CHECK(back.weights.layers[1].w_down.dtype() == typed.layers[1].w_down.dtype());
     check_same_weights(back.weights, typed);
   }
+}
+
+TEST_CASE("model.load_mode read holds the weights in memory of its own: the file can change under it",
+          "[core][gguf][model_loader]") {
+  auto recipe = try_parse_recipe("q4_k_m");
+  REQUIRE(recipe.has_value());
+  const auto w = dummy(interleaved_config(256, 512), &*recipe);
+  const auto path = temp_path("load-mode.gguf");
+  REQUIRE(try_write_gguf_model(w, byte_gguf_vocab(300), path, {"test model", 32}).has_value());
+  auto read = try_load_gguf_model(path, file_load::read);
+  REQUIRE(read.has_value());
+  auto mapped = try_load_gguf_model(path, file_load::map);
+  REQUIRE(mapped.has_value());
+  check_same_weights(read->weights, w);
+  check_same_weights(mapped->weights, w);
+  // Rewrite the file in place with zeros: a private mapping shows the new bytes of
+  // pages it has not written, memory of its own keeps the old ones.
+  const auto size = fs::file_size(path);
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::in | std::ios::out);
+    const std::vector<char> zeros(size, 0);
+    out.write(zeros.data(), std::streamsize(size));
+  }
+  check_same_weights(read->weights, w);
+  CHECK(std::memcmp(mapped->weights.layers[0].w_gate.bytes().data(), w.layers[0].w_gate.bytes().data(),
+                    w.layers[0].w_gate.bytes().size()) != 0);
+  model_settings s;
+  s.path = path.string();
+  s.load_mode = "read";
+  REQUIRE(try_write_gguf_model(w, byte_gguf_vocab(300), path, {"test model", 32}).has_value());
+  auto m = load_model(s);
+  REQUIRE(m.has_value());
+  CHECK_THAT(m->description, Catch::Contains("read into memory"));
+  s.load_mode = "mmap";
+  m = load_model(s);
+  REQUIRE(m.has_value());
+  CHECK_THAT(m->description, Catch::Contains("mapped"));
 }
 
 TEST_CASE("format auto loads a .gguf file with its tokenizer, stop ids and chat template", "[core][gguf][model_loader]") {
