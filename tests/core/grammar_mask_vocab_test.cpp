@@ -56,7 +56,7 @@ std::vector<token_id> allowed_ids(const std::vector<std::uint64_t>& mask) {
 
 }  // namespace
 
-TEST_CASE("grammar mask over the 32k llama2.c vocabulary: agrees with brute force; its time is printed",
+TEST_CASE("grammar mask over the 32k llama2.c vocabulary agrees with brute force, and its time is printed",
           "[core][grammar]") {
   const auto path = test::shared_file("models/llama2c-tokenizer-32k/tokenizer.bin");
   if (path.empty()) return;

@@ -169,7 +169,7 @@ TEST_CASE("a mask that allows nothing yields id 0 in every mode, without NaNs", 
   }
 }
 
-TEST_CASE("sample(row, seq_step) is the pipeline over the step's fields; is_raw_greedy", "[core][sampling]") {
+TEST_CASE("sample(row, seq_step) is the pipeline over the step's fields, and is_raw_greedy says when to skip it", "[core][sampling]") {
   const auto row = random_row(90, 4);
   seq_step s;
   s.params.temperature = 0.7f;
