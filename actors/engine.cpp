@@ -13,6 +13,7 @@
 #include "actors/kv_allocator_actor.hpp"
 #include "actors/request_actor.hpp"
 #include "actors/scheduler_actor.hpp"
+#include "core/grammar/token_index.hpp"
 #include "core/sampling/sampler.hpp"
 #include "core/sched/plugin_dir.hpp"
 
@@ -173,6 +174,19 @@ result<request_id> engine::submit(generate_request request, std::shared_ptr<requ
     request.params.max_tokens = 1;
   }
   if (auto ok = try_validate(request.params); !ok) return std::unexpected(ok.error());
+  for (const auto& e : request.params.logit_bias) {
+    if (e.token >= vocab) {
+      return make_error(errc::invalid_argument,
+                        "logit_bias: token id " + std::to_string(e.token) + " is outside the vocabulary");
+    }
+  }
+  // A grammar compiled for a larger vocabulary is another tokenizer's: its ids would mean
+  // other tokens here. A smaller one is the tokenizer of a padded model vocabulary.
+  if (const auto& g = request.params.grammar; g && g->vocab().size() > vocab) {
+    return make_error(errc::invalid_argument, "the grammar was compiled for a vocabulary of " +
+                                                  std::to_string(g->vocab().size()) + " tokens; the model has " +
+                                                  std::to_string(vocab));
+  }
   // Entered here, left by the scheduler actor when the request starts or finishes.
   if (auto ok = p.gate->try_enter(int(request.prompt.size())); !ok) {
     if (ok.error().code == errc::queue_full) ++p.metrics->requests_refused_total;

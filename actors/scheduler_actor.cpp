@@ -24,6 +24,7 @@ engine_snapshot make_snapshot(self_ptr self) {
   s.gauges.num_prefix_cache_queries = sched.counters().num_prefix_cache_queries;
   s.gauges.num_prefix_cache_hits = sched.counters().num_prefix_cache_hits;
   s.gauges.num_failed_steps = st.totals.num_failed_steps;
+  s.gauges.num_constrained_steps = sched.counters().num_constrained_steps;
   s.num_free_blocks = sched.kv().num_free_blocks;
   s.num_blocks = sched.kv().num_blocks;
   s.is_idle = !sched.has_work() && !sched.has_pending_step() && !sched.has_pending_releases();
@@ -198,6 +199,11 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, std::shared_ptr<std::
   st.metrics = std::move(metrics);
   st.gauges = std::move(gauges);
   st.options = std::move(options);
+  if (st.metrics) {
+    st.sched->set_mask_observer([metrics = st.metrics](double seconds) {
+      metrics->grammar_mask_seconds.observe(seconds);
+    });
+  }
   return {
       [self](submit_atom, seq_request& req, request_context& ctx) { on_submit(self, req, ctx); },
       [self](cancel_atom, seq_id id) { finish_one(self, id, finish_reason::cancelled, std::nullopt); },

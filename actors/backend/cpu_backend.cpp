@@ -78,7 +78,7 @@ result<step_result> cpu_backend::execute(const step_plan& plan) {
   for (const auto& s : plan.seqs) {
     if (!s.do_sample) continue;
     auto logits_row = logits->subspan(row++ * shape_.vocab_size, shape_.vocab_size);
-    auto token = sample(logits_row, s.params, s.history, s.num_prompt_tokens, s.seed, s.sample_index);
+    auto token = sample(logits_row, s);
     token.id = s.id;
     out.tokens.push_back(std::move(token));
   }

@@ -16,11 +16,6 @@ namespace {
 
 error to_error(const kernels::cuda::status& st) { return error{errc::backend_error, "cuda: " + st.describe()}; }
 
-/// Rows the GPU's greedy sampler answers exactly as core's sampler would.
-bool is_gpu_sampled(const sampling_params& p) {
-  return p.temperature < min_temperature && !p.has_penalties() && p.logprobs == 0;
-}
-
 }  // namespace
 
 result<std::unique_ptr<cuda_backend>> cuda_backend::create(std::shared_ptr<const model_weights> weights,
@@ -94,8 +89,11 @@ result<step_result> cuda_backend::execute(const step_plan& plan) {
   const auto start = std::chrono::steady_clock::now();
   if (auto ok = run(plan); !ok) return std::unexpected(ok.error());
   const auto vocab = std::size_t(weights_->config.vocab_size);
+  // The GPU's arg-max answers raw-greedy rows exactly as core's sampler would; every other
+  // row (penalties, logit_bias, a grammar mask, temperature, top logprobs) goes through
+  // core's one sampling pipeline on the host.
   const bool needs_host_rows = std::ranges::any_of(plan.seqs, [](const seq_step& s) {
-    return s.do_sample && !is_gpu_sampled(s.params);
+    return s.do_sample && !is_raw_greedy(s);
   });
   if (needs_host_rows) {
     logits_.resize(std::size_t(batch_.num_logits()) * vocab);
@@ -109,12 +107,12 @@ result<step_result> cuda_backend::execute(const step_plan& plan) {
   for (const auto& s : plan.seqs) {
     if (!s.do_sample) continue;
     sampled_token token;
-    if (is_gpu_sampled(s.params)) {
+    if (is_raw_greedy(s)) {
       token.token = greedy_tokens_[row];
       token.logprob = greedy_logprobs_[row];
     } else {
       const std::span<const float> logits_row(logits_.data() + row * vocab, vocab);
-      token = sample(logits_row, s.params, s.history, s.num_prompt_tokens, s.seed, s.sample_index);
+      token = sample(logits_row, s);
     }
     ++row;
     token.id = s.id;

@@ -1,9 +1,10 @@
 #pragma once
 /// The CUDA backend: core's backend interface over kernels/cuda (bf16 weights and
 /// activations, fp32 accumulation, cuBLAS GEMMs, paged attention, decode graphs).
-/// Greedy rows are sampled on the GPU (only token ids and logprobs come back); rows that
-/// need penalties, temperature sampling or top logprobs are copied to the host and go
-/// through core's sampler, so seeded draws match the CPU backend's.
+/// Raw-greedy rows (is_raw_greedy) are sampled on the GPU (only token ids and logprobs
+/// come back); rows that need penalties, logit_bias, a grammar mask, temperature sampling
+/// or top logprobs are copied to the host and go through core's sampler, so seeded draws
+/// and constrained outputs match the CPU backend's.
 /// Built only where nvcc is found (INFLIGHT_HAS_CUDA).
 
 #ifdef INFLIGHT_HAS_CUDA

@@ -35,6 +35,12 @@ void sample(std::string& out, const std::string& name, const std::string& labels
 
 const std::vector<double> latency_buckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25, 0.5,
                                              0.75,  1.0,   2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0};
+// Mask fills take microseconds with the token index, milliseconds without it; a compile
+// takes milliseconds, its lazy index more.
+const std::vector<double> mask_buckets = {1e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4,
+                                          0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1};
+const std::vector<double> compile_buckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                             0.25, 0.5, 1.0, 2.5, 5.0, 10.0};
 const std::vector<double> token_buckets = {1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
 
 }  // namespace
@@ -79,7 +85,9 @@ engine_metrics::engine_metrics()
       inter_token_latency(latency_buckets),
       e2e_request_latency(latency_buckets),
       request_queue_time(latency_buckets),
-      iteration_tokens(token_buckets) {}
+      iteration_tokens(token_buckets),
+      grammar_mask_seconds(mask_buckets),
+      grammar_compile_seconds(compile_buckets) {}
 
 void engine_metrics::count_finished(const std::string& reason) {
   std::lock_guard lock(mutex_);
@@ -119,6 +127,10 @@ std::string engine_metrics::render(const std::string& model_name, const engine_g
           double(g.num_failed_steps));
   counter("request_refused_total", "Requests refused at submission because the waiting queue was full.",
           double(requests_refused_total.load()));
+  counter("grammar_constrained_steps_total", "Sampled sequence-steps under a grammar's token mask.",
+          double(g.num_constrained_steps));
+  counter("grammar_refused_total", "Requests refused because their grammar or schema did not compile.",
+          double(grammar_refused_total.load()));
   header(out, "inflight:request_success_total", "Finished requests by finish reason.", "counter");
   {
     std::lock_guard lock(mutex_);
@@ -134,6 +146,11 @@ std::string engine_metrics::render(const std::string& model_name, const engine_g
   request_queue_time.render(out, "inflight:request_queue_time_seconds", "Time waiting before first scheduled.",
                             labels);
   iteration_tokens.render(out, "inflight:iteration_tokens_total", "Tokens per engine step.", labels);
+  grammar_mask_seconds.render(out, "inflight:grammar_mask_seconds",
+                              "Time to fill one sequence's allowed-token mask (per constrained sequence-step).",
+                              labels);
+  grammar_compile_seconds.render(out, "inflight:grammar_compile_seconds",
+                                 "Time to compile a request's grammar (cache misses).", labels);
   return out;
 }
 

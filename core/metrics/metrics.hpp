@@ -40,6 +40,7 @@ struct engine_gauges {
   std::uint64_t num_prefix_cache_queries = 0;  ///< prompt tokens looked up in the prefix cache
   std::uint64_t num_prefix_cache_hits = 0;     ///< of them, found cached
   std::uint64_t num_failed_steps = 0;  ///< backend steps that failed (their requests failed)
+  std::uint64_t num_constrained_steps = 0;  ///< sampled sequence-steps under a grammar mask
 };
 
 class engine_metrics {
@@ -54,6 +55,13 @@ class engine_metrics {
   histogram e2e_request_latency;
   histogram request_queue_time;
   histogram iteration_tokens;
+  /// Constrained decoding: seconds to fill one sequence's allowed-token mask (observed by
+  /// the scheduler actor, one per constrained sequence-step) ...
+  histogram grammar_mask_seconds;
+  /// ... seconds to compile a request's grammar (a cache miss, at the edge) ...
+  histogram grammar_compile_seconds;
+  /// ... and requests refused because their constraint does not compile (a 400).
+  std::atomic<std::uint64_t> grammar_refused_total{0};
 
   /// Counts a finished request under its finish reason (stop, length, abort, error...).
   void count_finished(const std::string& reason);

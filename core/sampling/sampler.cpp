@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -15,10 +16,9 @@ namespace {
 
 /// Buffers reused across calls on one thread; each grows to the vocab once.
 struct scratch {
-  std::vector<float> work;   ///< penalised logits
+  std::vector<float> work;   ///< the row after the logit processors
   std::vector<float> probs;  ///< unnormalised probabilities, 0 = dropped
   std::vector<token_id> ids;
-  std::vector<int> counts;   ///< per-token history marks; all zero between calls
   std::vector<std::uint16_t> bins;
   std::vector<double> bin_mass;
   std::vector<float> block_maxima;
@@ -187,13 +187,6 @@ void fill_top_logprobs(std::span<const float> logits, float log_norm, int n, scr
   for (token_id id : s.ids) out.push_back({id, logits[id] - log_norm});
 }
 
-void penalise(float& logit, const sampling_params& params, int num_in_output) {
-  const float rep = params.repetition_penalty;
-  if (rep != 1.0f) logit = logit > 0.0f ? logit / rep : logit * rep;
-  if (num_in_output > 0)
-    logit -= params.presence_penalty + params.frequency_penalty * static_cast<float>(num_in_output);
-}
-
 }  // namespace
 
 result<void> try_validate(const sampling_params& params) {
@@ -213,54 +206,39 @@ result<void> try_validate(const sampling_params& params) {
     return bad("logprobs must be in [0, " + std::to_string(max_top_logprobs) + "]");
   for (token_id id : params.stop_token_ids)
     if (id < 0) return bad("stop_token_ids must be non-negative");
+  for (const auto& e : params.logit_bias) {
+    if (e.token < 0) return bad("logit_bias: token ids must be non-negative, got " + std::to_string(e.token));
+    if (!(e.bias >= -max_logit_bias && e.bias <= max_logit_bias))
+      return bad("logit_bias: the bias of token " + std::to_string(e.token) + " must be in [-100, 100]");
+  }
   return {};
-}
-
-void apply_penalties(std::span<float> logits, const sampling_params& params,
-                     std::span<const token_id> history, int num_prompt_tokens) {
-  if (!params.has_penalties() || logits.empty()) return;
-  std::vector<int>& counts = local_scratch().counts;
-  if (counts.size() < logits.size()) counts.resize(logits.size(), 0);
-  const auto vocab = static_cast<token_id>(logits.size());
-  const auto first_output = static_cast<std::size_t>(
-      std::clamp(num_prompt_tokens, 0, static_cast<int>(history.size())));
-  // counts[t] = seen flag | occurrences in the output; each token is penalised once.
-  constexpr int seen = 1 << 30;
-  for (std::size_t i = 0; i < history.size(); ++i) {
-    const token_id t = history[i];
-    if (t < 0 || t >= vocab) continue;
-    counts[t] |= seen;
-    if (i >= first_output) counts[t] += 1;
-  }
-  for (token_id t : history) {
-    if (t < 0 || t >= vocab || counts[t] == 0) continue;
-    penalise(logits[t], params, counts[t] & (seen - 1));
-    counts[t] = 0;
-  }
 }
 
 sampled_token sample(std::span<const float> logits, const sampling_params& params,
                      std::span<const token_id> history, int num_prompt_tokens, std::uint64_t seed,
-                     std::uint64_t sample_index) {
+                     std::uint64_t sample_index, std::span<const std::uint64_t> allowed_tokens) {
   sampled_token out;
   if (logits.empty()) return out;
   scratch& s = local_scratch();
   if (s.probs.size() < logits.size()) s.probs.resize(logits.size());
   // The raw softmax: its denominator gives every logprob (logprob = logit - log_norm), and
-  // without penalties at T = 1 its probabilities are the sampling ones.
+  // without processors at T = 1 its probabilities are the sampling ones.
   const float raw_max = row_math::max_of(logits);
   const double raw_total = row_math::exp_shifted(logits, raw_max, 1.0f, {s.probs.data(), logits.size()});
   const float log_norm = raw_max + static_cast<float>(std::log(raw_total));
 
   std::span<const float> row = logits;
   float row_max = raw_max;
-  if (params.has_penalties()) {
+  if (has_logit_processors(params, allowed_tokens)) {
     s.work.assign(logits.begin(), logits.end());
-    apply_penalties(s.work, params, history, num_prompt_tokens);
+    apply_logit_processors(s.work, params, history, num_prompt_tokens, allowed_tokens);
     row = s.work;
     row_max = row_math::max_of(row);
   }
-  if (params.temperature < min_temperature) {
+  // A mask that allows nothing leaves only -inf: the greedy path returns id 0, which the
+  // grammar's owner then refuses (and fails the sequence) rather than drawing from NaNs.
+  const bool is_all_masked = row_max == -std::numeric_limits<float>::infinity();
+  if (params.temperature < min_temperature || is_all_masked) {
     out.token = first_index_of(row, row_max);
   } else {
     const double unit = counter_rng(seed, sample_index).next_unit();
@@ -276,6 +254,16 @@ sampled_token sample(std::span<const float> logits, const sampling_params& param
   out.logprob = logits[out.token] - log_norm;
   if (params.logprobs > 0) fill_top_logprobs(logits, log_norm, params.logprobs, s, out.top_logprobs);
   return out;
+}
+
+sampled_token sample(std::span<const float> logits, const seq_step& step) {
+  return sample(logits, step.params, step.history, step.num_prompt_tokens, step.seed, step.sample_index,
+                step.allowed_tokens);
+}
+
+bool is_raw_greedy(const seq_step& step) {
+  const sampling_params& p = step.params;
+  return p.temperature < min_temperature && !has_logit_processors(p, step.allowed_tokens) && p.logprobs == 0;
 }
 
 bool is_stop_token(token_id token, const sampling_params& params, std::span<const token_id> eos_ids) {

@@ -1,20 +1,25 @@
 #pragma once
 /// Sampling one token from one row of logits: pure functions of the row, the request's
-/// sampling_params, its token history and its RNG key (seed, sample_index).
+/// sampling_params, its token history, its allowed-token mask and its RNG key
+/// (seed, sample_index). Every backend samples every row through sample(): one pipeline.
 ///
-/// Pipeline of sample():
-///   penalties -> greedy if temperature < min_temperature (arg-max, ties to the lowest id)
-///   -> temperature -> top-k -> top-p -> min-p -> one uniform draw (inverse CDF).
+/// Pipeline of sample() (see logit_processors.hpp for the processors):
+///   penalties -> logit_bias -> grammar mask (disallowed -> -inf)
+///   -> greedy if temperature < min_temperature (arg-max, ties to the lowest id)
+///   -> else temperature -> top-k -> top-p -> min-p -> one uniform draw (inverse CDF).
 ///
 /// Logprobs (the chosen token's and top_logprobs) are taken from the log-softmax of the
-/// RAW logits, before penalties and temperature: they describe what the model predicted,
-/// stay comparable across sampling settings, and match vLLM's default ("raw") mode and
-/// OpenAI's API, where logprobs do not depend on temperature.
+/// RAW logits, before every processor and temperature: they describe what the model
+/// predicted, stay comparable across sampling settings, and match vLLM's default
+/// ("raw_logprobs") mode and OpenAI's API, where logprobs do not depend on temperature,
+/// logit_bias or a response format. So a top_logprobs entry may name a token that the
+/// grammar or a -100 bias made impossible.
 
 #include <cstdint>
 #include <span>
 
 #include "core/error.hpp"
+#include "core/sampling/logit_processors.hpp"
 #include "core/sampling/sampling_params.hpp"
 #include "core/sched/step_plan.hpp"
 #include "core/types.hpp"
@@ -24,32 +29,36 @@ namespace inflight {
 /// Most top logprobs a request may ask for (OpenAI's limit).
 inline constexpr int max_top_logprobs = 20;
 
+/// Largest |bias| of a logit_bias entry (OpenAI's range).
+inline constexpr float max_logit_bias = 100.0f;
+
 /// Temperatures below this sample greedily: dividing by them overflows the scaled logits.
 inline constexpr float min_temperature = 1e-5f;
 
 /// Checks that the values of `params` are in range (temperature >= 0, top_p in (0, 1],
-/// min_p in [0, 1], repetition_penalty > 0, logprobs in [0, 20], ...): for the edge to
+/// min_p in [0, 1], repetition_penalty > 0, logprobs in [0, 20], logit_bias ids >= 0 and
+/// biases in [-100, 100], ...): for the edge to
 /// reject a bad request before it is scheduled. The functions below assume valid params.
 result<void> try_validate(const sampling_params& params);
 
-/// Applies the penalties of `params` to `logits` in place.
-/// - repetition (HF / vLLM): for each distinct token of the prompt or the output,
-///   logit > 0 ? logit / p : logit * p.
-/// - presence and frequency (OpenAI), over output tokens only:
-///   logit -= presence * (count > 0) + frequency * count.
-/// `history` is prompt + output; its first `num_prompt_tokens` are the prompt. Ids outside
-/// the row are ignored.
-void apply_penalties(std::span<float> logits, const sampling_params& params,
-                     std::span<const token_id> history, int num_prompt_tokens);
-
 /// Samples one token from `logits` (see the pipeline above). The draw depends only on the
-/// row, `params`, `history` and (seed, sample_index), never on what else is batched.
+/// row, `params`, `history`, `allowed_tokens` and (seed, sample_index), never on what else
+/// is batched. `allowed_tokens`: the grammar's mask (bit id set = allowed), empty = none.
 /// Fills token, logprob and, when params.logprobs > 0, top_logprobs sorted by descending
 /// logprob (ties to the lowest id). `id` of the result is left 0 for the caller to set.
+/// A mask that allows no token of the row yields id 0 (its owner refuses it).
 /// Uses a thread-local scratch: no allocation per call once it has grown to the vocab.
 sampled_token sample(std::span<const float> logits, const sampling_params& params,
                      std::span<const token_id> history, int num_prompt_tokens, std::uint64_t seed,
-                     std::uint64_t sample_index);
+                     std::uint64_t sample_index, std::span<const std::uint64_t> allowed_tokens = {});
+
+/// sample() with everything a seq_step carries: what the backends call per sampled row.
+sampled_token sample(std::span<const float> logits, const seq_step& step);
+
+/// True when the step's token is the arg-max of its raw logits and only that token's
+/// logprob is asked (greedy, no processor, no top logprobs): a backend may pick it on the
+/// device without running sample(), with the same answer.
+bool is_raw_greedy(const seq_step& step);
 
 /// True when `token` ends generation: one of params.stop_token_ids, or one of `eos_ids`
 /// unless params.ignore_eos.

@@ -85,6 +85,7 @@ result<void> scheduler::submit(seq_request request) {
   seq.pooling = request.pooling;
   seq.seed = request.seed.value_or(mix_seed(config_.seed, seq.id));
   seq.cache_salt = std::move(request.cache_salt);
+  if (seq.params.grammar && !seq.is_prefill_only()) seq.matcher.emplace(seq.params.grammar);
   seq.times.arrival = now();
   hash_full_blocks(seq);
   waiting_.push_back(seq.id);
@@ -260,7 +261,17 @@ seq_step scheduler::make_seq_step(sequence& seq, int num_tokens, std::vector<blo
   step.sample_index = static_cast<std::uint64_t>(seq.num_generated_tokens());
   step.num_prompt_tokens = seq.num_prompt_tokens();
   if (step.do_sample && seq.params.has_penalties()) step.history = seq.all_tokens();
+  if (step.do_sample && seq.matcher) fill_token_mask(seq, step);
   return step;
+}
+
+void scheduler::fill_token_mask(sequence& seq, seq_step& step) {
+  const auto start = std::chrono::steady_clock::now();
+  step.allowed_tokens.resize(seq.matcher->index().vocab().num_mask_words());
+  seq.matcher->fill_next_token_mask(step.allowed_tokens);
+  ++counters_.num_constrained_steps;
+  if (mask_observer_)
+    mask_observer_(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 result<std::vector<seq_event>> scheduler::apply(const step_result& result) {
@@ -334,6 +345,14 @@ result<void> scheduler::check_result(const step_result& result) const {
 
 bool scheduler::append_token(sequence& seq, const sampled_token& token,
                              std::vector<seq_event>& events) {
+  // The mask allowed only tokens the grammar takes; a backend that ignored it must not
+  // turn into an output that breaks the grammar, nor into a crash.
+  if (seq.matcher && !seq.matcher->try_accept_token(token.token)) {
+    error cause{errc::internal, "sequence " + std::to_string(seq.id) + ": the sampled token " +
+                                    std::to_string(token.token) + " is not allowed by its grammar"};
+    events.push_back(finish_sequence(seq, finish_reason::error, std::move(cause)));
+    return true;
+  }
   seq.generated.push_back(token.token);
   hash_full_blocks(seq);
   double t = now();
@@ -357,6 +376,9 @@ std::optional<finish_reason> scheduler::check_stop(const sequence& seq, token_id
   const auto& eos = config_.eos_token_ids;
   if (!seq.params.ignore_eos && std::find(eos.begin(), eos.end(), token) != eos.end())
     return finish_reason::stop;
+  // Nothing but EOS can follow: the output is complete, no step is spent sampling EOS
+  // (an EOS taken under ignore_eos ends the grammar too).
+  if (seq.matcher && seq.matcher->is_complete()) return finish_reason::stop;
   if (seq.num_generated_tokens() >= seq.params.max_tokens) return finish_reason::length;
   if (seq.num_tokens() >= max_context_) return finish_reason::length;
   return std::nullopt;

@@ -14,6 +14,11 @@
 /// goes to the front of the waiting queue with its generated tokens kept and
 /// num_computed_tokens = 0; it is re-prefilled later (prompt + generated) and decoding
 /// continues without re-sampling.
+///
+/// Constrained decoding: a sequence with params.grammar owns a grammar_matcher. Building
+/// a plan fills each sampled sequence's allowed-token mask onto its seq_step (the
+/// executor only applies it); applying the result feeds the sampled token to the
+/// matcher, and a sequence whose grammar is complete finishes with reason stop.
 
 #include <cstdint>
 #include <deque>
@@ -61,6 +66,8 @@ struct scheduler_counters {
   /// tokens looked up, and tokens found cached.
   std::uint64_t num_prefix_cache_queries = 0;
   std::uint64_t num_prefix_cache_hits = 0;
+  /// Sampled sequence-steps under a grammar (each filled one allowed-token mask).
+  std::uint64_t num_constrained_steps = 0;
 };
 
 class scheduler {
@@ -119,6 +126,9 @@ class scheduler {
   void set_rejection_logger(std::function<void(const std::string&)> logger) {
     rejection_logger_ = std::move(logger);
   }
+  /// Called with the seconds each grammar mask took to fill (one per constrained
+  /// sequence-step, while the plan is built): the metrics' histogram.
+  void set_mask_observer(std::function<void(double)> observer) { mask_observer_ = std::move(observer); }
 
  private:
   enum class step_phase { idle, awaiting_grant, awaiting_result };
@@ -160,6 +170,7 @@ class scheduler {
 
   // scheduler.cpp: plan, apply, finish
   seq_step make_seq_step(sequence& seq, int num_tokens, std::vector<block_id> block_table);
+  void fill_token_mask(sequence& seq, seq_step& step);
   void admit(sequence& seq, int num_computed_tokens);
   void queue_release(sequence& seq, bool is_finished);
   void hash_full_blocks(sequence& seq);
@@ -192,6 +203,7 @@ class scheduler {
   scheduler_counters counters_;
   std::string last_rejection_;
   std::function<void(const std::string&)> rejection_logger_;
+  std::function<void(double)> mask_observer_;
   // Scratch buffers handed to the policy; reused across steps.
   std::vector<inflight_seq_info> view_running_;
   std::vector<inflight_seq_info> view_waiting_;

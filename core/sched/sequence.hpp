@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/embed/pooling.hpp"
+#include "core/grammar/matcher.hpp"
 #include "core/kv/block_hash.hpp"
 #include "core/sampling/sampling_params.hpp"
 #include "core/types.hpp"
@@ -18,7 +19,7 @@ namespace inflight {
 enum class seq_status { waiting, running, preempted, finished };
 
 enum class finish_reason {
-  stop,       ///< a stop token was sampled (or the request actor matched a stop string)
+  stop,       ///< a stop token was sampled, the grammar is complete (or the request actor matched a stop string)
   length,     ///< max_tokens reached or the context is full
   cancelled,  ///< the client went away or asked to cancel
   aborted,    ///< the engine gave up on it (shutdown, deadline)
@@ -85,6 +86,10 @@ struct sequence {
   /// Embedding: the hidden states pooled so far (first / last: the one state; mean: the
   /// sum of the chunks computed). Emptied by a preemption (everything is recomputed).
   std::vector<float> pooled;
+  /// Constrained decoding (params.grammar set): the grammar state of the generated tokens.
+  /// It takes each token where the token is appended and is never rolled back: preemption
+  /// by recompute keeps the generated tokens, so it keeps its state too.
+  std::optional<grammar_matcher> matcher;
 
   int num_prompt_tokens() const { return static_cast<int>(prompt.size()); }
   int num_generated_tokens() const { return static_cast<int>(generated.size()); }

@@ -42,6 +42,10 @@ struct seq_step {
   /// generated ones start at `num_prompt_tokens`.
   std::vector<token_id> history;
   int num_prompt_tokens = 0;
+  /// The grammar's allowed next tokens when do_sample and params.grammar is set (bit id % 64
+  /// of word id / 64; ids past the last word are disallowed), filled by the scheduler, which
+  /// owns the sequence's grammar state; the executor only applies it. Empty = unconstrained.
+  std::vector<std::uint64_t> allowed_tokens{};
 };
 
 struct step_plan {

@@ -29,15 +29,21 @@ TEST_CASE("the exposition carries every metric with the model_name label", "[met
   engine_gauges g;
   g.num_requests_running = 3;
   g.kv_cache_usage = 0.25;
+  g.num_constrained_steps = 7;
+  m.grammar_mask_seconds.observe(2e-5);
   const auto text = m.render("tiny\"model", g);
   CHECK_THAT(text, Catch::Contains("inflight:num_requests_running{model_name=\"tiny\\\"model\"} 3\n"));
   CHECK_THAT(text, Catch::Contains("inflight:kv_cache_usage_perc{model_name=\"tiny\\\"model\"} 0.25\n"));
   CHECK_THAT(text, Catch::Contains("inflight:prompt_tokens_total{model_name=\"tiny\\\"model\"} 12\n"));
   CHECK_THAT(text, Catch::Contains("finished_reason=\"length\"} 2\n"));
+  CHECK_THAT(text, Catch::Contains("inflight:grammar_constrained_steps_total{model_name=\"tiny\\\"model\"} 7\n"));
+  CHECK_THAT(text, Catch::Contains("inflight:grammar_mask_seconds_bucket{model_name=\"tiny\\\"model\",le=\"2.5e-05\"} 1\n"));
   for (const char* name : {"num_requests_waiting", "num_preemptions_total", "generation_tokens_total",
                            "time_to_first_token_seconds_bucket", "inter_token_latency_seconds_count",
                            "e2e_request_latency_seconds_sum", "request_queue_time_seconds_bucket",
-                           "iteration_tokens_total_bucket", "policy_decisions_rejected_total"}) {
+                           "iteration_tokens_total_bucket", "policy_decisions_rejected_total",
+                           "grammar_mask_seconds_bucket", "grammar_compile_seconds_count",
+                           "grammar_constrained_steps_total", "grammar_refused_total"}) {
     CHECK_THAT(text, Catch::Contains(std::string("inflight:") + name + "{model_name="));
   }
 }

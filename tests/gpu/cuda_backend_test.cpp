@@ -163,6 +163,46 @@ TEST_CASE("cuda backend: sampled rows go through core's sampler", "[gpu]") {
   REQUIRE(got->tokens[0].logprob <= 0.0f);
 }
 
+TEST_CASE("cuda backend: greedy rows with a logit_bias or a grammar mask go through core's pipeline", "[gpu]") {
+  test::gpu::require_device();
+  const auto w = load_stories();
+  if (!w) return;
+  cuda_backend_options o;
+  o.num_kv_blocks = 32;
+  auto gpu = cuda_backend::create(w, o);
+  REQUIRE(gpu.has_value());
+  step_plan plan;
+  seq_step st;
+  st.tokens = {1, 403, 407, 300};
+  st.block_table = {0, 1};
+  st.do_sample = true;
+  st.params = greedy();
+  plan.seqs.push_back(st);
+  auto logits = (*gpu)->forward(plan);
+  REQUIRE(logits.has_value());
+  const std::vector<float> row(logits->begin(), logits->end());
+  const auto best = token_id(std::max_element(row.begin(), row.end()) - row.begin());
+  // The arg-max is biased away; then only two other tokens are allowed by a mask.
+  plan.seqs[0].params.logit_bias = {{best, -100.0f}};
+  const token_id a = best == 5 ? 6 : 5, b = best == 9 ? 10 : 9;
+  auto& mask = plan.seqs[0].allowed_tokens;
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 1) {
+      mask.assign((row.size() + 63) / 64, 0);
+      for (token_id id : {a, b}) mask[std::size_t(id) >> 6] |= std::uint64_t{1} << (id & 63);
+      plan.seqs[0].params.logit_bias.clear();
+    }
+    REQUIRE(!is_raw_greedy(plan.seqs[0]));
+    const auto want = sample(row, plan.seqs[0]);
+    auto got = (*gpu)->execute(plan);
+    REQUIRE(got.has_value());
+    REQUIRE(got->tokens.size() == 1);
+    CHECK(got->tokens[0].token == want.token);
+    CHECK(got->tokens[0].token != best);
+    if (pass == 1) CHECK((got->tokens[0].token == a || got->tokens[0].token == b));
+  }
+}
+
 TEST_CASE("cuda backend rejects plans outside its cache", "[gpu]") {
   test::gpu::require_device();
   const auto w = load_stories();
