@@ -20,6 +20,8 @@ std::optional<api_error> completion_call::try_start() {
   meta_ = {make_response_id(request_.is_chat ? "chatcmpl-" : "cmpl-"), unix_now(), model_.name};
   const int num_choices = request_.num_choices();
   choices_.resize(static_cast<std::size_t>(num_choices));
+  if (request_.stream && request_.tools.parses_output())
+    for (auto& c : choices_) c.tool_stream.emplace(model_.tool_style.format);
   auto self = shared_from_this();
   for (int i = 0; i < num_choices; ++i) {
     auto req = request_.choice_request(i);
@@ -58,7 +60,7 @@ void completion_call::emit_start() {
     if (request_.echo) choices_[i].text = prompt_text(i);
     if (!request_.stream) continue;
     if (request_.is_chat) {
-      emit_({200, sse_event(chat_chunk(meta_, i, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr)), false});
+      emit_({200, sse_event(chat_chunk(meta_, i, chat_role_delta(), nullptr, nullptr)), false});
     } else if (request_.echo) {
       emit_({200, sse_event(completion_chunk(meta_, i, choices_[i].text, nullptr, nullptr)), false});
     }
@@ -93,6 +95,7 @@ void completion_call::emit_delta(int index, const std::string& text, const std::
     return;
   }
   c.text += text;
+  if (c.tool_stream) return emit_tool_delta(index, text, lp, finish_reason);
   if (text.empty() && lp.is_null() && !finish_reason) return;
   if (request_.is_chat) {
     json delta = text.empty() && finish_reason ? json::object() : json{{"content", text}};
@@ -101,6 +104,52 @@ void completion_call::emit_delta(int index, const std::string& text, const std::
   } else {
     emit_({200, sse_event(completion_chunk(meta_, index, text, lp, finish_reason)), false});
   }
+}
+
+void completion_call::emit_tool_pieces(int index, const tool_call_stream::delta& d, const json& logprobs) {
+  auto& c = choices_[index];
+  const json chat_lp = logprobs.is_null() ? json(nullptr) : json{{"content", logprobs}};
+  if (!d.content.empty() || !logprobs.is_null()) {
+    const json delta = d.content.empty() ? json::object() : json{{"content", d.content}};
+    emit_({200, sse_event(chat_chunk(meta_, index, delta, chat_lp, nullptr)), false});
+  }
+  for (const auto& piece : d.calls) {
+    std::string id;
+    if (piece.name) {
+      id = make_response_id("call_");
+      c.call_ids.push_back(id);
+    }
+    emit_({200, sse_event(chat_chunk(meta_, index, tool_call_delta(piece.index, id, piece.name, piece.arguments),
+                                     nullptr, nullptr)),
+           false});
+  }
+}
+
+/// Streaming with tools: content and call pieces as the stream finds them; the finish
+/// reason is "tool_calls" once calls were sent (unless the output cut one off).
+void completion_call::emit_tool_delta(int index, const std::string& text, const json& logprobs,
+                                      const char* finish_reason) {
+  auto& stream = *choices_[index].tool_stream;
+  emit_tool_pieces(index, stream.push(text), logprobs);
+  if (!finish_reason) return;
+  emit_tool_pieces(index, stream.finish(), nullptr);
+  const bool is_call = stream.num_calls() > 0 && !stream.has_incomplete_call();
+  emit_({200, sse_event(chat_chunk(meta_, index, json::object(), nullptr, is_call ? "tool_calls" : finish_reason)),
+         false});
+}
+
+choice_result completion_call::chat_result(const choice_state& c) const {
+  choice_result r{c.text, c.logprobs, api_name(c.finish.reason)};
+  if (!request_.tools.parses_output()) return r;
+  parsed_tool_output parsed = parse_tool_calls(model_.tool_style.format, c.text);
+  if (parsed.calls.empty()) return r;
+  r.tool_calls = json::array();
+  for (const auto& call : parsed.calls)
+    r.tool_calls.push_back(tool_call_json(make_response_id("call_"), call.name, call.arguments));
+  r.is_content_null = !parsed.content;
+  r.text = parsed.content.value_or("");
+  r.finish_reason = "tool_calls";
+  return r;
 }
 
 void completion_call::on_token(int index, const token_event& ev) {
@@ -170,7 +219,7 @@ void completion_call::finish_all() {
       emit_({e.status, dump_json(error_body(e)), true});
       return;
     }
-    results.push_back({c.text, c.logprobs, api_name(c.finish.reason)});
+    results.push_back(request_.is_chat ? chat_result(c) : choice_result{c.text, c.logprobs, api_name(c.finish.reason)});
   }
   json body = request_.is_chat ? chat_response(meta_, results, usage) : completion_response(meta_, results, usage);
   emit_({200, dump_json(body), true});
