@@ -21,7 +21,7 @@ std::optional<api_error> completion_call::try_start() {
   const int num_choices = request_.num_choices();
   choices_.resize(static_cast<std::size_t>(num_choices));
   if (request_.stream && request_.tools.parses_output())
-    for (auto& c : choices_) c.tool_stream.emplace(model_.tool_style.format);
+    for (int i = 0; i < num_choices; ++i) choices_[i].tool_writer.emplace(model_.tool_style.format, meta_, i);
   auto self = shared_from_this();
   for (int i = 0; i < num_choices; ++i) {
     auto req = request_.choice_request(i);
@@ -95,7 +95,7 @@ void completion_call::emit_delta(int index, const std::string& text, const std::
     return;
   }
   c.text += text;
-  if (c.tool_stream) return emit_tool_delta(index, text, lp, finish_reason);
+  if (c.tool_writer) return emit_tool_delta(index, text, lp, finish_reason);
   if (text.empty() && lp.is_null() && !finish_reason) return;
   if (request_.is_chat) {
     json delta = text.empty() && finish_reason ? json::object() : json{{"content", text}};
@@ -106,36 +106,13 @@ void completion_call::emit_delta(int index, const std::string& text, const std::
   }
 }
 
-void completion_call::emit_tool_pieces(int index, const tool_call_stream::delta& d, const json& logprobs) {
-  auto& c = choices_[index];
-  const json chat_lp = logprobs.is_null() ? json(nullptr) : json{{"content", logprobs}};
-  if (!d.content.empty() || !logprobs.is_null()) {
-    const json delta = d.content.empty() ? json::object() : json{{"content", d.content}};
-    emit_({200, sse_event(chat_chunk(meta_, index, delta, chat_lp, nullptr)), false});
-  }
-  for (const auto& piece : d.calls) {
-    std::string id;
-    if (piece.name) {
-      id = make_response_id("call_");
-      c.call_ids.push_back(id);
-    }
-    emit_({200, sse_event(chat_chunk(meta_, index, tool_call_delta(piece.index, id, piece.name, piece.arguments),
-                                     nullptr, nullptr)),
-           false});
-  }
-}
-
-/// Streaming with tools: content and call pieces as the stream finds them; the finish
-/// reason is "tool_calls" once calls were sent (unless the output cut one off).
+/// Streaming with tools: content and call pieces as the writer finds them.
 void completion_call::emit_tool_delta(int index, const std::string& text, const json& logprobs,
                                       const char* finish_reason) {
-  auto& stream = *choices_[index].tool_stream;
-  emit_tool_pieces(index, stream.push(text), logprobs);
+  auto& writer = *choices_[index].tool_writer;
+  for (const auto& chunk : writer.push(text, logprobs)) emit_({200, sse_event(chunk), false});
   if (!finish_reason) return;
-  emit_tool_pieces(index, stream.finish(), nullptr);
-  const bool is_call = stream.num_calls() > 0 && !stream.has_incomplete_call();
-  emit_({200, sse_event(chat_chunk(meta_, index, json::object(), nullptr, is_call ? "tool_calls" : finish_reason)),
-         false});
+  for (const auto& chunk : writer.finish(finish_reason)) emit_({200, sse_event(chunk), false});
 }
 
 choice_result completion_call::chat_result(const choice_state& c) const {

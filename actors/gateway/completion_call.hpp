@@ -15,7 +15,7 @@
 #include "actors/gateway/openai_request.hpp"
 #include "actors/gateway/openai_response.hpp"
 #include "actors/gateway/posting_sink.hpp"
-#include "core/chat/tool_call_stream.hpp"
+#include "actors/gateway/tool_chunks.hpp"
 
 namespace inflight::gateway {
 
@@ -51,8 +51,7 @@ class completion_call final : public gateway_call, public std::enable_shared_fro
     finish_event finish;
     std::string held_text;            ///< streamed while paused, not yet sent
     std::vector<sampled_token> held_tokens;
-    std::optional<tool_call_stream> tool_stream;  ///< chat with tools, streaming: calls read as they come
-    std::vector<std::string> call_ids;             ///< "call_..." of each call started
+    std::optional<tool_chunk_writer> tool_writer;  ///< chat with tools, streaming: calls read as they come
   };
 
   void on_token(int index, const token_event& ev);
@@ -61,7 +60,6 @@ class completion_call final : public gateway_call, public std::enable_shared_fro
   void emit_delta(int index, const std::string& text, const std::vector<sampled_token>& logprobs,
                   const char* finish_reason);
   void emit_tool_delta(int index, const std::string& text, const nlohmann::json& logprobs, const char* finish_reason);
-  void emit_tool_pieces(int index, const tool_call_stream::delta& d, const nlohmann::json& logprobs);
   choice_result chat_result(const choice_state& c) const;
   void finish_all();
   void flush_held(int index);
