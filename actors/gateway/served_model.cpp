@@ -51,6 +51,7 @@ result<void> set_up_tools(served_model& m, const hf_tokenizer* hf, const deploym
     format = *named;
   }
   m.tool_style = tool_style_for(m.chat_template_name, format);
+  m.is_tool_template = source.find("tools") != std::string::npos;
   return {};
 }
 
@@ -126,11 +127,28 @@ result<std::vector<token_id>> try_tokenize_chat(const served_model& m, std::span
   return m.tok->encode(*text, false);
 }
 
+namespace {
+
+bool has_tool_parts(const chat_input& input) {
+  if (input.tools.is_array() && !input.tools.empty()) return true;
+  for (const auto& msg : input.messages)
+    if (msg.value("role", std::string()) == "tool" || msg.contains("tool_calls")) return true;
+  return false;
+}
+
+}  // namespace
+
 result<std::vector<token_id>> try_tokenize_chat(const served_model& m, const chat_input& input) {
   if (m.chat && m.chat->family() == chat_family::jinja) {
     chat_input with_specials = input;
     with_specials.bos = m.bos_text;
     with_specials.eos = m.eos_text;
+    if (!m.is_tool_template && has_tool_parts(input)) {
+      with_specials.messages = nlohmann::ordered_json::array();
+      for (const auto& turn : flatten_tool_conversation(input, m.tool_style))
+        with_specials.messages.push_back({{"role", turn.role}, {"content", turn.content}});
+      with_specials.tools = nullptr;
+    }
     auto text = m.chat->try_render(with_specials);
     if (!text) return std::unexpected(text.error());
     return m.tok->encode(*text, false);

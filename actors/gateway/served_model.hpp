@@ -47,6 +47,9 @@ struct served_model {
   /// How this model writes tool calls (model.tool_call_format, "auto" = detected), and
   /// how the built-in renderers and the plain fallback write tools into the prompt.
   tool_prompt_style tool_style;
+  /// The model's Jinja template reads `tools`. When it does not, a conversation with
+  /// tools or tool calls is flattened as for the built-in renderers before it renders.
+  bool is_tool_template = true;
 };
 
 /// Resolves the chat template: model.chat_template by name when set, else the one
@@ -68,8 +71,9 @@ result<std::vector<token_id>> try_tokenize_chat(const served_model& m, std::span
                                                 bool add_generation_prompt);
 
 /// Prompt token ids of a conversation with its tools (chat_input): the model's Jinja
-/// template gets messages and tools as they are; the built-in renderers and the plain
-/// fallback get them flattened by flatten_tool_conversation in `m.tool_style`.
+/// template gets messages and tools as they are (when it reads `tools`); the built-in
+/// renderers, the plain fallback and templates that know no tools get them flattened by
+/// flatten_tool_conversation in `m.tool_style`.
 result<std::vector<token_id>> try_tokenize_chat(const served_model& m, const chat_input& input);
 
 /// Token ids of a prompt text, with BOS when the tokenizer wants it and `add_special`.

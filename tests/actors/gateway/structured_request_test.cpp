@@ -291,6 +291,30 @@ TEST_CASE("tools: tools, assistant tool_calls and tool results reach the model's
         "[tools:get_weather;get_time;]<system>Be brief.<user>Weather in Oslo?<calls>get_weather(Oslo)<result id=c1>12 C");
 }
 
+TEST_CASE("tools: a template that knows no tools gets them written into its messages", "[gateway][protocol][tools]") {
+  auto m = byte_model();
+  m.chat = *chat_template::try_from_jinja("{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}");
+  m.is_tool_template = false;
+  m.tool_style = tool_style_for("jinja", tool_call_format::json);  // as try_make_served_model sets it
+  json body = json::parse(std::string(R"({"tools": )") + weather_tools + "}");
+  body["messages"] = json::parse(R"([
+      {"role": "user", "content": "Weather?"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+          "function": {"name": "get_time", "arguments": "{}"}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "noon"}])");
+  auto r = parse(m, body);
+  REQUIRE(r.has_value());
+  const std::string text = prompt_text(m, *r);
+  CHECK(text.starts_with("<system>You can call these functions:\n{\"function\":{\"description\":\"Weather\""));
+  INFO(text);
+  CHECK(text.ends_with("<user>Weather?<assistant>{\"name\": \"get_time\", \"arguments\": {}}<user>noon"));
+  // Without tools or calls the messages go to the template as they are.
+  json plain = json::parse(R"({"messages": [{"role": "user", "content": "Hi"}]})");
+  auto p = parse(m, plain);
+  REQUIRE(p.has_value());
+  CHECK(prompt_text(m, *p) == "<user>Hi");
+}
+
 TEST_CASE("tools: the built-in renderers write tools and calls in the model's syntax", "[gateway][protocol][tools]") {
   auto m = byte_model();
   m.chat = *chat_template::try_from_name("chatml");
