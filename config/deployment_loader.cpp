@@ -179,6 +179,9 @@ const std::map<std::string, key_spec>& specs() {
         [](auto k) { return text(&D::model, &model_settings::load_mode, {"auto", "mmap", "read"}, k); });
     add("model.max_context", [](auto k) { return integer(&D::model, &model_settings::max_context, 0, 1 << 22, k); });
     add("model.chat_template", [](auto k) { return text(&D::model, &model_settings::chat_template, {}, k); });
+    add("model.tool_call_format", [](auto k) {
+      return text(&D::model, &model_settings::tool_call_format, {"auto", "hermes", "llama3_json", "json"}, k);
+    });
     add("model.config_json", [](auto k) { return text(&D::model, &model_settings::config_json, {}, k); });
     add("model.dummy.hidden_size", [](auto k) { return dummy_int(&dummy_shape::hidden_size, 2, 1 << 16, k); });
     add("model.dummy.intermediate_size",

@@ -160,4 +160,40 @@ api_result<std::vector<chat_message>> try_parse_messages(const json& messages) {
   return out;
 }
 
+namespace {
+
+nlohmann::ordered_json template_tool_calls(const json& calls) {
+  auto out = nlohmann::ordered_json::array();
+  for (const auto& call : calls) {
+    const json& fn = call["function"];
+    const auto& text = fn["arguments"].get_ref<const std::string&>();
+    auto args = nlohmann::ordered_json::parse(text, nullptr, false);
+    if (args.is_discarded() || !args.is_object()) args = text;
+    out.push_back({{"id", call["id"]},
+                   {"type", "function"},
+                   {"function", {{"name", fn["name"]}, {"arguments", std::move(args)}}}});
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::ordered_json template_messages(const json& messages) {
+  auto out = nlohmann::ordered_json::array();
+  for (const auto& m : messages) {
+    const std::string role = m["role"].get<std::string>();
+    nlohmann::ordered_json msg = {{"role", role == "developer" ? "system" : role}};
+    const json* content = m.contains("content") && !m["content"].is_null() ? &m["content"] : nullptr;
+    std::string text;
+    if (content && read_content(*content, "content", role, text)) text.clear();
+    msg["content"] = content ? nlohmann::ordered_json(text) : nlohmann::ordered_json(nullptr);
+    for (const char* key : {"name", "tool_call_id"})
+      if (m.contains(key) && m[key].is_string()) msg[key] = m[key];
+    if (m.contains("tool_calls") && m["tool_calls"].is_array() && !m["tool_calls"].empty())
+      msg["tool_calls"] = template_tool_calls(m["tool_calls"]);
+    out.push_back(std::move(msg));
+  }
+  return out;
+}
+
 }  // namespace inflight::gateway

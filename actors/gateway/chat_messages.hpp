@@ -21,4 +21,10 @@ namespace inflight::gateway {
 /// The messages as the chat template sees them (role and text).
 api_result<std::vector<chat_message>> try_parse_messages(const nlohmann::json& messages);
 
+/// Messages already checked by try_parse_messages as transformers hands them to a
+/// template: role (developer as system), content as text (null where the client sent
+/// none), name, tool_call_id, and tool_calls whose arguments are JSON objects (the
+/// string OpenAI sends, parsed; kept as a string when it is not a JSON object).
+nlohmann::ordered_json template_messages(const nlohmann::json& messages);
+
 }  // namespace inflight::gateway

@@ -20,6 +20,8 @@ std::optional<api_error> completion_call::try_start() {
   meta_ = {make_response_id(request_.is_chat ? "chatcmpl-" : "cmpl-"), unix_now(), model_.name};
   const int num_choices = request_.num_choices();
   choices_.resize(static_cast<std::size_t>(num_choices));
+  if (request_.stream && request_.tools.parses_output())
+    for (int i = 0; i < num_choices; ++i) choices_[i].tool_writer.emplace(model_.tool_style.format, meta_, i);
   auto self = shared_from_this();
   for (int i = 0; i < num_choices; ++i) {
     auto req = request_.choice_request(i);
@@ -58,7 +60,7 @@ void completion_call::emit_start() {
     if (request_.echo) choices_[i].text = prompt_text(i);
     if (!request_.stream) continue;
     if (request_.is_chat) {
-      emit_({200, sse_event(chat_chunk(meta_, i, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr)), false});
+      emit_({200, sse_event(chat_chunk(meta_, i, chat_role_delta(), nullptr, nullptr)), false});
     } else if (request_.echo) {
       emit_({200, sse_event(completion_chunk(meta_, i, choices_[i].text, nullptr, nullptr)), false});
     }
@@ -93,6 +95,7 @@ void completion_call::emit_delta(int index, const std::string& text, const std::
     return;
   }
   c.text += text;
+  if (c.tool_writer) return emit_tool_delta(index, text, lp, finish_reason);
   if (text.empty() && lp.is_null() && !finish_reason) return;
   if (request_.is_chat) {
     json delta = text.empty() && finish_reason ? json::object() : json{{"content", text}};
@@ -101,6 +104,29 @@ void completion_call::emit_delta(int index, const std::string& text, const std::
   } else {
     emit_({200, sse_event(completion_chunk(meta_, index, text, lp, finish_reason)), false});
   }
+}
+
+/// Streaming with tools: content and call pieces as the writer finds them.
+void completion_call::emit_tool_delta(int index, const std::string& text, const json& logprobs,
+                                      const char* finish_reason) {
+  auto& writer = *choices_[index].tool_writer;
+  for (const auto& chunk : writer.push(text, logprobs)) emit_({200, sse_event(chunk), false});
+  if (!finish_reason) return;
+  for (const auto& chunk : writer.finish(finish_reason)) emit_({200, sse_event(chunk), false});
+}
+
+choice_result completion_call::chat_result(const choice_state& c) const {
+  choice_result r{c.text, c.logprobs, api_name(c.finish.reason)};
+  if (!request_.tools.parses_output()) return r;
+  parsed_tool_output parsed = parse_tool_calls(model_.tool_style.format, c.text);
+  if (parsed.calls.empty()) return r;
+  r.tool_calls = json::array();
+  for (const auto& call : parsed.calls)
+    r.tool_calls.push_back(tool_call_json(make_response_id("call_"), call.name, call.arguments));
+  r.is_content_null = !parsed.content;
+  r.text = parsed.content.value_or("");
+  r.finish_reason = "tool_calls";
+  return r;
 }
 
 void completion_call::on_token(int index, const token_event& ev) {
@@ -170,7 +196,7 @@ void completion_call::finish_all() {
       emit_({e.status, dump_json(error_body(e)), true});
       return;
     }
-    results.push_back({c.text, c.logprobs, api_name(c.finish.reason)});
+    results.push_back(request_.is_chat ? chat_result(c) : choice_result{c.text, c.logprobs, api_name(c.finish.reason)});
   }
   json body = request_.is_chat ? chat_response(meta_, results, usage) : completion_response(meta_, results, usage);
   emit_({200, dump_json(body), true});

@@ -15,6 +15,7 @@
 #include "actors/gateway/openai_request.hpp"
 #include "actors/gateway/openai_response.hpp"
 #include "actors/gateway/posting_sink.hpp"
+#include "actors/gateway/tool_chunks.hpp"
 
 namespace inflight::gateway {
 
@@ -50,6 +51,7 @@ class completion_call final : public gateway_call, public std::enable_shared_fro
     finish_event finish;
     std::string held_text;            ///< streamed while paused, not yet sent
     std::vector<sampled_token> held_tokens;
+    std::optional<tool_chunk_writer> tool_writer;  ///< chat with tools, streaming: calls read as they come
   };
 
   void on_token(int index, const token_event& ev);
@@ -57,6 +59,8 @@ class completion_call final : public gateway_call, public std::enable_shared_fro
   void emit_start();
   void emit_delta(int index, const std::string& text, const std::vector<sampled_token>& logprobs,
                   const char* finish_reason);
+  void emit_tool_delta(int index, const std::string& text, const nlohmann::json& logprobs, const char* finish_reason);
+  choice_result chat_result(const choice_state& c) const;
   void finish_all();
   void flush_held(int index);
   nlohmann::json logprobs_of(choice_state& c, const std::vector<sampled_token>& tokens);

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "actors/gateway/chat_messages.hpp"
+#include "actors/gateway/constraint_request.hpp"
 #include "actors/gateway/json_fields.hpp"
 #include "core/sampling/sampler.hpp"
 #include "core/util/json_depth.hpp"
@@ -75,12 +76,22 @@ api_result<std::vector<std::vector<token_id>>> parse_prompts(const json& p, cons
   return out;
 }
 
-api_result<std::vector<std::vector<token_id>>> parse_chat_prompt(const json& body, const served_model& m) {
+api_result<std::vector<std::vector<token_id>>> parse_chat_prompt(const json& body, const served_model& m,
+                                                                  openai_request& r) {
   auto msgs = try_parse_messages(body["messages"]);
   if (!msgs) return std::unexpected(msgs.error());
-  bool add_generation_prompt = true;
-  if (auto e = read_bool(body, "add_generation_prompt", add_generation_prompt)) return std::unexpected(*e);
-  auto ids = try_tokenize_chat(m, *msgs, add_generation_prompt);
+  chat_input input;
+  if (auto e = read_bool(body, "add_generation_prompt", input.add_generation_prompt)) return std::unexpected(*e);
+  if (r.kind == api_kind::chat) {
+    auto tools = try_parse_tools(body);
+    if (!tools) return std::unexpected(tools.error());
+    r.tools = std::move(*tools);
+    input.tools = r.tools.definitions;
+  } else if (field(body, "tools")) {
+    return std::unexpected(bad_request("tools are served on /v1/chat/completions", "tools"));
+  }
+  input.messages = template_messages(body["messages"]);
+  auto ids = try_tokenize_chat(m, input);
   if (!ids) return std::unexpected(to_api_error(ids.error(), "messages"));
   if (ids->empty()) return std::unexpected(bad_request("messages render to an empty prompt", "messages"));
   if (int(ids->size()) >= m.max_context) return std::unexpected(context_error(ids->size(), m, "messages"));
@@ -145,6 +156,24 @@ opt_error parse_logprobs(const json& body, api_kind kind, openai_request& r) {
   return {};
 }
 
+/// Structured outputs (every alias) or the grammar of a forced tool call, compiled; logit_bias.
+opt_error parse_constraints(const json& body, const served_model& m, openai_request& r) {
+  auto c = try_parse_constraint(body);
+  if (!c) return c.error();
+  if (r.tools.is_forced()) {
+    if (*c) return bad_request("tool_choice forces a tool call: " + (*c)->param + " cannot be given too", (*c)->param,
+                               "conflicting_constraints");
+    auto index = try_compile_tool_grammar(r.tools, m);
+    if (!index) return index.error();
+    r.base.params.grammar = std::move(*index);
+  } else if (*c) {
+    auto index = try_compile_constraint(m, **c);
+    if (!index) return index.error();
+    r.base.params.grammar = std::move(*index);
+  }
+  return parse_logit_bias(body, m, r.base.params.logit_bias);
+}
+
 opt_error parse_options(const json& body, const served_model& m, openai_request& r) {
   if (auto e = read_int(body, "n", 1, m.max_choices, r.n)) return e;
   if (r.num_choices() > m.max_choices) {
@@ -179,7 +208,7 @@ opt_error parse_options(const json& body, const served_model& m, openai_request&
     const auto& msg = ok.error().message;
     return bad_request(msg, msg.substr(0, msg.find(' ')));
   }
-  return {};
+  return parse_constraints(body, m, r);  // last: compiling is the costly check
 }
 
 }  // namespace
@@ -200,7 +229,7 @@ api_result<openai_request> try_parse_request(const json& body, api_kind kind, co
   r.is_chat = kind == api_kind::chat || (kind == api_kind::websocket && has_messages);
   const char* needed = r.is_chat ? "messages" : "prompt";
   if (!field(body, needed)) return std::unexpected(bad_request(std::string(needed) + " is required", needed));
-  auto prompts = r.is_chat ? parse_chat_prompt(body, m) : parse_prompts(body["prompt"], m, true);
+  auto prompts = r.is_chat ? parse_chat_prompt(body, m, r) : parse_prompts(body["prompt"], m, true);
   if (!prompts) return std::unexpected(prompts.error());
   r.prompts = std::move(*prompts);
   if (auto e = parse_options(body, m, r)) return std::unexpected(*e);

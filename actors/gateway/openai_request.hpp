@@ -12,6 +12,7 @@
 #include "actors/engine.hpp"
 #include "actors/gateway/errors.hpp"
 #include "actors/gateway/served_model.hpp"
+#include "actors/gateway/tool_request.hpp"
 
 namespace inflight::gateway {
 
@@ -33,6 +34,7 @@ struct openai_request {
   bool has_logprobs = false;                   ///< logprobs were asked for
   int num_top_logprobs = 0;                    ///< top alternatives per token (0..20)
   std::string user;
+  tool_request tools;                          ///< chat: tools, tool_choice, parallel_tool_calls
 
   int num_choices() const { return static_cast<int>(prompts.size()) * n; }
   /// The engine request of choice `index` (prompt index * n + j): its own prompt, and

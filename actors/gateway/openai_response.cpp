@@ -106,12 +106,36 @@ json chat_response(const response_meta& meta, const std::vector<choice_result>& 
   json list = json::array();
   for (std::size_t i = 0; i < choices.size(); ++i) {
     json logprobs = choices[i].logprobs.is_null() ? json(nullptr) : json{{"content", choices[i].logprobs}};
-    list.push_back({{"index", i}, {"message", {{"role", "assistant"}, {"content", choices[i].text}}},
-                    {"logprobs", logprobs}, {"finish_reason", choices[i].finish_reason}});
+    json message = {{"role", "assistant"},
+                    {"content", choices[i].is_content_null ? json(nullptr) : json(choices[i].text)},
+                    {"refusal", nullptr}};
+    if (!choices[i].tool_calls.is_null()) message["tool_calls"] = choices[i].tool_calls;
+    list.push_back({{"index", i}, {"message", std::move(message)}, {"logprobs", logprobs},
+                    {"finish_reason", choices[i].finish_reason}});
   }
   return {{"id", meta.id}, {"object", "chat.completion"}, {"created", meta.created},
           {"model", meta.model}, {"choices", list}, {"usage", usage}};
 }
+
+json tool_call_json(const std::string& id, const std::string& name, const std::string& arguments) {
+  return {{"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", arguments}}}};
+}
+
+json tool_call_delta(int index, const std::string& id, const std::optional<std::string>& name,
+                     const std::string& arguments) {
+  json call = {{"index", index}};
+  if (!id.empty()) {
+    call["id"] = id;
+    call["type"] = "function";
+  }
+  json function = json::object();
+  if (name) function["name"] = *name;
+  function["arguments"] = arguments;
+  call["function"] = std::move(function);
+  return {{"tool_calls", json::array({std::move(call)})}};
+}
+
+json chat_role_delta() { return {{"role", "assistant"}, {"content", ""}, {"refusal", nullptr}}; }
 
 json models_list(const served_model& m) {
   json model = {{"id", m.name}, {"object", "model"}, {"created", m.created},

@@ -52,12 +52,25 @@ struct choice_result {
   std::string text;
   nlohmann::json logprobs;  ///< null when not asked for
   std::string finish_reason;
+  /// Chat: the message's tool_calls ([tool_call_json(...)]); null = none.
+  nlohmann::json tool_calls = nullptr;
+  bool is_content_null = false;  ///< chat: the message was calls only (content null)
 };
+
+/// One entry of message.tool_calls: {id, type: "function", function: {name, arguments}}.
+nlohmann::json tool_call_json(const std::string& id, const std::string& name, const std::string& arguments);
+/// A streaming delta with one piece of call `index`: the first piece carries id, type and
+/// name (`id` not empty), later ones a piece of the arguments.
+nlohmann::json tool_call_delta(int index, const std::string& id, const std::optional<std::string>& name,
+                               const std::string& arguments);
+/// The first delta of a chat stream: {"role": "assistant", "content": "", "refusal": null}.
+nlohmann::json chat_role_delta();
 
 /// {"object": "text_completion", choices: [{index, text, logprobs, finish_reason}], usage}.
 nlohmann::json completion_response(const response_meta& meta, const std::vector<choice_result>& choices,
                                    const nlohmann::json& usage);
-/// {"object": "chat.completion", choices: [{index, message, logprobs, finish_reason}], usage}.
+/// {"object": "chat.completion", choices: [{index, message, logprobs, finish_reason}], usage};
+/// message: {role, content, refusal: null[, tool_calls]}.
 nlohmann::json chat_response(const response_meta& meta, const std::vector<choice_result>& choices,
                              const nlohmann::json& usage);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/grammar/tokenizer_vocab.hpp"
 #include "core/tokenizer/hf_tokenizer.hpp"
 
 namespace inflight::gateway {
@@ -34,6 +35,23 @@ result<void> set_up_rerank(served_model& m, const rerank_settings& s, int max_wa
   if (s.mode == rerank_mode::required) return make_error(errc::invalid_argument, "rerank: " + r.error().message);
   m.rerank_unavailable = "reranking is not available for this model: " + r.error().message;
   append_warning(warning, m.rerank_unavailable + " (/v1/rerank and /v1/score answer 400)");
+  return {};
+}
+
+/// model.tool_call_format, or ("auto") the format the template's markers or family show.
+result<void> set_up_tools(served_model& m, const hf_tokenizer* hf, const deployment& d) {
+  const std::string source = hf ? hf->chat_template() : std::string();
+  std::string renderer = m.chat_template_name;
+  if (renderer == "jinja")
+    if (auto family = chat_template::try_detect(source)) renderer = std::string(family->name());
+  tool_call_format format = detect_tool_call_format(source, renderer);
+  if (d.model.tool_call_format != "auto") {
+    auto named = try_tool_call_format(d.model.tool_call_format);
+    if (!named) return make_error(errc::invalid_argument, "model.tool_call_format: " + named.error().message);
+    format = *named;
+  }
+  m.tool_style = tool_style_for(m.chat_template_name, format);
+  m.is_tool_template = source.find("tools") != std::string::npos;
   return {};
 }
 
@@ -87,6 +105,8 @@ result<served_model> try_make_served_model(const loaded_model& model, const depl
     }
   }
   m.chat_template_name = m.chat ? std::string(m.chat->name()) : "plain";
+  if (auto ok = set_up_tools(m, hf, d); !ok) return std::unexpected(ok.error());
+  m.grammars = std::make_shared<grammar_cache>(make_grammar_vocab(*model.tok));
   if (auto ok = set_up_rerank(m, d.rerank, d.server.max_waiting_requests, warning); !ok) return std::unexpected(ok.error());
   set_up_embeddings(m, model, d);
   return m;
@@ -105,6 +125,36 @@ result<std::vector<token_id>> try_tokenize_chat(const served_model& m, std::span
   auto text = m.chat->try_render(messages, add_generation_prompt, m.bos_text, m.eos_text);
   if (!text) return std::unexpected(text.error());
   return m.tok->encode(*text, false);
+}
+
+namespace {
+
+bool has_tool_parts(const chat_input& input) {
+  if (input.tools.is_array() && !input.tools.empty()) return true;
+  for (const auto& msg : input.messages)
+    if (msg.value("role", std::string()) == "tool" || msg.contains("tool_calls")) return true;
+  return false;
+}
+
+}  // namespace
+
+result<std::vector<token_id>> try_tokenize_chat(const served_model& m, const chat_input& input) {
+  if (m.chat && m.chat->family() == chat_family::jinja) {
+    chat_input with_specials = input;
+    with_specials.bos = m.bos_text;
+    with_specials.eos = m.eos_text;
+    if (!m.is_tool_template && has_tool_parts(input)) {
+      with_specials.messages = nlohmann::ordered_json::array();
+      for (const auto& turn : flatten_tool_conversation(input, m.tool_style))
+        with_specials.messages.push_back({{"role", turn.role}, {"content", turn.content}});
+      with_specials.tools = nullptr;
+    }
+    auto text = m.chat->try_render(with_specials);
+    if (!text) return std::unexpected(text.error());
+    return m.tok->encode(*text, false);
+  }
+  const auto messages = flatten_tool_conversation(input, m.tool_style);
+  return try_tokenize_chat(m, messages, input.add_generation_prompt);
 }
 
 std::vector<token_id> tokenize_text(const served_model& m, const std::string& text, bool add_special) {

@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "core/chat/tool_prompt.hpp"
 #include "core/config/deployment.hpp"
 #include "core/error.hpp"
+#include "core/grammar/grammar_cache.hpp"
 #include "core/model/model_loader.hpp"
 #include "core/rerank/reranker.hpp"
 #include "core/tokenizer/chat_template.hpp"
@@ -38,6 +40,16 @@ struct served_model {
   int embedding_width = 0;           ///< the model's hidden size: the length of a whole embedding
   int max_embedding_inputs = 0;      ///< embeddings.max_inputs, at most server.max_waiting_requests
   std::int64_t created = 0;          ///< unix time the server started (GET /v1/models)
+  /// Structured outputs and forced tool calls: constraints compiled once per content for
+  /// this tokenizer's vocabulary, at the gateway (never on the engine's step loop).
+  /// Null: constrained requests are refused.
+  std::shared_ptr<grammar_cache> grammars;
+  /// How this model writes tool calls (model.tool_call_format, "auto" = detected), and
+  /// how the built-in renderers and the plain fallback write tools into the prompt.
+  tool_prompt_style tool_style;
+  /// The model's Jinja template reads `tools`. When it does not, a conversation with
+  /// tools or tool calls is flattened as for the built-in renderers before it renders.
+  bool is_tool_template = true;
 };
 
 /// Resolves the chat template: model.chat_template by name when set, else the one
@@ -57,6 +69,12 @@ std::string render_plain_chat(std::span<const chat_message> messages, bool add_g
 /// that parses to the special token), so BOS is added only for the plain fallback.
 result<std::vector<token_id>> try_tokenize_chat(const served_model& m, std::span<const chat_message> messages,
                                                 bool add_generation_prompt);
+
+/// Prompt token ids of a conversation with its tools (chat_input): the model's Jinja
+/// template gets messages and tools as they are (when it reads `tools`); the built-in
+/// renderers, the plain fallback and templates that know no tools get them flattened by
+/// flatten_tool_conversation in `m.tool_style`.
+result<std::vector<token_id>> try_tokenize_chat(const served_model& m, const chat_input& input);
 
 /// Token ids of a prompt text, with BOS when the tokenizer wants it and `add_special`.
 std::vector<token_id> tokenize_text(const served_model& m, const std::string& text, bool add_special = true);

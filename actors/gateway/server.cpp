@@ -128,7 +128,7 @@ result<std::unique_ptr<server>> server::try_start(engine& eng, const server_opti
   if (!model) return std::unexpected(model.error());
   auto p = std::make_unique<impl>();
   p->warning = warning;
-  p->chat_name = model->chat_template_name;
+  p->chat_name = model->chat_template_name + " (tool calls: " + to_string(model->tool_style.format) + ")";
   p->state = std::make_unique<gateway_state>(eng, std::move(*model), settings, options.version);
   boost::system::error_code ec;
   tcp::resolver resolver(p->ioc);

@@ -34,7 +34,8 @@ class server {
   /// The bound address and port (the real port when 0 was asked for).
   std::string host() const;
   int port() const;
-  /// Chat template in use ("plain" = the fallback) and any start-up warning about it.
+  /// Chat template in use ("plain" = the fallback) with the tool-call format, e.g.
+  /// "plain (tool calls: json)"; and any start-up warning about it.
   const std::string& chat_template_name() const;
   const std::string& warning() const;
 

@@ -69,6 +69,8 @@ struct model_settings {
   std::string load_mode = "auto";
   int max_context = 0;             ///< 0 = the model's own
   std::string chat_template;       ///< empty = the model's own (Jinja) template; else a built-in by name
+  /// How the model writes tool calls: auto (from the chat template) | hermes | llama3_json | json.
+  std::string tool_call_format = "auto";
   std::string config_json;         ///< format = dummy: shape from this config.json instead of [model.dummy]
   dummy_shape dummy;
 };

@@ -27,6 +27,7 @@ const char* to_string(grammar_kind kind) {
     case grammar_kind::regex: return "regex";
     case grammar_kind::choice: return "choice";
     case grammar_kind::json_schema: return "json_schema";
+    case grammar_kind::framed_json: return "framed_json";
   }
   return "gbnf";
 }
@@ -37,6 +38,7 @@ result<grammar> try_compile(const grammar_spec& spec) {
     case grammar_kind::regex: return grammar_from_regex(spec.text);
     case grammar_kind::choice: return compile_choices(spec.text);
     case grammar_kind::json_schema: return grammar_from_json_schema(spec.text);
+    case grammar_kind::framed_json: return grammar_from_framed_json(spec.text);
   }
   return make_error(errc::invalid_argument, "unknown grammar kind");
 }

@@ -22,9 +22,12 @@ enum class grammar_kind : std::uint8_t {
   regex,        ///< a regular expression matching the whole output
   choice,       ///< a JSON array of strings: exactly one of them
   json_schema,  ///< a JSON Schema: JSON text valid against it
+  /// JSON values valid against a schema, each framed by fixed texts (tool calls):
+  /// {"schema", "begin", "end", "separator", "min_items", "max_items"} (see framed_json_spec)
+  framed_json,
 };
 
-/// "gbnf", "regex", "choice", "json_schema".
+/// "gbnf", "regex", "choice", "json_schema", "framed_json".
 const char* to_string(grammar_kind kind);
 
 struct grammar_spec {

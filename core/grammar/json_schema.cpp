@@ -18,6 +18,27 @@ result<grammar> schema_compiler::compile() {
   return b_.build(root);
 }
 
+result<grammar> schema_compiler::compile_framed(const framed_json_spec& frame) {
+  if (frame.max_items && *frame.max_items < frame.min_items)
+    return make_error(errc::invalid_argument, "framed JSON: max_items is below min_items");
+  if (frame.min_items > json_text_max_count || (frame.max_items && *frame.max_items > json_text_max_count))
+    return make_error(errc::unsupported, "framed JSON: more than " + std::to_string(json_text_max_count) + " items");
+  const std::uint32_t root = b_.declare("root");
+  auto e = schema(root_, "");
+  if (!e) return std::unexpected(e.error());
+  const std::uint32_t item = as_rule(g_seq({g_literal(frame.begin), std::move(*e), g_literal(frame.end)}), "item");
+  if (frame.max_items == std::optional<std::uint32_t>(0)) {
+    b_.define(root, g_seq({}));
+    return b_.build(root);
+  }
+  const std::uint32_t min_rest = frame.min_items == 0 ? 0 : frame.min_items - 1;
+  const std::optional<std::uint32_t> max_rest =
+      frame.max_items ? std::optional<std::uint32_t>(*frame.max_items - 1) : std::nullopt;
+  gexpr items = g_seq({g_ref(item), g_repeat(g_seq({g_literal(frame.separator), g_ref(item)}), min_rest, max_rest)});
+  b_.define(root, frame.min_items == 0 ? g_optional(std::move(items)) : std::move(items));
+  return b_.build(root);
+}
+
 result<gexpr> schema_compiler::schema(const ojson& s, const std::string& path) {
   if (depth_ >= max_depth) return unsupported("JSON Schema nesting deeper than " + std::to_string(max_depth), path);
   ++depth_;
@@ -372,6 +393,55 @@ result<grammar> grammar_from_json_schema(std::string_view schema_text) {
   ojson schema = ojson::parse(schema_text, nullptr, false);
   if (schema.is_discarded()) return make_error(errc::invalid_argument, "the JSON Schema is not valid JSON");
   return json_schema_detail::schema_compiler(schema).compile();
+}
+
+result<grammar> grammar_from_framed_json(const framed_json_spec& spec) {
+  using json_schema_detail::ojson;
+  ojson schema = ojson::parse(spec.schema, nullptr, false);
+  if (schema.is_discarded()) return make_error(errc::invalid_argument, "the JSON Schema is not valid JSON");
+  return json_schema_detail::schema_compiler(schema).compile_framed(spec);
+}
+
+result<grammar> grammar_from_framed_json(std::string_view spec_text) {
+  using json_schema_detail::ojson;
+  const ojson j = ojson::parse(spec_text, nullptr, false);
+  const auto bad = [] {
+    return make_error(errc::invalid_argument,
+                      "framed JSON must be {\"schema\", \"begin\", \"end\", \"separator\", \"min_items\", \"max_items\"}");
+  };
+  if (j.is_discarded() || !j.is_object() || !j.contains("schema")) return bad();
+  framed_json_spec spec;
+  spec.schema = j["schema"].dump();
+  for (auto [key, out] : {std::pair{"begin", &spec.begin}, {"end", &spec.end}, {"separator", &spec.separator}}) {
+    if (!j.contains(key)) continue;
+    if (!j[key].is_string()) return bad();
+    *out = j[key].get<std::string>();
+  }
+  if (j.contains("min_items")) {
+    if (!j["min_items"].is_number_unsigned()) return bad();
+    spec.min_items = static_cast<std::uint32_t>(std::min<std::uint64_t>(j["min_items"].get<std::uint64_t>(), UINT32_MAX));
+  }
+  if (j.contains("max_items")) {
+    if (j["max_items"].is_null()) {
+      spec.max_items.reset();
+    } else {
+      if (!j["max_items"].is_number_unsigned()) return bad();
+      spec.max_items = static_cast<std::uint32_t>(std::min<std::uint64_t>(j["max_items"].get<std::uint64_t>(), UINT32_MAX));
+    }
+  }
+  return grammar_from_framed_json(spec);
+}
+
+std::string to_json_text(const framed_json_spec& spec) {
+  using json_schema_detail::ojson;
+  ojson schema = ojson::parse(spec.schema, nullptr, false);
+  ojson j = {{"schema", schema.is_discarded() ? ojson(spec.schema) : schema},
+             {"begin", spec.begin},
+             {"end", spec.end},
+             {"separator", spec.separator},
+             {"min_items", spec.min_items},
+             {"max_items", spec.max_items ? ojson(*spec.max_items) : ojson(nullptr)}};
+  return j.dump();
 }
 
 }  // namespace inflight

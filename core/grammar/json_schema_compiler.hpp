@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/grammar/front_ends.hpp"
 #include "core/grammar/grammar.hpp"
 #include "core/grammar/json_schema_internal.hpp"
 
@@ -80,6 +81,8 @@ class schema_compiler {
   explicit schema_compiler(const ojson& root) : root_(root) {}
 
   result<grammar> compile();
+  /// root ::= item (separator item){min-1,max-1}; item ::= begin value end.
+  result<grammar> compile_framed(const framed_json_spec& frame);
 
  private:
   // --- dispatch -------------------------------------------------------------------

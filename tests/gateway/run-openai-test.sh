@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # ctest entry: the official openai npm client against `inflight serve` (stories260K).
-#   run-openai-test.sh INFLIGHT_BIN PLUGIN_DIR SHARED_DIR WORK_DIR
-# Missing node, the npm package or the model: exit 77 (skipped), a failure when CI=true.
+#   run-openai-test.sh INFLIGHT_BIN PLUGIN_DIR SHARED_DIR WORK_DIR [SCRIPT]
+# SCRIPT: openai-client.mjs (the default) or openai-structured.mjs (structured outputs
+# and tools, validated with ajv). Missing node, the npm packages or the model: exit 77
+# (skipped), a failure when CI=true.
 set -euo pipefail
-INFLIGHT_BIN=$1 PLUGIN_DIR=$2 SHARED_DIR=$3 WORK=$4
+INFLIGHT_BIN=$1 PLUGIN_DIR=$2 SHARED_DIR=$3 WORK=$4 SCRIPT=${5:-openai-client.mjs}
 here=$(cd "$(dirname "$0")" && pwd)
 SOURCE_DIR=$(cd "$here/../.." && pwd)
 source "$here/serve-lib.sh"
 
 need node
 need_file "$here/node_modules/openai/package.json" "(run scripts/setup-gateway-tests.sh)"
+need_file "$here/node_modules/ajv/package.json" "(run scripts/setup-gateway-tests.sh)"
 need_file "$SHARED_DIR/models/stories260K/stories260K.bin"
 mkdir -p "$WORK"
 greedy_text "Once upon a time" 20 | head -c -1 | sed '1s/^Once upon a time//' >"$WORK/expected.txt"
 start_server "$WORK/serve.log"
 trap 'kill -9 $SERVER_PID 2>/dev/null || true' EXIT
-node "$here/openai-client.mjs" "http://127.0.0.1:$PORT/v1" "$WORK/expected.txt"
+node "$here/$SCRIPT" "http://127.0.0.1:$PORT/v1" "$WORK/expected.txt"
 stop_server
 trap - EXIT
 grep -q "^inflight: shut down" "$WORK/serve.log"

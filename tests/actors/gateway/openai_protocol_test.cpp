@@ -257,7 +257,19 @@ TEST_CASE("openai protocol: response and chunk shapes", "[gateway][protocol]") {
   const json full = chat_response(meta, {{"a", nullptr, "stop"}, {"b", nullptr, "length"}}, usage_json(1, 2));
   CHECK(full["object"] == "chat.completion");
   CHECK(full["choices"][1]["index"] == 1);
-  CHECK(full["choices"][1]["message"] == json::parse(R"({"role": "assistant", "content": "b"})"));
+  CHECK(full["choices"][1]["message"] == json::parse(R"({"role": "assistant", "content": "b", "refusal": null})"));
+  choice_result calls{"", nullptr, "tool_calls"};
+  calls.is_content_null = true;
+  calls.tool_calls = json::array({tool_call_json("call_1", "f", "{\"a\":1}")});
+  const json with_calls = chat_response(meta, {calls}, usage_json(1, 2));
+  CHECK(with_calls["choices"][0]["message"] == json::parse(R"({"role": "assistant", "content": null, "refusal": null,
+      "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{\"a\":1}"}}]})"));
+  CHECK(with_calls["choices"][0]["finish_reason"] == "tool_calls");
+  CHECK(tool_call_delta(0, "call_1", "f", "") == json::parse(R"({"tool_calls": [{"index": 0, "id": "call_1",
+      "type": "function", "function": {"name": "f", "arguments": ""}}]})"));
+  CHECK(tool_call_delta(1, "", std::nullopt, "{\"a\"") == json::parse(R"({"tool_calls": [{"index": 1,
+      "function": {"arguments": "{\"a\""}}]})"));
+  CHECK(chat_role_delta() == json::parse(R"({"role": "assistant", "content": "", "refusal": null})"));
   CHECK(full["choices"][0]["finish_reason"] == "stop");
   CHECK(std::string(api_name(finish_reason::aborted)) == "abort");
   CHECK(make_response_id("cmpl-").size() == 5 + 24);
