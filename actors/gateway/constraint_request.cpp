@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 
 namespace inflight::gateway {
 
@@ -127,9 +128,18 @@ constraint_result try_parse_constraint(const json& body) {
 
 api_result<std::shared_ptr<const token_index>> try_compile_constraint(const served_model& m, const named_constraint& c) {
   if (!m.grammars) return std::unexpected(bad_request("structured outputs are not available for this model", c.param));
+  const auto start = std::chrono::steady_clock::now();
+  const auto num_misses = m.grammars->num_misses();
   auto index = m.grammars->try_get(c.spec);
-  if (!index) return std::unexpected(bad_request(c.param + ": " + index.error().message, c.param, "invalid_grammar"));
+  if (!index) {
+    if (m.metrics) m.metrics->grammar_refused_total.fetch_add(1, std::memory_order_relaxed);
+    return std::unexpected(bad_request(c.param + ": " + index.error().message, c.param, "invalid_grammar"));
+  }
   (*index)->warm_up();
+  if (m.metrics && m.grammars->num_misses() != num_misses) {  // compiled now (not a cache hit)
+    m.metrics->grammar_compile_seconds.observe(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
   return *index;
 }
 

@@ -13,6 +13,7 @@
 #include "core/config/deployment.hpp"
 #include "core/error.hpp"
 #include "core/grammar/grammar_cache.hpp"
+#include "core/metrics/metrics.hpp"
 #include "core/model/model_loader.hpp"
 #include "core/rerank/reranker.hpp"
 #include "core/tokenizer/chat_template.hpp"
@@ -44,6 +45,8 @@ struct served_model {
   /// this tokenizer's vocabulary, at the gateway (never on the engine's step loop).
   /// Null: constrained requests are refused.
   std::shared_ptr<grammar_cache> grammars;
+  /// Where compiles and refused constraints are recorded (the engine's); null: not recorded.
+  engine_metrics* metrics = nullptr;
   /// How this model writes tool calls (model.tool_call_format, "auto" = detected), and
   /// how the built-in renderers and the plain fallback write tools into the prompt.
   tool_prompt_style tool_style;

@@ -126,6 +126,7 @@ result<std::unique_ptr<server>> server::try_start(engine& eng, const server_opti
   std::string warning;
   auto model = try_make_served_model(eng.model(), eng.settings(), &warning);
   if (!model) return std::unexpected(model.error());
+  model->metrics = &eng.metrics();
   auto p = std::make_unique<impl>();
   p->warning = warning;
   p->chat_name = model->chat_template_name + " (tool calls: " + to_string(model->tool_style.format) + ")";

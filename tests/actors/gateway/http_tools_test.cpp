@@ -76,16 +76,21 @@ TEST_CASE("gateway http: a refused constraint is a 400 before anything is queued
   CHECK(e["param"] == "response_format");
   CHECK(e["code"] == "invalid_grammar");
   CHECK(e["message"].get<std::string>().find("'uniqueItems' at /properties/tags") != std::string::npos);
+  CHECK(s.eng->metrics().grammar_refused_total.load() == 1);
+  CHECK(s.eng->metrics().grammar_compile_seconds.count() == 0);
+  // A schema that compiles is timed once; the same one again is a cache hit.
+  const json regex = {{"prompt", "Once"}, {"max_tokens", 2}, {"guided_regex", "[a-z]+"}};
+  REQUIRE(post_json(s.port, "/v1/completions", regex).status == 200);
+  REQUIRE(post_json(s.port, "/v1/completions", regex).status == 200);
+  CHECK(s.eng->metrics().grammar_compile_seconds.count() == 1);
+  CHECK(get(s.port, "/metrics").body.find("inflight:grammar_refused_total{model_name=") != std::string::npos);
   auto both = post_json(s.port, "/v1/completions", {{"prompt", "Once"}, {"guided_regex", "a+"}, {"guided_choice", json::array({"a"})}});
   REQUIRE(both.status == 400);
   CHECK(both.body_json()["error"]["code"] == "conflicting_constraints");
   CHECK(engine_idle(s.port));
 }
 
-// Needs the engine to apply sampling_params::grammar (the mask before sampling); hidden
-// ("[.constrained]", outside every other tag) until it does: run it with
-// `inflight_actor_tests "[constrained]"`, then give it the [gateway][http] tags.
-TEST_CASE("gateway http: sampled outputs hold to their constraint", "[.constrained]") {
+TEST_CASE("gateway http: sampled outputs hold to their constraint", "[gateway][http][structured]") {
   if (!has_stories()) return;
   served s(stories_deployment());
   for (int seed = 1; seed <= 4; ++seed) {
