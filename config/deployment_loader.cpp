@@ -261,15 +261,28 @@ const std::map<std::string, key_spec>& specs() {
         [](auto k) { return integer(&D::rerank, &rerank_settings::max_documents, 1, 1 << 20, k); });
     add("embeddings.enabled", [](auto k) { return boolean(&D::embeddings, &embeddings_settings::enabled, k); });
     add("embeddings.pooling", [](auto k) -> key_spec {
-      const std::string expected = "one of \"last\" \"mean\" \"first\"";
+      const std::string expected = "one of \"auto\" \"last\" \"mean\" \"first\"";
       return {expected, [k, expected](deployment& d, const toml::node& n) -> result<void> {
+                const bool is_auto = n.is_string() && n.as_string()->get() == "auto";
                 const auto pooling = n.is_string() ? try_pooling_from_name(n.as_string()->get()) : std::nullopt;
-                if (!pooling) return bad_value(k, n, expected);
-                d.embeddings.pooling = *pooling;
+                if (!is_auto && !pooling) return bad_value(k, n, expected);
+                d.embeddings.pooling = pooling;
                 return {};
               }};
     });
-    add("embeddings.normalize", [](auto k) { return boolean(&D::embeddings, &embeddings_settings::normalize, k); });
+    add("embeddings.normalize", [](auto k) -> key_spec {
+      const std::string expected = "true, false or \"auto\"";
+      return {expected, [k, expected](deployment& d, const toml::node& n) -> result<void> {
+                if (n.is_boolean()) {
+                  d.embeddings.normalize = n.as_boolean()->get();
+                } else if (n.is_string() && n.as_string()->get() == "auto") {
+                  d.embeddings.normalize.reset();
+                } else {
+                  return bad_value(k, n, expected);
+                }
+                return {};
+              }};
+    });
     add("embeddings.matryoshka", [](auto k) { return boolean(&D::embeddings, &embeddings_settings::matryoshka, k); });
     add("embeddings.query_prefix",
         [](auto k) { return text(&D::embeddings, &embeddings_settings::query_prefix, {}, k); });

@@ -17,35 +17,29 @@
 #include "actors/gateway/gateway_call.hpp"
 #include "actors/gateway/gateway_state.hpp"
 #include "actors/gateway/posting_sink.hpp"
+#include "actors/gateway/prefill_fanout.hpp"
 
 namespace inflight::gateway {
 
 class embed_call final : public gateway_call, public std::enable_shared_from_this<embed_call> {
  public:
   /// The response body, or the error that ended the call; called once.
-  using emit_fn = std::function<void(api_result<nlohmann::json>)>;
+  using emit_fn = prefill_fanout::emit_fn;
 
   embed_call(gateway_state& state, embed_request request, post_fn post, emit_fn emit);
 
   /// Submits every input. On error nothing was emitted and nothing stays queued: the
   /// caller answers with the error.
   std::optional<api_error> try_start();
-  void cancel() override;
-  bool is_done() const { return num_finished_ == request_.num_inputs(); }
+  void cancel() override { fanout_.cancel(); }
 
  private:
   void on_finish(int index, const finish_event& ev);
-  void fail(api_error e);
 
   gateway_state& state_;
   embed_request request_;
-  post_fn post_;
-  emit_fn emit_;
-  std::vector<request_id> ids_;
+  prefill_fanout fanout_;
   std::vector<std::vector<float>> embeddings_;
-  std::vector<bool> is_finished_;
-  int num_finished_ = 0;
-  bool is_cancelled_ = false;
 };
 
 }  // namespace inflight::gateway

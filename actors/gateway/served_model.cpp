@@ -55,7 +55,7 @@ result<void> set_up_tools(served_model& m, const hf_tokenizer* hf, const deploym
   return {};
 }
 
-void set_up_embeddings(served_model& m, const loaded_model& model, const deployment& d) {
+void set_up_embeddings(served_model& m, const loaded_model& model, const deployment& d, std::string* warning) {
   // Each input waits in the engine's queue as a request of its own (as rerank documents do).
   m.max_embedding_inputs = std::min(d.embeddings.max_inputs, d.server.max_waiting_requests);
   m.embedding_width = model.weights ? model.weights->config.dim : 0;
@@ -66,8 +66,12 @@ void set_up_embeddings(served_model& m, const loaded_model& model, const deploym
         "embeddings are not implemented on the cuda backend yet (engine.backend = \"cuda\"); the cpu backend serves them";
   } else if (m.embedding_width <= 0) {
     m.embeddings_unavailable = "embeddings need the model's weights";
+  } else if (auto recipe = try_resolve_embedding(d.embeddings.pooling, d.embeddings.normalize, model.pooling); !recipe) {
+    m.embeddings_unavailable = "embeddings are not available for this model: " + recipe.error().message;
+    append_warning(warning, m.embeddings_unavailable + " (/v1/embeddings answers 400)");
   } else {
     m.embeddings = d.embeddings;
+    m.embedding = std::move(*recipe);
   }
 }
 
@@ -108,7 +112,7 @@ result<served_model> try_make_served_model(const loaded_model& model, const depl
   if (auto ok = set_up_tools(m, hf, d); !ok) return std::unexpected(ok.error());
   m.grammars = std::make_shared<grammar_cache>(make_grammar_vocab(*model.tok));
   if (auto ok = set_up_rerank(m, d.rerank, d.server.max_waiting_requests, warning); !ok) return std::unexpected(ok.error());
-  set_up_embeddings(m, model, d);
+  set_up_embeddings(m, model, d, warning);
   return m;
 }
 

@@ -11,6 +11,7 @@
 
 #include "core/chat/tool_prompt.hpp"
 #include "core/config/deployment.hpp"
+#include "core/embed/pooling.hpp"
 #include "core/error.hpp"
 #include "core/grammar/grammar_cache.hpp"
 #include "core/metrics/metrics.hpp"
@@ -38,6 +39,7 @@ struct served_model {
   /// embeddings_unavailable (the reason).
   std::optional<embeddings_settings> embeddings;
   std::string embeddings_unavailable;
+  embedding_recipe embedding;        ///< the pooling and normalisation, the settings over the model's own
   int embedding_width = 0;           ///< the model's hidden size: the length of a whole embedding
   int max_embedding_inputs = 0;      ///< embeddings.max_inputs, at most server.max_waiting_requests
   std::int64_t created = 0;          ///< unix time the server started (GET /v1/models)
@@ -61,7 +63,8 @@ struct served_model {
 /// and says so in `warning`. Sets up reranking as [rerank] says: with enabled = true a
 /// template or word the tokenizer cannot serve is an error; with "auto" rerank stays off
 /// and `warning` says why. Serves embeddings as [embeddings] says (not on the cuda
-/// backend yet).
+/// backend yet), pooled as the model states where embeddings.pooling is "auto"; a
+/// pooling the engine does not implement leaves the route off and `warning` says why.
 result<served_model> try_make_served_model(const loaded_model& model, const deployment& d, std::string* warning);
 
 /// The fallback template for models without one (llama2.c, byte tokenizer):

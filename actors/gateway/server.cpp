@@ -34,7 +34,7 @@ struct server::impl {
   bool is_shutdown_requested = false;
   bool is_shutdown_running = false;
   bool is_stopped = false;
-  std::string host, warning, chat_name;
+  std::string host, warning, chat_name, embeddings_summary;
   int port = 0;
 
   void do_accept();
@@ -130,6 +130,7 @@ result<std::unique_ptr<server>> server::try_start(engine& eng, const server_opti
   auto p = std::make_unique<impl>();
   p->warning = warning;
   p->chat_name = model->chat_template_name + " (tool calls: " + to_string(model->tool_style.format) + ")";
+  p->embeddings_summary = model->embeddings ? model->embedding.origin : "off: " + model->embeddings_unavailable;
   p->state = std::make_unique<gateway_state>(eng, std::move(*model), settings, options.version);
   boost::system::error_code ec;
   tcp::resolver resolver(p->ioc);
@@ -165,6 +166,7 @@ std::string server::host() const { return impl_->host; }
 int server::port() const { return impl_->port; }
 const std::string& server::chat_template_name() const { return impl_->chat_name; }
 const std::string& server::warning() const { return impl_->warning; }
+const std::string& server::embeddings_summary() const { return impl_->embeddings_summary; }
 
 void server::request_shutdown() { impl_->request_shutdown(); }
 

@@ -37,6 +37,8 @@ class server {
   /// Chat template in use ("plain" = the fallback) with the tool-call format, e.g.
   /// "plain (tool calls: json)"; and any start-up warning about it.
   const std::string& chat_template_name() const;
+  /// How /v1/embeddings pools ("mean pooling (mean in qwen3.pooling_type), normalised"), or why it is off.
+  const std::string& embeddings_summary() const;
   const std::string& warning() const;
 
   /// Starts a graceful shutdown and returns at once (what a signal does).

@@ -111,7 +111,7 @@ class input_sink final : public request_sink {
 /// All requests at once; each request's texts are its inputs. `num_generations`
 /// generation requests (a case's query as the prompt, 128 tokens) go in first.
 embed_run run_workload(const deployment& d, const loaded_model& model, const std::vector<bench::rerank_case>& cases,
-                       int num_generations) {
+                       pooling_kind pooling, int num_generations) {
   auto eng = engine::start(d, model);
   if (!eng) fail("embed workload: " + eng.error().message);
   embed_run run;
@@ -137,7 +137,7 @@ embed_run run_workload(const deployment& d, const loaded_model& model, const std
     for (const auto& text : texts) {
       generate_request req;
       req.prompt = model.tok->encode(text, model.tok->adds_bos());
-      req.pooling = d.embeddings.pooling;
+      req.pooling = pooling;
       if (auto id = (*eng)->submit(std::move(req), std::make_shared<input_sink>(tracker, i)); !id) {
         fail("embed workload: " + id.error().message);
       }
@@ -171,9 +171,11 @@ void run_embed_bench(const embed_bench_options& o, const deployment& base, const
   if (!cases) fail(cases.error().message);
   int num_inputs = 0;
   for (const auto& c : *cases) num_inputs += int(c.documents.size()) + 1;
+  const auto recipe = try_resolve_embedding(base.embeddings.pooling, base.embeddings.normalize, model.pooling);
+  if (!recipe) fail("embed workload: " + recipe.error().message);
   const auto caching = o.prefix_caching.empty() ? std::vector<bool>{base.engine.enable_prefix_caching} : o.prefix_caching;
   std::printf("workload embed (%s), %zu requests x %zu inputs, pooling %s, model %s, max_num_seqs %d%s\n",
-              o.size.c_str(), cases->size(), cases->front().documents.size() + 1, to_string(base.embeddings.pooling),
+              o.size.c_str(), cases->size(), cases->front().documents.size() + 1, to_string(recipe->pooling),
               model.name.c_str(), base.engine.max_num_seqs,
               o.num_generations > 0 ? (", with " + std::to_string(o.num_generations) + " generations alongside").c_str()
                                     : "");
@@ -186,7 +188,7 @@ void run_embed_bench(const embed_bench_options& o, const deployment& base, const
       d.scheduler.policy = policy;
       d.engine.enable_prefix_caching = is_caching;
       d.server.max_waiting_requests = std::max(d.server.max_waiting_requests, num_inputs + o.num_generations + 1);
-      const auto run = run_workload(d, model, *cases, o.num_generations);
+      const auto run = run_workload(d, model, *cases, recipe->pooling, o.num_generations);
       if (run.num_failed > 0) fail(policy + ": " + std::to_string(run.num_failed) + " inputs failed: " + run.first_error);
       const auto latency = bench::describe(run.latency_ms, {50, 99});
       const double secs = std::max(1e-9, run.duration_s);

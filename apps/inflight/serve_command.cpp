@@ -46,6 +46,7 @@ void run_serve(const serve_options& o) {
   auto& s = **srv;
   if (!s.warning().empty()) std::printf("inflight: warning: %s\n", s.warning().c_str());
   std::printf("inflight: chat template: %s\n", s.chat_template_name().c_str());
+  std::printf("inflight: embeddings: %s\n", s.embeddings_summary().c_str());
   std::printf("inflight: engine: %s backend, policy %s, max_num_seqs %d, io threads %d\n", d.engine.backend.c_str(),
               d.scheduler.policy.c_str(), d.engine.max_num_seqs, d.server.io_threads);
   std::printf("inflight: policy plugins from %s\n", (*eng)->plugin_dir().c_str());

@@ -122,8 +122,11 @@ struct rerank_settings {
 /// per input, its final hidden states pooled (core/embed/pooling.hpp).
 struct embeddings_settings {
   bool enabled = true;             ///< false: the route answers 400 embeddings_unavailable
-  pooling_kind pooling = pooling_kind::last;  ///< last (decoder embedders), mean, first (CLS-style)
-  bool normalize = true;           ///< L2-normalise every embedding
+  /// last (decoder embedders), mean, first (CLS-style); none = "auto": what the model
+  /// states, else last (try_resolve_embedding in core/embed/pooling.hpp).
+  std::optional<pooling_kind> pooling;
+  /// L2-normalise every embedding; none = "auto": as the model's modules say, else true.
+  std::optional<bool> normalize;
   /// The model was trained for truncated embeddings (Matryoshka): requests may ask for
   /// `dimensions`. Off: `dimensions` is a 400.
   bool matryoshka = false;

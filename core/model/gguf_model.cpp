@@ -151,6 +151,15 @@ result<model_config> try_read_gguf_config(const gguf_file& file, int vocab_size)
   return c;
 }
 
+result<model_pooling> try_read_gguf_pooling(const gguf_file& file, const std::string& architecture) {
+  const std::string key = architecture + ".pooling_type";
+  const gguf_value* value = file.find(key);
+  if (value == nullptr) return model_pooling{};
+  const auto type = value->as_int();
+  if (!type) return make_error(errc::corrupt_file, "GGUF file '" + file.source() + "': " + key + " must be an integer");
+  return gguf_pooling(*type, key);
+}
+
 result<gguf_model> try_load_gguf_model(const std::filesystem::path& path, file_load load) {
   auto file = gguf_file::try_open(path, load);
   if (!file) return std::unexpected(file.error());
@@ -164,7 +173,9 @@ result<gguf_model> try_load_gguf_model(const std::filesystem::path& path, file_l
   if (!weights) return std::unexpected(weights.error());
   auto tok = try_make_gguf_tokenizer(*vocab);
   if (!tok) return make_error(tok.error().code, "GGUF file '" + file->source() + "': " + tok.error().message);
-  gguf_model m{std::move(*weights), std::move(*vocab), std::move(*tok), std::move(*arch), {}};
+  auto pooling = try_read_gguf_pooling(*file, *arch);
+  if (!pooling) return std::unexpected(pooling.error());
+  gguf_model m{std::move(*weights), std::move(*vocab), std::move(*tok), std::move(*arch), {}, std::move(*pooling)};
   if (const gguf_value* name = file->find("general.name"); name != nullptr) m.name = std::string(name->as_string().value_or(""));
   return m;
 }

@@ -8,7 +8,7 @@
 ///                          qwen2 (q/k/v biases), qwen3 (per-head q/k norms): rope_style::half
 ///   {arch}.embedding_length, block_count, feed_forward_length, attention.head_count,
 ///   attention.head_count_kv, attention.key_length, attention.layer_norm_rms_epsilon,
-///   rope.freq_base, context_length
+///   rope.freq_base, context_length, pooling_type (how an embedding model pools)
 ///   tensors  token_embd, output_norm, output (absent: tied), rope_freqs (llama: Llama-3
 ///            scaling, see rope_factors.hpp), blk.N.{attn_norm, attn_q, attn_k, attn_v,
 ///            attn_output, attn_q.bias, attn_k.bias, attn_v.bias, attn_q_norm,
@@ -23,6 +23,7 @@
 #include <memory>
 #include <string_view>
 
+#include "core/embed/pooling.hpp"
 #include "core/error.hpp"
 #include "core/model/gguf.hpp"
 #include "core/model/model_weights.hpp"
@@ -41,7 +42,12 @@ struct gguf_model {
   std::shared_ptr<const tokenizer> tok;
   std::string architecture;  ///< general.architecture
   std::string name;          ///< general.name ("" when absent)
+  model_pooling pooling;     ///< {arch}.pooling_type (embedding models; absent: nothing stated)
 };
+
+/// What `{arch}.pooling_type` states (ggml's enum, see gguf_pooling); errc::corrupt_file
+/// when it is not an integer.
+result<model_pooling> try_read_gguf_pooling(const gguf_file& file, const std::string& architecture);
 
 /// The model shape a file's metadata describes; `vocab_size` comes from the token list.
 result<model_config> try_read_gguf_config(const gguf_file& file, int vocab_size);

@@ -134,6 +134,7 @@ result<void> try_write_gguf_model(const model_weights& weights, const gguf_vocab
   w.set_string("general.architecture", *arch);
   if (!options.name.empty()) w.set_string("general.name", options.name);
   write_config(w, weights, *arch);
+  if (options.pooling_type) w.set_u32(*arch + ".pooling_type", *options.pooling_type);
   write_gguf_vocab(w, vocab);
   if (c.scaling.enabled) {
     if (auto ok = w.try_add_vector("rope_freqs.weight", llama3_rope_factors(c)); !ok) return ok;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "core/error.hpp"
@@ -19,6 +20,8 @@ namespace inflight {
 struct gguf_model_options {
   std::string name;              ///< general.name
   std::uint32_t alignment = 32;  ///< a power of two
+  /// {arch}.pooling_type, ggml's enum (1 mean, 2 cls, 3 last ...), for an embedding model.
+  std::optional<std::uint32_t> pooling_type;
 };
 
 /// The general.architecture a config is written as; errc::unsupported for a config no

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/model/st_pooling.hpp"
 #include "core/util/json_depth.hpp"
 
 namespace inflight {
@@ -189,8 +190,6 @@ result<model_config> try_parse_hf_config(std::string_view json_text, const std::
   return config;
 }
 
-namespace {
-
 result<std::string> read_text_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -202,8 +201,6 @@ result<std::string> read_text_file(const std::filesystem::path& path) {
   if (in.bad()) return make_error(errc::io_error, "cannot read '" + path.string() + "'");
   return text.str();
 }
-
-}  // namespace
 
 result<model_config> try_load_hf_config(const std::filesystem::path& config_path) {
   auto text = read_text_file(config_path);
@@ -383,7 +380,9 @@ result<hf_model> try_load_hf_model(const std::filesystem::path& folder, file_loa
   if (!store) return std::unexpected(store.error());
   auto weights = try_load_hf_weights(*store, *config);
   if (!weights) return std::unexpected(weights.error());
-  return hf_model{std::move(*weights), std::move(ids->eos_ids), ids->bos_id};
+  auto pooling = try_read_st_pooling(folder);
+  if (!pooling) return std::unexpected(pooling.error());
+  return hf_model{std::move(*weights), std::move(ids->eos_ids), ids->bos_id, std::move(*pooling)};
 }
 
 }  // namespace inflight

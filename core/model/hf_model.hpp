@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/embed/pooling.hpp"
 #include "core/error.hpp"
 #include "core/model/model_config.hpp"
 #include "core/model/model_weights.hpp"
@@ -22,11 +23,13 @@ struct generation_ids {
   std::optional<token_id> bos_id;
 };
 
-/// A loaded model folder: fp32 weights (rope_style::half) and its default special tokens.
+/// A loaded model folder: fp32 weights (rope_style::half), its default special tokens
+/// and, for a sentence-transformers folder, how its embeddings are pooled.
 struct hf_model {
   model_weights weights;
   std::vector<token_id> eos_ids;
   std::optional<token_id> bos_id;
+  model_pooling pooling;  ///< modules.json -> 1_Pooling/config.json (core/model/st_pooling.hpp)
 };
 
 /// The architectures a folder may name in "architectures".
@@ -51,6 +54,9 @@ result<void> try_check_shape(const model_config& config);
 /// A missing tensor is errc::not_found; a wrong shape or dtype is errc::corrupt_file /
 /// errc::unsupported; each message names the tensor (and the expected shape).
 result<model_weights> try_load_hf_weights(const tensor_store& store, const model_config& config);
+
+/// The whole text of a file (errc::not_found when it does not exist).
+result<std::string> read_text_file(const std::filesystem::path& path);
 
 /// Loads a whole model folder.
 result<hf_model> try_load_hf_model(const std::filesystem::path& folder, file_load load = file_load::map);

@@ -138,6 +138,7 @@ result<loaded_model> load_hf(const model_settings& s, file_load load) {
   if (!tok) return std::unexpected(tok.error());
   m.tok = std::move(*tok);
   m.eos_ids = !hf->eos_ids.empty() ? hf->eos_ids : m.tok->eos_ids();
+  m.pooling = std::move(hf->pooling);
   m.weights = std::make_shared<const model_weights>(std::move(hf->weights));
   return m;
 }
@@ -171,6 +172,7 @@ result<loaded_model> load_gguf(const model_settings& s, file_load load) {
     if (!chat) return std::unexpected(chat.error());
     m.chat = std::move(*chat);
   }
+  m.pooling = std::move(g->pooling);
   m.weights = std::make_shared<const model_weights>(std::move(g->weights));
   return m;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/config/deployment.hpp"
+#include "core/embed/pooling.hpp"
 #include "core/error.hpp"
 #include "core/model/model_weights.hpp"
 #include "core/tokenizer/chat_template.hpp"
@@ -28,6 +29,10 @@ struct loaded_model {
   /// empty for models without one: chat then uses a plain "role: content" layout.
   std::optional<chat_template> chat;
   std::string bos_text, eos_text;   ///< special-token text the chat template may use
+  /// How the model says its embeddings are pooled (GGUF pooling_type, sentence-transformers
+  /// modules); empty for formats and models that say nothing. embeddings.pooling = "auto"
+  /// follows it (try_resolve_embedding).
+  model_pooling pooling;
 };
 
 /// Model config of a dummy shape.

@@ -49,7 +49,7 @@ std::vector<finish_event> embed_all(const deployment& d, bool one_at_a_time = fa
   }
   for (const auto& text : inputs) {
     auto sink = std::make_shared<collect_sink>();
-    REQUIRE(eng->submit(embed_request_of(*eng, text, d.embeddings.pooling), sink).has_value());
+    REQUIRE(eng->submit(embed_request_of(*eng, text, *d.embeddings.pooling), sink).has_value());
     if (one_at_a_time) REQUIRE(sink->wait());
     sinks.push_back(sink);
   }
@@ -109,7 +109,7 @@ std::vector<std::vector<float>> plain_embeddings(const deployment& d) {
   REQUIRE(model.has_value());
   REQUIRE(model->weights->config.qk_norm);
   std::vector<std::vector<float>> out;
-  for (const auto& text : inputs) out.push_back(plain_pooled(*model, model->tok->encode(text, true), d.embeddings.pooling));
+  for (const auto& text : inputs) out.push_back(plain_pooled(*model, model->tok->encode(text, true), *d.embeddings.pooling));
   return out;
 }
 

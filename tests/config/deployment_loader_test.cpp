@@ -166,8 +166,8 @@ TEST_CASE("[embeddings] settings load, with their defaults and bounds", "[config
   auto defaults = parse_deployment("");
   REQUIRE(defaults.has_value());
   CHECK(defaults->embeddings.enabled);
-  CHECK(defaults->embeddings.pooling == pooling_kind::last);
-  CHECK(defaults->embeddings.normalize);
+  CHECK_FALSE(defaults->embeddings.pooling.has_value());    // "auto": the model's, else last
+  CHECK_FALSE(defaults->embeddings.normalize.has_value());  // "auto": the model's, else true
   CHECK_FALSE(defaults->embeddings.matryoshka);
   CHECK(defaults->embeddings.max_inputs == 2048);
   CHECK(defaults->embeddings.max_input_tokens == 8192);
@@ -185,7 +185,7 @@ max_input_tokens = 100
   REQUIRE(d.has_value());
   CHECK_FALSE(d->embeddings.enabled);
   CHECK(d->embeddings.pooling == pooling_kind::mean);
-  CHECK_FALSE(d->embeddings.normalize);
+  CHECK(d->embeddings.normalize == false);
   CHECK(d->embeddings.matryoshka);
   CHECK(d->embeddings.query_prefix == "Instruct: find\nQuery:");
   CHECK(d->embeddings.append_eos);
@@ -195,4 +195,15 @@ max_input_tokens = 100
   REQUIRE_FALSE(bad.has_value());
   CHECK_THAT(bad.error().message, Catch::Contains("embeddings.pooling") && Catch::Contains("\"cls\""));
   CHECK_FALSE(parse_deployment("[embeddings]\nmax_inputs = 0\n").has_value());
+  auto explicit_auto = parse_deployment("[embeddings]\npooling = \"first\"\nnormalize = true\n");
+  REQUIRE(explicit_auto.has_value());
+  CHECK(explicit_auto->embeddings.pooling == pooling_kind::first);
+  CHECK(explicit_auto->embeddings.normalize == true);
+  auto back_to_auto = parse_deployment("[embeddings]\npooling = \"auto\"\nnormalize = \"auto\"\n");
+  REQUIRE(back_to_auto.has_value());
+  CHECK_FALSE(back_to_auto->embeddings.pooling.has_value());
+  CHECK_FALSE(back_to_auto->embeddings.normalize.has_value());
+  auto bad_normalize = parse_deployment("[embeddings]\nnormalize = \"yes\"\n");
+  REQUIRE_FALSE(bad_normalize.has_value());
+  CHECK_THAT(bad_normalize.error().message, Catch::Contains("embeddings.normalize"));
 }

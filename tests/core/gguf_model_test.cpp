@@ -352,3 +352,39 @@ TEST_CASE("Llama-3 scaling is written as rope_freqs.weight and read back as the 
   for (std::size_t i = 0; i < want.size(); ++i) CHECK(got[i] == Approx(want[i]).epsilon(1e-5));
   CHECK(std::count(want.begin(), want.end(), 1.0f) < int(want.size()));
 }
+
+TEST_CASE("pooling_type written into a GGUF file comes back through the loaders as the stated pooling",
+          "[core][gguf][embeddings]") {
+  auto c = small_config();
+  c.tied_embeddings = true;
+  const auto weights = dummy(c);
+  const std::pair<std::uint32_t, std::optional<pooling_kind>> cases[] = {
+      {1, pooling_kind::mean}, {2, pooling_kind::first}, {3, pooling_kind::last}, {4, std::nullopt}};
+  for (const auto& [type, kind] : cases) {
+    INFO("pooling_type " << type);
+    const auto path = temp_path("pooling-" + std::to_string(type) + ".gguf");
+    gguf_model_options options;
+    options.pooling_type = type;
+    REQUIRE(try_write_gguf_model(weights, byte_gguf_vocab(300), path, options).has_value());
+    auto g = try_load_gguf_model(path);
+    REQUIRE(g.has_value());
+    CHECK(g->pooling.kind == kind);
+    CHECK(g->pooling.is_stated());
+    CHECK(g->pooling.source == "llama.pooling_type");
+    model_settings s;
+    s.path = path.string();
+    auto m = load_model(s);  // format auto
+    REQUIRE(m.has_value());
+    CHECK(m->pooling.kind == kind);
+    CHECK(m->pooling.stated == g->pooling.stated);
+    fs::remove(path);
+  }
+  // A file without the key (a generative model) states nothing.
+  const auto plain = temp_path("pooling-none-stated.gguf");
+  REQUIRE(try_write_gguf_model(weights, byte_gguf_vocab(300), plain).has_value());
+  auto g = try_load_gguf_model(plain);
+  REQUIRE(g.has_value());
+  CHECK_FALSE(g->pooling.is_stated());
+  CHECK_FALSE(g->pooling.kind.has_value());
+  fs::remove(plain);
+}

@@ -542,3 +542,56 @@ TEST_CASE("writing refuses weights that contradict their config", "[core][hf_mod
   CHECK(write_hf_model_folder(unknown, dir.path).error().code == errc::invalid_argument);
   CHECK(write_hf_model_folder(*weights, dir.path, tensor_dtype::i32).error().code == errc::invalid_argument);
 }
+
+TEST_CASE("a sentence-transformers folder states its pooling through 1_Pooling/config.json and modules.json",
+          "[core][hf_model][embeddings]") {
+  const auto weights = make_dummy_weights(small_config(), 42);
+  REQUIRE(weights);
+  model_dir dir("st_pooling");
+  REQUIRE(write_hf_model_folder(*weights, dir.path));
+  {
+    auto plain = try_load_hf_model(dir.path);  // no modules.json: a plain causal LM states nothing
+    REQUIRE(plain);
+    CHECK_FALSE(plain->pooling.is_stated());
+    CHECK_FALSE(plain->pooling.normalize.has_value());
+  }
+  std::filesystem::create_directories(dir.path / "1_Pooling");
+  write_text(dir.path / "1_Pooling" / "config.json",
+             R"({"word_embedding_dimension": 32, "pooling_mode_cls_token": false, "pooling_mode_mean_tokens": true,
+                 "pooling_mode_max_tokens": false, "pooling_mode_mean_sqrt_len_tokens": false,
+                 "pooling_mode_weightedmean_tokens": false, "pooling_mode_lasttoken": false, "include_prompt": true})");
+  write_text(dir.path / "modules.json",
+             R"([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                 {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+                 {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}])");
+  auto mean = try_load_hf_model(dir.path);
+  REQUIRE(mean);
+  CHECK(mean->pooling.kind == pooling_kind::mean);
+  CHECK(mean->pooling.stated == "mean");
+  CHECK(mean->pooling.normalize == true);
+  CHECK_THAT(mean->pooling.source, Catch::Contains("1_Pooling"));
+  // Last-token pooling and no Normalize module: not normalised.
+  write_text(dir.path / "1_Pooling" / "config.json",
+             R"({"pooling_mode_mean_tokens": false, "pooling_mode_lasttoken": true})");
+  write_text(dir.path / "modules.json",
+             R"([{"idx": 0, "path": "", "type": "sentence_transformers.models.Transformer"},
+                 {"idx": 1, "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}])");
+  auto last = try_load_hf_model(dir.path);
+  REQUIRE(last);
+  CHECK(last->pooling.kind == pooling_kind::last);
+  CHECK(last->pooling.normalize == false);
+  // A Dense projection after the pooling is stated but not computed.
+  write_text(dir.path / "modules.json",
+             R"([{"idx": 0, "path": "", "type": "sentence_transformers.models.Transformer"},
+                 {"idx": 1, "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+                 {"idx": 2, "path": "2_Dense", "type": "sentence_transformers.models.Dense"}])");
+  auto dense = try_load_hf_model(dir.path);
+  REQUIRE(dense);
+  CHECK_FALSE(dense->pooling.kind.has_value());
+  CHECK_THAT(dense->pooling.stated, Catch::Contains("Dense"));
+  // A malformed modules.json is a clear error naming the file.
+  write_text(dir.path / "modules.json", "{not json");
+  auto bad = try_load_hf_model(dir.path);
+  REQUIRE_FALSE(bad);
+  CHECK_THAT(bad.error().message, Catch::Contains("modules.json"));
+}

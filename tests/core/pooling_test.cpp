@@ -46,3 +46,48 @@ TEST_CASE("pooling names round-trip; unknown ones are refused", "[core][embeddin
   CHECK_FALSE(can_share_prefix(pooling_kind::mean));
   CHECK_FALSE(can_share_prefix(pooling_kind::first));
 }
+
+TEST_CASE("ggml pooling types map to the engine's poolings; none, rank and unknown are stated but not implemented",
+          "[core][embeddings]") {
+  CHECK_FALSE(gguf_pooling(-1, "k").is_stated());
+  CHECK(gguf_pooling(1, "k").kind == pooling_kind::mean);
+  CHECK(gguf_pooling(2, "k").kind == pooling_kind::first);
+  CHECK(gguf_pooling(2, "k").stated == "cls");
+  CHECK(gguf_pooling(3, "k").kind == pooling_kind::last);
+  for (const std::int64_t type : {0, 4, 9}) {
+    INFO("type " << type);
+    const auto p = gguf_pooling(type, "k");
+    CHECK(p.is_stated());
+    CHECK_FALSE(p.kind.has_value());
+  }
+  CHECK(gguf_pooling(0, "k").stated == "none");
+  CHECK(gguf_pooling(4, "k").stated == "rank");
+}
+
+TEST_CASE("try_resolve_embedding: an explicit setting wins; auto takes the model's, else last and normalised",
+          "[core][embeddings]") {
+  const model_pooling nothing;
+  auto r = try_resolve_embedding(std::nullopt, std::nullopt, nothing);
+  REQUIRE(r.has_value());
+  CHECK(r->pooling == pooling_kind::last);
+  CHECK(r->normalize);
+  model_pooling mean = gguf_pooling(1, "qwen3.pooling_type");
+  mean.normalize = false;
+  r = try_resolve_embedding(std::nullopt, std::nullopt, mean);
+  REQUIRE(r.has_value());
+  CHECK(r->pooling == pooling_kind::mean);
+  CHECK_FALSE(r->normalize);
+  CHECK_THAT(r->origin, Catch::Contains("qwen3.pooling_type"));
+  r = try_resolve_embedding(pooling_kind::first, true, mean);
+  REQUIRE(r.has_value());
+  CHECK(r->pooling == pooling_kind::first);
+  CHECK(r->normalize);
+  const auto rank = gguf_pooling(4, "qwen3.pooling_type");
+  const auto refused = try_resolve_embedding(std::nullopt, std::nullopt, rank);
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.error().code == errc::unsupported);
+  CHECK_THAT(refused.error().message, Catch::Contains("\"rank\"") && Catch::Contains("qwen3.pooling_type"));
+  r = try_resolve_embedding(pooling_kind::last, std::nullopt, rank);  // explicit: served anyway
+  REQUIRE(r.has_value());
+  CHECK(r->pooling == pooling_kind::last);
+}

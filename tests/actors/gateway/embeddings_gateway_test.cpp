@@ -3,8 +3,11 @@
 // order, usage, base64, dimensions, the limits, bad input, and the WebSocket "embed".
 #include <bit>
 #include <cmath>
+#include <filesystem>
+#include <unistd.h>
 
 #include "actors/gateway/served_model.hpp"
+#include "core/model/gguf_model_writer.hpp"
 #include "tests/actors/gateway/gateway_fixture.hpp"
 #include "tests/actors/rerank_fixture.hpp"
 
@@ -17,10 +20,11 @@ const std::vector<std::string> texts = {"cows say moo", "the sky is blue", "x", 
 
 /// The engine's pooled state of one text, submitted directly, finished as the server does.
 std::vector<float> engine_embedding(engine& eng, const std::vector<token_id>& prompt, int dimensions = 0,
-                                    bool normalize = true) {
+                                    bool normalize = true,
+                                    pooling_kind pooling = pooling_kind::last) {  // a dummy model states none
   generate_request req;
   req.prompt = prompt;
-  req.pooling = eng.settings().embeddings.pooling;
+  req.pooling = pooling;
   auto sink = std::make_shared<collect_sink>();
   REQUIRE(eng.submit(req, sink).has_value());
   REQUIRE(sink->wait());
@@ -280,4 +284,89 @@ TEST_CASE("gateway embeddings: served on the cpu backend; off or on the cuda bac
   REQUIRE(m.has_value());
   CHECK_FALSE(m->embeddings.has_value());
   CHECK_THAT(m->embeddings_unavailable, Catch::Contains("embeddings.enabled = false"));
+}
+
+namespace {
+
+/// The Qwen3-shaped dummy model written as a GGUF file that states `pooling_type`.
+std::filesystem::path write_stating_gguf(const deployment& d, std::uint32_t pooling_type) {
+  auto model = load_model(d.model);
+  REQUIRE(model.has_value());
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("inflight_pooling_" + std::to_string(::getpid()) + "_" + std::to_string(pooling_type) + ".gguf");
+  gguf_model_options options;
+  options.name = "embedder";
+  options.pooling_type = pooling_type;
+  REQUIRE(try_write_gguf_model(*model->weights, byte_gguf_vocab(model->weights->config.vocab_size), path, options)
+              .has_value());
+  return path;
+}
+
+/// The embedding of `text` served from `path` under embeddings.pooling = "auto", and
+/// the engine's own embedding of it pooled as `pooling`.
+std::pair<std::vector<float>, std::vector<float>> served_and_pooled(deployment d, const std::filesystem::path& path,
+                                                                      const std::string& text, pooling_kind pooling) {
+  d.model.format = "auto";
+  d.model.path = path.string();
+  d.rerank.mode = rerank_mode::automatic;  // the file's vocabulary decides
+  REQUIRE_FALSE(d.embeddings.pooling.has_value());  // "auto"
+  served s(d);
+  const auto ids = tokens_of(*s.eng, text);  // token ids are embedded as they are
+  const auto a = post_json(s.port, "/v1/embeddings", {{"input", ids}});
+  REQUIRE(a.status == 200);
+  auto got = floats_of(a.body_json()["data"][0]["embedding"]);
+  return {got, engine_embedding(*s.eng, ids, 0, true, pooling)};
+}
+
+double distance_of(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double d = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) d += (double(a[i]) - double(b[i])) * (double(a[i]) - double(b[i]));
+  return std::sqrt(d);
+}
+
+}  // namespace
+
+TEST_CASE("gateway embeddings: pooling \"auto\" pools as the GGUF file's pooling_type says", "[gateway][embeddings][gguf]") {
+  const auto d = qwen3_scoring_deployment();
+  const std::string text = "the cow says moo, and the sky is blue";
+  const auto mean_file = write_stating_gguf(d, 1);  // ggml: 1 mean
+  const auto last_file = write_stating_gguf(d, 3);  // ggml: 3 last
+  const auto [mean_got, mean_want] = served_and_pooled(d, mean_file, text, pooling_kind::mean);
+  const auto [last_got, last_want] = served_and_pooled(d, last_file, text, pooling_kind::last);
+  std::filesystem::remove(mean_file);
+  std::filesystem::remove(last_file);
+  check_close(mean_got, mean_want);
+  check_close(last_got, last_want);
+  // The same weights and input: only the stated pooling differs, and so do the embeddings.
+  CHECK(distance_of(mean_got, last_got) > 0.1);
+  CHECK(std::abs(norm_of(mean_got) - 1.0) < 1e-5);
+}
+
+TEST_CASE("gateway embeddings: a pooling the model states but the engine lacks turns the route off, "
+          "unless set explicitly",
+          "[gateway][embeddings]") {
+  auto d = qwen3_scoring_deployment();
+  auto model = load_model(d.model);
+  REQUIRE(model.has_value());
+  model->pooling = gguf_pooling(4, "qwen3.pooling_type");  // rank: a reranker's
+  std::string warning;
+  auto m = gateway::try_make_served_model(*model, d, &warning);
+  REQUIRE(m.has_value());  // the server still starts: generation and rerank are unaffected
+  CHECK_FALSE(m->embeddings.has_value());
+  CHECK_THAT(m->embeddings_unavailable, Catch::Contains("\"rank\"") && Catch::Contains("qwen3.pooling_type") &&
+                                            Catch::Contains("embeddings.pooling"));
+  CHECK_THAT(warning, Catch::Contains("rank"));
+  d.embeddings.pooling = pooling_kind::last;  // an explicit setting wins
+  m = gateway::try_make_served_model(*model, d, nullptr);
+  REQUIRE(m.has_value());
+  REQUIRE(m->embeddings.has_value());
+  CHECK(m->embedding.pooling == pooling_kind::last);
+  model->pooling = gguf_pooling(2, "qwen3.pooling_type");  // cls: the first token
+  d.embeddings.pooling.reset();
+  m = gateway::try_make_served_model(*model, d, nullptr);
+  REQUIRE(m.has_value());
+  REQUIRE(m->embeddings.has_value());
+  CHECK(m->embedding.pooling == pooling_kind::first);
+  CHECK(m->embedding.normalize);
 }
