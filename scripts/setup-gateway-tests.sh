@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Installs the official openai npm client that the gateway tests drive `inflight serve`
-# with (tests/gateway). Idempotent and quiet: nothing happens when it is installed.
+# Installs what the gateway tests drive and check `inflight serve` with (tests/gateway):
+# the official openai npm client, and ajv for the response-schema test. Idempotent and
+# quiet: nothing happens when they are installed.
 # Without npm it only warns: the tests then skip, or fail when CI=true.
 set -euo pipefail
 cd "$(dirname "$0")/../tests/gateway"
-if [ -f node_modules/openai/package.json ] && [ node_modules/.package-lock.json -nt package.json ]; then
+if [ -f node_modules/openai/package.json ] && [ -f node_modules/ajv/package.json ] &&
+   [ node_modules/.package-lock.json -nt package.json ]; then
   exit 0
 fi
 if ! command -v npm >/dev/null 2>&1; then
