@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the official openai npm client that the gateway tests drive `inflight serve`
-# with, and ajv, which validates structured outputs against their JSON Schema (tests/gateway). Idempotent and quiet: nothing happens when it is installed.
+# Installs what the gateway tests drive and check `inflight serve` with (tests/gateway):
+# the official openai npm client, and ajv, which validates structured outputs and the
+# responses against OpenAI's schemas. Idempotent and quiet: nothing happens when they are installed.
 # Without npm it only warns: the tests then skip, or fail when CI=true.
 set -euo pipefail
 cd "$(dirname "$0")/../tests/gateway"

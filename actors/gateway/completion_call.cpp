@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "actors/gateway/queue_limits.hpp"
 #include "actors/gateway/sse.hpp"
 
 namespace inflight::gateway {
@@ -19,6 +20,10 @@ completion_call::completion_call(gateway_state& state, openai_request request, p
 std::optional<api_error> completion_call::try_start() {
   meta_ = {make_response_id(request_.is_chat ? "chatcmpl-" : "cmpl-"), unix_now(), model_.name};
   const int num_choices = request_.num_choices();
+  std::int64_t num_prompt_tokens = 0;
+  for (const auto& ids : request_.prompts) num_prompt_tokens += std::int64_t(ids.size()) * request_.n;
+  const char* param = request_.n > 1 ? "n" : request_.is_chat ? "messages" : "prompt";
+  if (auto e = check_queue_capacity(engine_.settings().server, num_choices, num_prompt_tokens, param)) return e;
   choices_.resize(static_cast<std::size_t>(num_choices));
   if (request_.stream && request_.tools.parses_output())
     for (int i = 0; i < num_choices; ++i) choices_[i].tool_writer.emplace(model_.tool_style.format, meta_, i);
@@ -99,7 +104,7 @@ void completion_call::emit_delta(int index, const std::string& text, const std::
   if (text.empty() && lp.is_null() && !finish_reason) return;
   if (request_.is_chat) {
     json delta = text.empty() && finish_reason ? json::object() : json{{"content", text}};
-    json chat_lp = lp.is_null() ? json(nullptr) : json{{"content", lp}};
+    json chat_lp = lp.is_null() ? json(nullptr) : json{{"content", std::move(lp)}, {"refusal", nullptr}};
     emit_({200, sse_event(chat_chunk(meta_, index, delta, chat_lp, finish_reason)), false});
   } else {
     emit_({200, sse_event(completion_chunk(meta_, index, text, lp, finish_reason)), false});

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "actors/gateway/queue_limits.hpp"
+
 namespace inflight::gateway {
 
 embed_call::embed_call(gateway_state& state, embed_request request, post_fn post, emit_fn emit)
@@ -10,6 +12,8 @@ embed_call::embed_call(gateway_state& state, embed_request request, post_fn post
 std::optional<api_error> embed_call::try_start() {
   const auto& model = state_.model();
   if (!model.embeddings) return embeddings_unavailable(model);
+  const auto& server = state_.eng().settings().server;
+  if (auto e = check_queue_capacity(server, request_.num_inputs(), request_.num_prompt_tokens(), "input")) return e;
   embeddings_.assign(std::size_t(request_.num_inputs()), {});
   const auto make = [this, &model](int i) {
     generate_request req;

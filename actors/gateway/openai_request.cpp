@@ -7,6 +7,7 @@
 #include "actors/gateway/chat_messages.hpp"
 #include "actors/gateway/constraint_request.hpp"
 #include "actors/gateway/json_fields.hpp"
+#include "actors/gateway/unsupported_fields.hpp"
 #include "core/sampling/sampler.hpp"
 #include "core/util/json_depth.hpp"
 
@@ -227,9 +228,13 @@ api_result<openai_request> try_parse_request(const json& body, api_kind kind, co
   if (auto e = check_model_name(body, m.name)) return std::unexpected(*e);
   const bool has_messages = body.contains("messages") && !body["messages"].is_null();
   r.is_chat = kind == api_kind::chat || (kind == api_kind::websocket && has_messages);
+  if (auto e = check_unsupported_fields(body, r.is_chat)) return std::unexpected(*e);
+  bool add_special = true;  // vLLM's add_special_tokens (completions): false leaves out the BOS
+  if (!r.is_chat)
+    if (auto e = read_bool(body, "add_special_tokens", add_special)) return std::unexpected(*e);
   const char* needed = r.is_chat ? "messages" : "prompt";
   if (!field(body, needed)) return std::unexpected(bad_request(std::string(needed) + " is required", needed));
-  auto prompts = r.is_chat ? parse_chat_prompt(body, m, r) : parse_prompts(body["prompt"], m, true);
+  auto prompts = r.is_chat ? parse_chat_prompt(body, m, r) : parse_prompts(body["prompt"], m, add_special);
   if (!prompts) return std::unexpected(prompts.error());
   r.prompts = std::move(*prompts);
   if (auto e = parse_options(body, m, r)) return std::unexpected(*e);

@@ -105,12 +105,14 @@ json completion_response(const response_meta& meta, const std::vector<choice_res
 json chat_response(const response_meta& meta, const std::vector<choice_result>& choices, const json& usage) {
   json list = json::array();
   for (std::size_t i = 0; i < choices.size(); ++i) {
-    json logprobs = choices[i].logprobs.is_null() ? json(nullptr) : json{{"content", choices[i].logprobs}};
+    // OpenAI's schema requires refusal on the message and on a logprobs object.
+    json logprobs = choices[i].logprobs.is_null() ? json(nullptr)
+                                                  : json{{"content", choices[i].logprobs}, {"refusal", nullptr}};
     json message = {{"role", "assistant"},
                     {"content", choices[i].is_content_null ? json(nullptr) : json(choices[i].text)},
                     {"refusal", nullptr}};
     if (!choices[i].tool_calls.is_null()) message["tool_calls"] = choices[i].tool_calls;
-    list.push_back({{"index", i}, {"message", std::move(message)}, {"logprobs", logprobs},
+    list.push_back({{"index", i}, {"message", std::move(message)}, {"logprobs", std::move(logprobs)},
                     {"finish_reason", choices[i].finish_reason}});
   }
   return {{"id", meta.id}, {"object", "chat.completion"}, {"created", meta.created},

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "actors/gateway/openai_response.hpp"
+#include "actors/gateway/queue_limits.hpp"
 #include "actors/gateway/score_response.hpp"
 
 namespace inflight::gateway {
@@ -12,6 +13,9 @@ score_call::score_call(gateway_state& state, score_request request, post_fn post
 
 std::optional<api_error> score_call::try_start() {
   const auto& model = state_.model();
+  const char* param = request_.api == score_api::rerank ? "documents" : "text_2";
+  const auto& server = state_.eng().settings().server;
+  if (auto e = check_queue_capacity(server, request_.num_pairs(), request_.num_prompt_tokens(), param)) return e;
   scores_.assign(std::size_t(request_.num_pairs()), 0.0);
   const auto make = [this, &model](int i) {
     generate_request req;

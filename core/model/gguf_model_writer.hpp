@@ -21,7 +21,7 @@ struct gguf_model_options {
   std::string name;              ///< general.name
   std::uint32_t alignment = 32;  ///< a power of two
   /// {arch}.pooling_type, ggml's enum (1 mean, 2 cls, 3 last ...), for an embedding model.
-  std::optional<std::uint32_t> pooling_type;
+  std::optional<std::uint32_t> pooling_type = std::nullopt;
 };
 
 /// The general.architecture a config is written as; errc::unsupported for a config no

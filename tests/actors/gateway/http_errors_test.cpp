@@ -99,17 +99,51 @@ TEST_CASE("gateway http: keep-alive serves several requests on one connection", 
   CHECK(raw.find("data: [DONE]") != std::string::npos);
 }
 
-TEST_CASE("gateway http: a full waiting queue is a 429", "[gateway][http][errors]") {
+TEST_CASE("gateway http: a request no waiting queue could hold is a 400 that says why, not a 429",
+          "[gateway][http][errors]") {
+  // A 429 tells the client to come back later; on an idle server these would be refused
+  // forever (each choice waits as a request of its own). A full queue stays a 429
+  // (tests/actors/gateway/overload_test.cpp).
   if (!has_stories()) return;
   auto d = stories_deployment();
-  d.server.max_waiting_requests = 0;
+  d.server.max_waiting_requests = 2;
   served s(d);
-  auto r = post_json(s.port, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 3}});
-  CHECK(r.status == 429);
-  CHECK(r.headers["Retry-After"] == "1");
-  CHECK(r.body_json()["error"]["code"] == "queue_full");
-  auto w = post_json(s.port, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 3}, {"n", 2}, {"stream", true}});
-  CHECK(w.status == 429);
+  for (const bool stream : {false, true}) {
+    INFO("stream " << stream);
+    auto r = post_json(s.port, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 3}, {"n", 3}, {"stream", stream}});
+    CHECK(r.status == 400);
+    CHECK(r.headers.count("Retry-After") == 0);
+    const auto e = r.body_json()["error"];
+    CHECK(e["code"] == "exceeds_queue_capacity");
+    CHECK(e["param"] == "n");
+    CHECK_THAT(e["message"].get<std::string>(), Catch::Contains("server.max_waiting_requests"));
+  }
+  auto chat = post_json(s.port, "/v1/chat/completions",
+                        {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 2}, {"n", 3}});
+  CHECK(chat.status == 400);
+  CHECK(post_json(s.port, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 3}, {"n", 2}}).status == 200);
+  CHECK(engine_idle(s.port));
+}
+
+TEST_CASE("gateway http: prompt tokens no waiting queue could hold are a 400 naming the field",
+          "[gateway][http][errors]") {
+  if (!has_stories()) return;
+  auto d = stories_deployment();
+  const std::string text = "Once upon a time there was a little girl";
+  const auto num_tokens = std::int64_t(load_model(d.model).value().tok->encode(text, true).size());
+  d.server.max_waiting_tokens = 2 * num_tokens;  // two such prompts fit, three do not
+  served s(d);
+  auto choices = post_json(s.port, "/v1/completions", {{"prompt", text}, {"max_tokens", 2}, {"n", 3}});
+  CHECK(choices.status == 400);
+  CHECK(choices.body_json()["error"]["code"] == "exceeds_queue_capacity");
+  CHECK(choices.body_json()["error"]["param"] == "n");
+  CHECK_THAT(choices.body_json()["error"]["message"].get<std::string>(), Catch::Contains("server.max_waiting_tokens"));
+  auto inputs = post_json(s.port, "/v1/embeddings", {{"input", {text, text, text}}});
+  CHECK(inputs.status == 400);
+  CHECK(inputs.body_json()["error"]["code"] == "exceeds_queue_capacity");
+  CHECK(inputs.body_json()["error"]["param"] == "input");
+  CHECK(post_json(s.port, "/v1/completions", {{"prompt", text}, {"max_tokens", 2}}).status == 200);
+  CHECK(post_json(s.port, "/v1/embeddings", {{"input", {text}}}).status == 200);
   CHECK(engine_idle(s.port));
 }
 

@@ -5,6 +5,7 @@
 #include "actors/gateway/openai_request.hpp"
 #include "actors/gateway/openai_response.hpp"
 #include "actors/gateway/sse.hpp"
+#include "actors/gateway/unsupported_fields.hpp"
 #include "core/tokenizer/byte_tokenizer.hpp"
 
 using namespace inflight;
@@ -270,6 +271,9 @@ TEST_CASE("openai protocol: response and chunk shapes", "[gateway][protocol]") {
   CHECK(tool_call_delta(1, "", std::nullopt, "{\"a\"") == json::parse(R"({"tool_calls": [{"index": 1,
       "function": {"arguments": "{\"a\""}}]})"));
   CHECK(chat_role_delta() == json::parse(R"({"role": "assistant", "content": "", "refusal": null})"));
+  CHECK(full["choices"][1]["logprobs"].is_null());
+  const json with_lp = chat_response(meta, {{"a", json::array(), "stop"}}, usage_json(1, 1));
+  CHECK(with_lp["choices"][0]["logprobs"] == json::parse(R"({"content": [], "refusal": null})"));
   CHECK(full["choices"][0]["finish_reason"] == "stop");
   CHECK(std::string(api_name(finish_reason::aborted)) == "abort");
   CHECK(make_response_id("cmpl-").size() == 5 + 24);
@@ -287,4 +291,89 @@ TEST_CASE("openai protocol: response and chunk shapes", "[gateway][protocol]") {
   const json content = chat_logprobs_content(m, 1, {t}, 1);
   CHECK(content[0]["bytes"] == json::array({int('h')}));
   CHECK(content[0]["top_logprobs"].size() == 1);
+}
+
+TEST_CASE("openai protocol: known fields inflight does not implement are 400 unsupported, naming them",
+          "[gateway][protocol][unsupported]") {
+  const auto m = byte_model();
+  const json completion = {{"prompt", "a"}};
+  const json chat = {{"messages", {{{"role", "user"}, {"content", "x"}}}}};
+  struct refused_case {
+    const char* field;
+    json value;
+    bool is_chat;
+  };
+  const std::vector<refused_case> refused = {
+      {"suffix", "the end", false},
+      {"best_of", 2, false},
+      {"use_beam_search", true, false},
+      {"use_beam_search", true, true},
+      {"prompt_logprobs", 0, false},
+      {"min_tokens", 4, true},
+      {"include_stop_str_in_output", true, false},
+      {"skip_special_tokens", false, true},
+      {"truncate_prompt_tokens", 8, false},
+      {"allowed_token_ids", {1, 2}, false},
+      {"bad_words", {"x"}, true},
+      {"return_tokens_as_token_ids", true, true},
+      {"echo", true, true},
+      {"continue_final_message", true, true},
+      {"chat_template", "{{ messages }}", true},
+      {"chat_template_kwargs", {{"enable_thinking", true}}, true},
+      {"modalities", {"text", "audio"}, true},
+      {"audio", {{"voice", "alloy"}, {"format", "wav"}}, true},
+      {"reasoning_effort", "low", true},
+      {"web_search_options", json::object(), true},
+      {"functions", {{{"name", "f"}}}, true},
+      {"function_call", {{"name", "f"}}, true},
+  };
+  for (const auto& c : refused) {
+    INFO(c.field << " = " << c.value.dump() << (c.is_chat ? " (chat)" : " (completions)"));
+    json body = c.is_chat ? chat : completion;
+    body[c.field] = c.value;
+    auto r = try_parse_request(body, c.is_chat ? api_kind::chat : api_kind::completion, m);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().status == 400);
+    CHECK(r.error().type == "invalid_request_error");
+    CHECK(r.error().code == "unsupported");
+    CHECK(r.error().param == c.field);
+    CHECK_THAT(r.error().message, Catch::Contains(c.field));
+    // The same over the WebSocket, which parses both shapes.
+    auto ws = try_parse_request(body, api_kind::websocket, m);
+    REQUIRE_FALSE(ws.has_value());
+    CHECK(ws.error().code == "unsupported");
+  }
+  // Values that ask for nothing inflight lacks are accepted; unknown fields are ignored.
+  const std::vector<std::pair<const char*, json>> accepted_completion = {
+      {"suffix", ""},       {"suffix", nullptr},    {"best_of", 1},           {"use_beam_search", false},
+      {"min_tokens", 0},    {"skip_special_tokens", true}, {"bad_words", json::array()}, {"prompt_logprobs", nullptr},
+      {"length_penalty", 1.0}, {"no_such_field", {{"x", 1}}}, {"store", true}, {"metadata", {{"k", "v"}}}};
+  for (const auto& [name, value] : accepted_completion) {
+    INFO(name << " = " << value.dump());
+    json body = completion;
+    body[name] = value;
+    CHECK(try_parse_request(body, api_kind::completion, m).has_value());
+  }
+  const std::vector<std::pair<const char*, json>> accepted_chat = {
+      {"modalities", {"text"}}, {"audio", nullptr}, {"echo", false}, {"function_call", "none"},
+      {"functions", json::array()}, {"chat_template_kwargs", json::object()}, {"service_tier", "auto"},
+      {"suffix", "ignored: a completions field"}, {"best_of", 1}};
+  for (const auto& [name, value] : accepted_chat) {
+    INFO(name << " = " << value.dump());
+    json body = chat;
+    body[name] = value;
+    CHECK(try_parse_request(body, api_kind::chat, m).has_value());
+  }
+  CHECK_FALSE(unsupported_fields().empty());
+}
+
+TEST_CASE("openai protocol: add_special_tokens (completions) leaves out the BOS", "[gateway][protocol]") {
+  const auto m = byte_model();
+  auto with = try_parse_request(json{{"prompt", "ab"}}, api_kind::completion, m);
+  auto without = try_parse_request(json{{"prompt", "ab"}, {"add_special_tokens", false}}, api_kind::completion, m);
+  REQUIRE(with.has_value());
+  REQUIRE(without.has_value());
+  CHECK(with->prompts[0] == std::vector<token_id>{1, 'a' + 3, 'b' + 3});
+  CHECK(without->prompts[0] == std::vector<token_id>{'a' + 3, 'b' + 3});
+  CHECK_FALSE(try_parse_request(json{{"prompt", "ab"}, {"add_special_tokens", "no"}}, api_kind::completion, m).has_value());
 }
