@@ -21,11 +21,11 @@ shift 2
 declare -A check_runs=(
   [openai_request]=20000 [ws_message]=30000 [hf_tokenizer]=10000 [safetensors]=40000
   [llama2c_tokenizer]=25000 [llama2c_checkpoint]=40000 [deployment]=15000 [jinja_template]=20000
-  [gguf]=20000
+  [gguf]=20000 [grammar]=20000
 )
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=(openai_request ws_message hf_tokenizer safetensors llama2c_tokenizer
-                                           llama2c_checkpoint deployment jinja_template gguf)
+                                           llama2c_checkpoint deployment jinja_template gguf grammar)
 
 # Symbolized stack traces in reports (llvm-16 from scripts/install-deps.sh).
 [ -d /usr/lib/llvm-16/bin ] && export PATH="/usr/lib/llvm-16/bin:$PATH"
