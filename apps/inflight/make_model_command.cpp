@@ -42,6 +42,9 @@ model_weights weights_for(const make_model_options& o) {
     if (o.family != "llama") fail("--family applies to random weights of a --shape, not to --from");
     auto w = load_llama2c(o.from);
     if (!w) fail(w.error().message);
+    // A longer context for the same weights: positions past the trained length are
+    // computed like the others (RoPE), just not what the model learned.
+    if (o.max_seq_len > 0) w->config.max_seq_len = o.max_seq_len;
     if (recipe) {
       if (auto ok = try_quantize_weights(*w, *recipe); !ok) fail(ok.error().message);
     }
@@ -126,7 +129,7 @@ void add_make_model_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--seed", o->seed, "random seed")->capture_default_str();
   cmd->add_option("--vocab-size", o->vocab_size, "override the shape's vocabulary size");
-  cmd->add_option("--max-seq-len", o->max_seq_len, "override the shape's context length");
+  cmd->add_option("--max-seq-len", o->max_seq_len, "override the context length (of the shape, or of the --from checkpoint)");
   cmd->add_option("--out", o->out, "output file (llama2c, gguf) or folder (hf)")->required();
   cmd->callback([o] { run_make_model(*o); });
 }
