@@ -5,7 +5,7 @@
 # Without npm it only warns: the tests then skip, or fail when CI=true.
 set -euo pipefail
 cd "$(dirname "$0")/../tests/gateway"
-if [ -f node_modules/openai/package.json ] && [ -f node_modules/ajv/package.json ] &&
+if [ -f node_modules/openai/package.json ] && [ -f node_modules/ajv/package.json ] && [ -f node_modules/ajv-formats/package.json ] &&
   [ node_modules/.package-lock.json -nt package.json ]; then
   exit 0
 fi

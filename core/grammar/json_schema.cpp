@@ -190,6 +190,7 @@ result<gexpr> schema_compiler::all_of(const ojson& s, const std::string& path) {
   own.erase("allOf");
   std::vector<std::pair<const ojson*, std::string>> members{{&own, path}};
   for (std::size_t i = 0; i < list.size(); ++i) members.push_back({&list[i], path + "/allOf/" + std::to_string(i)});
+  std::vector<std::pair<const ojson*, std::string>> objects;  // the members, $refs followed
   for (auto [member, member_path] : members) {
     const ojson* m = member;
     while (m->is_object() && m->contains("$ref") && m->size() == 1 && (*m)["$ref"].is_string()) {
@@ -203,8 +204,39 @@ result<gexpr> schema_compiler::all_of(const ojson& s, const std::string& path) {
     }
     if (!m->is_object()) return invalid("a schema must be an object or a boolean", member_path);
     if (auto ok = merge_into(merged, *m, member_path); !ok) return std::unexpected(ok.error());
+    objects.push_back({m, member_path});
   }
+  if (auto ok = apply_member_additional_properties(merged, objects); !ok) return std::unexpected(ok.error());
   return schema(merged, path);
+}
+
+// A member's additionalProperties speaks of every name outside that member's own
+// properties, including names other members declare: false forbids them (a required one
+// makes the schema admit no value), a schema applies to them as well.
+result<void> schema_compiler::apply_member_additional_properties(
+    ojson& merged, const std::vector<std::pair<const ojson*, std::string>>& members) {
+  if (!merged.contains("properties") || !merged["properties"].is_object()) return {};
+  for (const auto& [m, member_path] : members) {
+    if (!m->contains("additionalProperties") || (*m)["additionalProperties"] == true) continue;
+    const ojson& extra = (*m)["additionalProperties"];
+    const ojson* own = m->contains("properties") && (*m)["properties"].is_object() ? &(*m)["properties"] : nullptr;
+    std::vector<std::string> forbidden;
+    for (auto& [name, sub] : merged["properties"].items()) {
+      if (own && own->contains(name)) continue;
+      if (extra == false) forbidden.push_back(name);
+      else sub = ojson{{"allOf", ojson::array({sub, extra})}};
+    }
+    for (const auto& name : forbidden) {
+      const bool is_required = merged.contains("required") && merged["required"].is_array() &&
+                               std::find(merged["required"].begin(), merged["required"].end(), name) != merged["required"].end();
+      if (is_required) {
+        return invalid("property '" + name + "' is required, but this 'additionalProperties': false forbids it "
+                       "(it is not among the properties beside it), so the schema admits no value", member_path);
+      }
+      merged["properties"].erase(name);
+    }
+  }
+  return {};
 }
 
 result<void> schema_compiler::merge_into(ojson& merged, const ojson& m, const std::string& path) {

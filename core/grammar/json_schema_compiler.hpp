@@ -115,6 +115,8 @@ class schema_compiler {
   result<gexpr> all_of(const ojson& s, const std::string& path);
 
   result<void> merge_into(ojson& merged, const ojson& m, const std::string& path);
+  result<void> apply_member_additional_properties(ojson& merged,
+                                                  const std::vector<std::pair<const ojson*, std::string>>& members);
 
   result<gexpr> enum_values(const ojson& s, const std::string& path);
 

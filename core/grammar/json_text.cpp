@@ -296,11 +296,20 @@ gexpr bounded_number(std::optional<number_bound> lo, std::optional<number_bound>
 }
 
 std::optional<std::string_view> format_regex(std::string_view format) {
-  static constexpr std::string_view date = R"(\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01]))";
-  static constexpr std::string_view time =
-      R"(([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d+)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d))";
-  static constexpr std::string_view date_time =
-      R"(\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d+)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d))";
+  // Days as each month has them, February 29 only in leap years (divisible by 4, and
+  // centuries only when divisible by 400). Seconds stop at 59: RFC 3339's leap second
+  // is valid only at 23:59:60 UTC, which no fixed pattern of local times can say.
+#define INFLIGHT_LEAP_YEAR R"((\d\d(0[48]|[2468][048]|[13579][26])|(00|0[48]|[2468][048]|[13579][26])00))"
+#define INFLIGHT_DATE                                                                                           \
+  R"((\d{4}-((0[13578]|1[02])-(0[1-9]|[12]\d|3[01])|(0[469]|11)-(0[1-9]|[12]\d|30)|02-(0[1-9]|1\d|2[0-8]))|)" \
+  INFLIGHT_LEAP_YEAR R"(-02-29))"
+#define INFLIGHT_TIME R"(([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d))"
+  static constexpr std::string_view date = INFLIGHT_DATE;
+  static constexpr std::string_view time = INFLIGHT_TIME;
+  static constexpr std::string_view date_time = INFLIGHT_DATE "T" INFLIGHT_TIME;
+#undef INFLIGHT_LEAP_YEAR
+#undef INFLIGHT_DATE
+#undef INFLIGHT_TIME
   static constexpr std::string_view uuid =
       R"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})";
   static constexpr std::string_view email =

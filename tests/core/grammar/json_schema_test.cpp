@@ -262,6 +262,35 @@ TEST_CASE("json schema: anyOf, oneOf and allOf", "[core][grammar]") {
   CHECK_THAT(err.message, Catch::Contains("'type'"));
 }
 
+TEST_CASE("json schema: a member's additionalProperties speaks of names other members declare", "[core][grammar]") {
+  // Closed member: 'c', declared only by the other member, is an additional property of
+  // the first and so forbidden; 'b', declared by both, keeps both members' limits.
+  auto closed = schema(R"({"allOf": [
+      {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "additionalProperties": false},
+      {"properties": {"b": {"minimum": 0, "maximum": 9}, "c": {"type": "boolean"}}}]})");
+  CHECK(accepts(*closed, R"({"a": 1, "b": 9})"));
+  CHECK_FALSE(accepts(*closed, R"({"b": 10})"));
+  CHECK_FALSE(accepts(*closed, R"({"a": 1, "c": true})"));
+  // Typed: the other member's 'm' must also be what additionalProperties says.
+  auto typed = schema(R"({"allOf": [
+      {"type": "object", "properties": {"n": {"type": "integer"}}, "additionalProperties": {"type": "integer"}},
+      {"properties": {"m": {"minimum": -5, "maximum": 5}}, "required": ["m"]}]})");
+  CHECK(accepts(*typed, R"({"m": 5, "x": 7})"));
+  CHECK_FALSE(accepts(*typed, R"({"m": "s"})"));
+  CHECK_FALSE(accepts(*typed, R"({"m": 1, "x": "s"})"));
+  // Closed beside allOf with nothing declared beside it: a required property makes the
+  // schema admit no value; said, not compiled into something else.
+  auto e = schema_error(R"({"allOf": [{"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}],
+                            "additionalProperties": false})");
+  CHECK(e.code == errc::invalid_argument);
+  CHECK_THAT(e.message, Catch::Contains("'a' is required") && Catch::Contains("additionalProperties"));
+  // Optional ones are only dropped.
+  auto dropped = schema(R"({"allOf": [{"type": "object", "properties": {"a": {"type": "string"}}}],
+                            "additionalProperties": false})");
+  CHECK(accepts(*dropped, "{}"));
+  CHECK_FALSE(accepts(*dropped, R"({"a": "x"})"));
+}
+
 TEST_CASE("json schema: string length, pattern and format", "[core][grammar]") {
   auto len = schema(R"({"type": "string", "minLength": 2, "maxLength": 3})");
   CHECK_FALSE(accepts(*len, R"("a")"));
@@ -283,9 +312,17 @@ TEST_CASE("json schema: string length, pattern and format", "[core][grammar]") {
   CHECK(accepts(*date, R"("2024-02-29")"));
   CHECK_FALSE(accepts(*date, R"("2024-13-01")"));
   CHECK_FALSE(accepts(*date, R"("2024-1-01")"));
+  // Days as the month has them; February 29 only in leap years.
+  for (const char* ok : {"2023-01-31", "2023-04-30", "2023-02-28", "2000-02-29", "1996-02-29", "0000-02-29"})
+    CHECK(accepts(*date, "\"" + std::string(ok) + "\""));
+  for (const char* bad : {"2023-04-31", "2023-11-31", "2023-02-29", "1900-02-29", "2023-02-30", "2023-06-31"})
+    CHECK_FALSE(accepts(*date, "\"" + std::string(bad) + "\""));
   auto dt = schema(R"({"format": "date-time"})");
   CHECK(accepts(*dt, R"("2024-05-06T07:08:09.123Z")"));
-  CHECK(accepts(*dt, R"("2024-05-06T23:59:60+05:30")"));
+  CHECK(accepts(*dt, R"("2024-05-06T23:59:59+05:30")"));
+  // A leap second is valid only at 23:59:60 UTC: the pattern never writes second 60.
+  CHECK_FALSE(accepts(*dt, R"("2024-05-06T06:10:60Z")"));
+  CHECK_FALSE(accepts(*dt, R"("2023-02-29T00:00:00Z")"));
   CHECK_FALSE(accepts(*dt, R"("2024-05-06 07:08:09Z")"));
   auto time = schema(R"({"type": "string", "format": "time"})");
   CHECK(accepts(*time, R"("12:34:56Z")"));
