@@ -1,0 +1,117 @@
+#pragma once
+/// What crosses a process boundary between a gateway and an engine: the request, its
+/// token and finish events, and the engine's health, as CAF 0.17 serializes them
+/// (inspect() overloads, and the type names announce_wire_types() registers with an
+/// actor_system_config). Everything here is plain data: no callbacks, no pointers.
+///
+/// A compiled grammar does not cross: a request carries the grammar_spec it was compiled
+/// from (the gateway compiles it to refuse bad schemas with a 400; the engine compiles it
+/// again through its own cache). CAF 0.17 cannot inspect std::optional, so optional
+/// fields cross as (is-set, value) pairs through `optional_field`.
+
+#include <caf/all.hpp>
+
+#include <optional>
+#include <string>
+#include <type_traits>
+
+#include "actors/engine.hpp"
+#include "core/grammar/grammar_cache.hpp"
+
+namespace inflight {
+
+/// A request for an engine in another process.
+struct wire_request {
+  generate_request request;              ///< request.params.grammar is not sent
+  std::optional<grammar_spec> grammar;   ///< what request.params.grammar was compiled from
+};
+
+/// Registers every type below with `cfg` (call before the actor system starts, on both sides).
+void announce_wire_types(caf::actor_system_config& cfg);
+
+/// Lets an inspector read or write a std::optional<T> as (is-set, value).
+template <class T>
+struct optional_field {
+  std::optional<T>& value;
+};
+
+template <class Inspector, class T>
+typename Inspector::result_type inspect(Inspector& f, optional_field<T>& x) {
+  bool is_set = x.value.has_value();
+  T v = is_set ? *x.value : T{};
+  if constexpr (std::is_void_v<typename Inspector::result_type>) {  // to_string
+    f(is_set, v);
+  } else {
+    auto result = f(is_set, v);
+    if constexpr (Inspector::writes_state) x.value = is_set ? std::optional<T>(std::move(v)) : std::nullopt;
+    return result;
+  }
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, error& x) {
+  return f(caf::meta::type_name("inflight_error"), x.code, x.message);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, logit_bias_entry& x) {
+  return f(caf::meta::type_name("logit_bias_entry"), x.token, x.bias);
+}
+
+/// All of sampling_params but the compiled grammar (see wire_request::grammar).
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
+  return f(caf::meta::type_name("sampling_params"), x.temperature, x.top_k, x.top_p, x.min_p, x.repetition_penalty,
+           x.presence_penalty, x.frequency_penalty, x.max_tokens, x.ignore_eos, x.stop_token_ids, x.logprobs,
+           x.logit_bias);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, generate_request& x) {
+  return f(caf::meta::type_name("generate_request"), x.prompt, x.params, optional_field<std::uint64_t>{x.seed}, x.stop,
+           x.priority, x.cache_salt, x.timeout_s, x.score_rows, optional_field<pooling_kind>{x.pooling});
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, grammar_spec& x) {
+  return f(caf::meta::type_name("grammar_spec"), x.kind, x.text);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, wire_request& x) {
+  return f(caf::meta::type_name("wire_request"), x.request, optional_field<grammar_spec>{x.grammar});
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, top_logprob& x) {
+  return f(caf::meta::type_name("top_logprob"), x.token, x.logprob);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sampled_token& x) {
+  return f(caf::meta::type_name("sampled_token"), x.id, x.token, x.logprob, x.top_logprobs);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, token_event& x) {
+  return f(caf::meta::type_name("token_event"), x.text, x.token_ids, x.logprobs, x.index);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, request_timings& x) {
+  return f(caf::meta::type_name("request_timings"), x.queue_ms, x.ttft_ms, x.tpot_ms, x.e2e_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, finish_event& x) {
+  return f(caf::meta::type_name("finish_event"), x.reason, optional_field<error>{x.cause}, x.text, x.prompt_tokens,
+           x.completion_tokens, x.cached_tokens, x.timings, x.row_logits, x.embedding);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, engine_health& x) {
+  return f(caf::meta::type_name("engine_health"), x.is_healthy, x.is_stopped, x.num_consecutive_failed_steps,
+           x.num_failed_steps, x.last_step_error);
+}
+
+}  // namespace inflight
