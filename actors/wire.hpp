@@ -26,6 +26,21 @@ struct wire_request {
   std::optional<grammar_spec> grammar;   ///< what request.params.grammar was compiled from
 };
 
+/// An engine's answer to a wire_request: the id it runs under, or why it was refused.
+struct wire_submit_reply {
+  request_id id = 0;
+  std::optional<error> failure;
+};
+
+/// Messages between a remote_engine and an engine_host (actors/remote_engine.hpp):
+///   gateway -> engine:  (remote_submit_atom, wire_request, tag) -> wire_submit_reply
+///                       (cancel_atom, request_id), (health_atom) -> engine_health
+///   engine -> gateway:  (token_atom, tag, token_event), (finished_atom, tag, finish_event)
+/// `tag` is the gateway's own number for the request, so that events can arrive before
+/// the reply that names the engine's id.
+using remote_submit_atom = caf::atom_constant<caf::atom("rsubmit")>;
+using health_atom = caf::atom_constant<caf::atom("health")>;
+
 /// Registers every type below with `cfg` (call before the actor system starts, on both sides).
 void announce_wire_types(caf::actor_system_config& cfg);
 
@@ -80,6 +95,11 @@ typename Inspector::result_type inspect(Inspector& f, grammar_spec& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wire_request& x) {
   return f(caf::meta::type_name("wire_request"), x.request, optional_field<grammar_spec>{x.grammar});
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, wire_submit_reply& x) {
+  return f(caf::meta::type_name("wire_submit_reply"), x.id, optional_field<error>{x.failure});
 }
 
 template <class Inspector>

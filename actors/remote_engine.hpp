@@ -1,0 +1,98 @@
+#pragma once
+/// An engine served to other processes, and the other processes' handle on it, over
+/// CAF 0.17's middleman (actors/wire.hpp says what crosses):
+///
+///   gateway process                               engine process
+///   remote_engine --(rsubmit, wire_request, tag)--> engine_host --submit--> engine
+///        ^   client actor <--(token|finished, tag, event)-- request sinks
+///
+/// Both sides need an actor system whose config called announce_wire_types() and loaded
+/// caf::io::middleman (the engine's own actors live in a system of their own).
+///
+/// Faults: a gateway that goes away (its process dies, the connection drops) has its
+/// requests cancelled by the host, so their KV blocks come back; an engine that goes away
+/// ends every request still streaming from it with finish_reason::error and
+/// errc::unavailable. A process killed outright closes its connections at once; a host
+/// cut off without a word is noticed through the middleman's heartbeats
+/// (`middleman.heartbeat-interval`, `middleman.connection-timeout`; see
+/// configure_wire_heartbeats()).
+
+#include <caf/all.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "actors/engine.hpp"
+#include "actors/wire.hpp"
+#include "core/error.hpp"
+
+namespace inflight {
+
+/// Heartbeats every `interval_s` seconds, and a connection silent for `timeout_s` counts
+/// as lost (both are off by default in CAF 0.17).
+void configure_wire_heartbeats(caf::actor_system_config& cfg, double interval_s, double timeout_s);
+
+/// Publishes `eng` on `host`:`port` (0 = any free port) of `net`'s middleman.
+class engine_host {
+ public:
+  static result<std::unique_ptr<engine_host>> start(caf::actor_system& net, engine& eng, const std::string& host,
+                                                    std::uint16_t port);
+  /// Unpublishes, and cancels the requests that gateways still have running here.
+  ~engine_host();
+  engine_host(const engine_host&) = delete;
+  engine_host& operator=(const engine_host&) = delete;
+
+  std::uint16_t port() const { return port_; }
+
+ private:
+  engine_host(caf::actor_system& net, caf::actor actor, std::uint16_t port)
+      : net_(net), actor_(std::move(actor)), port_(port) {}
+  caf::actor_system& net_;
+  caf::actor actor_;
+  std::uint16_t port_;
+};
+
+/// An engine in another process, through its engine_host.
+class remote_engine {
+ public:
+  /// Connects to the engine_host at `host`:`port`; requests to it give up after `timeout_s`.
+  static result<std::unique_ptr<remote_engine>> connect(caf::actor_system& net, const std::string& host,
+                                                        std::uint16_t port, double timeout_s = 10.0);
+  /// Requests still running end with an error event (their engine is not told).
+  ~remote_engine();
+  remote_engine(const remote_engine&) = delete;
+  remote_engine& operator=(const remote_engine&) = delete;
+
+  /// Queues `request` on the engine; its events go to `sink` (on an actor thread of
+  /// `net`). `grammar`: what request.params.grammar was compiled from (the engine
+  /// compiles it again). The engine's refusals come back as they are (invalid_argument,
+  /// queue_full, ...); no answer within the timeout, or no engine, is errc::unavailable.
+  /// The id is this remote_engine's own.
+  result<request_id> submit(generate_request request, std::optional<grammar_spec> grammar,
+                            std::shared_ptr<request_sink> sink);
+  /// Stops a request within a step of the engine; its sink gets on_finish(cancelled).
+  void cancel(request_id id);
+  /// The engine's health; errc::unavailable when it does not answer.
+  result<engine_health> health();
+  /// False once the engine went away (a new connect() is needed).
+  bool is_connected() const { return !is_down_->load(); }
+  const std::string& address() const { return address_; }
+
+ private:
+  remote_engine(caf::actor_system& net, caf::actor client, std::shared_ptr<std::atomic<bool>> is_down,
+                std::string address, double timeout_s)
+      : net_(net), client_(std::move(client)), is_down_(std::move(is_down)), address_(std::move(address)),
+        timeout_s_(timeout_s) {}
+  caf::actor_system& net_;
+  caf::actor client_;
+  std::shared_ptr<std::atomic<bool>> is_down_;
+  std::string address_;
+  double timeout_s_;
+};
+
+}  // namespace inflight
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<inflight::request_sink>)
