@@ -1,10 +1,19 @@
 // `inflight serve`: the OpenAI-compatible HTTP / SSE / WebSocket server in front of the
 // engine. Prints the model, the chat template and the bound address at start-up; shuts
 // down gracefully on SIGINT / SIGTERM and exits 0.
+//
+// `--role engine`: the engine alone, served to gateways in other processes over CAF's
+// middleman on server.host:server.port (actors/remote_engine.hpp); no HTTP.
+#include <signal.h>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
 #include <cstdio>
 #include <iostream>
 
 #include "actors/engine.hpp"
+#include "actors/remote_engine.hpp"
 #include "actors/gateway/server.hpp"
 #include "apps/inflight/commands.hpp"
 #include "config/deployment_loader.hpp"
@@ -17,6 +26,7 @@ struct serve_options {
   std::vector<std::string> overrides;
   std::optional<std::string> host;
   std::optional<int> port;
+  std::string role = "all";
 };
 
 deployment load_serve_deployment(const serve_options& o) {
@@ -26,8 +36,55 @@ deployment load_serve_deployment(const serve_options& o) {
   return d;
 }
 
+/// The network side of an engine process: wire types and heartbeats (every second; a
+/// gateway silent for 5 s counts as gone).
+struct engine_net_config : caf::actor_system_config {
+  engine_net_config() {
+    announce_wire_types(*this);
+    configure_wire_heartbeats(*this, 1.0, 5.0);
+    load<caf::io::middleman>();
+  }
+};
+
+/// `--role engine`: serves until SIGINT / SIGTERM, then stops taking requests, lets the
+/// running ones finish (server.shutdown_grace_s) and exits 0.
+void run_engine_role(const deployment& d) {
+  // Blocked here, before any thread starts, so every thread inherits the mask and only
+  // sigwait() below sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  auto model = load_model(d.model, d.engine.backend);
+  if (!model) fail(model.error().message);
+  std::printf("inflight: model %s: %s\n", model->name.c_str(), model->description.c_str());
+  std::fflush(stdout);
+  auto eng = engine::start(d, std::move(*model));
+  if (!eng) fail(eng.error().message);
+  engine_net_config cfg;
+  caf::actor_system net{cfg};
+  auto host = engine_host::start(net, **eng, d.server.host, static_cast<std::uint16_t>(d.server.port));
+  if (!host) fail(host.error().message);
+  std::printf("inflight: engine: %s backend, policy %s, max_num_seqs %d\n", d.engine.backend.c_str(),
+              d.scheduler.policy.c_str(), d.engine.max_num_seqs);
+  std::printf("inflight: serving the engine on tcp://%s:%d (CAF middleman, no TLS: keep this port on a private "
+              "network)\n",
+              d.server.host.c_str(), (*host)->port());
+  std::fflush(stdout);
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  std::printf("inflight: draining (signal %d)\n", signal_number);
+  std::fflush(stdout);
+  (*eng)->shutdown(d.server.shutdown_grace_s);
+  host->reset();
+  std::printf("inflight: shut down\n");
+  std::fflush(stdout);
+}
+
 void run_serve(const serve_options& o) {
   const auto d = load_serve_deployment(o);
+  if (o.role == "engine") return run_engine_role(d);
   auto model = load_model(d.model, d.engine.backend);
   if (!model) fail(model.error().message);
   std::printf("inflight: model %s: %s\n", model->name.c_str(), model->description.c_str());
@@ -67,6 +124,11 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--set", o->overrides, "override a config key: --set server.port=0");
   cmd->add_option("--host", o->host, "address to listen on (server.host)");
   cmd->add_option("--port", o->port, "TCP port, 0 = any free port (server.port)");
+  cmd->add_option("--role", o->role,
+                  "all: the HTTP API and the engine in one process; engine: the engine alone, served to gateways "
+                  "in other processes on --host:--port")
+      ->check(CLI::IsMember({"all", "engine"}))
+      ->capture_default_str();
   cmd->callback([o] { run_serve(*o); });
 }
 

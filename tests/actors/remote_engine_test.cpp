@@ -280,3 +280,60 @@ TEST_CASE("remote engine: an engine killed mid-stream ends its streams with an e
 TEST_CASE("remote engine: an engine cut off mid-stream is found out by the heartbeats", "[actors][remote]") {
   check_engine_fault(SIGSTOP);  // heartbeats every 0.2 s, connection timeout 2 s (net_config)
 }
+
+TEST_CASE("remote engine: inflight serve --role engine serves, drains on SIGTERM and exits 0", "[actors][remote]") {
+  const auto d = stories_deployment();
+  if (d.model.path.empty()) return;
+  const std::string bin = std::string(INFLIGHT_BINARY_DIR) + "/bin/inflight";
+  REQUIRE(access(bin.c_str(), X_OK) == 0);
+  int out[2];
+  REQUIRE(pipe(out) == 0);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    close(out[0]);
+    const std::string model = "model.path=" + d.model.path, tok = "model.tokenizer=" + d.model.tokenizer,
+                      plugins = "scheduler.plugin_dir=" + d.scheduler.plugin_dir;
+    const std::string config = std::string(INFLIGHT_SOURCE_DIR) + "/config/cpu-small.toml";
+    execl(bin.c_str(), bin.c_str(), "serve", "--role", "engine", "--config", config.c_str(), "--port", "0", "--set",
+          model.c_str(), "--set", tok.c_str(), "--set", plugins.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(out[1]);
+  FILE* log = fdopen(out[0], "r");
+  std::string printed;
+  int port = 0;
+  char line[512];
+  while (port == 0 && std::fgets(line, sizeof line, log)) {
+    printed += line;
+    std::sscanf(line, "inflight: serving the engine on tcp://127.0.0.1:%d", &port);
+  }
+  INFO(printed);
+  if (port == 0) kill(child, SIGKILL);
+  REQUIRE(port > 0);
+  net_config cfg;
+  caf::actor_system net{cfg};
+  auto remote = remote_engine::connect(net, "127.0.0.1", static_cast<std::uint16_t>(port), 10.0);
+  REQUIRE(remote.has_value());
+  generate_request r;
+  r.prompt = {1, 403, 407, 261, 378};
+  r.params.temperature = 0.0f;
+  r.params.max_tokens = 300;
+  r.params.ignore_eos = true;
+  auto sink = std::make_shared<collect_sink>();
+  REQUIRE((*remote)->submit(r, std::nullopt, sink).has_value());
+  REQUIRE(wait_until([&] { return sink->num_events() > 0; }));
+  // Draining: the running request still completes; the process then exits 0.
+  kill(child, SIGTERM);
+  REQUIRE(sink->wait(30.0));
+  CHECK(sink->finish().reason == finish_reason::length);
+  CHECK(sink->finish().completion_tokens == 300);
+  while (std::fgets(line, sizeof line, log)) printed += line;
+  std::fclose(log);
+  int status = 0;
+  waitpid(child, &status, 0);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK_THAT(printed, Catch::Contains("inflight: draining") && Catch::Contains("inflight: shut down"));
+}
