@@ -1,0 +1,112 @@
+#include "core/route/route_policy.hpp"
+
+#include <dlfcn.h>
+
+#include <array>
+
+namespace inflight {
+namespace {
+
+bool is_valid_name(std::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::string dl_error_text() {
+  const char* text = dlerror();
+  return text != nullptr ? text : "unknown dlopen error";
+}
+
+}  // namespace
+
+std::string route_policy_file_name(std::string_view name) { return "inflight_route_" + std::string(name) + ".so"; }
+
+result<route_policy> route_policy::try_load(const std::filesystem::path& plugin_dir, std::string_view name,
+                                            const route_settings& settings) {
+  if (!is_valid_name(name))
+    return make_error(errc::invalid_argument,
+                      "invalid routing policy name '" + std::string(name) + "': use letters, digits, '_' or '-'");
+  const auto file = plugin_dir / route_policy_file_name(name);
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec))
+    return make_error(errc::not_found, "routing policy '" + std::string(name) + "' not found: no file " + file.string());
+  void* library = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr)
+    return make_error(errc::io_error, "cannot load routing policy " + file.string() + ": " + dl_error_text());
+  dlerror();
+  void* symbol = dlsym(library, INFLIGHT_ROUTE_ENTRY_SYMBOL);
+  if (symbol == nullptr) {
+    dlclose(library);
+    return make_error(errc::not_found, "routing policy " + file.string() + " does not export '" +
+                                           INFLIGHT_ROUTE_ENTRY_SYMBOL + "'");
+  }
+  auto created = try_create(reinterpret_cast<inflight_route_entry_fn>(symbol)(), file.string(), settings, library);
+  if (!created) dlclose(library);
+  return created;
+}
+
+result<route_policy> route_policy::try_from_vtable(const inflight_route_vtable* vtable, const route_settings& settings) {
+  return try_create(vtable, "vtable", settings, nullptr);
+}
+
+result<route_policy> route_policy::try_create(const inflight_route_vtable* vtable, std::string origin,
+                                              const route_settings& settings, void* library) {
+  if (vtable == nullptr) return make_error(errc::invalid_argument, "routing policy " + origin + " returned no vtable");
+  if (vtable->abi_version != INFLIGHT_ROUTE_ABI_VERSION)
+    return make_error(errc::unsupported, "routing policy " + origin + " was built for routing ABI version " +
+                                             std::to_string(vtable->abi_version) + ", this router loads version " +
+                                             std::to_string(INFLIGHT_ROUTE_ABI_VERSION));
+  if (vtable->create == nullptr || vtable->destroy == nullptr || vtable->choose == nullptr)
+    return make_error(errc::invalid_argument, "routing policy " + origin + " has a null create, destroy or choose");
+  std::vector<inflight_route_setting> c_settings;
+  for (const auto& [key, value] : settings) c_settings.push_back({key.c_str(), value.c_str()});
+  std::array<char, 512> message{};
+  void* state = nullptr;
+  const auto status = vtable->create(c_settings.data(), c_settings.size(), &state, message.data(), message.size());
+  message.back() = '\0';
+  std::string name = vtable->name != nullptr ? vtable->name : "unnamed";
+  if (status != INFLIGHT_ROUTE_OK)
+    return make_error(errc::invalid_argument,
+                      "routing policy '" + name + "' (" + origin + ") refused its settings: " + message.data());
+  route_policy p;
+  p.vtable_ = vtable;
+  p.state_ = state;
+  p.library_ = library;
+  p.name_ = std::move(name);
+  return p;
+}
+
+route_policy::route_policy(route_policy&& other) noexcept { *this = std::move(other); }
+
+route_policy& route_policy::operator=(route_policy&& other) noexcept {
+  if (this == &other) return *this;
+  reset();
+  vtable_ = std::exchange(other.vtable_, nullptr);
+  state_ = std::exchange(other.state_, nullptr);
+  library_ = std::exchange(other.library_, nullptr);
+  name_ = std::move(other.name_);
+  return *this;
+}
+
+route_policy::~route_policy() { reset(); }
+
+void route_policy::reset() {
+  if (vtable_ != nullptr) vtable_->destroy(state_);
+  if (library_ != nullptr) dlclose(library_);
+  vtable_ = nullptr;
+  state_ = nullptr;
+  library_ = nullptr;
+}
+
+result<std::uint32_t> route_policy::choose(const inflight_route_view& view) {
+  std::uint32_t index = 0;
+  if (vtable_->choose(state_, &view, &index) != INFLIGHT_ROUTE_OK)
+    return make_error(errc::internal, "routing policy '" + name_ + "' failed to choose");
+  return index;
+}
+
+}  // namespace inflight

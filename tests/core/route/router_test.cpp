@@ -1,0 +1,171 @@
+// The router (core/route) with the shipped routing policies loaded from the plugin
+// directory: round_robin cycles over available engines, least_load follows the load
+// reports and its own sends, prefix follows the exact block index with SGLang's
+// guards, bad answers are replaced and counted, and the plugin loader refuses what it
+// should.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "core/kv/block_hash.hpp"
+#include "core/route/router.hpp"
+
+using namespace inflight;
+
+namespace {
+
+constexpr int block_size = 4;
+
+route_policy load(const std::string& name, const route_settings& settings = {}) {
+  auto p = route_policy::try_load(INFLIGHT_TEST_PLUGIN_DIR, name, settings);
+  INFO((p ? std::string() : p.error().message));
+  REQUIRE(p.has_value());
+  return std::move(*p);
+}
+
+/// The full blocks' hashes of `tokens`, as an engine's KV manager computes them.
+std::vector<block_hash> blocks_of(const std::vector<token_id>& tokens, const std::string& salt = "") {
+  std::vector<block_hash> hashes;
+  extend_block_hashes(hashes, tokens, block_size, salt);
+  return hashes;
+}
+
+std::vector<token_id> prompt(int first, int n) {
+  std::vector<token_id> t;
+  for (int i = 0; i < n; ++i) t.push_back(first + i);
+  return t;
+}
+
+int choose(router& r, const std::vector<token_id>& tokens) {
+  auto c = r.choose(blocks_of(tokens), static_cast<int>(tokens.size()));
+  REQUIRE(c.has_value());
+  return *c;
+}
+
+}  // namespace
+
+TEST_CASE("route: round_robin cycles over the available engines", "[core][route]") {
+  router r(load("round_robin"), 3, block_size);
+  std::vector<int> picks;
+  for (int i = 0; i < 6; ++i) picks.push_back(choose(r, prompt(0, 8)));
+  CHECK(picks == std::vector<int>{0, 1, 2, 0, 1, 2});
+  r.set_available(1, false);
+  picks.clear();
+  for (int i = 0; i < 4; ++i) picks.push_back(choose(r, prompt(0, 8)));
+  CHECK(picks == std::vector<int>{0, 2, 0, 2});
+  CHECK(r.num_refused_choices() == 0);
+  r.set_available(0, false);
+  r.set_available(2, false);
+  auto none = r.choose(blocks_of(prompt(0, 8)), 8);
+  REQUIRE_FALSE(none.has_value());
+  CHECK(none.error().code == errc::unavailable);
+}
+
+TEST_CASE("route: least_load takes 4 x waiting + running, and counts its own sends", "[core][route]") {
+  router r(load("least_load"), 3, block_size);
+  r.set_load(0, {2, 0, 10, 10});  // 8
+  r.set_load(1, {0, 5, 10, 10});  // 5
+  r.set_load(2, {1, 3, 10, 10});  // 7
+  CHECK(choose(r, prompt(0, 8)) == 1);  // now 1 has 9 (one more waiting)
+  CHECK(choose(r, prompt(0, 8)) == 2);  // 7 < 8 < 9
+  CHECK(choose(r, prompt(0, 8)) == 0);  // 8 < 9 < 11
+  r.set_load(1, {0, 0, 10, 10});        // a fresh report replaces the counts
+  CHECK(choose(r, prompt(0, 8)) == 1);
+  CHECK(r.num_routed(1) == 2);
+}
+
+TEST_CASE("route: prefix goes where the prompt's leading blocks are cached", "[core][route]") {
+  router r(load("prefix"), 3, block_size);
+  const auto shared = prompt(100, 16);  // 4 full blocks
+  const auto shared_blocks = blocks_of(shared);
+  r.add_blocks(2, shared_blocks);
+  r.add_blocks(1, std::vector<block_hash>(shared_blocks.begin(), shared_blocks.begin() + 1));
+  auto request = shared;
+  request.insert(request.end(), {7, 8, 9});
+  CHECK(r.num_cached(2, blocks_of(request)) == 4);
+  CHECK(r.num_cached(1, blocks_of(request)) == 1);
+  CHECK(choose(r, request) == 2);
+  CHECK(choose(r, request) == 2);  // the cache still decides at a small load difference
+  // Another salt: the same tokens are other blocks; nothing cached, least load decides.
+  auto salted = r.choose(blocks_of(request, "tenant-b"), static_cast<int>(request.size()));
+  REQUIRE(salted.has_value());
+  CHECK(*salted == 0);
+  // Evicted blocks are gone from the index: only the first block is left on 2, below
+  // the cache threshold (1 of 4 < 0.5), so the load decides.
+  r.evict_blocks(2, std::vector<block_hash>(shared_blocks.begin() + 1, shared_blocks.end()));
+  CHECK(r.num_cached(2, blocks_of(request)) == 1);
+  r.set_load(0, {0, 0, 10, 10});
+  r.set_load(1, {0, 0, 10, 10});
+  r.set_load(2, {0, 9, 10, 10});
+  CHECK(choose(r, request) != 2);
+  // An engine that goes away forgets its blocks.
+  r.add_blocks(2, blocks_of(shared));
+  r.set_available(2, false);
+  r.set_available(2, true);
+  CHECK(r.num_cached(2, blocks_of(request)) == 0);
+}
+
+TEST_CASE("route: prefix's imbalance guard sends to the shortest queue", "[core][route]") {
+  router r(load("prefix", {{"balance_abs_threshold", "8"}, {"balance_rel_threshold", "1.5"}}), 2, block_size);
+  const auto request = prompt(100, 16);
+  r.add_blocks(0, blocks_of(request));
+  r.set_load(0, {2, 0, 10, 10});   // 8: within 8 of engine 1's 0, not imbalanced
+  r.set_load(1, {0, 0, 10, 10});
+  CHECK(choose(r, request) == 0);
+  r.set_load(0, {3, 0, 10, 10});   // 12 > 0 + 8 and 12 > 1.5 x 0: imbalanced
+  r.set_load(1, {0, 0, 10, 10});
+  CHECK(choose(r, request) == 1);
+}
+
+TEST_CASE("route: policies refuse bad settings; the loader refuses bad names and files", "[core][route]") {
+  auto bad = route_policy::try_load(INFLIGHT_TEST_PLUGIN_DIR, "prefix", {{"cache_threshold", "2"}});
+  REQUIRE_FALSE(bad.has_value());
+  CHECK_THAT(bad.error().message, Catch::Contains("cache_threshold"));
+  auto unknown = route_policy::try_load(INFLIGHT_TEST_PLUGIN_DIR, "prefix", {{"nope", "1"}});
+  REQUIRE_FALSE(unknown.has_value());
+  CHECK_THAT(unknown.error().message, Catch::Contains("nope"));
+  CHECK(route_policy::try_load(INFLIGHT_TEST_PLUGIN_DIR, "../fcfs").error().code == errc::invalid_argument);
+  CHECK(route_policy::try_load(INFLIGHT_TEST_PLUGIN_DIR, "missing").error().code == errc::not_found);
+  // A scheduling policy is not a routing policy: another file name, never confused.
+  CHECK(route_policy::try_load(INFLIGHT_TEST_PLUGIN_DIR, "fcfs").error().code == errc::not_found);
+}
+
+namespace {
+
+inflight_route_status bad_create(const inflight_route_setting*, std::size_t, void** s, char*, std::size_t) {
+  *s = nullptr;
+  return INFLIGHT_ROUTE_OK;
+}
+void bad_destroy(void*) {}
+inflight_route_status out_of_range(void*, const inflight_route_view* view, std::uint32_t* out) {
+  *out = static_cast<std::uint32_t>(view->num_engines + 5);
+  return INFLIGHT_ROUTE_OK;
+}
+inflight_route_status always_first(void*, const inflight_route_view*, std::uint32_t* out) {
+  *out = 0;
+  return INFLIGHT_ROUTE_OK;
+}
+
+}  // namespace
+
+TEST_CASE("route: an answer naming no available engine is replaced by the least loaded", "[core][route]") {
+  const inflight_route_vtable wild{INFLIGHT_ROUTE_ABI_VERSION, "wild", bad_create, bad_destroy, out_of_range};
+  auto p = route_policy::try_from_vtable(&wild);
+  REQUIRE(p.has_value());
+  router r(std::move(*p), 2, block_size);
+  r.set_load(0, {5, 0, 10, 10});
+  CHECK(choose(r, prompt(0, 8)) == 1);
+  CHECK(r.num_refused_choices() == 1);
+
+  const inflight_route_vtable stubborn{INFLIGHT_ROUTE_ABI_VERSION, "first", bad_create, bad_destroy, always_first};
+  auto q = route_policy::try_from_vtable(&stubborn);
+  REQUIRE(q.has_value());
+  router s(std::move(*q), 2, block_size);
+  s.set_available(0, false);
+  CHECK(choose(s, prompt(0, 8)) == 1);  // engine 0 is down: never chosen
+  CHECK(s.num_refused_choices() == 1);
+
+  const inflight_route_vtable future{INFLIGHT_ROUTE_ABI_VERSION + 1, "future", bad_create, bad_destroy, always_first};
+  CHECK(route_policy::try_from_vtable(&future).error().code == errc::unsupported);
+}
