@@ -97,6 +97,7 @@ void completion_call::emit_delta(int index, const std::string& text, const std::
   auto& c = choices_[index];
   json lp = logprobs_of(c, logprobs);
   if (is_ws()) {
+    c.text += text;  // read for tool calls at the end
     // Every token is a message, text or not: index + len(token_ids) is the next index.
     emit_({200, dump_json(ws_token_message(ws_id_, text, token_ids, c.num_sent_tokens, lp)), false});
     c.num_sent_tokens += int(token_ids.size());
@@ -200,12 +201,21 @@ void completion_call::on_finish(int index, const finish_event& ev) {
   if (is_done()) finish_all();
 }
 
-/// A WebSocket generation (one choice) ends with one done or error message.
+/// A WebSocket generation (one choice) ends with one done or error message; a chat
+/// whose output parsed as tool calls says so there, as HTTP's message does.
 void completion_call::emit_ws_end() {
-  const finish_event& ev = choices_.front().finish;
-  const json msg = ev.reason == finish_reason::error
-                       ? ws_error_message(ws_id_, finish_error(ev), state_.settings().retry_after_s)
-                       : ws_done_message(ws_id_, finish_name_of(ev), ev);
+  const choice_state& c = choices_.front();
+  const finish_event& ev = c.finish;
+  if (ev.reason == finish_reason::error) {
+    emit_({200, dump_json(ws_error_message(ws_id_, finish_error(ev), state_.settings().retry_after_s)), true});
+    return;
+  }
+  json msg = ws_done_message(ws_id_, finish_name_of(ev), ev);
+  if (const choice_result r = chat_result(c); !r.tool_calls.is_null()) {
+    msg["finish_reason"] = r.finish_reason;
+    msg["tool_calls"] = r.tool_calls;
+    msg["content"] = r.is_content_null ? json(nullptr) : json(r.text);
+  }
   emit_({200, dump_json(msg), true});
 }
 

@@ -185,8 +185,11 @@ session_writer::handlers ws_session::write_handlers() {
       },
       .on_pause = [this] { for (auto& [key, live] : live_) live.call->pause(); },
       .on_resume = [this] {
-        for (auto& [key, live] : live_)
+        // What a call held fills the queue again: once it is full, the rest wait their turn.
+        for (auto& [key, live] : live_) {
+          if (writer_.is_paused()) break;
           if (live.call->is_paused()) live.call->resume();
+        }
       },
       .on_drained = [this] { maybe_close_after_stop(); },
       .on_gone = [this] { connection_lost(); },
