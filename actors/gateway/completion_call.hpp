@@ -3,7 +3,8 @@
 /// its choices (prompts x n) to the engine and turns their events into text deltas,
 /// logprobs, tool-call deltas and finish reasons (finish_name()), in one place for every
 /// transport; only the shapes differ: SSE chunks or one JSON body (OpenAI), or
-/// `token` / `done` / `error` messages (WebSocket: one SSE-free message per output).
+/// `token` / `done` / `error` messages (WebSocket: one message per output, the tool
+/// calls a chat's output parsed as in its `done`).
 /// Runs on the connection's strand (events arrive through posting_sink); knows no sockets.
 
 #include <functional>
@@ -41,8 +42,8 @@ class completion_call final : public gateway_call, public std::enable_shared_fro
   /// Shutdown gave up on the call: as cancel(), but its choices end with "abort".
   void abort() override;
   /// A slow reader: while paused, a stream's tokens are held per choice (as text and
-  /// token ids, not as events) and sent as one chunk per choice by resume(). The
-  /// session pauses when its buffer passes server.max_stream_buffer_bytes.
+  /// token ids, not as events) and sent as one chunk or message per choice by resume().
+  /// The session pauses while its session_writer is over its limits.
   void pause() override { is_paused_ = true; }
   void resume() override;
   bool is_paused() const override { return is_paused_; }
