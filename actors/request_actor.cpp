@@ -75,7 +75,7 @@ void on_finished(self_ptr self, const seq_event& ev) {
   auto& m = *st.ctx.metrics;
   m.e2e_request_latency.observe(now - st.ctx.arrival_s);
   m.prompt_tokens_total += std::uint64_t(out.prompt_tokens);
-  m.count_finished(api_name(ev.reason));
+  m.count_finished(metrics_label(ev.reason));
   st.ctx.sink->on_finish(out);
   --*st.ctx.num_live;
   self->quit();

@@ -4,18 +4,20 @@
 
 #include "actors/gateway/queue_limits.hpp"
 #include "actors/gateway/sse.hpp"
+#include "actors/gateway/ws_message.hpp"
 
 namespace inflight::gateway {
 
 using nlohmann::json;
 
-completion_call::completion_call(gateway_state& state, openai_request request, post_fn post, emit_fn emit)
+completion_call::completion_call(gateway_state& state, openai_request request, post_fn post, emit_fn emit, json ws_id)
     : state_(state),
       engine_(state.eng()),
       model_(state.model()),
       request_(std::move(request)),
       post_(std::move(post)),
-      emit_(std::move(emit)) {}
+      emit_(std::move(emit)),
+      ws_id_(std::move(ws_id)) {}
 
 std::optional<api_error> completion_call::try_start() {
   meta_ = {make_response_id(request_.is_chat ? "chatcmpl-" : "cmpl-"), unix_now(), model_.name};
@@ -56,6 +58,15 @@ void completion_call::cancel() {
     if (!c.is_finished) engine_.cancel(c.id);
 }
 
+void completion_call::abort() {
+  is_aborted_ = true;
+  cancel();
+}
+
+const char* completion_call::finish_name_of(const finish_event& ev) const {
+  return finish_name(is_aborted_ && ev.reason == finish_reason::cancelled ? finish_reason::aborted : ev.reason);
+}
+
 std::string completion_call::prompt_text(int index) const {
   return detokenize(model_, request_.prompts[static_cast<std::size_t>(index / request_.n)]);
 }
@@ -63,7 +74,7 @@ std::string completion_call::prompt_text(int index) const {
 void completion_call::emit_start() {
   for (int i = 0; i < int(choices_.size()); ++i) {
     if (request_.echo) choices_[i].text = prompt_text(i);
-    if (!request_.stream) continue;
+    if (!request_.stream || is_ws()) continue;
     if (request_.is_chat) {
       emit_({200, sse_event(chat_chunk(meta_, i, chat_role_delta(), nullptr, nullptr)), false});
     } else if (request_.echo) {
@@ -75,16 +86,23 @@ void completion_call::emit_start() {
 json completion_call::logprobs_of(choice_state& c, const std::vector<sampled_token>& tokens) {
   if (!request_.has_logprobs || tokens.empty()) return nullptr;
   const int num_top = request_.num_top_logprobs;
-  json out = request_.is_chat ? chat_logprobs_content(model_, c.prev, tokens, num_top)
+  json out = request_.is_chat || is_ws() ? chat_logprobs_content(model_, c.prev, tokens, num_top)
                               : completion_logprobs(model_, c.prev, tokens, num_top, int(c.text.size()));
   c.prev = tokens.back().token;
   return out;
 }
 
 void completion_call::emit_delta(int index, const std::string& text, const std::vector<sampled_token>& logprobs,
-                                 const char* finish_reason) {
+                                 const char* finish_reason, const std::vector<token_id>& token_ids) {
   auto& c = choices_[index];
   json lp = logprobs_of(c, logprobs);
+  if (is_ws()) {
+    c.text += text;  // read for tool calls at the end
+    // Every token is a message, text or not: index + len(token_ids) is the next index.
+    emit_({200, dump_json(ws_token_message(ws_id_, text, token_ids, c.num_sent_tokens, lp)), false});
+    c.num_sent_tokens += int(token_ids.size());
+    return;
+  }
   if (!request_.stream) {
     if (!lp.is_null()) {
       if (c.logprobs.is_null()) {
@@ -121,7 +139,7 @@ void completion_call::emit_tool_delta(int index, const std::string& text, const 
 }
 
 choice_result completion_call::chat_result(const choice_state& c) const {
-  choice_result r{c.text, c.logprobs, api_name(c.finish.reason)};
+  choice_result r{c.text, c.logprobs, finish_name_of(c.finish)};
   if (!request_.tools.parses_output()) return r;
   parsed_tool_output parsed = parse_tool_calls(model_.tool_style.format, c.text);
   if (parsed.calls.empty()) return r;
@@ -130,28 +148,30 @@ choice_result completion_call::chat_result(const choice_state& c) const {
     r.tool_calls.push_back(tool_call_json(make_response_id("call_"), call.name, call.arguments));
   r.is_content_null = !parsed.content;
   r.text = parsed.content.value_or("");
-  r.finish_reason = "tool_calls";
+  r.finish_reason = tool_calls_finish_name;
   return r;
 }
 
 void completion_call::on_token(int index, const token_event& ev) {
   if (!emit_ || choices_[index].is_finished) return;
-  if (!request_.has_logprobs && ev.text.empty()) return;
+  if (!request_.has_logprobs && ev.text.empty() && !is_ws()) return;
   if (is_paused_ && request_.stream) {
     auto& c = choices_[index];
     c.held_text += ev.text;
     c.held_tokens.insert(c.held_tokens.end(), ev.logprobs.begin(), ev.logprobs.end());
+    c.held_ids.insert(c.held_ids.end(), ev.token_ids.begin(), ev.token_ids.end());
     return;
   }
-  emit_delta(index, ev.text, ev.logprobs, nullptr);
+  emit_delta(index, ev.text, ev.logprobs, nullptr, ev.token_ids);
 }
 
 void completion_call::flush_held(int index) {
   auto& c = choices_[index];
-  if (c.held_text.empty() && c.held_tokens.empty()) return;
+  if (c.held_text.empty() && c.held_tokens.empty() && c.held_ids.empty()) return;
   const std::string text = std::exchange(c.held_text, {});
   const auto tokens = std::exchange(c.held_tokens, {});
-  emit_delta(index, text, tokens, nullptr);
+  const auto ids = std::exchange(c.held_ids, {});
+  emit_delta(index, text, tokens, nullptr, ids);
 }
 
 void completion_call::resume() {
@@ -169,15 +189,38 @@ void completion_call::on_finish(int index, const finish_event& ev) {
   state_.remove_live_request();
   if (!emit_) return;
   flush_held(index);  // the finish follows every token, paused or not
-  if (ev.reason == finish_reason::error) {
+  if (is_ws()) {
+    // Text released at the end (held bytes) comes before the done message.
+    if (!ev.text.empty())
+      emit_({200, dump_json(ws_token_message(ws_id_, ev.text, {}, ev.completion_tokens, nullptr)), false});
+  } else if (ev.reason == finish_reason::error) {
     if (request_.stream) emit_({200, sse_event(error_body(finish_error(ev))), false});
   } else {
-    emit_delta(index, ev.text, {}, api_name(ev.reason));
+    emit_delta(index, ev.text, {}, finish_name_of(ev));
   }
   if (is_done()) finish_all();
 }
 
+/// A WebSocket generation (one choice) ends with one done or error message; a chat
+/// whose output parsed as tool calls says so there, as HTTP's message does.
+void completion_call::emit_ws_end() {
+  const choice_state& c = choices_.front();
+  const finish_event& ev = c.finish;
+  if (ev.reason == finish_reason::error) {
+    emit_({200, dump_json(ws_error_message(ws_id_, finish_error(ev), state_.settings().retry_after_s)), true});
+    return;
+  }
+  json msg = ws_done_message(ws_id_, finish_name_of(ev), ev);
+  if (const choice_result r = chat_result(c); !r.tool_calls.is_null()) {
+    msg["finish_reason"] = r.finish_reason;
+    msg["tool_calls"] = r.tool_calls;
+    msg["content"] = r.is_content_null ? json(nullptr) : json(r.text);
+  }
+  emit_({200, dump_json(msg), true});
+}
+
 void completion_call::finish_all() {
+  if (is_ws()) return emit_ws_end();
   int num_prompt = 0, num_completion = 0, num_cached = 0;
   for (int i = 0; i < int(choices_.size()); ++i) {
     if (i % request_.n == 0) {  // each prompt once, whatever n
@@ -201,7 +244,7 @@ void completion_call::finish_all() {
       emit_({e.status, dump_json(error_body(e)), true});
       return;
     }
-    results.push_back(request_.is_chat ? chat_result(c) : choice_result{c.text, c.logprobs, api_name(c.finish.reason)});
+    results.push_back(request_.is_chat ? chat_result(c) : choice_result{c.text, c.logprobs, finish_name_of(c.finish)});
   }
   json body = request_.is_chat ? chat_response(meta_, results, usage) : completion_response(meta_, results, usage);
   emit_({200, dump_json(body), true});

@@ -17,7 +17,7 @@ json seqs_json(const step_summary& s) {
 
 json finished_json(const step_summary& s) {
   json out = json::array();
-  for (const auto& f : s.finished) out.push_back({{"id", f.id}, {"reason", to_string(f.reason)}});
+  for (const auto& f : s.finished) out.push_back({{"id", f.id}, {"reason", finish_name(f.reason)}});
   return out;
 }
 

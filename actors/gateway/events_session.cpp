@@ -6,6 +6,7 @@
 #include <boost/asio/write.hpp>
 
 #include "actors/gateway/engine_events.hpp"
+#include "actors/gateway/sse.hpp"
 
 namespace inflight::gateway {
 
@@ -30,7 +31,8 @@ events_session::events_session(net::ip::tcp::socket&& socket, gateway_state& sta
       state_(state),
       subscription_(std::move(subscription)),
       heartbeat_(socket_.get_executor()),
-      stall_(socket_.get_executor()) {}
+      // New steps wait in the subscription's queue, not here: pull() writes only when idle.
+      writer_(socket_.get_executor(), {.stall_timeout_s = state.settings().idle_timeout_s}) {}
 
 void events_session::run(unsigned http_version) {
   state_.add_session(shared_from_this());
@@ -42,12 +44,17 @@ void events_session::run(unsigned http_version) {
       if (auto self = weak.lock()) self->pull();
     });
   });
+  // Raw `this`: the writer runs these from handlers that hold the session.
+  writer_.start(weak_from_this(), {
+      .write = [this](const std::string& bytes, session_writer::done_fn done) {
+        net::async_write(socket_, net::buffer(bytes),
+                         [done = std::move(done)](beast::error_code ec, std::size_t) { done(ec); });
+      },
+      .on_drained = [this] { pull(); },
+      .on_gone = [this] { close(); },  // a write failed, or the reader stopped reading
+  });
   // The body ends when the connection closes: no length, no chunking.
-  std::string head = http_version >= 11 ? "HTTP/1.1 200 OK\r\n" : "HTTP/1.0 200 OK\r\n";
-  head +=
-      "Server: inflight\r\nContent-Type: text/event-stream; charset=utf-8\r\nCache-Control: no-cache\r\n"
-      "X-Accel-Buffering: no\r\nConnection: close\r\n\r\n";
-  write(head + engine_event_text(state_));
+  writer_.push(sse_response_head(http_version, false, true) + engine_event_text(state_));
   watch();
   arm_heartbeat();
 }
@@ -56,32 +63,13 @@ void events_session::stop() {
   net::post(socket_.get_executor(), [self = shared_from_this()] { self->close(); });
 }
 
-void events_session::write(std::string bytes) {
-  phase_ = phase::writing;
-  writing_ = std::move(bytes);
-  stall_.expires_after(millis(state_.settings().idle_timeout_s));
-  stall_.async_wait([self = shared_from_this()](beast::error_code ec) {
-    if (!ec && self->phase_ == phase::writing) self->close();  // the reader stopped reading
-  });
-  net::async_write(socket_, net::buffer(writing_),
-                   [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_written(ec); });
-}
-
-void events_session::on_written(beast::error_code ec) {
-  if (phase_ == phase::closed) return;
-  stall_.cancel();
-  if (ec) return close();
-  phase_ = phase::idle;
-  pull();
-}
-
 void events_session::pull() {
-  if (phase_ != phase::idle) return;
+  if (phase_ == phase::closed || !writer_.is_idle()) return;
   auto steps = subscription_->take();  // empty: the next step wakes us
   if (steps.empty()) return;
   std::string bytes;
   for (const auto& s : steps) bytes += step_event_text(s);
-  write(std::move(bytes));
+  writer_.push(std::move(bytes));
 }
 
 void events_session::arm_heartbeat() {
@@ -91,13 +79,13 @@ void events_session::arm_heartbeat() {
 
 void events_session::on_heartbeat(beast::error_code ec) {
   if (ec || phase_ == phase::closed) return;
-  if (phase_ == phase::idle) write(": keep-alive\n\n");
+  if (writer_.is_idle()) writer_.push(": keep-alive\n\n");
   arm_heartbeat();
 }
 
 void events_session::watch() {
   // The client sends nothing after its request: a read that ends means it went away.
-  socket_.async_read_some(net::buffer(watch_buf_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+  watch_.start(socket_, [self = shared_from_this()](beast::error_code ec, const std::string&) {
     if (ec) return self->close();
     self->watch();
   });
@@ -107,7 +95,7 @@ void events_session::close() {
   if (phase_ == phase::closed) return;
   phase_ = phase::closed;
   heartbeat_.cancel();
-  stall_.cancel();
+  writer_.close();
   beast::error_code ignored;
   socket_.shutdown(net::ip::tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);

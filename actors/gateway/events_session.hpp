@@ -8,7 +8,6 @@
 /// server.idle_timeout_s keeps an idle feed open; a write that stalls for a whole
 /// idle timeout closes it.
 
-#include <array>
 #include <memory>
 #include <string>
 
@@ -17,6 +16,7 @@
 #include <boost/beast/core/error.hpp>
 
 #include "actors/gateway/gateway_state.hpp"
+#include "actors/gateway/session_writer.hpp"
 
 namespace inflight::gateway {
 
@@ -30,10 +30,8 @@ class events_session final : public session_base, public std::enable_shared_from
   void abort_requests() override {}
 
  private:
-  enum class phase { idle, writing, closed };
+  enum class phase { streaming, closed };
 
-  void write(std::string bytes);
-  void on_written(boost::beast::error_code ec);
   void pull();
   void arm_heartbeat();
   void on_heartbeat(boost::beast::error_code ec);
@@ -44,10 +42,9 @@ class events_session final : public session_base, public std::enable_shared_from
   gateway_state& state_;
   std::shared_ptr<step_subscription> subscription_;
   boost::asio::steady_timer heartbeat_;
-  boost::asio::steady_timer stall_;
-  std::string writing_;
-  phase phase_ = phase::idle;
-  std::array<char, 512> watch_buf_{};
+  session_writer writer_;  ///< one write in flight, the stall timer
+  disconnect_watch watch_;
+  phase phase_ = phase::streaming;
 };
 
 }  // namespace inflight::gateway

@@ -20,6 +20,9 @@ class gateway_call {
   /// The client went away: cancels the engine requests still running (each finishes
   /// within a step).
   virtual void cancel() = 0;
+  /// Shutdown gave up on the call (after server.shutdown_grace_s): cancels it; where the
+  /// call reports finish reasons, they say "abort", not "cancelled".
+  virtual void abort() { cancel(); }
   /// A reader slower than the engine: the session pauses the call while its buffer is
   /// over server.max_stream_buffer_bytes, and resumes it once the buffer drains. A call
   /// that does not stream has nothing to pause.

@@ -1,6 +1,7 @@
 #include "actors/gateway/http_session.hpp"
 
 #include <chrono>
+#include <utility>
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
@@ -8,6 +9,7 @@
 
 #include "actors/gateway/engine_events.hpp"
 #include "actors/gateway/events_session.hpp"
+#include "actors/gateway/sse.hpp"
 #include "actors/gateway/ws_session.hpp"
 
 namespace inflight::gateway {
@@ -25,28 +27,35 @@ std::chrono::milliseconds seconds_of(double s) {
 }  // namespace
 
 http_session::http_session(net::ip::tcp::socket&& socket, gateway_state& state)
-    : stream_(std::move(socket)), state_(state), stall_timer_(stream_.get_executor()) {}
+    : stream_(std::move(socket)),
+      state_(state),
+      writer_(stream_.get_executor(),
+              {std::size_t(std::max<std::int64_t>(1, state.settings().max_stream_buffer_bytes)),
+               session_writer::limits{}.max_queued_frames, state.settings().idle_timeout_s, true}),
+      linger_timer_(stream_.get_executor()) {}
 
 void http_session::run() {
+  writer_.start(weak_from_this(), stream_handlers());
   net::dispatch(stream_.get_executor(), beast::bind_front_handler(&http_session::do_read, shared_from_this()));
 }
 
 void http_session::stop() {
   net::post(stream_.get_executor(), [self = shared_from_this()] {
     self->is_stopping_ = true;
-    if (!self->call_ && !self->reply_ && !self->is_streaming_) self->close();
+    if (self->phase_ == phase::reading || self->phase_ == phase::lingering) self->close();
   });
 }
 
 void http_session::abort_requests() {
   net::post(stream_.get_executor(), [self = shared_from_this()] {
-    if (self->call_) self->call_->cancel();
+    if (self->call_) self->call_->abort();
   });
 }
 
 void http_session::do_read() {
-  if (is_closed_) return;
+  if (phase_ == phase::closed) return;
   if (is_stopping_) return close();
+  phase_ = phase::reading;
   parser_.emplace();
   parser_->body_limit(static_cast<std::uint64_t>(state_.settings().max_body_bytes));
   parser_->header_limit(static_cast<std::uint32_t>(state_.settings().max_header_bytes));
@@ -56,14 +65,14 @@ void http_session::do_read() {
 }
 
 void http_session::on_read(beast::error_code ec) {
-  if (is_closed_) return;
+  if (phase_ == phase::closed) return;
   if (ec == http::error::end_of_stream) return close();
   if (ec == http::error::body_limit) {
-    keep_alive_ = false;
+    exchange_.is_keep_alive = false;
     return send_reply(error_reply(payload_too_large(state_.settings().max_body_bytes)));
   }
   if (ec == http::error::header_limit) {
-    keep_alive_ = false;
+    exchange_.is_keep_alive = false;
     return send_reply(error_reply(api_error{431, "invalid_request_error",
                                             "the request headers are larger than " +
                                                 std::to_string(state_.settings().max_header_bytes) +
@@ -71,11 +80,11 @@ void http_session::on_read(beast::error_code ec) {
                                             {}, "header_too_large"}));
   }
   if (ec == http::error::partial_message) {
-    keep_alive_ = false;
+    exchange_.is_keep_alive = false;
     return send_reply(error_reply(bad_request("the request ended before its body was complete", {}, "truncated_body")));
   }
   if (ec && ec.category() == http::make_error_code(http::error::bad_target).category()) {
-    keep_alive_ = false;
+    exchange_.is_keep_alive = false;
     return send_reply(error_reply(bad_request("malformed HTTP request: " + ec.message(), {}, "bad_http")));
   }
   if (ec) return close();
@@ -83,16 +92,14 @@ void http_session::on_read(beast::error_code ec) {
 }
 
 void http_session::handle(request_t&& req) {
-  keep_alive_ = req.keep_alive();
-  version_ = req.version();
-  is_head_ = req.method() == http::verb::head;
+  exchange_ = {req.version(), req.keep_alive(), req.method() == http::verb::head};
   const std::string path(target_path(std::string_view(req.target().data(), req.target().size())));
   const std::string method(req.method_string());
   auto kind = classify(method, path);
   if (kind == route_kind::websocket && beast::websocket::is_upgrade(req)) {
     stream_.expires_never();
     std::make_shared<ws_session>(stream_.release_socket(), state_)->run(std::move(req));
-    is_closed_ = true;  // the socket now belongs to the WebSocket session
+    phase_ = phase::closed;  // the socket now belongs to the WebSocket session
     return;
   }
   if (kind == route_kind::engine_events) return start_engine_events();
@@ -111,8 +118,27 @@ void http_session::start_engine_events() {
   auto subscription = try_subscribe_engine_events(state_);
   if (!subscription) return send_reply(error_reply(subscription.error()));
   stream_.expires_never();
-  std::make_shared<events_session>(stream_.release_socket(), state_, std::move(*subscription))->run(version_);
-  is_closed_ = true;  // the socket now belongs to the events session
+  std::make_shared<events_session>(stream_.release_socket(), state_, std::move(*subscription))->run(exchange_.version);
+  phase_ = phase::closed;  // the socket now belongs to the events session
+}
+
+post_fn http_session::poster() {
+  return [ex = stream_.get_executor()](std::function<void()> task) { net::post(ex, std::move(task)); };
+}
+
+void http_session::start_call(std::shared_ptr<gateway_call> call,
+                              const std::function<std::optional<api_error>()>& try_start) {
+  call_ = std::move(call);
+  phase_ = phase::calling;
+  if (auto err = try_start()) {
+    call_.reset();
+    early_stream_.clear();
+    exchange_.is_sse = false;
+    return send_reply(error_reply(*err));
+  }
+  stream_.expires_never();
+  start_watch();
+  if (exchange_.is_sse) begin_stream();
 }
 
 void http_session::start_generation(route_kind kind, const std::string& text) {
@@ -121,22 +147,11 @@ void http_session::start_generation(route_kind kind, const std::string& text) {
   auto parsed = try_parse_request(*body, kind == route_kind::chat ? api_kind::chat : api_kind::completion,
                                   state_.model());
   if (!parsed) return send_reply(error_reply(parsed.error()));
-  auto ex = stream_.get_executor();
-  post_fn post = [ex](std::function<void()> task) { net::post(ex, std::move(task)); };
+  exchange_.is_sse = parsed->stream;
   auto self = shared_from_this();
-  is_streaming_ = parsed->stream;
-  auto call = std::make_shared<completion_call>(state_, std::move(*parsed), std::move(post),
+  auto call = std::make_shared<completion_call>(state_, std::move(*parsed), poster(),
                                                 [self](call_output out) { self->on_output(std::move(out)); });
-  call_ = call;
-  if (auto err = call->try_start()) {
-    call_.reset();
-    is_streaming_ = false;
-    pending_.clear();
-    return send_reply(error_reply(*err));
-  }
-  stream_.expires_never();
-  start_watch();
-  if (is_streaming_) write_stream_header();
+  start_call(call, [&call] { return call->try_start(); });
 }
 
 std::function<void(api_result<nlohmann::json>)> http_session::json_emitter() {
@@ -146,26 +161,14 @@ std::function<void(api_result<nlohmann::json>)> http_session::json_emitter() {
   };
 }
 
-template <class Call>
-void http_session::start_json_call(std::shared_ptr<Call> call) {
-  call_ = call;
-  if (auto err = call->try_start()) {
-    call_.reset();
-    return send_reply(error_reply(*err));
-  }
-  stream_.expires_never();
-  start_watch();
-}
-
 void http_session::start_scoring(route_kind kind, const std::string& text) {
   auto body = try_parse_json(text);
   if (!body) return send_reply(error_reply(body.error()));
   auto parsed = kind == route_kind::rerank ? try_parse_rerank(*body, state_.model())
                                            : try_parse_score(*body, state_.model());
   if (!parsed) return send_reply(error_reply(parsed.error()));
-  auto ex = stream_.get_executor();
-  post_fn post = [ex](std::function<void()> task) { net::post(ex, std::move(task)); };
-  start_json_call(std::make_shared<score_call>(state_, std::move(*parsed), std::move(post), json_emitter()));
+  auto call = std::make_shared<score_call>(state_, std::move(*parsed), poster(), json_emitter());
+  start_call(call, [&call] { return call->try_start(); });
 }
 
 void http_session::start_embedding(const std::string& text) {
@@ -173,24 +176,25 @@ void http_session::start_embedding(const std::string& text) {
   if (!body) return send_reply(error_reply(body.error()));
   auto parsed = try_parse_embeddings(*body, state_.model());
   if (!parsed) return send_reply(error_reply(parsed.error()));
-  auto ex = stream_.get_executor();
-  post_fn post = [ex](std::function<void()> task) { net::post(ex, std::move(task)); };
-  start_json_call(std::make_shared<embed_call>(state_, std::move(*parsed), std::move(post), json_emitter()));
+  auto call = std::make_shared<embed_call>(state_, std::move(*parsed), poster(), json_emitter());
+  start_call(call, [&call] { return call->try_start(); });
 }
 
 void http_session::send_reply(http_reply reply) {
-  auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(reply.status), version_);
+  auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(reply.status),
+                                                                 exchange_.version);
   res->set(http::field::server, "inflight");
   res->set(http::field::content_type, reply.content_type);
   if (!reply.allow.empty()) res->set(http::field::allow, reply.allow);
   // A load refusal (queue_full, queue_timeout): the client should come back later.
   if (reply.status == 429) res->set(http::field::retry_after, std::to_string(state_.settings().retry_after_s));
-  const bool keep_alive = keep_alive_ && !is_stopping_ && !is_gone_;
+  const bool keep_alive = exchange_.is_keep_alive && !is_stopping_;
   res->keep_alive(keep_alive);
   res->body() = std::move(reply.body);
   res->prepare_payload();
-  if (is_head_) res->body().clear();
+  if (exchange_.is_head) res->body().clear();
   reply_ = res;
+  phase_ = phase::replying;
   stream_.expires_after(seconds_of(state_.settings().idle_timeout_s));
   http::async_write(stream_, *res, [self = shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {
     self->on_reply_written(ec, keep_alive);
@@ -205,12 +209,12 @@ void http_session::on_reply_written(beast::error_code ec, bool keep_alive) {
 }
 
 void http_session::next_request() {
-  is_streaming_ = false;
-  is_header_sent_ = is_last_queued_ = is_last_written_ = false;
+  if (phase_ == phase::closed) return;
   if (is_stopping_) return close();  // the response is complete: nothing more to read
-  if (!keep_alive_) return linger_close();
+  if (!exchange_.is_keep_alive) return linger_close();
+  phase_ = phase::reading;
   // The watch read must end before the next request is read; on_watch resumes.
-  if (is_watching_) {
+  if (watch_.is_watching()) {
     beast::error_code ignored;
     stream_.socket().cancel(ignored);
     return;
@@ -222,101 +226,64 @@ void http_session::next_request() {
 
 void http_session::on_output(call_output out) {
   if (out.is_last) call_.reset();  // the call holds this session: break the cycle
-  if (is_gone_ || is_closed_) return;
-  if (!is_streaming_) return send_reply({out.status, "application/json", std::move(out.bytes), {}});
-  pending_ += out.bytes;
-  if (out.is_last) is_last_queued_ = true;
-  // A reader slower than the engine: the stream pauses instead of the buffer growing.
-  if (call_ && pending_.size() >= std::size_t(state_.settings().max_stream_buffer_bytes)) call_->pause();
-  write_stream();
-}
-
-void http_session::write_stream_header() {
-  is_chunked_ = version_ >= 11;
-  if (!is_chunked_) keep_alive_ = false;  // HTTP/1.0: the body ends when the connection closes
-  stream_header_ = std::make_shared<http::response<http::empty_body>>(http::status::ok, version_);
-  auto& res = *stream_header_;
-  res.set(http::field::server, "inflight");
-  res.set(http::field::content_type, "text/event-stream; charset=utf-8");
-  res.set(http::field::cache_control, "no-cache");
-  res.set("X-Accel-Buffering", "no");
-  res.keep_alive(keep_alive_ && !is_stopping_);
-  res.chunked(is_chunked_);
-  stream_serializer_ = std::make_shared<http::response_serializer<http::empty_body>>(res);
-  is_writing_ = true;
-  arm_stall_timer();
-  http::async_write_header(stream_, *stream_serializer_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-    self->is_writing_ = false;
-    self->stall_timer_.cancel();
-    if (ec) return self->client_gone();
-    self->is_header_sent_ = true;
-    self->write_stream();
-  });
-}
-
-void http_session::write_stream() {
-  if (is_writing_ || !is_header_sent_ || is_gone_ || is_closed_ || is_last_written_) return;
-  auto on_written = [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_stream_written(ec); };
-  if (pending_.empty()) {
-    if (!is_last_queued_) return;
-    is_last_written_ = true;
-    is_writing_ = true;
-    arm_stall_timer();
-    if (is_chunked_) return net::async_write(stream_, http::make_chunk_last(), std::move(on_written));
-    return net::post(stream_.get_executor(), [on_written]() mutable { on_written({}, 0); });
+  if (phase_ == phase::closed) return;
+  if (!exchange_.is_sse) return send_reply({out.status, "application/json", std::move(out.bytes), {}});
+  if (phase_ == phase::calling) {
+    early_stream_ += out.bytes;  // the call is starting: its header is not queued yet
+    return;
   }
-  writing_ = std::move(pending_);
-  pending_.clear();
-  is_writing_ = true;
-  arm_stall_timer();
-  if (is_chunked_) {
-    net::async_write(stream_, http::make_chunk(net::buffer(writing_)), std::move(on_written));
-  } else {
-    net::async_write(stream_, net::buffer(writing_), std::move(on_written));
-  }
-  // The buffer has room again: what a paused stream held joins it as one chunk per choice.
-  if (call_ && call_->is_paused()) call_->resume();
+  push_stream(out.bytes);
+  if (!out.is_last) return;
+  phase_ = phase::ending;
+  if (exchange_.is_chunked) writer_.push(std::string(http_last_chunk));
+  if (writer_.is_idle()) next_request();
 }
 
-void http_session::on_stream_written(beast::error_code ec) {
-  is_writing_ = false;
-  stall_timer_.cancel();
-  writing_.clear();
-  if (ec) return client_gone();
-  if (!is_last_written_) return write_stream();
-  stream_header_.reset();
-  stream_serializer_.reset();
-  next_request();
+void http_session::begin_stream() {
+  exchange_.is_chunked = exchange_.version >= 11;
+  if (!exchange_.is_chunked) exchange_.is_keep_alive = false;  // HTTP/1.0: the body ends when the connection closes
+  phase_ = phase::streaming;
+  writer_.push(sse_response_head(exchange_.version, exchange_.is_chunked, !exchange_.is_keep_alive || is_stopping_));
+  push_stream(std::exchange(early_stream_, {}));
 }
 
-void http_session::arm_stall_timer() {
-  // A client that stops reading for a whole idle timeout is treated as gone.
-  stall_timer_.expires_after(seconds_of(state_.settings().idle_timeout_s));
-  stall_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-    if (!ec && self->is_writing_) self->client_gone();
-  });
+void http_session::push_stream(const std::string& bytes) {
+  if (bytes.empty()) return;  // an empty chunk would end the body
+  writer_.push(exchange_.is_chunked ? http_chunk(bytes) : bytes);
+}
+
+session_writer::handlers http_session::stream_handlers() {
+  // Raw `this`: the writer runs these from handlers that hold the session.
+  return {
+      .write = [this](const std::string& bytes, session_writer::done_fn done) {
+        net::async_write(stream_, net::buffer(bytes),
+                         [done = std::move(done)](beast::error_code ec, std::size_t) { done(ec); });
+      },
+      // A reader slower than the engine: the stream pauses instead of the buffer growing,
+      // and what it held joins the buffer as one chunk per choice once there is room.
+      .on_pause = [this] { if (call_) call_->pause(); },
+      .on_resume = [this] { if (call_ && call_->is_paused()) call_->resume(); },
+      .on_drained = [this] { if (phase_ == phase::ending) next_request(); },
+      .on_gone = [this] { client_gone(); },
+  };
 }
 
 // --- disconnect detection ---------------------------------------------------------
 
 void http_session::start_watch() {
-  is_watching_ = true;
-  stream_.socket().async_read_some(net::buffer(watch_buf_),
-                                   [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-                                     self->on_watch(ec, n);
-                                   });
+  watch_.start(stream_.socket(),
+               [self = shared_from_this()](beast::error_code ec, const std::string& bytes) { self->on_watch(ec, bytes); });
 }
 
-void http_session::on_watch(beast::error_code ec, std::size_t num_bytes) {
-  is_watching_ = false;
-  if (is_closed_) return;
-  if (is_lingering_) return ec ? close() : start_watch();  // drain and discard
-  const bool is_busy = call_ || reply_ || (is_streaming_ && !is_last_written_);
+void http_session::on_watch(beast::error_code ec, const std::string& bytes) {
+  if (phase_ == phase::closed) return;
+  if (phase_ == phase::lingering) return ec ? close() : start_watch();  // drain and discard
+  const bool is_busy = phase_ != phase::reading;
   if (!ec) {
     // A pipelined request: keep its bytes for the next read.
-    auto dst = buffer_.prepare(num_bytes);
-    net::buffer_copy(dst, net::buffer(watch_buf_.data(), num_bytes));
-    buffer_.commit(num_bytes);
+    auto dst = buffer_.prepare(bytes.size());
+    net::buffer_copy(dst, net::buffer(bytes));
+    buffer_.commit(bytes.size());
     if (is_busy) return start_watch();
     return do_read();
   }
@@ -325,8 +292,6 @@ void http_session::on_watch(beast::error_code ec, std::size_t num_bytes) {
 }
 
 void http_session::client_gone() {
-  if (is_gone_) return;
-  is_gone_ = true;
   if (call_) call_->cancel();
   close();
 }
@@ -334,22 +299,23 @@ void http_session::client_gone() {
 void http_session::linger_close() {
   // Half-close, then drain what the client still sends (for up to server.linger_s) so
   // that it reads our answer instead of a reset (a 413 is sent before the body was read).
-  if (is_closed_ || is_lingering_) return;
-  is_lingering_ = true;
+  if (phase_ == phase::closed || phase_ == phase::lingering) return;
+  phase_ = phase::lingering;
   beast::error_code ignored;
   stream_.expires_never();
   stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
-  stall_timer_.expires_after(seconds_of(state_.settings().linger_s));
-  stall_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+  linger_timer_.expires_after(seconds_of(state_.settings().linger_s));
+  linger_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
     if (!ec) self->close();
   });
-  if (!is_watching_) start_watch();
+  if (!watch_.is_watching()) start_watch();
 }
 
 void http_session::close() {
-  if (is_closed_) return;
-  is_closed_ = true;
-  stall_timer_.cancel();
+  if (phase_ == phase::closed) return;
+  phase_ = phase::closed;
+  writer_.close();
+  linger_timer_.cancel();
   beast::error_code ignored;
   stream_.socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
   stream_.close();

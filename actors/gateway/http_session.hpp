@@ -3,10 +3,11 @@
 /// limit server.max_body_bytes), answers simple routes, runs completion calls (SSE over
 /// chunked transfer encoding when streaming), scoring and embedding calls, and hands WebSocket
 /// upgrades to ws_session.
-/// Everything runs on the connection's strand. While a generation runs, a read on the
-/// socket watches for the client going away: it cancels the call's requests.
+/// Everything runs on the connection's strand. While a call runs, a read on the socket
+/// watches for the client going away: it cancels the call's requests. An SSE response
+/// is written through session_writer (backpressure: server.max_stream_buffer_bytes).
 
-#include <array>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +21,7 @@
 #include "actors/gateway/score_call.hpp"
 #include "actors/gateway/gateway_state.hpp"
 #include "actors/gateway/routes.hpp"
+#include "actors/gateway/session_writer.hpp"
 
 namespace inflight::gateway {
 
@@ -33,6 +35,25 @@ class http_session final : public session_base, public std::enable_shared_from_t
  private:
   using request_t = boost::beast::http::request<boost::beast::http::string_body>;
 
+  /// Where the connection is: one phase at a time.
+  enum class phase {
+    reading,    ///< waiting for (or reading) a request
+    calling,    ///< a call runs; its answer has not started
+    replying,   ///< a whole response is being written
+    streaming,  ///< an SSE response streams as the call produces it
+    ending,     ///< the stream's last bytes are queued
+    lingering,  ///< half-closed after a last reply: draining what the client still sends
+    closed,     ///< closed, or the socket was handed to a WebSocket or events session
+  };
+  /// What the request in progress asked for; set once per request.
+  struct exchange {
+    unsigned version = 11;
+    bool is_keep_alive = true;
+    bool is_head = false;
+    bool is_sse = false;      ///< the answer is an SSE stream
+    bool is_chunked = true;   ///< the stream uses chunked encoding (HTTP/1.1)
+  };
+
   void do_read();
   void on_read(boost::beast::error_code ec);
   void handle(request_t&& req);
@@ -40,22 +61,21 @@ class http_session final : public session_base, public std::enable_shared_from_t
   void start_engine_events();
   void start_scoring(route_kind kind, const std::string& body);
   void start_embedding(const std::string& body);
-  /// Runs a call that answers with one JSON body (scoring, embeddings).
-  template <class Call>
-  void start_json_call(std::shared_ptr<Call> call);
+  /// Runs a call: on success the watch starts; on failure its error is the reply.
+  void start_call(std::shared_ptr<gateway_call> call, const std::function<std::optional<api_error>()>& try_start);
   std::function<void(api_result<nlohmann::json>)> json_emitter();
+  post_fn poster();
   void send_reply(http_reply reply);
   void on_reply_written(boost::beast::error_code ec, bool keep_alive);
   void next_request();
 
   void on_output(call_output out);
-  void write_stream_header();
-  void write_stream();
-  void on_stream_written(boost::beast::error_code ec);
-  void arm_stall_timer();
+  void begin_stream();
+  void push_stream(const std::string& bytes);
+  session_writer::handlers stream_handlers();
 
   void start_watch();
-  void on_watch(boost::beast::error_code ec, std::size_t num_bytes);
+  void on_watch(boost::beast::error_code ec, const std::string& bytes);
   void client_gone();
   void linger_close();
   void close();
@@ -64,31 +84,15 @@ class http_session final : public session_base, public std::enable_shared_from_t
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   gateway_state& state_;
-  boost::asio::steady_timer stall_timer_;
-  std::shared_ptr<gateway_call> call_;  ///< the completion or scoring call in progress
-  std::shared_ptr<void> reply_;  ///< the response being written
-  bool keep_alive_ = true;
-  unsigned version_ = 11;
-  bool is_head_ = false;
-
-  // A streaming response: SSE bytes queue in pending_ while a write is in flight, so a
-  // slow client gets fewer, larger chunks and never blocks the engine.
-  std::shared_ptr<boost::beast::http::response<boost::beast::http::empty_body>> stream_header_;
-  std::shared_ptr<boost::beast::http::response_serializer<boost::beast::http::empty_body>> stream_serializer_;
-  std::string pending_, writing_;
-  bool is_streaming_ = false;
-  bool is_chunked_ = true;
-  bool is_header_sent_ = false;
-  bool is_writing_ = false;
-  bool is_last_queued_ = false;
-  bool is_last_written_ = false;
-
-  bool is_watching_ = false;
-  bool is_gone_ = false;
-  bool is_stopping_ = false;
-  bool is_closed_ = false;
-  bool is_lingering_ = false;
-  std::array<char, 1024> watch_buf_{};
+  session_writer writer_;  ///< an SSE response's bytes: queue, backpressure, stall timer
+  disconnect_watch watch_;
+  boost::asio::steady_timer linger_timer_;
+  std::shared_ptr<gateway_call> call_;  ///< the completion, scoring or embedding call in progress
+  std::shared_ptr<void> reply_;         ///< the response being written
+  std::string early_stream_;            ///< what a stream emitted while starting, before its header
+  exchange exchange_;
+  phase phase_ = phase::reading;
+  bool is_stopping_ = false;  ///< the server asked to close once the response in progress is done
 };
 
 }  // namespace inflight::gateway

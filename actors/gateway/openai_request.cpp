@@ -83,14 +83,11 @@ api_result<std::vector<std::vector<token_id>>> parse_chat_prompt(const json& bod
   if (!msgs) return std::unexpected(msgs.error());
   chat_input input;
   if (auto e = read_bool(body, "add_generation_prompt", input.add_generation_prompt)) return std::unexpected(*e);
-  if (r.kind == api_kind::chat) {
-    auto tools = try_parse_tools(body);
-    if (!tools) return std::unexpected(tools.error());
-    r.tools = std::move(*tools);
-    input.tools = r.tools.definitions;
-  } else if (field(body, "tools")) {
-    return std::unexpected(bad_request("tools are served on /v1/chat/completions", "tools"));
-  }
+  // Tools: /v1/chat/completions, or a WebSocket generate with messages.
+  auto tools = try_parse_tools(body);
+  if (!tools) return std::unexpected(tools.error());
+  r.tools = std::move(*tools);
+  input.tools = r.tools.definitions;
   input.messages = template_messages(body["messages"]);
   auto ids = try_tokenize_chat(m, input);
   if (!ids) return std::unexpected(to_api_error(ids.error(), "messages"));

@@ -6,6 +6,29 @@ namespace inflight::gateway {
 
 std::string sse_event(const nlohmann::json& payload) { return "data: " + dump_json(payload) + "\n\n"; }
 
+std::string sse_response_head(unsigned version, bool is_chunked, bool is_close) {
+  std::string head = version >= 11 ? "HTTP/1.1 200 OK\r\n" : "HTTP/1.0 200 OK\r\n";
+  head +=
+      "Server: inflight\r\nContent-Type: text/event-stream; charset=utf-8\r\nCache-Control: no-cache\r\n"
+      "X-Accel-Buffering: no\r\n";
+  if (is_chunked) head += "Transfer-Encoding: chunked\r\n";
+  if (is_close) head += "Connection: close\r\n";
+  return head + "\r\n";
+}
+
+std::string http_chunk(std::string_view bytes) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string size;
+  for (std::size_t n = bytes.size(); n > 0 || size.empty(); n >>= 4) size.insert(size.begin(), hex[n & 15]);
+  std::string out;
+  out.reserve(size.size() + bytes.size() + 4);
+  out += size;
+  out += "\r\n";
+  out += bytes;
+  out += "\r\n";
+  return out;
+}
+
 result<std::vector<std::string>> try_split_sse(std::string_view body) {
   static constexpr std::string_view prefix = "data: ";
   std::vector<std::string> out;

@@ -17,6 +17,14 @@ inline constexpr std::string_view sse_done = "data: [DONE]\n\n";
 /// `data: <json>\n\n`.
 std::string sse_event(const nlohmann::json& payload);
 
+/// The header of a 200 text/event-stream response (HTTP/1.`version % 10`): chunked
+/// transfer encoding when `is_chunked`; `Connection: close` when `is_close`.
+std::string sse_response_head(unsigned version, bool is_chunked, bool is_close);
+/// One chunk of chunked transfer encoding: hex size, CRLF, the bytes, CRLF.
+std::string http_chunk(std::string_view bytes);
+/// The last chunk, which ends a chunked body.
+inline constexpr std::string_view http_last_chunk = "0\r\n\r\n";
+
 /// The payloads of a complete SSE body, in order ("[DONE]" included). Anything that is
 /// not a sequence of `data: <payload>\n\n` events is an error naming the byte offset.
 result<std::vector<std::string>> try_split_sse(std::string_view body);

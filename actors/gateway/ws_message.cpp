@@ -1,6 +1,7 @@
 #include "actors/gateway/ws_message.hpp"
 
 #include "actors/gateway/openai_request.hpp"
+#include "actors/gateway/openai_response.hpp"
 
 namespace inflight::gateway {
 
@@ -40,16 +41,37 @@ std::expected<ws_message, ws_message_error> try_parse_ws_message(const std::stri
   return msg;
 }
 
-api_result<ws_generate> try_parse_ws_generate(const json& body, const served_model& model) {
+api_result<openai_request> try_parse_ws_generate(const json& body, const served_model& model) {
   auto parsed = try_parse_request(body, api_kind::websocket, model);
   if (!parsed) return std::unexpected(parsed.error());
   if (parsed->num_choices() != 1)
     return std::unexpected(bad_request("one prompt and n = 1 per WebSocket request: send several ids", "n"));
-  return ws_generate{parsed->choice_request(0), parsed->has_logprobs, parsed->num_top_logprobs};
+  parsed->stream = true;
+  return parsed;
 }
 
-json ws_error_message(const json& id, const api_error& e) {
-  return {{"type", "error"}, {"id", id}, {"error", error_object(e)}};
+json ws_error_message(const json& id, const api_error& e, int retry_after_s) {
+  json msg = {{"type", "error"}, {"id", id}, {"error", error_object(e)}};
+  if (e.status == 429) msg["retry_after_s"] = retry_after_s;
+  return msg;
+}
+
+json ws_token_message(const json& id, const std::string& text, const std::vector<token_id>& token_ids, int index,
+                      const json& logprobs) {
+  json msg = {{"type", "token"}, {"id", id}, {"text", text}, {"token_ids", token_ids}, {"index", index}};
+  if (!logprobs.is_null()) msg["logprobs"] = logprobs;
+  return msg;
+}
+
+json ws_done_message(const json& id, const char* finish_reason, const finish_event& ev) {
+  const auto& t = ev.timings;
+  json msg = {{"type", "done"},
+              {"id", id},
+              {"finish_reason", finish_reason},
+              {"usage", usage_json(ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens)},
+              {"timings", {{"queue_ms", t.queue_ms}, {"ttft_ms", t.ttft_ms}, {"tpot_ms", t.tpot_ms}, {"e2e_ms", t.e2e_ms}}}};
+  if (ev.cause) msg["message"] = ev.cause->message;
+  return msg;
 }
 
 }  // namespace inflight::gateway

@@ -6,11 +6,13 @@
 #include <expected>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "actors/engine.hpp"
 #include "actors/gateway/errors.hpp"
+#include "actors/gateway/openai_request.hpp"
 #include "actors/gateway/served_model.hpp"
 
 namespace inflight::gateway {
@@ -36,17 +38,20 @@ struct ws_message_error {
 /// "rerank", "embed" or "cancel". Binary frames, malformed JSON and bad ids or types are errors.
 std::expected<ws_message, ws_message_error> try_parse_ws_message(const std::string& text, bool is_text);
 
-/// A generate message turned into the one engine request it asks for.
-struct ws_generate {
-  generate_request request;
-  bool has_logprobs = false;
-  int num_top_logprobs = 0;
-};
+/// Validates a generate message's body as the HTTP API does: one prompt, n = 1, always
+/// streamed. It runs as a completion_call, as an HTTP request does.
+api_result<openai_request> try_parse_ws_generate(const nlohmann::json& body, const served_model& model);
 
-/// Validates a generate message's body as the HTTP API does; one prompt and n = 1.
-api_result<ws_generate> try_parse_ws_generate(const nlohmann::json& body, const served_model& model);
+/// {"type": "error", "id": id, "error": {...}}: how every refusal is sent. A load refusal
+/// (429, as HTTP's Retry-After) carries "retry_after_s": the same id may be sent again.
+nlohmann::json ws_error_message(const nlohmann::json& id, const api_error& e, int retry_after_s = 1);
 
-/// {"type": "error", "id": id, "error": {...}}: how every refusal is sent.
-nlohmann::json ws_error_message(const nlohmann::json& id, const api_error& e);
+/// {"type": "token", "id", "text", "token_ids", "index"[, "logprobs"]}: `index` tokens of
+/// the request came before it; `logprobs` (chat content entries) only when not null.
+nlohmann::json ws_token_message(const nlohmann::json& id, const std::string& text, const std::vector<token_id>& token_ids,
+                                int index, const nlohmann::json& logprobs);
+/// {"type": "done", "id", "finish_reason", "usage", "timings"[, "message"]}: how a
+/// generation ends (`finish_reason` from the one vocabulary, finish_name()).
+nlohmann::json ws_done_message(const nlohmann::json& id, const char* finish_reason, const finish_event& ev);
 
 }  // namespace inflight::gateway

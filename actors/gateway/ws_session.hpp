@@ -1,14 +1,17 @@
 #pragma once
 /// One WebSocket connection at /v1/ws: many concurrent requests multiplexed by a
 /// client-chosen id (protocol: docs/websocket.md). Reads and writes run on the
-/// connection's strand; engine events are posted to it. The send queue is bounded by
-/// server.ws_max_queued_messages: when it is full, a request's queued token messages
-/// are merged into one, so a slow reader costs memory per live request, not per token,
-/// and never blocks the engine. A bad frame gets an error message; the socket stays up.
+/// connection's strand; engine events are posted to it. A generate message runs as a
+/// completion_call (the HTTP path: one place turns engine events into messages). The
+/// send queue (session_writer) is bounded by server.ws_max_queued_messages and
+/// server.max_stream_buffer_bytes: past either, the generations pause and hold their
+/// tokens, sent as one message per request once the queue has room, so a slow reader
+/// costs memory per live request, not per token, and never blocks the engine. A bad
+/// frame gets an error message; the socket stays up.
 
-#include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <boost/beast/core.hpp>
@@ -20,6 +23,7 @@
 #include "actors/gateway/gateway_state.hpp"
 #include "actors/gateway/embed_call.hpp"
 #include "actors/gateway/score_call.hpp"
+#include "actors/gateway/session_writer.hpp"
 #include "actors/gateway/ws_message.hpp"
 
 namespace inflight::gateway {
@@ -33,41 +37,39 @@ class ws_session final : public session_base, public std::enable_shared_from_thi
   void abort_requests() override;
 
  private:
-  struct live_request {
-    request_id engine_id = 0;
-    nlohmann::json id;
-    token_id prev = -1;          ///< last token, for logprob token texts
-    bool has_logprobs = false;
-    int num_top_logprobs = 0;
-    /// A rerank or embed message: the call that runs its documents' or inputs' engine requests.
-    std::shared_ptr<gateway_call> call{};
+  enum class phase {
+    accepting,  ///< the upgrade is being answered
+    open,       ///< reading messages, writing answers
+    closing,    ///< stopped with nothing left to send: the close frame is on its way
+    lost,       ///< the connection failed or closed
   };
-  /// A queued message: token messages stay structured so that they can be merged.
-  struct outgoing {
-    std::string key;             ///< live id key ("" for other messages)
-    bool is_token = false;
-    nlohmann::json body;         ///< the message (token: its fields, merged in place)
+  /// A request that runs under a client's id: a generation (completion_call) or a
+  /// rerank / embed (score_call, embed_call).
+  struct live_request {
+    nlohmann::json id;
+    std::shared_ptr<gateway_call> call;
+    bool is_generation = false;  ///< its done message comes from the call, cancelled or not
   };
 
   void on_accept(boost::beast::error_code ec);
   void do_read();
   void on_read(boost::beast::error_code ec);
+  /// A duplicate id or a shutdown: the error to refuse `msg` with.
+  std::optional<api_error> check_new(const ws_message& msg) const;
   void handle_generate(const ws_message& msg);
   void handle_rerank(const ws_message& msg);
   void handle_embed(const ws_message& msg);
   /// Registers a rerank or embed call under `msg`'s id and starts it.
   template <class Call, class Request>
   void start_json_call(const ws_message& msg, Request request);
+  void on_generation_output(const std::string& key, call_output out);
   void on_call_done(const std::string& key, api_result<nlohmann::json> out);
   void handle_cancel(const std::string& key);
-  void cancel_live(const live_request& live);
-  void on_token(const std::string& key, const token_event& ev);
-  void on_finish(const std::string& key, const finish_event& ev);
+  void end_live(const std::string& key);
 
   void send_error(const nlohmann::json& id, const api_error& e);
-  void enqueue(outgoing msg);
-  void do_write();
-  void on_write(boost::beast::error_code ec);
+  void send(const nlohmann::json& msg);
+  session_writer::handlers write_handlers();
   void maybe_close_after_stop();
   void connection_lost();
 
@@ -75,14 +77,9 @@ class ws_session final : public session_base, public std::enable_shared_from_thi
   boost::beast::flat_buffer read_buffer_;
   gateway_state& state_;
   std::map<std::string, live_request> live_;
-  std::deque<outgoing> queue_;
-  std::string writing_;
-  bool is_writing_ = false;
-  bool is_open_ = false;
-  bool is_lost_ = false;
-  bool is_stopping_ = false;
-  bool is_closing_ = false;
-  bool is_aborting_ = false;  ///< shutdown cancelled the requests: they end with "abort"
+  session_writer writer_;  ///< one message per write; over its limits the generations pause
+  phase phase_ = phase::accepting;
+  bool is_stopping_ = false;  ///< the server asked to close once every request has ended
 };
 
 }  // namespace inflight::gateway

@@ -23,7 +23,18 @@ const char* to_string(finish_reason reason) {
   return "unknown";
 }
 
-const char* api_name(finish_reason reason) {
+const char* finish_name(finish_reason reason) {
+  switch (reason) {
+    case finish_reason::stop: return "stop";
+    case finish_reason::length: return "length";
+    case finish_reason::cancelled: return "cancelled";
+    case finish_reason::aborted: return "abort";
+    case finish_reason::error: return "error";
+  }
+  return "error";
+}
+
+const char* metrics_label(finish_reason reason) {
   switch (reason) {
     case finish_reason::stop: return "stop";
     case finish_reason::length: return "length";

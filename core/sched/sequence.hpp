@@ -28,9 +28,15 @@ enum class finish_reason {
 
 const char* to_string(seq_status status);
 const char* to_string(finish_reason reason);
-/// The name clients and metrics see (OpenAI's finish_reason): "stop", "length",
-/// "abort" (cancelled or aborted) or "error".
-const char* api_name(finish_reason reason);
+/// The one finish vocabulary every client sees (HTTP finish_reason, the WebSocket `done`
+/// message, /v1/engine/events' finished[].reason): "stop", "length", "cancelled",
+/// "abort" (aborted) or "error". A chat whose output parsed as tool calls says
+/// tool_calls_finish_name instead of the engine's reason (table: docs/http-api.md).
+const char* finish_name(finish_reason reason);
+inline constexpr const char* tool_calls_finish_name = "tool_calls";
+/// The `finished_reason` label of request_success_total (vLLM's): cancelled and aborted
+/// are both "abort".
+const char* metrics_label(finish_reason reason);
 
 /// What a caller submits.
 struct seq_request {

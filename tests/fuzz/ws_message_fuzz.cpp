@@ -48,7 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (const auto& m : fuzz::served_models()) {
     auto gen = try_parse_ws_generate(msg->body, m);
     if (gen) {
-      fuzz::check_generate_request(gen->request, m);
+      fuzz::check_generate_request(gen->choice_request(0), m);
     } else {
       fuzz::note(gen.error().message);
       fuzz::check_api_error(gen.error());

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "actors/gateway/openai_request.hpp"
-#include "core/tokenizer/byte_tokenizer.hpp"
+#include "tests/actors/gateway/byte_model.hpp"
 
 using namespace inflight;
 using namespace inflight::gateway;
@@ -11,14 +11,7 @@ using nlohmann::json;
 
 namespace {
 
-served_model byte_model() {
-  served_model m;
-  m.tok = std::make_shared<byte_tokenizer>();
-  m.name = "dummy";
-  m.max_context = 512;
-  m.vocab_size = byte_tokenizer::min_vocab_size;
-  return m;
-}
+served_model byte_model() { return test::byte_model(512); }
 
 api_result<openai_request> parse_chat(const std::string& messages) {
   return try_parse_request(json{{"messages", json::parse(messages)}}, api_kind::chat, byte_model());

@@ -99,6 +99,25 @@ TEST_CASE("gateway http: keep-alive serves several requests on one connection", 
   CHECK(raw.find("data: [DONE]") != std::string::npos);
 }
 
+TEST_CASE("gateway http: an HTTP/1.0 stream is not chunked and ends when the connection closes", "[gateway][http]") {
+  if (!has_stories()) return;
+  served s(stories_deployment());
+  const std::string body = json{{"prompt", "Once"}, {"max_tokens", 3}, {"stream", true}}.dump();
+  std::string request = raw_post("/v1/completions", body, body.size());
+  request.replace(request.find("HTTP/1.1"), 8, "HTTP/1.0");
+  const auto raw = raw_exchange(s.port, request, false);  // returns once the server closes
+  REQUIRE(raw.starts_with("HTTP/1.0 200 OK\r\n"));
+  const auto head_end = raw.find("\r\n\r\n");
+  REQUIRE(head_end != std::string::npos);
+  const std::string head = raw.substr(0, head_end);
+  CHECK(head.find("Transfer-Encoding") == std::string::npos);
+  CHECK(head.find("text/event-stream") != std::string::npos);
+  auto parts = gateway::try_split_sse(raw.substr(head_end + 4));  // the body is the events, unframed
+  REQUIRE(parts.has_value());
+  CHECK(parts->back() == "[DONE]");
+  CHECK(engine_idle(s.port));
+}
+
 TEST_CASE("gateway http: a request no waiting queue could hold is a 400 that says why, not a 429",
           "[gateway][http][errors]") {
   // A 429 tells the client to come back later; on an idle server these would be refused

@@ -6,7 +6,7 @@
 #include "actors/gateway/openai_response.hpp"
 #include "actors/gateway/sse.hpp"
 #include "actors/gateway/unsupported_fields.hpp"
-#include "core/tokenizer/byte_tokenizer.hpp"
+#include "tests/actors/gateway/byte_model.hpp"
 
 using namespace inflight;
 using namespace inflight::gateway;
@@ -14,15 +14,7 @@ using nlohmann::json;
 
 namespace {
 
-served_model byte_model() {
-  served_model m;
-  m.tok = std::make_shared<byte_tokenizer>();
-  m.name = "dummy";
-  m.max_context = 64;
-  m.vocab_size = byte_tokenizer::min_vocab_size;
-  m.request_timeout_s = 30.0;
-  return m;
-}
+served_model byte_model() { return test::byte_model(64, 30.0); }
 
 struct bad_case {
   const char* body;
@@ -275,7 +267,8 @@ TEST_CASE("openai protocol: response and chunk shapes", "[gateway][protocol]") {
   const json with_lp = chat_response(meta, {{"a", json::array(), "stop"}}, usage_json(1, 1));
   CHECK(with_lp["choices"][0]["logprobs"] == json::parse(R"({"content": [], "refusal": null})"));
   CHECK(full["choices"][0]["finish_reason"] == "stop");
-  CHECK(std::string(api_name(finish_reason::aborted)) == "abort");
+  CHECK(std::string(finish_name(finish_reason::aborted)) == "abort");
+  CHECK(std::string(metrics_label(finish_reason::cancelled)) == "abort");
   CHECK(make_response_id("cmpl-").size() == 5 + 24);
   CHECK(make_response_id("cmpl-") != make_response_id("cmpl-"));
 

@@ -6,8 +6,7 @@
 
 #include "actors/gateway/openai_request.hpp"
 #include "actors/gateway/ws_message.hpp"
-#include "core/grammar/tokenizer_vocab.hpp"
-#include "core/tokenizer/byte_tokenizer.hpp"
+#include "tests/actors/gateway/byte_model.hpp"
 
 using namespace inflight;
 using namespace inflight::gateway;
@@ -15,16 +14,7 @@ using nlohmann::json;
 
 namespace {
 
-served_model byte_model() {
-  served_model m;
-  m.tok = std::make_shared<byte_tokenizer>();
-  m.name = "dummy";
-  m.max_context = 8192;
-  m.vocab_size = byte_tokenizer::min_vocab_size;
-  m.grammars = std::make_shared<grammar_cache>(make_grammar_vocab(*m.tok));
-  m.tool_style = tool_style_for("plain", tool_call_format::json);
-  return m;
-}
+served_model byte_model() { return test::byte_model(8192); }
 
 const char* person = R"({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]})";
 
@@ -168,8 +158,8 @@ TEST_CASE("structured outputs: logit_bias entries, and the WebSocket generate me
 
   auto ws = try_parse_ws_generate(json::parse(R"({"prompt": "Hi", "guided_choice": ["yes", "no"], "logit_bias": {"7": 1}})"), m);
   REQUIRE(ws.has_value());
-  CHECK(ws->request.params.grammar == *m.grammars->try_get({grammar_kind::choice, R"(["yes","no"])"}));
-  CHECK(ws->request.params.logit_bias == std::vector<logit_bias_entry>{{7, 1.0f}});
+  CHECK(ws->base.params.grammar == *m.grammars->try_get({grammar_kind::choice, R"(["yes","no"])"}));
+  CHECK(ws->base.params.logit_bias == std::vector<logit_bias_entry>{{7, 1.0f}});
   auto ws_bad = try_parse_ws_generate(json::parse(R"({"prompt": "Hi", "response_format": {"type": "json_schema",
       "json_schema": {"schema": {"type": "object", "minProperties": 1}}}})"), m);
   REQUIRE_FALSE(ws_bad.has_value());
@@ -178,8 +168,10 @@ TEST_CASE("structured outputs: logit_bias entries, and the WebSocket generate me
   auto ws_tools = try_parse_ws_generate(
       json::parse(R"({"messages": [{"role": "user", "content": "Hi"}], "tools": [{"type": "function",
                      "function": {"name": "f"}}]})"), m);
-  REQUIRE_FALSE(ws_tools.has_value());
-  CHECK(ws_tools.error().param == "tools");
+  // A chat generate takes tools, as /v1/chat/completions does.
+  REQUIRE(ws_tools.has_value());
+  CHECK(ws_tools->tools.functions.size() == 1);
+  CHECK(ws_tools->tools.parses_output());
 }
 
 TEST_CASE("tools: tool_choice modes and the grammar of forced calls", "[gateway][protocol][tools]") {

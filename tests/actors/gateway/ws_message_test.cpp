@@ -3,24 +3,12 @@
 #include <catch2/catch.hpp>
 
 #include "actors/gateway/ws_message.hpp"
-#include "core/tokenizer/byte_tokenizer.hpp"
+#include "tests/actors/gateway/byte_model.hpp"
 
 using namespace inflight;
 using namespace inflight::gateway;
+using inflight::test::byte_model;
 using nlohmann::json;
-
-namespace {
-
-served_model byte_model() {
-  served_model m;
-  m.tok = std::make_shared<byte_tokenizer>();
-  m.name = "dummy";
-  m.max_context = 64;
-  m.vocab_size = byte_tokenizer::min_vocab_size;
-  return m;
-}
-
-}  // namespace
 
 TEST_CASE("ws message: generate, rerank, embed and cancel with string or integer ids", "[gateway][ws]") {
   auto gen = try_parse_ws_message(R"({"type": "generate", "id": "a", "prompt": "x"})", true);
@@ -82,8 +70,9 @@ TEST_CASE("ws message: a generate body becomes one engine request", "[gateway][w
   const auto m = byte_model();
   auto ok = try_parse_ws_generate(json{{"prompt", "ab"}, {"max_tokens", 3}, {"logprobs", 2}}, m);
   REQUIRE(ok.has_value());
-  CHECK(ok->request.prompt == std::vector<token_id>{1, 'a' + 3, 'b' + 3});
-  CHECK(ok->request.params.max_tokens == 3);
+  CHECK(ok->prompts.at(0) == std::vector<token_id>{1, 'a' + 3, 'b' + 3});
+  CHECK(ok->stream);  // a WebSocket generation always streams
+  CHECK(ok->base.params.max_tokens == 3);
   CHECK(ok->has_logprobs);
   CHECK(ok->num_top_logprobs == 2);
   auto n = try_parse_ws_generate(json{{"prompt", "ab"}, {"n", 2}}, m);
