@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/engine_api.hpp"
 #include "core/config/deployment.hpp"
 #include "core/error.hpp"
 #include "core/metrics/metrics.hpp"
@@ -19,8 +20,6 @@
 
 namespace inflight {
 
-using request_id = seq_id;
-class step_sink;  // actors/step_feed.hpp
 
 struct generate_request {
   std::vector<token_id> prompt;        ///< already tokenized (BOS included when the model wants it)
@@ -113,38 +112,32 @@ struct engine_health {
 /// $INFLIGHT_PLUGIN_DIR, else next to the running binary (core/sched/plugin_dir.hpp).
 result<std::filesystem::path> try_policy_plugin_dir(const scheduler_settings& s);
 
-class engine {
+class engine final : public engine_api {
  public:
   /// Loads nothing itself: `model` comes from load_model().
   static result<std::unique_ptr<engine>> start(const deployment& d, loaded_model model);
-  ~engine();
+  ~engine() override;
   engine(const engine&) = delete;
   engine& operator=(const engine&) = delete;
 
-  /// Queues a request; its events go to `sink`. Refused (invalid_argument) for an
-  /// empty or too long prompt or bad parameters, (queue_full) when the waiting
-  /// queue is full, (shutting_down) while shutting down.
-  result<request_id> submit(generate_request request, std::shared_ptr<request_sink> sink);
-  /// Stops a request within one step; its sink gets on_finish(cancelled).
-  void cancel(request_id id);
-  engine_snapshot snapshot() const;
-  /// Stops admitting, lets running requests finish for up to `grace_s`, cancels the
-  /// rest, then stops the actors. Idempotent.
-  void shutdown(double grace_s);
+  result<request_id> submit(generate_request request, std::shared_ptr<request_sink> sink) override;
+  void cancel(request_id id) override;
+  engine_snapshot snapshot() const override;
+  void shutdown(double grace_s) override;
   /// See engine_health.
-  engine_health health() const;
+  engine_health health() const override;
   bool is_healthy() const { return health().is_healthy; }
-  const loaded_model& model() const;
-  const deployment& settings() const;
+  const loaded_model& model() const override;
+  const deployment& settings() const override;
   /// Where the policy plugin was loaded from (see core/sched/plugin_dir.hpp).
   const std::filesystem::path& plugin_dir() const;
-  engine_metrics& metrics();
-  std::string render_metrics() const;
+  engine_metrics& metrics() override;
+  std::string render_metrics() const override;
   /// Installs the one receiver of step summaries (actors/step_feed.hpp); nullptr stops
   /// them. While none is installed the scheduler summarises nothing.
-  void set_step_sink(std::shared_ptr<step_sink> sink);
+  void set_step_sink(std::shared_ptr<step_sink> sink) override;
   /// Whether a step sink is installed (the scheduler summarises its steps).
-  bool has_step_sink() const;
+  bool has_step_sink() const override;
 
   struct impl;
 

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "actors/messages.hpp"
+#include "core/grammar/token_index.hpp"
 #include "core/grammar/tokenizer_vocab.hpp"
 
 namespace inflight {
@@ -217,7 +218,7 @@ result<std::unique_ptr<engine_host>> engine_host::start(caf::actor_system& net, 
                                                         std::uint16_t port) {
   auto grammars = std::make_shared<grammar_cache>(make_grammar_vocab(*eng.model().tok));
   auto actor = net.spawn(host_actor, &eng, std::move(grammars));
-  auto bound = net.middleman().publish(actor, port, host.c_str());
+  auto bound = net.middleman().publish(actor, port, host.c_str(), /*reuse=*/true);  // a restart takes its port back
   if (!bound) {
     caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
     return make_error(errc::io_error,
@@ -243,9 +244,14 @@ result<std::unique_ptr<remote_engine>> remote_engine::connect(caf::actor_system&
 
 remote_engine::~remote_engine() { caf::anon_send_exit(client_, caf::exit_reason::user_shutdown); }
 
-result<request_id> remote_engine::submit(generate_request request, std::optional<grammar_spec> grammar,
-                                         std::shared_ptr<request_sink> sink) {
-  request.params.grammar.reset();  // compiled again by the engine from `grammar`
+result<request_id> remote_engine::submit(generate_request request, std::shared_ptr<request_sink> sink) {
+  std::optional<grammar_spec> grammar;
+  if (request.params.grammar) {
+    grammar = request.params.grammar->source();
+    if (!grammar)
+      return make_error(errc::invalid_argument, "a grammar built without a grammar_spec cannot be sent to another process");
+    request.params.grammar.reset();  // compiled again by the engine
+  }
   wire_request w{std::move(request), std::move(grammar)};
   caf::scoped_actor self{net_};
   result<request_id> out = make_error(errc::unavailable, "the engine at " + address_ + " did not answer");

@@ -67,12 +67,11 @@ class remote_engine {
   remote_engine& operator=(const remote_engine&) = delete;
 
   /// Queues `request` on the engine; its events go to `sink` (on an actor thread of
-  /// `net`). `grammar`: what request.params.grammar was compiled from (the engine
-  /// compiles it again). The engine's refusals come back as they are (invalid_argument,
-  /// queue_full, ...); no answer within the timeout, or no engine, is errc::unavailable.
-  /// The id is this remote_engine's own.
-  result<request_id> submit(generate_request request, std::optional<grammar_spec> grammar,
-                            std::shared_ptr<request_sink> sink);
+  /// `net`). A grammar crosses as the spec it was compiled from (the token_index's
+  /// source(); the engine compiles it again). The engine's refusals come back as they
+  /// are (invalid_argument, queue_full, ...); no answer within the timeout, or no
+  /// engine, is errc::unavailable. The id is this remote_engine's own.
+  result<request_id> submit(generate_request request, std::shared_ptr<request_sink> sink);
   /// Stops a request within a step of the engine; its sink gets on_finish(cancelled).
   void cancel(request_id id);
   /// The engine's health; errc::unavailable when it does not answer.

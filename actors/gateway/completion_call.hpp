@@ -82,7 +82,7 @@ class completion_call final : public gateway_call, public std::enable_shared_fro
   std::string prompt_text(int index) const;
 
   gateway_state& state_;
-  engine& engine_;
+  engine_api& engine_;
   const served_model& model_;
   openai_request request_;
   post_fn post_;

@@ -45,7 +45,7 @@ std::string engine_event_text(gateway_state& state) {
       {"num_kv_blocks", snap.num_blocks},
       {"block_size", d.engine.block_size},
       {"max_context", state.model().max_context},
-      {"vocab_size", state.eng().model().weights->config.vocab_size},
+      {"vocab_size", state.model().vocab_size},
       {"queue_size", d.server.events_queue_size},
       {"max_seqs", d.server.events_max_seqs},
       {"steps", snap.num_steps},

@@ -28,10 +28,10 @@ class session_base {
 
 class gateway_state {
  public:
-  gateway_state(engine& eng, served_model model, server_settings settings, std::string version)
+  gateway_state(engine_api& eng, served_model model, server_settings settings, std::string version)
       : engine_(eng), model_(std::move(model)), settings_(std::move(settings)), version_(std::move(version)) {}
 
-  engine& eng() { return engine_; }
+  engine_api& eng() { return engine_; }
   const served_model& model() const { return model_; }
   const server_settings& settings() const { return settings_; }
   const std::string& version() const { return version_; }
@@ -73,7 +73,7 @@ class gateway_state {
     return live;
   }
 
-  engine& engine_;
+  engine_api& engine_;
   served_model model_;
   server_settings settings_;
   std::string version_;

@@ -121,7 +121,7 @@ server::~server() {
   wait();
 }
 
-result<std::unique_ptr<server>> server::try_start(engine& eng, const server_options& options) {
+result<std::unique_ptr<server>> server::try_start(engine_api& eng, const server_options& options) {
   const auto& settings = eng.settings().server;
   std::string warning;
   auto model = try_make_served_model(eng.model(), eng.settings(), &warning);

@@ -25,7 +25,7 @@ class server {
   /// Binds and starts serving `eng` (which must outlive the server) with
   /// eng.settings().server. Fails (io_error) when the address cannot be bound, or
   /// (invalid_argument) for a bad chat template setting.
-  static result<std::unique_ptr<server>> try_start(engine& eng, const server_options& options = {});
+  static result<std::unique_ptr<server>> try_start(engine_api& eng, const server_options& options = {});
   /// Shuts down (with the configured grace) if still running, then joins the io threads.
   ~server();
   server(const server&) = delete;

@@ -21,7 +21,7 @@ void step_subscription::set_wake(std::function<void()> wake) {
   wake_ = std::move(wake);
 }
 
-step_fanout::step_fanout(engine& eng, const server_settings& settings) : engine_(eng), settings_(settings) {}
+step_fanout::step_fanout(engine_api& eng, const server_settings& settings) : engine_(eng), settings_(settings) {}
 
 api_result<std::shared_ptr<step_subscription>> step_fanout::try_subscribe() {
   std::lock_guard install(install_mutex_);

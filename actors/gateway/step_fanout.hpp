@@ -46,7 +46,7 @@ class step_subscription {
 
 class step_fanout final : public step_sink, public std::enable_shared_from_this<step_fanout> {
  public:
-  step_fanout(engine& eng, const server_settings& settings);
+  step_fanout(engine_api& eng, const server_settings& settings);
 
   /// A new subscriber, or 503 (code too_many_subscribers) at server.events_max_subscribers.
   api_result<std::shared_ptr<step_subscription>> try_subscribe();
@@ -57,7 +57,7 @@ class step_fanout final : public step_sink, public std::enable_shared_from_this<
   friend class step_subscription;
   void unsubscribe(step_subscription* sub);
 
-  engine& engine_;
+  engine_api& engine_;
   server_settings settings_;
   std::mutex install_mutex_;  // orders installing the sink; taken before mutex_, never under it
   mutable std::mutex mutex_;

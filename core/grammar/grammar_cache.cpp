@@ -74,7 +74,7 @@ result<std::shared_ptr<const token_index>> grammar_cache::try_get(const grammar_
   value compiled = [&]() -> value {
     auto g = try_compile(spec);
     if (!g) return std::unexpected(g.error());
-    return std::make_shared<const token_index>(std::make_shared<const grammar>(std::move(*g)), vocab_);
+    return std::make_shared<const token_index>(std::make_shared<const grammar>(std::move(*g)), vocab_, spec);
   }();
   std::lock_guard lock(mutex_);
   auto [from, to] = by_hash_.equal_range(h);

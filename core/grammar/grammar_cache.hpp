@@ -13,28 +13,10 @@
 
 #include "core/error.hpp"
 #include "core/grammar/grammar.hpp"
+#include "core/grammar/grammar_spec.hpp"
 #include "core/grammar/token_index.hpp"
 
 namespace inflight {
-
-enum class grammar_kind : std::uint8_t {
-  gbnf,         ///< llama.cpp GBNF, start rule `root`
-  regex,        ///< a regular expression matching the whole output
-  choice,       ///< a JSON array of strings: exactly one of them
-  json_schema,  ///< a JSON Schema: JSON text valid against it
-  /// JSON values valid against a schema, each framed by fixed texts (tool calls):
-  /// {"schema", "begin", "end", "separator", "min_items", "max_items"} (see framed_json_spec)
-  framed_json,
-};
-
-/// "gbnf", "regex", "choice", "json_schema", "framed_json".
-const char* to_string(grammar_kind kind);
-
-struct grammar_spec {
-  grammar_kind kind = grammar_kind::gbnf;
-  std::string text;
-  friend bool operator==(const grammar_spec&, const grammar_spec&) = default;
-};
 
 /// Compiles `spec` with its front-end.
 result<grammar> try_compile(const grammar_spec& spec);

@@ -35,8 +35,9 @@ bool grammar_vocab::is_eos(token_id id) const {
   return std::find(eos_ids_.begin(), eos_ids_.end(), id) != eos_ids_.end();
 }
 
-token_index::token_index(std::shared_ptr<const grammar> g, std::shared_ptr<const grammar_vocab> vocab)
-    : grammar_(std::move(g)), vocab_(std::move(vocab)) {
+token_index::token_index(std::shared_ptr<const grammar> g, std::shared_ptr<const grammar_vocab> vocab,
+                         std::optional<grammar_spec> source)
+    : grammar_(std::move(g)), vocab_(std::move(vocab)), source_(std::move(source)) {
   const auto& elements = grammar_->elements();
   slot_of_pos_.assign(elements.size(), 0);
   std::uint32_t num_slots = 0;

@@ -22,11 +22,13 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/grammar/grammar.hpp"
+#include "core/grammar/grammar_spec.hpp"
 #include "core/types.hpp"
 
 namespace inflight {
@@ -70,11 +72,15 @@ struct position_tokens {
 
 class token_index {
  public:
-  token_index(std::shared_ptr<const grammar> g, std::shared_ptr<const grammar_vocab> vocab);
+  /// `source`: what `g` was compiled from, when it came from a grammar_spec.
+  token_index(std::shared_ptr<const grammar> g, std::shared_ptr<const grammar_vocab> vocab,
+              std::optional<grammar_spec> source = std::nullopt);
 
   const grammar& grammar_ref() const { return *grammar_; }
   const grammar_vocab& vocab() const { return *vocab_; }
   const std::shared_ptr<const grammar>& grammar_ptr() const { return grammar_; }
+  /// What the grammar was compiled from (grammar_cache sets it); none for grammars built directly.
+  const std::optional<grammar_spec>& source() const { return source_; }
 
   /// The lists of `pos` (a bytes element), computed on first use.
   const position_tokens& tokens_at(std::uint32_t pos) const;
@@ -88,6 +94,7 @@ class token_index {
 
   std::shared_ptr<const grammar> grammar_;
   std::shared_ptr<const grammar_vocab> vocab_;
+  std::optional<grammar_spec> source_;
   std::vector<std::uint32_t> slot_of_pos_;  // bytes elements only
   bool is_root_called_ = false;
   std::unique_ptr<std::once_flag[]> once_;

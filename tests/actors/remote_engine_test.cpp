@@ -19,6 +19,9 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/remote_engine.hpp"
+#include "core/grammar/front_ends.hpp"
+#include "core/grammar/token_index.hpp"
+#include "core/grammar/tokenizer_vocab.hpp"
 #include "tests/actors/engine_fixture.hpp"
 
 using namespace inflight;
@@ -84,7 +87,7 @@ TEST_CASE("remote engine: the same tokens and finish as the engine gives locally
   auto sink = std::make_shared<collect_sink>();
   auto request = greedy_request(*rig.eng, "Once upon a time", 40);
   request.params.logprobs = 2;
-  auto id = remote->submit(request, std::nullopt, sink);
+  auto id = remote->submit(request, sink);
   REQUIRE(id.has_value());
   REQUIRE(sink->wait());
   CHECK(sink->tokens() == local_sink->tokens());
@@ -106,25 +109,44 @@ TEST_CASE("remote engine: refusals cross as errors, grammars as their spec", "[a
   if (!rig.start()) return;
   auto remote = rig.connect();
   generate_request empty;
-  auto refused = remote->submit(empty, std::nullopt, std::make_shared<collect_sink>());
+  auto refused = remote->submit(empty, std::make_shared<collect_sink>());
   REQUIRE_FALSE(refused.has_value());
   CHECK(refused.error().code == errc::invalid_argument);
   CHECK_FALSE(refused.error().message.empty());
 
-  auto bad = remote->submit(greedy_request(*rig.eng, "Hi", 4), grammar_spec{grammar_kind::json_schema, "{not json"},
-                            std::make_shared<collect_sink>());
+  // The gateway compiles first; a grammar the engine cannot compile is still refused there.
+  // (A token_index whose spec says otherwise than its grammar does not occur: the cache
+  // builds both from the same spec. Here the spec is all that crosses.)
+  const auto vocab = make_grammar_vocab(*rig.eng->model().tok);
+  auto choice = std::make_shared<const token_index>(
+      std::make_shared<const grammar>(*grammar_from_choices(std::vector<std::string>{"x"})), vocab,
+      grammar_spec{grammar_kind::json_schema, "{not json"});
+  auto bad_request = greedy_request(*rig.eng, "Hi", 4);
+  bad_request.params.grammar = choice;
+  auto bad = remote->submit(bad_request, std::make_shared<collect_sink>());
   REQUIRE_FALSE(bad.has_value());
   CHECK(bad.error().code == errc::invalid_argument);
   CHECK_THAT(bad.error().message, Catch::Contains("JSON"));
+  // A grammar with no spec cannot cross.
+  auto bare = std::make_shared<const token_index>(
+      std::make_shared<const grammar>(*grammar_from_choices(std::vector<std::string>{"x"})), vocab);
+  bad_request.params.grammar = bare;
+  auto no_spec = remote->submit(bad_request, std::make_shared<collect_sink>());
+  REQUIRE_FALSE(no_spec.has_value());
+  CHECK_THAT(no_spec.error().message, Catch::Contains("grammar_spec"));
 
   // Sampled at temperature 1: only the grammar, compiled on the engine's side from the
   // spec, keeps every output one of the choices.
+  grammar_cache cache(vocab);
   for (std::uint64_t seed = 1; seed <= 4; ++seed) {
     auto sink = std::make_shared<collect_sink>();
     auto r = greedy_request(*rig.eng, "Once upon a time", 30);
     r.params.temperature = 1.0f;
     r.seed = seed;
-    auto id = remote->submit(r, grammar_spec{grammar_kind::json_schema, R"({"enum": ["cat", "dog", 42]})"}, sink);
+    auto index = cache.try_get(grammar_spec{grammar_kind::json_schema, R"({"enum": ["cat", "dog", 42]})"});
+    REQUIRE(index.has_value());
+    r.params.grammar = *index;
+    auto id = remote->submit(r, sink);
     REQUIRE(id.has_value());
     REQUIRE(sink->wait());
     const auto text = sink->text();
@@ -142,7 +164,7 @@ TEST_CASE("remote engine: a cancel crosses and frees the blocks", "[actors][remo
   auto sink = std::make_shared<collect_sink>();
   auto r = greedy_request(*rig.eng, "Once upon a time", 400);
   r.params.ignore_eos = true;
-  auto id = remote->submit(r, std::nullopt, sink);
+  auto id = remote->submit(r, sink);
   REQUIRE(id.has_value());
   REQUIRE(wait_until([&] { return sink->num_events() > 0; }));
   remote->cancel(*id);
@@ -178,7 +200,7 @@ TEST_CASE("remote engine: a gateway killed mid-stream has its requests cancelled
       r.params.max_tokens = 400;
       r.params.ignore_eos = true;
       sinks.push_back(std::make_shared<collect_sink>());
-      if (!(*remote)->submit(r, std::nullopt, sinks.back())) _exit(3);
+      if (!(*remote)->submit(r, sinks.back())) _exit(3);
     }
     if (!wait_until([&] { return sinks.back()->num_events() > 0; })) _exit(4);
     const char ok = 'r';
@@ -244,7 +266,7 @@ void check_engine_fault(int fault) {
   r.params.temperature = 0.0f;
   r.params.max_tokens = 400;
   r.params.ignore_eos = true;
-  REQUIRE((*remote)->submit(r, std::nullopt, sink).has_value());
+  REQUIRE((*remote)->submit(r, sink).has_value());
   const bool is_streaming = wait_until([&] { return sink->num_events() > 0; });
   kill(child, fault);
   struct reaper {
@@ -264,7 +286,7 @@ void check_engine_fault(int fault) {
   CHECK(f.cause->code == errc::unavailable);
   CHECK_THAT(f.cause->message, Catch::Contains("127.0.0.1:" + std::to_string(port)));
   CHECK(wait_until([&] { return !(*remote)->is_connected(); }, 10.0));
-  auto late = (*remote)->submit(r, std::nullopt, std::make_shared<collect_sink>());
+  auto late = (*remote)->submit(r, std::make_shared<collect_sink>());
   REQUIRE_FALSE(late.has_value());
   CHECK(late.error().code == errc::unavailable);
   auto health = (*remote)->health();
@@ -322,7 +344,7 @@ TEST_CASE("remote engine: inflight serve --role engine serves, drains on SIGTERM
   r.params.max_tokens = 300;
   r.params.ignore_eos = true;
   auto sink = std::make_shared<collect_sink>();
-  REQUIRE((*remote)->submit(r, std::nullopt, sink).has_value());
+  REQUIRE((*remote)->submit(r, sink).has_value());
   REQUIRE(wait_until([&] { return sink->num_events() > 0; }));
   // Draining: the running request still completes; the process then exits 0.
   kill(child, SIGTERM);

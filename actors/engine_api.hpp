@@ -1,0 +1,48 @@
+#pragma once
+/// What a gateway needs of an engine. The in-process engine (actors/engine.hpp) provides
+/// it, and so does a router in front of engines in other processes: the gateway's HTTP,
+/// SSE, WebSocket and metrics code is the same for both.
+
+#include <memory>
+#include <string>
+
+#include "core/config/deployment.hpp"
+#include "core/error.hpp"
+#include "core/metrics/metrics.hpp"
+#include "core/model/model_loader.hpp"
+
+namespace inflight {
+
+using request_id = seq_id;
+struct generate_request;
+struct engine_snapshot;
+struct engine_health;
+class request_sink;
+class step_sink;  // actors/step_feed.hpp
+
+class engine_api {
+ public:
+  virtual ~engine_api() = default;
+
+  /// Queues a request; its events go to `sink`. Refused (invalid_argument) for an
+  /// empty or too long prompt or bad parameters, (queue_full) when the waiting queue is
+  /// full, (shutting_down) while shutting down, (unavailable) when no engine can take it.
+  virtual result<request_id> submit(generate_request request, std::shared_ptr<request_sink> sink) = 0;
+  /// Stops a request within one step; its sink gets on_finish(cancelled).
+  virtual void cancel(request_id id) = 0;
+  virtual engine_snapshot snapshot() const = 0;
+  /// Stops admitting, lets running requests finish for up to `grace_s`, cancels the
+  /// rest. Idempotent.
+  virtual void shutdown(double grace_s) = 0;
+  virtual engine_health health() const = 0;
+  /// The model as the gateway sees it (tokenizer, chat template, limits; a router's has no weights).
+  virtual const loaded_model& model() const = 0;
+  virtual const deployment& settings() const = 0;
+  virtual engine_metrics& metrics() = 0;
+  virtual std::string render_metrics() const = 0;
+  /// The one receiver of step summaries (nullptr stops them); a router has none to give.
+  virtual void set_step_sink(std::shared_ptr<step_sink> sink) = 0;
+  virtual bool has_step_sink() const = 0;
+};
+
+}  // namespace inflight

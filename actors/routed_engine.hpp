@@ -1,0 +1,111 @@
+#pragma once
+/// The engine_api of a router: each request goes to one of several engines in other
+/// processes (remote_engine), the one a routing policy (core/route) picks. The gateway
+/// in front of it is the same as in front of an in-process engine.
+///
+///   - Routing sees each engine's availability and its requests in flight as this
+///     router counts them (sent, not yet finished), and the prompt's KV block hashes
+///     (under its cache_salt) against an index of what each engine caches.
+///   - Faults: an engine that goes away is marked unavailable at once (its streams end
+///     with an `unavailable` error, see remote_engine); a request that had produced no
+///     token yet is sent again to another engine instead, unseen by the client. Engines
+///     that are down, or not yet up, are tried again every `reconnect_interval_s`: an
+///     engine that starts late or restarts joins without restarting the router.
+
+#include <caf/all.hpp>
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "actors/engine.hpp"
+#include "actors/engine_api.hpp"
+#include "actors/remote_engine.hpp"
+#include "core/route/router.hpp"
+
+namespace inflight {
+
+struct router_options {
+  std::vector<std::string> engines;     ///< host:port of each engine_host
+  std::string policy = "least_load";    ///< a routing policy in the plugin directory
+  route_settings policy_settings;
+  std::string plugin_dir;               ///< where inflight_route_<policy>.so is
+  double timeout_s = 10.0;              ///< an engine's answer to a submit
+  double reconnect_interval_s = 1.0;
+};
+
+/// "host:port" -> (host, port); an error names what is wrong.
+result<std::pair<std::string, std::uint16_t>> try_parse_endpoint(const std::string& text);
+
+class routed_engine final : public engine_api {
+ public:
+  /// `model`: the tokenizer and chat template the gateway uses (no weights needed).
+  /// Engines not reachable yet are not an error: they join when they come up.
+  static result<std::unique_ptr<routed_engine>> start(const deployment& d, loaded_model model, caf::actor_system& net,
+                                                      router_options options);
+  ~routed_engine() override;
+
+  result<request_id> submit(generate_request request, std::shared_ptr<request_sink> sink) override;
+  void cancel(request_id id) override;
+  engine_snapshot snapshot() const override;
+  void shutdown(double grace_s) override;
+  engine_health health() const override;
+  const loaded_model& model() const override { return model_; }
+  const deployment& settings() const override { return settings_; }
+  engine_metrics& metrics() override { return *metrics_; }
+  std::string render_metrics() const override;
+  void set_step_sink(std::shared_ptr<step_sink>) override {}
+  bool has_step_sink() const override { return false; }
+
+  /// Engines connected now.
+  int num_connected() const;
+  /// Requests sent to engine `i` so far (retries included).
+  std::uint64_t num_routed(int i) const { return router_.num_routed(i); }
+  /// Requests sent again because their engine went away before their first token.
+  std::uint64_t num_retried() const;
+
+ private:
+  struct live_request;
+  class routing_sink;
+
+  routed_engine(const deployment& d, loaded_model model, caf::actor_system& net, router_options options,
+                route_policy policy);
+  /// Sends `live` to an engine; false (with `failure`) when none took it.
+  bool dispatch(const std::shared_ptr<live_request>& live, error& failure);
+  void on_finished(const std::shared_ptr<live_request>& live, const finish_event& ev);
+  void reconnect_loop();
+  void post(std::function<void()> job);
+  void worker_loop();
+
+  deployment settings_;
+  loaded_model model_;
+  caf::actor_system& net_;
+  router_options options_;
+  std::unique_ptr<engine_metrics> metrics_;
+  router router_;
+
+  mutable std::mutex mutex_;
+  std::vector<std::shared_ptr<remote_engine>> engines_;  // null: not connected
+  std::vector<int> num_in_flight_;
+  std::unordered_map<request_id, std::shared_ptr<live_request>> live_;
+  request_id next_id_ = 1;
+  std::uint64_t num_retried_ = 0;
+  bool is_stopping_ = false;
+  std::condition_variable changed_;
+
+  // Retries and reconnects run here, never on an actor thread (remote_engine::submit blocks).
+  std::mutex jobs_mutex_;
+  std::condition_variable jobs_changed_;
+  std::deque<std::function<void()>> jobs_;
+  bool is_closing_ = false;
+  std::thread worker_;
+  std::thread reconnector_;
+};
+
+}  // namespace inflight

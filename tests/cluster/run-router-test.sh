@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# ctest entry: a router in front of two engine processes, on this machine (loopback).
+#   - completions through the router equal `inflight generate`'s greedy text, streamed
+#     (SSE) and not, and round_robin sends them to both engines (/metrics);
+#   - kill -9 of one engine: requests keep succeeding on the other, /health stays ok and
+#     /metrics says which engine is down;
+#   - the engine started again on its port is taken back without restarting the router;
+#   - SIGTERM: every process exits 0.
+#   run-router-test.sh INFLIGHT_BIN PLUGIN_DIR SHARED_DIR WORK_DIR
+set -euo pipefail
+INFLIGHT_BIN=$1 PLUGIN_DIR=$2 SHARED_DIR=$3 WORK=$4
+here=$(cd "$(dirname "$0")" && pwd)
+SOURCE_DIR=$(cd "$here/../.." && pwd)
+source "$SOURCE_DIR/tests/gateway/serve-lib.sh"
+
+need curl python3
+need_file "$SHARED_DIR/models/stories260K/stories260K.bin"
+mkdir -p "$WORK"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+
+# start_engine LOG PORT: an engine process; sets ENGINE_PID and ENGINE_PORT.
+start_engine() {
+  local log=$1 port=$2
+  : >"$log"
+  "$INFLIGHT_BIN" serve --role engine --config "$SOURCE_DIR/config/cpu-small.toml" --port "$port" $(model_flags) \
+    >"$log" 2>&1 &
+  pids+=($!)
+  ENGINE_PID=$!
+  for _ in $(seq 1 600); do
+    local p
+    p=$(sed -n 's/^inflight: serving the engine on tcp:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$log")
+    if [ -n "$p" ]; then ENGINE_PORT=$p; return 0; fi
+    kill -0 "$ENGINE_PID" 2>/dev/null || { echo "router test: engine exited early:" >&2; cat "$log" >&2; exit 1; }
+    sleep 0.1
+  done
+  echo "router test: the engine printed no port" >&2
+  cat "$log" >&2
+  exit 1
+}
+
+start_engine "$WORK/engine-a.log" 0; port_a=$ENGINE_PORT pid_a=$ENGINE_PID
+start_engine "$WORK/engine-b.log" 0; port_b=$ENGINE_PORT pid_b=$ENGINE_PID
+
+# The router: the HTTP gateway in front of both (start_server from serve-lib.sh).
+start_server "$WORK/router.log" --role router --engines "127.0.0.1:$port_a,127.0.0.1:$port_b" \
+  --route-policy round_robin
+pids+=("$SERVER_PID")
+base="http://127.0.0.1:$PORT"
+grep -q "router: routing policy round_robin" "$WORK/router.log"
+
+expected=$(greedy_text "Once upon a time" 24 | head -c -1 | sed '1s/^Once upon a time//')
+complete() {  # complete STREAM: the text of one greedy completion
+  curl -sS -N "$base/v1/completions" -H 'content-type: application/json' \
+    -d "{\"prompt\": \"Once upon a time\", \"max_tokens\": 24, \"temperature\": 0, \"stream\": $1}" |
+    python3 -c '
+import json, sys
+body = sys.stdin.read()
+if body.startswith("data: "):
+    text = ""
+    for ev in body.split("\n\n"):
+        if ev.startswith("data: ") and ev != "data: [DONE]":
+            chunk = json.loads(ev[6:])
+            assert "error" not in chunk, chunk
+            text += "".join(c["text"] for c in chunk["choices"])
+    print(text, end="")
+else:
+    doc = json.loads(body)
+    assert "error" not in doc, doc
+    print(doc["choices"][0]["text"], end="")'
+}
+for stream in false true false true; do
+  got=$(complete $stream)
+  if [ "$got" != "$expected" ]; then
+    echo "router test: stream=$stream gave '$got', expected '$expected'"
+    exit 1
+  fi
+done
+metric() { curl -sS "$base/metrics" | sed -n "s/^inflight:$1{engine=\"127.0.0.1:$2\"} //p"; }
+[ "$(metric router_requests_routed_total "$port_a")" -ge 2 ] && [ "$(metric router_requests_routed_total "$port_b")" -ge 2 ] || {
+  echo "router test: round_robin did not use both engines:"; curl -sS "$base/metrics" | grep router_; exit 1; }
+
+# kill -9 one engine: the router carries on with the other.
+kill -9 "$pid_a"
+wait "$pid_a" 2>/dev/null || true
+for _ in 1 2 3 4; do
+  got=$(complete false)
+  [ "$got" = "$expected" ] || { echo "router test: after kill -9, got '$got'"; exit 1; }
+done
+[ "$(metric router_engine_up "$port_a")" = 0 ] && [ "$(metric router_engine_up "$port_b")" = 1 ] || {
+  echo "router test: /metrics does not show engine a down:"; curl -sS "$base/metrics" | grep router_; exit 1; }
+curl -sSf "$base/health" >/dev/null
+
+# The engine comes back on its port: the router takes it back within a few seconds.
+start_engine "$WORK/engine-a2.log" "$port_a"
+pid_a=$ENGINE_PID
+for _ in $(seq 1 100); do
+  [ "$(metric router_engine_up "$port_a")" = 1 ] && break
+  sleep 0.1
+done
+[ "$(metric router_engine_up "$port_a")" = 1 ] || { echo "router test: the restarted engine was not taken back"; exit 1; }
+before=$(metric router_requests_routed_total "$port_a")
+for _ in 1 2 3 4; do [ "$(complete false)" = "$expected" ]; done
+[ "$(metric router_requests_routed_total "$port_a")" -gt "$before" ] || { echo "router test: nothing routed to the restarted engine"; exit 1; }
+
+stop_server
+grep -q "^inflight: shut down" "$WORK/router.log"
+for p in "$pid_a" "$pid_b"; do
+  kill -TERM "$p"
+  rc=0
+  wait "$p" || rc=$?
+  [ "$rc" = 0 ] || { echo "router test: an engine exited with $rc after SIGTERM"; exit 1; }
+done
+trap - EXIT
+echo "router test: routing, SSE, kill -9, rejoin and shutdown: ok"
