@@ -201,6 +201,11 @@ struct run_row {
 run_row run_one(const simulate_options& o, const deployment& base, const sim_setup& setup, const std::string& policy,
                 const sweep_point& point) {
   run_row row{policy, point, point.request_rate.value_or(o.request_rate), 0, 0, {}};
+  if (!point.request_rate && !point.max_num_batched_tokens && !point.max_num_seqs) {
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%g", row.request_rate);  // no sweep: the column shows the rate
+    row.point.label = rate;
+  }
   const auto prompts = sim_prompts(o, row.request_rate, setup.model.vocab_size);
   sim::sim_config c;
   c.scheduler.max_num_seqs = point.max_num_seqs.value_or(base.engine.max_num_seqs);

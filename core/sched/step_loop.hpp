@@ -30,6 +30,7 @@
 #include "core/error.hpp"
 #include "core/kv/kv_manager.hpp"
 #include "core/sched/scheduler.hpp"
+#include "core/sched/step_shape.hpp"
 
 namespace inflight {
 

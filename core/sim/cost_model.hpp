@@ -20,7 +20,7 @@
 #include "core/bench/capacity_plan.hpp"
 #include "core/error.hpp"
 #include "core/model/model_config.hpp"
-#include "core/sched/step_plan.hpp"
+#include "core/sched/step_shape.hpp"
 
 namespace inflight::sim {
 
