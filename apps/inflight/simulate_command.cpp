@@ -240,7 +240,8 @@ double pct(const bench::metric_stats& m, double p) {
 }
 
 void print_table(const std::vector<run_row>& rows, const std::string& sweep_key) {
-  std::printf("%-13s %7s %6s %7s %9s %7s %24s %24s %24s %24s %6s %5s %7s %5s\n", "policy", sweep_key.c_str(), "budget",
+  const int key_width = std::max(7, int(sweep_key.size()));
+  std::printf("%-13s %*s %6s %7s %9s %7s %24s %24s %24s %24s %6s %5s %7s %5s\n", "policy", key_width, sweep_key.c_str(), "budget",
               "req/s", "out tok/s", "good/s", "TTFT p50/p90/p99", "TPOT p50/p90/p99", "ITL p50/p90/p99",
               "E2E p50/p90/p99", "batch", "KV%", "preempt", "hit%");
   for (const auto& row : rows) {
@@ -254,8 +255,8 @@ void print_table(const std::vector<run_row>& rows, const std::string& sweep_key)
       std::snprintf(text, sizeof text, "%.1f/%.1f/%.1f", pct(m, 50), pct(m, 90), pct(m, 99));
       return std::string(text);
     };
-    std::printf("%-13s %7s %6d %7.2f %9.1f %7s %24s %24s %24s %24s %6.1f %5.1f %7llu %5.1f\n", row.policy.c_str(),
-                row.point.label.c_str(), row.budget, s.request_throughput, s.output_throughput, good,
+    std::printf("%-13s %*s %6d %7.2f %9.1f %7s %24s %24s %24s %24s %6.1f %5.1f %7llu %5.1f\n", row.policy.c_str(),
+                key_width, row.point.label.c_str(), row.budget, s.request_throughput, s.output_throughput, good,
                 triple(s.ttft_ms).c_str(), triple(s.tpot_ms).c_str(), triple(s.itl_ms).c_str(),
                 triple(s.e2el_ms).c_str(), r.batch_size_sum / steps, 100.0 * r.kv_usage_sum / steps,
                 (unsigned long long)r.counters.num_preemptions, 100.0 * s.prefix_cache_hit_rate());

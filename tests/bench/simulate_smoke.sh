@@ -10,15 +10,15 @@ mkdir -p "$dir"
 json="$dir/simulate_smoke.json"
 fail() { echo "FAIL: $*"; exit 1; }
 
-sim() { "$inflight" simulate --plugin-dir "$plugins" --shape llama-3.2-1b --gpu h100 --workload variance \
+sim() { "$inflight" simulate --plugin-dir "$plugins" --shape llama-3.2-1b --workload variance \
   --num-prompts 24 "$@" 2> "$dir/simulate_smoke.err"; }
 
-out=$(sim --policy fcfs,splitfuse --request-rate 20 --slo-ttft 200 --json "$json") \
+out=$(sim --gpu h100 --policy fcfs,splitfuse --request-rate 20 --slo-ttft 200 --json "$json") \
   || { cat "$dir/simulate_smoke.err"; fail "simulate exited $?"; }
 echo "$out"
 rows=$(echo "$out" | awk '$1 == "fcfs" || $1 == "splitfuse"' | wc -l)
 [ "$rows" -eq 2 ] || fail "expected 2 policy rows, got $rows"
-again=$(sim --policy fcfs,splitfuse --request-rate 20 --slo-ttft 200) || fail "second run exited $?"
+again=$(sim --gpu h100 --policy fcfs,splitfuse --request-rate 20 --slo-ttft 200) || fail "second run exited $?"
 [ "$out" = "$again" ] || fail "a second run with the same seed printed other figures"
 [ "$(grep -c '"policy"' "$json")" -eq 2 ] || fail "the JSON does not hold two runs"
 grep -q '"goodput"' "$json" || fail "the JSON has no goodput"
