@@ -29,6 +29,10 @@ echo "$sweep"
 [ "$(echo "$sweep" | awk '$1 == "fcfs"' | wc -l)" -eq 2 ] || fail "expected one row per sweep value"
 echo "$sweep" | awk '$1 == "fcfs" { v[NR] = $2 } END { exit !(length(v) == 2) }' || fail "sweep values missing"
 
+budgets=$(sim --policy fcfs --sweep max_num_batched_tokens=64,512 | awk '$1 == "fcfs" { printf "%s/%s ", $2, $3 }') \
+  || fail "budget sweep exited $?"
+[ "$budgets" = "64/64 512/512 " ] || fail "expected rows for budgets 64 and 512, got '$budgets'"
+
 if sim --policy fcfs --gpu h1000 > /dev/null; then fail "an unknown GPU was accepted"; fi
 grep -q "unknown GPU" "$dir/simulate_smoke.err" || fail "no message for an unknown GPU"
 if sim --policy fcfs --sweep colour=1,2 > /dev/null; then fail "an unknown sweep key was accepted"; fi
