@@ -106,7 +106,8 @@ std::vector<sweep_point> parse_sweep(const std::string& text) {
   return points;
 }
 
-std::optional<bench::slo> objectives(const simulate_options& o) {
+/// The SLOs given (milliseconds on the command line); none = no goodput.
+bench::slo objectives(const simulate_options& o) {
   bench::slo s;
   if (o.slo_ttft_ms < 0 || o.slo_tpot_ms < 0 || o.slo_e2e_ms < 0) fail("SLOs must be positive (milliseconds)");
   if (o.slo_ttft_ms > 0) s.ttft_s = o.slo_ttft_ms / 1e3;
@@ -198,15 +199,11 @@ struct run_row {
   sim::sim_result result;
 };
 
-run_row run_one(const simulate_options& o, const deployment& base, const sim_setup& setup, const std::string& policy,
-                const sweep_point& point) {
-  run_row row{policy, point, point.request_rate.value_or(o.request_rate), 0, 0, {}};
-  if (!point.request_rate && !point.max_num_batched_tokens && !point.max_num_seqs) {
-    char rate[32];
-    std::snprintf(rate, sizeof rate, "%g", row.request_rate);  // no sweep: the column shows the rate
-    row.point.label = rate;
-  }
-  const auto prompts = sim_prompts(o, row.request_rate, setup.model.vocab_size);
+/// The scheduler and KV pool of one run: the deployment's limits, a sweep point's
+/// override, and the budget rule `bench offline` applies per policy and workload.
+sim::sim_config run_config(const simulate_options& o, const deployment& base, const sim_setup& setup,
+                           const std::string& policy, const sweep_point& point,
+                           const std::vector<bench::bench_prompt>& prompts) {
   sim::sim_config c;
   c.scheduler.max_num_seqs = point.max_num_seqs.value_or(base.engine.max_num_seqs);
   const int budget = point.max_num_batched_tokens.value_or(base.engine.max_num_batched_tokens);
@@ -218,14 +215,32 @@ run_row run_one(const simulate_options& o, const deployment& base, const sim_set
   c.scheduler.seed = o.seed;
   c.num_kv_blocks = setup.num_kv_blocks;
   c.block_size = base.engine.block_size;
-  c.objectives = *objectives(o);
-  auto pol = try_load_policy(base.scheduler, policy);
+  c.objectives = objectives(o);
+  return c;
+}
+
+run_row run_one(const simulate_options& o, const deployment& base, const sim_setup& setup, const std::string& policy,
+                const sweep_point& point) {
+  run_row row{policy, point, point.request_rate.value_or(o.request_rate), 0, 0, {}};
+  if (!point.request_rate && !point.max_num_batched_tokens && !point.max_num_seqs) {
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%g", row.request_rate);  // no sweep: the column shows the rate
+    row.point.label = rate;
+  }
+  const auto prompts = sim_prompts(o, row.request_rate, setup.model.vocab_size);
+  const auto c = run_config(o, base, setup, policy, point, prompts);
+  auto settings = base.scheduler;
+  // As bench offline: on interference, splitfuse chunks the long prompts (256 tokens).
+  if (o.workload == "interference" && !settings.policy_settings.contains("splitfuse"))
+    settings.policy_settings["splitfuse"] = "{\"max_chunk_tokens\": 256}";
+  auto pol = try_load_policy(settings, policy);
   if (!pol) fail(policy + ": " + pol.error().message);
   std::fprintf(stderr, "simulate: %s, %zu requests, rate %g, budget %d, max_num_seqs %d...\n", policy.c_str(),
                prompts.size(), row.request_rate, c.scheduler.max_num_batched_tokens, c.scheduler.max_num_seqs);
   auto r = sim::simulate(prompts, std::move(*pol), c, *setup.cost);
   if (!r) fail(policy + ": " + r.error().message);
-  if (const auto line = failure_line(r->summary); !line.empty()) std::fprintf(stderr, "simulate: %s: %s\n", policy.c_str(), line.c_str());
+  if (const auto line = failure_line(r->summary); !line.empty())
+    std::fprintf(stderr, "simulate: %s: %s\n", policy.c_str(), line.c_str());
   row.budget = c.scheduler.max_num_batched_tokens;
   row.max_num_seqs = c.scheduler.max_num_seqs;
   row.result = std::move(*r);
