@@ -128,6 +128,7 @@ TEST_CASE("simulate: every shipped policy completes a workload and gives every K
   // Groups of 8 prompts of 272 tokens sharing 256: a pool of 80 blocks of 16 holds about
   // four at once, so sequences wait, share cached blocks and are preempted.
   const auto prompts = workload("prefix", 48, 3, 200.0);
+  std::uint64_t num_preemptions = 0;
   for (const auto& name : shipped_policies()) {
     INFO("policy " << name);
     auto c = config(bench::offline_budget(name, 512, 8, prompts), 8, 80);
@@ -137,7 +138,9 @@ TEST_CASE("simulate: every shipped policy completes a workload and gives every K
     CHECK(r.num_free_blocks_at_end == 80);
     CHECK(r.num_kv_sequences_at_end == 0);
     if (name == "fcfs") CHECK(r.summary.prefix_cache_hit_rate() > 0.5);
+    num_preemptions += r.counters.num_preemptions;
   }
+  CHECK(num_preemptions > 0);  // the pool is small enough that blocks were taken back
 }
 
 TEST_CASE("simulate: goodput counts only the requests within every SLO", "[core][sim]") {
