@@ -9,12 +9,14 @@
 
 #include "apps/inflight/bench_embed_command.hpp"
 #include "apps/inflight/bench_engine_run.hpp"
+#include "apps/inflight/bench_policies.hpp"
 #include "apps/inflight/bench_rerank_command.hpp"
 #include "apps/inflight/bench_report.hpp"
 #include "apps/inflight/commands.hpp"
 #include "config/deployment_loader.hpp"
 #include "core/sched/policy.hpp"
 #include "core/bench/arrival.hpp"
+#include "core/bench/policy_budget.hpp"
 #include "core/model/shapes.hpp"
 
 namespace inflight::app {
@@ -76,63 +78,6 @@ std::vector<bench::bench_prompt> offline_prompts(const offline_options& o, int v
   return std::move(*prompts);
 }
 
-/// Whether a policy loads from the deployment's plugin dir with its settings table.
-result<void> try_check_policy(const scheduler_settings& s, const std::string& name) {
-  policy_settings settings;
-  if (auto it = s.policy_settings.find(name); it != s.policy_settings.end()) {
-    auto parsed = try_parse_policy_settings(it->second);
-    if (!parsed) return std::unexpected(parsed.error());
-    settings = std::move(*parsed);
-  }
-  auto dir = try_policy_plugin_dir(s);
-  if (!dir) return std::unexpected(dir.error());
-  auto loaded = policy::try_load(*dir, name, settings);
-  if (!loaded) return std::unexpected(loaded.error());
-  return {};
-}
-
-/// The policies to run: `all` stands for every policy in the plugin directory (static
-/// first, the baseline of the ratio column; then by name). One that does not load is
-/// left out with a note; a policy named explicitly runs (and fails) as given.
-std::vector<std::string> expand_policies(const std::vector<std::string>& asked, const scheduler_settings& s) {
-  std::vector<std::string> out;
-  auto add = [&](const std::string& name) {
-    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
-  };
-  for (const auto& name : asked) {
-    if (name != "all") {
-      add(name);
-      continue;
-    }
-    auto dir = try_policy_plugin_dir(s);
-    if (!dir) fail(dir.error().message);
-    auto names = try_list_policies(*dir);
-    if (!names) fail(names.error().message);
-    std::stable_partition(names->begin(), names->end(), [](const auto& n) { return n == "static"; });
-    for (const auto& n : *names) {
-      if (auto ok = try_check_policy(s, n); !ok) {
-        std::fprintf(stderr, "bench offline: leaving out policy '%s': %s\n", n.c_str(), ok.error().message.c_str());
-        continue;
-      }
-      add(n);
-    }
-  }
-  if (out.empty()) fail("no policy to run");
-  return out;
-}
-
-/// Policies that prefill every prompt whole (a longer prompt is prefilled alone over
-/// several steps): the offline workloads give them a budget that holds a full batch.
-bool prefills_whole_prompts(const std::string& policy) {
-  return policy == "static" || policy == "prefill_first" || policy == "orca" || policy == "tgi";
-}
-
-int longest_prompt(const std::vector<bench::bench_prompt>& prompts) {
-  int n = 0;
-  for (const auto& p : prompts) n = std::max(n, p.input_len);
-  return n;
-}
-
 /// The deployment of one policy. Every policy keeps the KV memory and max_num_seqs;
 /// the token budget differs only where a policy cannot chunk (see docs/benchmarks.md).
 deployment policy_deployment(const deployment& base, const std::string& policy, const offline_options& o,
@@ -140,16 +85,12 @@ deployment policy_deployment(const deployment& base, const std::string& policy, 
   deployment d = base;
   d.scheduler.policy = policy;
   d.server.max_waiting_requests = std::max<int>(d.server.max_waiting_requests, int(prompts.size()) + 1);
-  const int longest = longest_prompt(prompts);
   if (o.workload == "interference") {
-    const int streams = int(std::count_if(prompts.begin(), prompts.end(), [](const auto& p) { return p.tag == "decode"; }));
-    d.engine.max_num_batched_tokens = o.budget > 0 ? o.budget : longest + streams;
+    d.engine.max_num_batched_tokens = o.budget > 0 ? o.budget : bench::interference_budget(prompts);
     if (policy == "splitfuse") d.scheduler.policy_settings["splitfuse"] = "{\"max_chunk_tokens\": " + std::to_string(o.chunk) + "}";
-  } else if (prefills_whole_prompts(policy)) {
-    // A step of whole prompts can admit a full batch at once, as a true static batch
-    // does, and as TGI's max_batch_prefill_tokens (4096) does for short prompts.
-    const int seats = std::min<int>(d.engine.max_num_seqs, int(prompts.size()));
-    d.engine.max_num_batched_tokens = std::max(d.engine.max_num_batched_tokens, seats * longest);
+  } else {
+    d.engine.max_num_batched_tokens =
+        bench::offline_budget(policy, d.engine.max_num_batched_tokens, d.engine.max_num_seqs, prompts);
   }
   return d;
 }
@@ -286,7 +227,7 @@ std::vector<bool> parse_prefix_caching(const std::string& v) {
 
 void run_offline(offline_options o) {
   const auto base = base_deployment(o);
-  o.policies = expand_policies(o.policies, base.scheduler);
+  o.policies = expand_policies(o.policies, base.scheduler, "bench offline");
   auto model = load_model(base.model, base.engine.backend);
   if (!model) fail(model.error().message);
   std::fprintf(stderr, "model: %s\n", model->description.c_str());

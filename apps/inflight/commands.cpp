@@ -17,6 +17,7 @@ void add_commands(CLI::App& app) {
   add_bench_serve_command(*bench);
   add_plan_command(app);
   add_perplexity_command(app);
+  add_simulate_command(app);
 }
 
 deployment load_deployment_or_fail(const std::string& config_path, const std::vector<std::string>& overrides) {

@@ -20,6 +20,11 @@ void add_bench_offline_command(CLI::App& bench);
 void add_bench_serve_command(CLI::App& bench);
 void add_plan_command(CLI::App& app);
 void add_perplexity_command(CLI::App& app);
+void add_simulate_command(CLI::App& app);
+
+/// Bytes per value of a weight dtype (its block bytes over its block values); an
+/// unknown name ends the command, naming `option`.
+double value_bytes(const std::string& name, const char* option);
 
 /// The deployment of `config_path` (defaults when empty) with `--set` overrides
 /// applied; a bad file or override ends the command with its message.

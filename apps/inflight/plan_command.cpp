@@ -26,14 +26,6 @@ struct plan_options {
   std::string kv_dtype = "bf16";
 };
 
-/// Bytes per value of a weight dtype: its block bytes over its block values.
-double value_bytes(const std::string& name, const char* option) {
-  const auto dtype = try_parse_weight_dtype(name);
-  if (!dtype) fail(std::string(option) + ": unknown type '" + name + "' (" + weight_dtype_names() + ")");
-  const auto layout = layout_of(*dtype);
-  return double(layout.block_bytes) / layout.block_values;
-}
-
 /// The shape: --shape, else the deployment's model (dummy shape, config.json, or checkpoint).
 model_config plan_model(const plan_options& o, const deployment& d) {
   if (!o.shape.empty()) {
@@ -109,6 +101,13 @@ void run_plan(const plan_options& o) {
 }
 
 }  // namespace
+
+double value_bytes(const std::string& name, const char* option) {
+  const auto dtype = try_parse_weight_dtype(name);
+  if (!dtype) fail(std::string(option) + ": unknown type '" + name + "' (" + weight_dtype_names() + ")");
+  const auto layout = layout_of(*dtype);
+  return double(layout.block_bytes) / layout.block_values;
+}
 
 void add_plan_command(CLI::App& app) {
   auto o = std::make_shared<plan_options>();

@@ -16,6 +16,7 @@
 
 #include "core/kv/kv_manager.hpp"
 #include "core/sched/scheduler.hpp"
+#include "core/sched/step_loop.hpp"
 #include "tests/shipped_policies.hpp"
 
 namespace inflight::test {
@@ -47,62 +48,57 @@ inline scheduler::clock_fn counting_clock() {
   return [t] { return *t += 1.0; };
 }
 
-/// A scheduler and the KV manager that owns its blocks. schedule() is one engine
-/// step's planning: scheduler.schedule() -> kv.try_grant() -> scheduler.on_grant().
-/// With no work it still sends the releases, so the KV manager gets its blocks back.
+/// A scheduler and the KV manager that owns its blocks: core's step_loop, with the
+/// halves of a step apart so a test can look between them. schedule() is one engine
+/// step's planning (scheduler.schedule() -> kv.try_grant() -> scheduler.on_grant());
+/// step() is a whole step. With no work it still sends the releases, so the KV manager
+/// gets its blocks back.
 class sched_rig {
  public:
-  sched_rig(scheduler s, kv_manager kv) : s_(std::move(s)), kv_(std::move(kv)) {}
+  explicit sched_rig(step_loop loop) : loop_(std::move(loop)) {}
+  sched_rig(scheduler s, kv_manager kv) : loop_(std::move(s), std::move(kv)) {}
 
-  result<step_plan> schedule() {
-    auto request = s_.schedule();
-    if (!request) return std::unexpected(request.error());
-    last_request_ = *request;
-    auto grant = kv_.try_grant(*request);
-    if (!grant) return std::unexpected(grant.error());
-    return s_.on_grant(std::move(*grant));
-  }
-  result<void> submit(seq_request r) { return s_.submit(std::move(r)); }
+  result<step_plan> schedule() { return loop_.plan(); }
+  result<step_outcome> step(const step_loop::executor_fn& execute) { return loop_.step(execute); }
+  result<void> submit(seq_request r) { return loop_.submit(std::move(r)); }
   result<seq_event> finish(seq_id id, finish_reason reason, std::optional<error> cause = {}) {
-    return s_.finish(id, reason, std::move(cause));
+    return loop_.finish(id, reason, std::move(cause));
   }
-  result<seq_event> cancel(seq_id id) { return s_.cancel(id); }
-  result<std::vector<seq_event>> apply(const step_result& r) { return s_.apply(r); }
-  std::vector<seq_event> fail_step(const error& cause) { return s_.fail_step(cause); }
+  result<seq_event> cancel(seq_id id) { return loop_.cancel(id); }
+  result<std::vector<seq_event>> apply(const step_result& r) { return loop_.apply(r); }
+  std::vector<seq_event> fail_step(const error& cause) { return loop_.fail_step(cause); }
 
-  bool has_work() const { return s_.has_work(); }
-  bool has_pending_step() const { return s_.has_pending_step(); }
-  const sequence* find(seq_id id) const { return s_.find(id); }
-  const std::vector<seq_id>& running() const { return s_.running(); }
-  const std::deque<seq_id>& waiting() const { return s_.waiting(); }
-  int num_running() const { return s_.num_running(); }
-  int num_waiting() const { return s_.num_waiting(); }
-  int max_context() const { return s_.max_context(); }
-  const scheduler_config& config() const { return s_.config(); }
-  const scheduler_counters& counters() const { return s_.counters(); }
-  std::uint64_t num_preemptions() const { return s_.num_preemptions(); }
-  std::uint64_t num_rejected_decisions() const { return s_.num_rejected_decisions(); }
-  const std::string& last_rejection() const { return s_.last_rejection(); }
+  bool has_work() const { return sched().has_work(); }
+  bool has_pending_step() const { return sched().has_pending_step(); }
+  const sequence* find(seq_id id) const { return sched().find(id); }
+  const std::vector<seq_id>& running() const { return sched().running(); }
+  const std::deque<seq_id>& waiting() const { return sched().waiting(); }
+  int num_running() const { return sched().num_running(); }
+  int num_waiting() const { return sched().num_waiting(); }
+  int max_context() const { return sched().max_context(); }
+  const scheduler_config& config() const { return sched().config(); }
+  const scheduler_counters& counters() const { return sched().counters(); }
+  std::uint64_t num_preemptions() const { return sched().num_preemptions(); }
+  std::uint64_t num_rejected_decisions() const { return sched().num_rejected_decisions(); }
+  const std::string& last_rejection() const { return sched().last_rejection(); }
   /// The KV manager's count: releases reach it with the next schedule().
-  int num_free_blocks() const { return kv_.num_free_blocks(); }
-  const scheduler& sched() const { return s_; }
-  const kv_manager& kv() const { return kv_; }
+  int num_free_blocks() const { return kv().num_free_blocks(); }
+  const scheduler& sched() const { return loop_.sched(); }
+  const kv_manager& kv() const { return loop_.kv(); }
+  step_loop& loop() { return loop_; }
   /// The kv request of the last schedule().
-  const kv_request& last_request() const { return last_request_; }
+  const kv_request& last_request() const { return loop_.last_request(); }
 
  private:
-  scheduler s_;
-  kv_manager kv_;
-  kv_request last_request_;
+  step_loop loop_;
 };
 
 inline sched_rig make_scheduler(const scheduler_config& config, int num_blocks, int block_size,
                                 policy pol) {
-  auto kv = kv_manager::try_create(num_blocks, block_size);
-  REQUIRE(kv.has_value());
-  auto s = scheduler::try_create(config, kv->snapshot(), std::move(pol), counting_clock());
-  REQUIRE(s.has_value());
-  return sched_rig(std::move(*s), std::move(*kv));
+  auto loop = step_loop::try_create(config, num_blocks, block_size, std::move(pol), counting_clock());
+  INFO((loop ? std::string() : loop.error().message));
+  REQUIRE(loop.has_value());
+  return sched_rig(std::move(*loop));
 }
 
 class fake_backend {
@@ -223,13 +219,11 @@ inline std::vector<token_id> run_alone(const seq_request& request, int max_conte
   REQUIRE(s.submit(request).has_value());
   std::vector<token_id> out;
   while (s.has_work()) {
-    auto plan = s.schedule();
-    REQUIRE(plan.has_value());
-    auto res = backend.execute(*plan);
-    REQUIRE(res.has_value());
-    auto events = s.apply(*res);
-    REQUIRE(events.has_value());
-    for (const auto& e : *events)
+    auto step = s.step([&](const step_plan& plan) { return backend.execute(plan); });
+    REQUIRE(step.has_value());
+    INFO((step->failure ? step->failure->message : std::string()));
+    REQUIRE(!step->failure);
+    for (const auto& e : step->events)
       if (e.type == seq_event::kind::token) out.push_back(e.token.token);
   }
   return out;

@@ -1,0 +1,23 @@
+#pragma once
+// The policies a policy comparison (bench offline, simulate) runs, loaded from the
+// deployment's plugin directory with its settings tables.
+
+#include <string>
+#include <vector>
+
+#include "core/config/deployment.hpp"
+#include "core/sched/policy.hpp"
+
+namespace inflight::app {
+
+/// Loads `name` from the plugin dir of `s` with its [scheduler.<name>] settings.
+result<policy> try_load_policy(const scheduler_settings& s, const std::string& name);
+
+/// The policies to run: `all` stands for every policy in the plugin directory (static
+/// first, the baseline of the ratio column; then by name). One that does not load is
+/// left out with a note on stderr (prefixed by `command`); a policy named explicitly
+/// runs (and fails) as given.
+std::vector<std::string> expand_policies(const std::vector<std::string>& asked, const scheduler_settings& s,
+                                         const std::string& command);
+
+}  // namespace inflight::app

@@ -1,0 +1,389 @@
+// `inflight simulate`: the real scheduler, policy plugins and KV manager on a virtual
+// clock, each step's time from a cost model of a named GPU and model shape (see
+// docs/simulate.md and core/sim/). One row per policy and sweep value.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <random>
+
+#include "apps/inflight/bench_policies.hpp"
+#include "apps/inflight/bench_report.hpp"
+#include "apps/inflight/commands.hpp"
+#include "core/bench/arrival.hpp"
+#include "core/bench/gpu_specs.hpp"
+#include "core/bench/policy_budget.hpp"
+#include "core/model/shapes.hpp"
+#include "core/sim/simulator.hpp"
+
+namespace inflight::app {
+namespace {
+
+struct simulate_options {
+  std::string config_path;
+  std::vector<std::string> overrides;
+  std::string workload = "variance";
+  std::string size = "small";
+  int cap = 0;
+  int num_prompts = 0;
+  std::uint64_t seed = 0;
+  double request_rate = INFINITY;
+  double burstiness = 1.0;
+  std::vector<std::string> policies = {"static", "fcfs", "splitfuse"};
+  std::string plugin_dir;
+  std::string shape = "llama-3.1-8b";
+  std::string gpu = "h100";
+  std::string memory, bandwidth, flops;  // "" = the GPU's
+  double utilization = 0.9;
+  std::string weight_dtype = "bf16";
+  std::string kv_dtype = "bf16";
+  int num_kv_blocks = 0;
+  std::string cost_model = "roofline";
+  double bandwidth_efficiency = sim::roofline_options{}.bandwidth_efficiency;
+  double compute_efficiency = sim::roofline_options{}.compute_efficiency;
+  double step_overhead_ms = sim::roofline_options{}.step_overhead_s * 1e3;
+  double slo_ttft_ms = 0.0, slo_tpot_ms = 0.0, slo_e2e_ms = 0.0;
+  std::string prefix_caching;  // on | off ("" = the deployment's)
+  std::string sweep;           // key=v1,v2,...
+  std::string json_path;
+};
+
+/// One value of --sweep: what it changes.
+struct sweep_point {
+  std::string label = "-";
+  std::optional<double> request_rate;
+  std::optional<int> max_num_batched_tokens;
+  std::optional<int> max_num_seqs;
+};
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  std::size_t pos = 0;
+  for (;;) {
+    const auto next = text.find(separator, pos);
+    parts.push_back(text.substr(pos, next == std::string::npos ? std::string::npos : next - pos));
+    if (next == std::string::npos) return parts;
+    pos = next + 1;
+  }
+}
+
+double parse_number(const std::string& text, const std::string& what) {
+  if (text == "inf") return INFINITY;
+  std::size_t end = 0;
+  double v = 0.0;
+  try {
+    v = std::stod(text, &end);
+  } catch (const std::exception&) {
+    end = 0;
+  }
+  if (end == 0 || end != text.size() || !(v > 0) || std::isnan(v)) fail(what + ": '" + text + "' is not a positive number");
+  return v;
+}
+
+int parse_count(const std::string& text, const std::string& what) {
+  const double v = parse_number(text, what);
+  if (v != std::floor(v) || v > 1e9) fail(what + ": '" + text + "' is not a positive whole number");
+  return int(v);
+}
+
+/// --sweep KEY=V1,V2: request-rate, max_num_batched_tokens or max_num_seqs ('-' or '_').
+std::vector<sweep_point> parse_sweep(const std::string& text) {
+  if (text.empty()) return {sweep_point{}};
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq + 1 == text.size()) fail("--sweep: expected KEY=V1,V2,..., got '" + text + "'");
+  std::string key = text.substr(0, eq);
+  std::replace(key.begin(), key.end(), '-', '_');
+  std::vector<sweep_point> points;
+  for (const auto& value : split(text.substr(eq + 1), ',')) {
+    sweep_point p;
+    p.label = value;
+    if (key == "request_rate") p.request_rate = parse_number(value, "--sweep request-rate");
+    else if (key == "max_num_batched_tokens") p.max_num_batched_tokens = parse_count(value, "--sweep " + key);
+    else if (key == "max_num_seqs") p.max_num_seqs = parse_count(value, "--sweep " + key);
+    else fail("--sweep: unknown key '" + text.substr(0, eq) + "' (request-rate, max_num_batched_tokens, max_num_seqs)");
+    points.push_back(p);
+  }
+  return points;
+}
+
+/// The SLOs given (milliseconds on the command line); none = no goodput.
+bench::slo objectives(const simulate_options& o) {
+  bench::slo s;
+  if (o.slo_ttft_ms < 0 || o.slo_tpot_ms < 0 || o.slo_e2e_ms < 0) fail("SLOs must be positive (milliseconds)");
+  if (o.slo_ttft_ms > 0) s.ttft_s = o.slo_ttft_ms / 1e3;
+  if (o.slo_tpot_ms > 0) s.tpot_s = o.slo_tpot_ms / 1e3;
+  if (o.slo_e2e_ms > 0) s.e2el_s = o.slo_e2e_ms / 1e3;
+  return s;
+}
+
+/// Workloads whose arrival times are part of what they measure.
+bool has_own_schedule(const std::string& workload) { return workload == "interference" || workload == "prefix-chat"; }
+
+/// The workload's prompts, arriving at `rate` (gamma gaps, --burstiness) when finite,
+/// else at the workload's own times (all at t = 0 for most).
+std::vector<bench::bench_prompt> sim_prompts(const simulate_options& o, double rate, int vocab_size) {
+  auto size = bench::parse_workload_size(o.size);
+  if (!size) fail(size.error().message);
+  std::mt19937_64 rng(o.seed);
+  auto prompts = bench::workload_dataset({o.workload, *size, o.cap, o.num_prompts, vocab_size}, rng);
+  if (!prompts) fail(prompts.error().message);
+  if (std::isfinite(rate)) {
+    if (has_own_schedule(o.workload)) fail("--request-rate: the " + o.workload + " workload has its own arrival times");
+    auto times = bench::arrival_times(int(prompts->size()), {rate, o.burstiness}, rng);
+    if (!times) fail(times.error().message);
+    for (std::size_t i = 0; i < prompts->size(); ++i) (*prompts)[i].arrival_s = (*times)[i];
+  }
+  return std::move(*prompts);
+}
+
+bench::hardware_spec gpu_spec(const simulate_options& o) {
+  auto hw = bench::named_gpu(o.gpu);
+  if (!hw) {
+    std::string names;
+    for (const auto& n : bench::gpu_names()) names += (names.empty() ? "" : ", ") + n;
+    fail("--gpu: unknown GPU '" + o.gpu + "' (" + names + "; or override --gpu-memory, --bandwidth, --flops)");
+  }
+  auto quantity = [](const std::string& text, const std::vector<std::string_view>& units, const char* what) {
+    auto v = bench::parse_quantity(text, units);
+    if (!v) fail(std::string(what) + ": " + v.error().message);
+    return *v;
+  };
+  if (!o.memory.empty()) hw->memory_bytes = quantity(o.memory, {"B"}, "--gpu-memory");
+  if (!o.bandwidth.empty()) hw->bandwidth_bytes_per_s = quantity(o.bandwidth, {"B/s"}, "--bandwidth");
+  if (!o.flops.empty()) hw->flops_per_s = quantity(o.flops, {"FLOP/s", "FLOPS", "FLOP"}, "--flops");
+  hw->memory_utilization = o.utilization;
+  return *hw;
+}
+
+/// Everything a run shares: the shape, the cost model, the KV pool.
+struct sim_setup {
+  model_config model;
+  std::optional<sim::roofline_cost_model> cost;
+  int num_kv_blocks = 0;
+};
+
+sim_setup make_setup(const simulate_options& o, const deployment& d) {
+  sim_setup s;
+  auto shape = named_shape(o.shape);
+  if (!shape) fail("--shape: unknown shape '" + o.shape + "'");
+  s.model = *shape;
+  const auto hw = gpu_spec(o);
+  sim::roofline_options ro;
+  ro.bandwidth_efficiency = o.bandwidth_efficiency;
+  ro.compute_efficiency = o.compute_efficiency;
+  ro.step_overhead_s = o.step_overhead_ms / 1e3;
+  ro.weight_value_bytes = value_bytes(o.weight_dtype, "--weight-dtype");
+  const double kv_bytes = value_bytes(o.kv_dtype, "--kv-dtype");
+  if (kv_bytes != 2.0 && kv_bytes != 4.0) fail("--kv-dtype: the KV cache is f32, f16 or bf16");
+  ro.kv_value_bytes = int(kv_bytes);
+  auto cost = sim::roofline_cost_model::try_create(s.model, hw, ro);
+  if (!cost) fail(cost.error().message);
+  s.cost = std::move(*cost);
+  s.num_kv_blocks = o.num_kv_blocks;
+  if (s.num_kv_blocks > 0) return s;
+  // As `inflight plan` computes it: (memory x utilization - weights) / KV bytes per token.
+  const double kv_budget = hw.memory_bytes * hw.memory_utilization - s.cost->weight_bytes();
+  const double num_tokens = std::floor(kv_budget / s.cost->kv_bytes_per_token());
+  if (num_tokens < d.engine.block_size)
+    fail("the weights of " + o.shape + " leave no KV memory on " + o.gpu + " at utilization " + std::to_string(o.utilization));
+  s.num_kv_blocks = int(std::min(num_tokens / d.engine.block_size, 1e9));
+  return s;
+}
+
+struct run_row {
+  std::string policy;
+  sweep_point point;
+  double request_rate = INFINITY;
+  int budget = 0;
+  int max_num_seqs = 0;
+  sim::sim_result result;
+};
+
+/// The scheduler and KV pool of one run: the deployment's limits, a sweep point's
+/// override, and the budget rule `bench offline` applies per policy and workload.
+sim::sim_config run_config(const simulate_options& o, const deployment& base, const sim_setup& setup,
+                           const std::string& policy, const sweep_point& point,
+                           const std::vector<bench::bench_prompt>& prompts) {
+  sim::sim_config c;
+  c.scheduler.max_num_seqs = point.max_num_seqs.value_or(base.engine.max_num_seqs);
+  const int budget = point.max_num_batched_tokens.value_or(base.engine.max_num_batched_tokens);
+  c.scheduler.max_num_batched_tokens = o.workload == "interference" && !point.max_num_batched_tokens
+                                           ? bench::interference_budget(prompts)
+                                           : bench::offline_budget(policy, budget, c.scheduler.max_num_seqs, prompts);
+  c.scheduler.max_seq_len = setup.model.max_seq_len;
+  c.scheduler.enable_prefix_caching = base.engine.enable_prefix_caching;
+  c.scheduler.seed = o.seed;
+  c.num_kv_blocks = setup.num_kv_blocks;
+  c.block_size = base.engine.block_size;
+  c.objectives = objectives(o);
+  return c;
+}
+
+run_row run_one(const simulate_options& o, const deployment& base, const sim_setup& setup, const std::string& policy,
+                const sweep_point& point) {
+  run_row row{policy, point, point.request_rate.value_or(o.request_rate), 0, 0, {}};
+  if (!point.request_rate && !point.max_num_batched_tokens && !point.max_num_seqs) {
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%g", row.request_rate);  // no sweep: the column shows the rate
+    row.point.label = rate;
+  }
+  const auto prompts = sim_prompts(o, row.request_rate, setup.model.vocab_size);
+  const auto c = run_config(o, base, setup, policy, point, prompts);
+  auto settings = base.scheduler;
+  // As bench offline: on interference, splitfuse chunks the long prompts (256 tokens).
+  if (o.workload == "interference" && !settings.policy_settings.contains("splitfuse"))
+    settings.policy_settings["splitfuse"] = "{\"max_chunk_tokens\": 256}";
+  auto pol = try_load_policy(settings, policy);
+  if (!pol) fail(policy + ": " + pol.error().message);
+  std::fprintf(stderr, "simulate: %s, %zu requests, rate %g, budget %d, max_num_seqs %d...\n", policy.c_str(),
+               prompts.size(), row.request_rate, c.scheduler.max_num_batched_tokens, c.scheduler.max_num_seqs);
+  auto r = sim::simulate(prompts, std::move(*pol), c, *setup.cost);
+  if (!r) fail(policy + ": " + r.error().message);
+  if (const auto line = failure_line(r->summary); !line.empty())
+    std::fprintf(stderr, "simulate: %s: %s\n", policy.c_str(), line.c_str());
+  row.budget = c.scheduler.max_num_batched_tokens;
+  row.max_num_seqs = c.scheduler.max_num_seqs;
+  row.result = std::move(*r);
+  return row;
+}
+
+double pct(const bench::metric_stats& m, double p) {
+  for (const auto& [q, v] : m.percentiles) {
+    if (q == p) return v;
+  }
+  return 0.0;
+}
+
+void print_table(const std::vector<run_row>& rows, const std::string& sweep_key) {
+  const int key_width = std::max(7, int(sweep_key.size()));
+  std::printf("%-13s %*s %6s %7s %9s %7s %24s %24s %24s %24s %6s %5s %7s %5s\n", "policy", key_width, sweep_key.c_str(), "budget",
+              "req/s", "out tok/s", "good/s", "TTFT p50/p90/p99", "TPOT p50/p90/p99", "ITL p50/p90/p99",
+              "E2E p50/p90/p99", "batch", "KV%", "preempt", "hit%");
+  for (const auto& row : rows) {
+    const auto& r = row.result;
+    const auto& s = r.summary;
+    const double steps = double(std::max<std::uint64_t>(1, r.num_steps));
+    char good[16] = "-";
+    if (s.goodput) std::snprintf(good, sizeof good, "%.2f", *s.goodput);
+    auto triple = [](const bench::metric_stats& m) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.1f/%.1f/%.1f", pct(m, 50), pct(m, 90), pct(m, 99));
+      return std::string(text);
+    };
+    std::printf("%-13s %*s %6d %7.2f %9.1f %7s %24s %24s %24s %24s %6.1f %5.1f %7llu %5.1f\n", row.policy.c_str(),
+                key_width, row.point.label.c_str(), row.budget, s.request_throughput, s.output_throughput, good,
+                triple(s.ttft_ms).c_str(), triple(s.tpot_ms).c_str(), triple(s.itl_ms).c_str(),
+                triple(s.e2el_ms).c_str(), r.batch_size_sum / steps, 100.0 * r.kv_usage_sum / steps,
+                (unsigned long long)r.counters.num_preemptions, 100.0 * s.prefix_cache_hit_rate());
+  }
+  std::printf("(virtual time; latencies in ms; good/s = requests meeting every SLO per second; batch = mean "
+              "sequences per step; KV%% = mean KV usage; hit%% = prompt tokens from the prefix cache)\n");
+}
+
+nlohmann::json to_json(const run_row& row, const std::string& sweep_key) {
+  const auto& r = row.result;
+  nlohmann::json records = nlohmann::json::array();
+  for (const auto& rec : r.records) records.push_back(app::to_json(rec));
+  nlohmann::json j = {{"policy", row.policy},
+                      {"request_rate", std::isfinite(row.request_rate) ? nlohmann::json(row.request_rate) : "inf"},
+                      {"max_num_batched_tokens", row.budget},
+                      {"max_num_seqs", row.max_num_seqs},
+                      {"summary", app::to_json(r.summary)},
+                      {"duration_s", r.duration_s},
+                      {"busy_s", r.busy_s},
+                      {"num_steps", r.num_steps},
+                      {"batch_size_sum", r.batch_size_sum},
+                      {"kv_usage_sum", r.kv_usage_sum},
+                      {"preemptions", r.counters.num_preemptions},
+                      {"prefix_cache_hit_rate", r.summary.prefix_cache_hit_rate()},
+                      {"requests", std::move(records)}};
+  if (!sweep_key.empty()) j["sweep"] = {{"key", sweep_key}, {"value", row.point.label}};
+  return j;
+}
+
+void run_simulate(simulate_options o) {
+  deployment base = load_deployment_or_fail(o.config_path, o.overrides);
+  if (!o.plugin_dir.empty()) base.scheduler.plugin_dir = o.plugin_dir;
+  if (!o.prefix_caching.empty()) base.engine.enable_prefix_caching = o.prefix_caching == "on";
+  (void)objectives(o);  // checked before anything runs
+  const auto points = parse_sweep(o.sweep);
+  const std::string sweep_key = o.sweep.empty() ? "" : o.sweep.substr(0, o.sweep.find('='));
+  const auto setup = make_setup(o, base);
+  o.policies = expand_policies(o.policies, base.scheduler, "simulate");
+  std::vector<run_row> rows;
+  for (const auto& point : points) {
+    for (const auto& policy : o.policies) rows.push_back(run_one(o, base, setup, policy, point));
+  }
+  const auto& first = rows.front().result;
+  std::printf("simulate: workload %s (%s), %zu requests, %s on %s, KV blocks %d x %d, %s\n", o.workload.c_str(),
+              o.size.c_str(), first.records.size(), o.shape.c_str(), o.gpu.c_str(), setup.num_kv_blocks,
+              base.engine.block_size, setup.cost->describe().c_str());
+  print_table(rows, sweep_key.empty() ? "rate" : sweep_key);
+  if (o.json_path.empty()) return;
+  nlohmann::json doc = {{"workload", o.workload},  {"size", o.size},          {"seed", o.seed},
+                        {"shape", o.shape},        {"gpu", o.gpu},            {"cost_model", setup.cost->describe()},
+                        {"num_kv_blocks", setup.num_kv_blocks}, {"block_size", base.engine.block_size}};
+  doc["runs"] = nlohmann::json::array();
+  for (const auto& row : rows) doc["runs"].push_back(to_json(row, sweep_key));
+  write_json_file(o.json_path, doc);
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app) {
+  auto o = std::make_shared<simulate_options>();
+  auto* cmd = app.add_subcommand("simulate", "Run the real scheduler and KV manager on a virtual clock, with a "
+                                             "step-cost model of a GPU (no weights, no GPU)");
+  cmd->add_option("--config", o->config_path, "deployment TOML (max_num_seqs, budget, block size, policy settings)");
+  cmd->add_option("--set", o->overrides, "override a deployment key (key=value), repeatable");
+  cmd->add_option("--workload", o->workload,
+                  "variance | latency | procurement | interference | overhead | prefix | prefix-chat")
+      ->capture_default_str();
+  cmd->add_option("--size", o->size, "small | full")->capture_default_str();
+  cmd->add_option("--cap", o->cap, "variance: output length cap (default: the largest of the size)");
+  cmd->add_option("--num-prompts", o->num_prompts, "requests (default: the workload's own count)");
+  cmd->add_option("--seed", o->seed, "workload and arrival seed")->capture_default_str();
+  cmd->add_option("--request-rate", o->request_rate,
+                  "requests per second, Poisson (inf = the workload's own times, all at once for most)");
+  cmd->add_option("--burstiness", o->burstiness, "gamma shape of the arrival gaps (1 = Poisson)")->capture_default_str();
+  cmd->add_option("--policy", o->policies, "policies to compare, in order; all = every policy in the plugin dir")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--plugin-dir", o->plugin_dir, "where the policy plugins are (default: as serve finds them)");
+  cmd->add_option("--shape", o->shape, "model shape: " + [] {
+    std::string names;
+    for (const auto& n : shape_names()) names += (names.empty() ? "" : ", ") + n;
+    return names;
+  }())->capture_default_str();
+  cmd->add_option("--gpu", o->gpu, "GPU datasheet: " + [] {
+    std::string names;
+    for (const auto& n : bench::gpu_names()) names += (names.empty() ? "" : ", ") + n;
+    return names;
+  }())->capture_default_str();
+  cmd->add_option("--gpu-memory", o->memory, "device memory (default: the GPU's)");
+  cmd->add_option("--bandwidth", o->bandwidth, "memory bandwidth (default: the GPU's)");
+  cmd->add_option("--flops", o->flops, "dense peak FLOP/s (default: the GPU's)");
+  cmd->add_option("--utilization", o->utilization, "fraction of memory for weights + KV")->capture_default_str();
+  cmd->add_option("--weight-dtype", o->weight_dtype, "weight type (bytes per weight)")->capture_default_str();
+  cmd->add_option("--kv-dtype", o->kv_dtype, "KV cache element type: f32 | f16 | bf16")->capture_default_str();
+  cmd->add_option("--num-kv-blocks", o->num_kv_blocks, "KV blocks (default: what the GPU's memory holds)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--cost-model", o->cost_model, "step-cost model")->check(CLI::IsMember({"roofline"}))->capture_default_str();
+  cmd->add_option("--bandwidth-efficiency", o->bandwidth_efficiency, "roofline: share of the bandwidth reached")
+      ->capture_default_str();
+  cmd->add_option("--compute-efficiency", o->compute_efficiency, "roofline: share of the peak FLOP/s reached")
+      ->capture_default_str();
+  cmd->add_option("--step-overhead-ms", o->step_overhead_ms, "roofline: fixed time added to every step")
+      ->capture_default_str();
+  cmd->add_option("--slo-ttft", o->slo_ttft_ms, "goodput: TTFT limit in ms");
+  cmd->add_option("--slo-tpot", o->slo_tpot_ms, "goodput: TPOT limit in ms");
+  cmd->add_option("--slo-e2e", o->slo_e2e_ms, "goodput: end-to-end latency limit in ms");
+  cmd->add_option("--prefix-caching", o->prefix_caching, "on | off (default: the deployment's)")
+      ->check(CLI::IsMember({"on", "off"}));
+  cmd->add_option("--sweep", o->sweep,
+                  "one run per value: request-rate=1,2,4 | max_num_batched_tokens=256,512 | max_num_seqs=...");
+  cmd->add_option("--json", o->json_path, "write every request and the summaries to this file");
+  cmd->callback([o] { run_simulate(*o); });
+}
+
+}  // namespace inflight::app

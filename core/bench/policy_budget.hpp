@@ -1,0 +1,29 @@
+#pragma once
+/// The token budget (max_num_batched_tokens) an offline policy comparison gives each
+/// policy, so that `bench offline` and `simulate` compare the same configurations
+/// (docs/benchmarks.md): every policy keeps the KV memory and max_num_seqs; the budget
+/// differs only where a policy cannot chunk prompts.
+
+#include <string_view>
+#include <vector>
+
+#include "core/bench/dataset.hpp"
+
+namespace inflight::bench {
+
+/// Policies that prefill every prompt whole (a longer prompt is prefilled alone over
+/// several steps): static, prefill_first, orca, tgi.
+bool prefills_whole_prompts(std::string_view policy);
+
+int longest_prompt(const std::vector<bench_prompt>& prompts);
+
+/// `budget` for a policy that chunks; for one that prefills whole prompts, at least
+/// enough for a full batch (min(max_num_seqs, prompts) x the longest prompt), as a true
+/// static batch admits, and as TGI's max_batch_prefill_tokens does for short prompts.
+int offline_budget(std::string_view policy, int budget, int max_num_seqs, const std::vector<bench_prompt>& prompts);
+
+/// The interference workload's budget for every policy: the longest prompt plus one
+/// token per decode stream (prompts tagged "decode"), so a long prompt fits one step.
+int interference_budget(const std::vector<bench_prompt>& prompts);
+
+}  // namespace inflight::bench
