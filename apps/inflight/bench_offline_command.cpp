@@ -41,6 +41,7 @@ struct offline_options {
   std::string result_json;
   bool step_feed = false;  // overhead: each row also with one step-feed reader
   int generations = 0;     // embed: generation requests running alongside the inputs
+  int repeat = 1;          // structured: constrained / unconstrained pairs per policy
 };
 
 deployment base_deployment(const offline_options& o) {
@@ -290,13 +291,16 @@ void run_structured(const offline_options& o, const deployment& base, const load
   nlohmann::json runs = nlohmann::json::array();
   for (const auto& policy : o.policies) {
     const auto d = policy_deployment(base, policy, o, prompts);
-    auto constrained = run_policy(d, model, policy, prompts, false, compiled->per_prompt);
-    const auto plain_prompts = matched_unconstrained(prompts, constrained.run.records);
-    auto plain = run_policy(d, model, policy, plain_prompts);
-    structured_pair p{policy, constrained.summary, plain.summary, check_outputs(constrained.run.records, false),
-                      constrained.run.mask_seconds};
-    pairs.push_back(p);
-    runs.push_back(to_json(p));
+    for (int rep = 0; rep < o.repeat; ++rep) {  // pairs back to back: both halves see the same machine load
+      auto constrained = run_policy(d, model, policy, prompts, false, compiled->per_prompt);
+      const auto plain_prompts = matched_unconstrained(prompts, constrained.run.records);
+      auto plain = run_policy(d, model, policy, plain_prompts);
+      const std::string label = o.repeat > 1 ? policy + "#" + std::to_string(rep + 1) : policy;
+      structured_pair p{label, constrained.summary, plain.summary, check_outputs(constrained.run.records, false),
+                        constrained.run.mask_seconds};
+      pairs.push_back(p);
+      runs.push_back(to_json(p));
+    }
   }
   const std::vector<double> ps = {50, 99};
   const auto compile = bench::describe(compiled->compile_s, ps), index = bench::describe(compiled->index_build_s, ps);
@@ -307,6 +311,7 @@ void run_structured(const offline_options& o, const deployment& base, const load
               "%.1f ms, max %.1f ms per schema\n",
               pct(compile, 50) * 1e3, pct(compile, 99) * 1e3, index.mean * 1e3, index.max * 1e3);
   print_structured_table(stdout, pairs);
+  if (o.repeat > 1) print_median_ratios(stdout, pairs, o.repeat);
   if (o.result_json.empty()) return;
   write_json_file(o.result_json, {{"workload", o.workload}, {"size", o.size}, {"cap", o.cap}, {"seed", o.seed},
                                   {"compile_s", to_json(compile)}, {"index_build_s", to_json(index)}, {"runs", runs}});
@@ -396,6 +401,8 @@ void add_bench_offline_command(CLI::App& bench) {
   cmd->add_option("--generations", o->generations,
                   "embed: this many generation requests (128 tokens each) run alongside the inputs")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--repeat", o->repeat, "structured: constrained / unconstrained pairs per policy (the median ratio is printed)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_flag("--step-feed", o->step_feed, "overhead: also run each row with one reader of the step feed");
   cmd->add_option("--prefix-caching", o->prefix_caching,
                   "on | off | both (each policy with caching off, then on; rerank: on, then off; "

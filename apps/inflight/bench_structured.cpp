@@ -92,6 +92,24 @@ void print_structured_table(std::FILE* out, const std::vector<structured_pair>& 
                structured_target_ratio);
 }
 
+void print_median_ratios(std::FILE* out, const std::vector<structured_pair>& pairs, int repeat) {
+  for (std::size_t first = 0; first + std::size_t(repeat) <= pairs.size(); first += std::size_t(repeat)) {
+    std::vector<double> ratios;
+    for (std::size_t i = first; i < first + std::size_t(repeat); ++i) {
+      const auto& p = pairs[i];
+      if (p.unconstrained.output_throughput > 0)
+        ratios.push_back(p.constrained.output_throughput / p.unconstrained.output_throughput);
+    }
+    if (ratios.empty()) continue;
+    std::sort(ratios.begin(), ratios.end());
+    const double median = bench::percentile(ratios, 50);
+    const std::string label = pairs[first].label.substr(0, pairs[first].label.rfind('#'));
+    std::fprintf(out, "%s: median ratio of %d pairs %.3fx (min %.3fx, max %.3fx), target >= %.2fx: %s\n",
+                 label.c_str(), repeat, median, ratios.front(), ratios.back(), structured_target_ratio,
+                 median >= structured_target_ratio ? "meets" : "MISSES");
+  }
+}
+
 nlohmann::json to_json(const histogram_counts& h) {
   return {{"count", h.count}, {"sum", h.sum}, {"mean", h.mean()}, {"p50", h.quantile(0.5)}, {"p99", h.quantile(0.99)},
           {"upper_bounds", h.upper_bounds}, {"counts", h.counts}};

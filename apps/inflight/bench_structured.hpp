@@ -61,6 +61,9 @@ result<compiled_schemas> compile_prompt_schemas(const std::vector<bench::bench_p
 /// The table: throughput both ways, ratio against the target, outputs, mask times.
 void print_structured_table(std::FILE* out, const std::vector<structured_pair>& pairs);
 
+/// With pairs run `repeat` times in a row per label: each group's median ratio.
+void print_median_ratios(std::FILE* out, const std::vector<structured_pair>& pairs, int repeat);
+
 nlohmann::json to_json(const structured_pair& p);
 nlohmann::json to_json(const histogram_counts& h);
 
