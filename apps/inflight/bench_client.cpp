@@ -47,6 +47,11 @@ std::string request_body(const client_target& t, const bench::bench_prompt& p, i
   j["temperature"] = 0;
   j["ignore_eos"] = t.ignore_eos;
   if (!t.model.empty()) j["model"] = t.model;
+  if (!p.json_schema.empty()) {
+    j["response_format"] = {{"type", "json_schema"},
+                            {"json_schema", {{"name", p.tag.empty() ? "output" : p.tag},
+                                             {"schema", nlohmann::json::parse(p.json_schema, nullptr, false)}}}};
+  }
   if (t.use_ws) {
     j["type"] = "generate";
     j["id"] = std::to_string(index);
@@ -211,6 +216,7 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
     if (choices != j.end() && choices->is_array() && !choices->empty()) {
       timeline_.event();
       if (has_output(choices->front())) timeline_.chunk();
+      timeline_.output(choices->front(), target_.keep_text);
     }
     if (auto u = j.find("usage"); u != j.end()) timeline_.usage(*u);
   }
@@ -305,9 +311,11 @@ class ws_session : public std::enable_shared_from_this<ws_session> {
     if (type == "token") {
       timeline_.event();
       if (has_output(j)) timeline_.chunk();
+      timeline_.output(j, target_.keep_text);
       return do_read();
     }
     if (type == "done") {
+      timeline_.output(j, false);
       if (auto u = j.find("usage"); u != j.end()) timeline_.usage(*u);
       return close("");
     }

@@ -21,12 +21,14 @@ struct client_target {
   std::string model;       ///< "model" field; empty = not sent
   bool ignore_eos = true;
   double timeout_s = 600.0;
+  bool keep_text = false;  ///< keep each request's generated text in its record (structured checks it)
 };
 
 /// Splits "http://host:port[/prefix]" (ws:// also accepted).
 result<client_target> parse_url(const std::string& url);
 
-/// The JSON body of a request (completions or a WebSocket generate message).
+/// The JSON body of a request (completions or a WebSocket generate message); a prompt
+/// with a json_schema asks for it in `response_format` (type json_schema).
 std::string request_body(const client_target& target, const bench::bench_prompt& prompt, int index, int max_tokens);
 
 using request_done = std::function<void(bench::request_record)>;

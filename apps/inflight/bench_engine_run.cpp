@@ -50,6 +50,7 @@ class timeline_sink final : public request_sink {
     std::lock_guard lock(mutex_);
     auto r = bench::record_from_timeline(send_s_, chunks_, end_s_, finish_.completion_tokens);
     r.start_s = send_s_ - run_start_s;
+    r.finish_reason = api_name(finish_.reason);
     r.prompt_tokens = finish_.prompt_tokens;
     r.cached_tokens = finish_.cached_tokens;
     if (finish_.reason != finish_reason::length && finish_.reason != finish_reason::stop) {
@@ -128,12 +129,13 @@ class feed_reader {
   long long num_events_ = 0, num_bytes_ = 0;
 };
 
-generate_request make_request(const bench::bench_prompt& p) {
+generate_request make_request(const bench::bench_prompt& p, std::shared_ptr<const token_index> grammar) {
   generate_request r;
   r.prompt = p.prompt_ids;
   r.params.temperature = 0.0f;
   r.params.max_tokens = p.output_len > 0 ? p.output_len : 16;
   r.params.ignore_eos = true;
+  r.params.grammar = std::move(grammar);
   return r;
 }
 
@@ -141,7 +143,10 @@ generate_request make_request(const bench::bench_prompt& p) {
 
 result<engine_run> run_engine_workload(const deployment& d, const loaded_model& model,
                                        const std::vector<bench::bench_prompt>& prompts,
-                                       bool with_step_feed) {
+                                       bool with_step_feed,
+                                       const std::vector<std::shared_ptr<const token_index>>& grammars) {
+  if (!grammars.empty() && grammars.size() != prompts.size())
+    return make_error(errc::invalid_argument, "one grammar per prompt (or none)");
   auto eng = engine::start(d, model);
   if (!eng) return std::unexpected(eng.error());
   std::optional<feed_reader> feed;
@@ -155,14 +160,15 @@ result<engine_run> run_engine_workload(const deployment& d, const loaded_model& 
   completion_latch latch;
   std::vector<std::shared_ptr<timeline_sink>> sinks;
   const double start = monotonic_seconds();
-  for (const auto& p : prompts) {
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    const auto& p = prompts[i];
     if (p.prompt_ids.empty()) return make_error(errc::invalid_argument, "offline runs need token-id prompts");
     const double due = start + std::max(0.0, p.arrival_s);
     if (const double wait = due - monotonic_seconds(); wait > 0) {
       std::this_thread::sleep_for(std::chrono::duration<double>(wait));
     }
     auto sink = std::make_shared<timeline_sink>(monotonic_seconds(), latch);
-    if (auto id = (*eng)->submit(make_request(p), sink); !id) {
+    if (auto id = (*eng)->submit(make_request(p, grammars.empty() ? nullptr : grammars[i]), sink); !id) {
       (*eng)->shutdown(0.0);
       return std::unexpected(id.error());
     }
@@ -172,6 +178,7 @@ result<engine_run> run_engine_workload(const deployment& d, const loaded_model& 
   engine_run run;
   run.duration_s = monotonic_seconds() - start;
   run.snapshot = (*eng)->snapshot();
+  run.mask_seconds = (*eng)->metrics().grammar_mask_seconds.counts();
   if (feed) std::tie(run.num_feed_events, run.num_feed_bytes) = feed->stop();
   (*eng)->shutdown(0.0);
   for (std::size_t i = 0; i < sinks.size(); ++i) {

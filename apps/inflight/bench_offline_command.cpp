@@ -12,11 +12,13 @@
 #include "apps/inflight/bench_policies.hpp"
 #include "apps/inflight/bench_rerank_command.hpp"
 #include "apps/inflight/bench_report.hpp"
+#include "apps/inflight/bench_structured.hpp"
 #include "apps/inflight/commands.hpp"
 #include "config/deployment_loader.hpp"
 #include "core/sched/policy.hpp"
 #include "core/bench/arrival.hpp"
 #include "core/bench/policy_budget.hpp"
+#include "core/grammar/tokenizer_vocab.hpp"
 #include "core/model/shapes.hpp"
 
 namespace inflight::app {
@@ -41,6 +43,7 @@ struct offline_options {
   std::string result_json;
   bool step_feed = false;  // overhead: each row also with one step-feed reader
   int generations = 0;     // embed: generation requests running alongside the inputs
+  int repeat = 1;          // structured: constrained / unconstrained pairs per policy
 };
 
 deployment base_deployment(const offline_options& o) {
@@ -181,11 +184,12 @@ void print_prefix_caching(const std::vector<policy_result>& results) {
 }
 
 policy_result run_policy(const deployment& d, const loaded_model& model, const std::string& policy,
-                         const std::vector<bench::bench_prompt>& prompts, bool with_step_feed = false) {
+                         const std::vector<bench::bench_prompt>& prompts, bool with_step_feed = false,
+                         const std::vector<std::shared_ptr<const token_index>>& grammars = {}) {
   std::fprintf(stderr, "bench offline: %s, %zu requests, budget %d, max_num_seqs %d, prefix caching %s%s...\n",
                policy.c_str(), prompts.size(), d.engine.max_num_batched_tokens, d.engine.max_num_seqs,
                d.engine.enable_prefix_caching ? "on" : "off", with_step_feed ? ", step feed read" : "");
-  auto run = run_engine_workload(d, model, prompts, with_step_feed);
+  auto run = run_engine_workload(d, model, prompts, with_step_feed, grammars);
   if (!run) fail(policy + ": " + run.error().message);
   policy_result r{policy, {}, d.engine.max_num_batched_tokens, std::move(*run), {}};
   r.summary = bench::summarize(r.run.records, r.run.duration_s, {50, 90, 99}, {});
@@ -218,6 +222,42 @@ void run_overhead(const offline_options& o, const deployment& base, const loaded
   }
 }
 
+/// The structured workload: per policy, a constrained run, then the same prompts
+/// unconstrained with the lengths the constrained run produced.
+void run_structured(const offline_options& o, const deployment& base, const loaded_model& model,
+                    const std::vector<bench::bench_prompt>& prompts) {
+  auto compiled = compile_prompt_schemas(prompts, make_grammar_vocab(*model.tok), 5);
+  if (!compiled) fail(compiled.error().message);
+  std::vector<structured_pair> pairs;
+  nlohmann::json runs = nlohmann::json::array();
+  for (const auto& policy : o.policies) {
+    const auto d = policy_deployment(base, policy, o, prompts);
+    for (int rep = 0; rep < o.repeat; ++rep) {  // pairs back to back: both halves see the same machine load
+      auto constrained = run_policy(d, model, policy, prompts, false, compiled->per_prompt);
+      const auto plain_prompts = matched_unconstrained(prompts, constrained.run.records);
+      auto plain = run_policy(d, model, policy, plain_prompts);
+      const std::string label = o.repeat > 1 ? policy + "#" + std::to_string(rep + 1) : policy;
+      structured_pair p{label, constrained.summary, plain.summary, check_outputs(constrained.run.records, false),
+                        constrained.run.mask_seconds};
+      pairs.push_back(p);
+      runs.push_back(to_json(p));
+    }
+  }
+  const std::vector<double> ps = {50, 99};
+  const auto compile = bench::describe(compiled->compile_s, ps), index = bench::describe(compiled->index_build_s, ps);
+  std::printf("workload structured (%s%s), %zu requests, %zu JSON Schemas in rotation, model %s, vocabulary %d\n",
+              o.size.c_str(), o.cap ? (", cap " + std::to_string(o.cap)).c_str() : "", prompts.size(),
+              compiled->index_build_s.size(), model.name.c_str(), model.tok->vocab_size());
+  std::printf("compile (cold, schema to grammar, 5 per schema): p50 %.3f ms, p99 %.3f ms; token index build: mean "
+              "%.1f ms, max %.1f ms per schema\n",
+              pct(compile, 50) * 1e3, pct(compile, 99) * 1e3, index.mean * 1e3, index.max * 1e3);
+  print_structured_table(stdout, pairs);
+  if (o.repeat > 1) print_median_ratios(stdout, pairs, o.repeat);
+  if (o.result_json.empty()) return;
+  write_json_file(o.result_json, {{"workload", o.workload}, {"size", o.size}, {"cap", o.cap}, {"seed", o.seed},
+                                  {"compile_s", to_json(compile)}, {"index_build_s", to_json(index)}, {"runs", runs}});
+}
+
 /// --prefix-caching: the settings to run each policy with ({} = the deployment's).
 std::vector<bool> parse_prefix_caching(const std::string& v) {
   if (v == "both") return {true, false};
@@ -242,6 +282,7 @@ void run_offline(offline_options o) {
   }
   const auto prompts = offline_prompts(o, model->weights->config.vocab_size);
   if (o.workload == "overhead") return run_overhead(o, base, *model, prompts);
+  if (o.workload == "structured") return run_structured(o, base, *model, prompts);
   std::vector<std::string> modes = {""};
   if (o.prefix_caching == "both") modes = {"off", "on"};
   else if (!o.prefix_caching.empty()) modes = {o.prefix_caching};
@@ -283,10 +324,11 @@ void add_bench_offline_command(CLI::App& bench) {
   cmd->add_option("--config", o->config_path, "deployment TOML (KV memory, max_num_seqs, threads)");
   cmd->add_option("--set", o->overrides, "override a deployment key (key=value), repeatable");
   cmd->add_option("--workload", o->workload,
-                  "variance | latency | procurement | interference | overhead | prefix | prefix-chat | rerank | embed")
+                  "variance | latency | procurement | interference | overhead | prefix | prefix-chat | structured | rerank | "
+                  "embed")
       ->capture_default_str();
   cmd->add_option("--policy", o->policies, "policies to compare, in order; all = every policy in the plugin dir")->delimiter(',')->capture_default_str();
-  cmd->add_option("--cap", o->cap, "variance: output length cap (default: the largest of the size)");
+  cmd->add_option("--cap", o->cap, "variance, structured: output length cap (default: the largest of the size)");
   cmd->add_option("--size", o->size, "small | full")->capture_default_str();
   cmd->add_option("--shape", o->shape, "random weights of a named shape (bench-20M, bench-110M, ...)");
   cmd->add_option("--num-prompts", o->num_prompts, "requests (default: the workload's own count)");
@@ -300,6 +342,8 @@ void add_bench_offline_command(CLI::App& bench) {
   cmd->add_option("--generations", o->generations,
                   "embed: this many generation requests (128 tokens each) run alongside the inputs")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--repeat", o->repeat, "structured: constrained / unconstrained pairs per policy (the median ratio is printed)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_flag("--step-feed", o->step_feed, "overhead: also run each row with one reader of the step feed");
   cmd->add_option("--prefix-caching", o->prefix_caching,
                   "on | off | both (each policy with caching off, then on; rerank: on, then off; "

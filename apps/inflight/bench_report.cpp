@@ -14,6 +14,8 @@ nlohmann::json to_json(const bench::request_record& r) {
   if (!r.error.empty()) j["error"] = r.error;
   if (r.http_status != 0) j["status"] = r.http_status;
   if (!r.tag.empty()) j["tag"] = r.tag;
+  if (!r.finish_reason.empty()) j["finish_reason"] = r.finish_reason;
+  if (!r.output_text.empty()) j["output_text"] = r.output_text;
   return j;
 }
 

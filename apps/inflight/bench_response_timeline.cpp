@@ -22,6 +22,12 @@ void response_timeline::usage(const nlohmann::json& u) {
   }
 }
 
+void response_timeline::output(const nlohmann::json& choice, bool keep_text) {
+  if (!choice.is_object()) return;
+  if (const auto f = choice.find("finish_reason"); f != choice.end() && f->is_string()) finish_reason_ = f->get<std::string>();
+  if (const auto t = choice.find("text"); keep_text && t != choice.end() && t->is_string()) text_ += t->get<std::string>();
+}
+
 void response_timeline::finish(std::string error, int http_status) {
   if (is_finished_) return;
   is_finished_ = true;
@@ -32,6 +38,8 @@ void response_timeline::finish(std::string error, int http_status) {
   auto r = bench::record_from_timeline(send_s_, chunks_, monotonic_seconds(), tokens);
   r.prompt_tokens = prompt_tokens_;
   r.cached_tokens = cached_tokens_;
+  r.finish_reason = std::move(finish_reason_);
+  r.output_text = std::move(text_);
   if (!error.empty()) {
     r.is_success = false;
     r.error = std::move(error);

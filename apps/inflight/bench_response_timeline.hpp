@@ -23,6 +23,8 @@ class response_timeline {
   void event();
   /// The server's `usage` object (token counts, cached prompt tokens).
   void usage(const nlohmann::json& u);
+  /// A choice or message: its `finish_reason` when set, and with `keep_text` its text appended.
+  void output(const nlohmann::json& choice, bool keep_text);
   bool is_finished() const { return is_finished_; }
   /// Ends the record: a success when `error` is empty, else a failure with the status
   /// of the server's error answer (0 when there was none). Later calls do nothing.
@@ -36,6 +38,8 @@ class response_timeline {
   int prompt_tokens_ = 0;
   int cached_tokens_ = 0;
   int completion_tokens_ = -1;
+  std::string finish_reason_;
+  std::string text_;
   bool is_finished_ = false;
 };
 

@@ -1,5 +1,6 @@
 // `inflight bench serve`: a serving benchmark client for any OpenAI-compatible server
 // (SSE) or inflight's WebSocket, with the conventions of `vllm bench serve`.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -8,8 +9,10 @@
 #include "apps/inflight/bench_plot.hpp"
 #include "apps/inflight/bench_report.hpp"
 #include "apps/inflight/bench_serve_runner.hpp"
+#include "apps/inflight/bench_structured.hpp"
 #include "apps/inflight/commands.hpp"
 #include "core/bench/arrival.hpp"
+#include "core/bench/structured_workload.hpp"
 
 namespace inflight::app {
 namespace {
@@ -131,6 +134,84 @@ void print_sweep_table(const sweep_spec& sweep, const std::vector<plot_run>& run
   std::printf("(latencies in ms)\n");
 }
 
+/// A histogram's observations between two scrapes of /metrics; empty when either
+/// scrape failed or the server does not export it (a server other than inflight).
+histogram_counts observed_between(const result<std::string>& before, const result<std::string>& after,
+                                  const std::string& name) {
+  if (!before || !after) return {};
+  auto b = parse_histogram(*before, name), a = parse_histogram(*after, name);
+  if (!a || !b) return {};
+  auto d = difference(*a, *b);
+  return d ? *d : histogram_counts{};
+}
+
+/// The structured workload: a constrained run (response_format json_schema), then the
+/// same prompts unconstrained with the lengths it produced. Mask and compile times are
+/// the server's (inflight's /metrics, read around the constrained run and the warm-up
+/// before it: a request per schema, then one untimed unconstrained pass).
+void run_structured_serve(client_target target, const std::vector<bench::bench_prompt>& prompts,
+                          const serve_options& o, const std::vector<double>& percentiles) {
+  serve_run_options ro;
+  ro.max_concurrency = o.max_concurrency;
+  ro.default_output_len = o.output_len;
+  ro.send_times_s = send_times(prompts, o.request_rate, o.burstiness, o.seed);
+  ro.label = "constrained";
+  target.keep_text = true;
+  const auto before = http_get(target, "/metrics");
+  // One short request per distinct schema first, so that compiles (a server's one-time
+  // cost per schema) are not inside the timed run; they are in the compile figures.
+  std::vector<bench::bench_prompt> warm_up;
+  for (const auto& p : prompts) {
+    if (std::none_of(warm_up.begin(), warm_up.end(), [&](const auto& w) { return w.json_schema == p.json_schema; })) {
+      warm_up.push_back(p);
+      warm_up.back().output_len = 1;
+    }
+  }
+  serve_run_options wo;
+  wo.send_times_s.assign(warm_up.size(), 0.0);
+  wo.max_concurrency = 1;
+  wo.label = "compiling";
+  for (const auto& r : run_serving(target, warm_up, wo).records) {
+    if (!r.is_success) std::fprintf(stderr, "structured: a warm-up request failed: %s\n", r.error.c_str());
+  }
+  // And one untimed unconstrained pass: a fresh server's first run pays first touches
+  // (KV pages, buffers) that would otherwise fall on the constrained run alone.
+  ro.label = "warm-up";
+  run_serving(target, matched_unconstrained(prompts, {}), ro);
+  ro.label = "constrained";
+  auto constrained = run_serving(target, prompts, ro);
+  const auto after = http_get(target, "/metrics");
+  target.keep_text = false;
+  ro.label = "unconstrained";
+  auto plain = run_serving(target, matched_unconstrained(prompts, constrained.records), ro);
+  structured_pair p{"serve", bench::summarize(constrained.records, constrained.duration_s, percentiles, {}),
+                    bench::summarize(plain.records, plain.duration_s, percentiles, {}),
+                    check_outputs(constrained.records, true),
+                    observed_between(before, after, "inflight:grammar_mask_seconds")};
+  const auto compile = observed_between(before, after, "inflight:grammar_compile_seconds");
+  print_summary(stdout, "Constrained (response_format json_schema)", p.constrained);
+  print_summary(stdout, "Unconstrained (the same token counts)", p.unconstrained);
+  for (const auto* s : {&p.constrained, &p.unconstrained}) {
+    if (s->num_failed > 0) std::fprintf(stderr, "structured: %s\n", failure_line(*s).c_str());
+  }
+  std::printf("\nstructured: %zu requests, %zu JSON Schemas in rotation\n", prompts.size(), bench::builtin_schemas().size());
+  std::printf("compile (server, cache misses, with the token index): %llu compiles, p50 %.3f ms, p99 %.3f ms "
+              "(bucket estimates), mean %.3f ms\n",
+              (unsigned long long)compile.count, compile.quantile(0.5) * 1e3, compile.quantile(0.99) * 1e3,
+              compile.mean() * 1e3);
+  print_structured_table(stdout, {p});
+  if (!o.result_json.empty()) {
+    nlohmann::json records = nlohmann::json::array();
+    for (const auto& r : constrained.records) records.push_back(to_json(r));
+    auto doc = to_json(p);
+    doc["compile_seconds"] = to_json(compile);
+    doc["requests"] = std::move(records);
+    write_json_file(o.result_json, doc);
+  }
+  if (p.constrained.num_completed == 0) fail("structured: no constrained request succeeded");
+  if (p.outputs.num_unparsable > 0) fail("structured: " + std::to_string(p.outputs.num_unparsable) + " outputs are not JSON although not cut by length");
+}
+
 void run_bench_serve(const serve_options& o) {
   auto target = parse_url(o.url);
   if (!target) fail(target.error().message);
@@ -149,6 +230,10 @@ void run_bench_serve(const serve_options& o) {
   }
   const auto sweep = parse_sweep(o.sweep);
   const auto prompts = load_prompts(o);
+  if (o.workload == "structured") {
+    if (!sweep.name.empty()) fail("--sweep does not apply to the structured workload");
+    return run_structured_serve(*target, prompts, o, *percentiles);
+  }
   const std::vector<double> steps = sweep.name.empty() ? std::vector<double>{0.0} : sweep.values;
   std::vector<plot_run> runs;
   nlohmann::json doc = {{"url", o.url}, {"protocol", target->use_ws ? "ws" : "sse"}, {"num_prompts", prompts.size()},
@@ -197,7 +282,7 @@ void add_bench_serve_command(CLI::App& bench) {
   cmd->add_option("--model", o->model, "model name sent with each request");
   cmd->add_option("--dataset", o->dataset, "random | jsonl")->capture_default_str();
   cmd->add_option("--dataset-path", o->dataset_path, "JSONL file: {\"prompt\": text or [ids], \"output_len\": N}");
-  cmd->add_option("--workload", o->workload, "a named workload: variance | latency | procurement | interference | prefix | prefix-chat");
+  cmd->add_option("--workload", o->workload, "a named workload: variance | latency | procurement | interference | prefix | prefix-chat | structured");
   cmd->add_option("--size", o->size, "workload size: small | full")->capture_default_str();
   cmd->add_option("--cap", o->cap, "variance: output length cap");
   cmd->add_option("--num-prompts", o->num_prompts, "requests (random: 1000; workloads: their own count)");

@@ -10,11 +10,12 @@ void add_commands(CLI::App& app) {
   add_serve_command(app);
   add_generate_command(app);
   add_make_model_command(app);
-  auto* bench = app.add_subcommand("bench", "Benchmarks: forward steps, offline engine runs, serving");
+  auto* bench = app.add_subcommand("bench", "Benchmarks: forward steps, offline engine runs, serving, constrained decoding");
   bench->require_subcommand(1);
   add_bench_forward_command(*bench);
   add_bench_offline_command(*bench);
   add_bench_serve_command(*bench);
+  add_bench_grammar_command(*bench);
   add_plan_command(app);
   add_perplexity_command(app);
   add_simulate_command(app);

@@ -18,6 +18,7 @@ void add_make_model_command(CLI::App& app);
 void add_bench_forward_command(CLI::App& bench);
 void add_bench_offline_command(CLI::App& bench);
 void add_bench_serve_command(CLI::App& bench);
+void add_bench_grammar_command(CLI::App& bench);
 void add_plan_command(CLI::App& app);
 void add_perplexity_command(CLI::App& app);
 void add_simulate_command(CLI::App& app);

@@ -27,6 +27,8 @@ struct request_record {
   int output_tokens = 0;        ///< from the server's usage
   int cached_tokens = 0;        ///< prompt tokens the prefix cache held (usage.prompt_tokens_details)
   std::string tag;              ///< dataset tag (interference: "decode" / "long")
+  std::string finish_reason;    ///< "stop", "length", ... where the server said (empty: unknown)
+  std::string output_text;      ///< the generated text, kept only where a benchmark checks it (structured)
 
   /// (E2EL - TTFT) / (output tokens - 1); 0 for fewer than two tokens.
   double tpot_s() const;

@@ -1,5 +1,7 @@
 #include "core/bench/dataset.hpp"
 
+#include "core/bench/structured_workload.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -83,7 +85,7 @@ result<workload_size> parse_workload_size(std::string_view text) {
 }
 
 std::vector<std::string> workload_names() {
-  return {"variance", "latency", "procurement", "interference", "overhead", "prefix", "prefix-chat"};
+  return {"variance", "latency", "procurement", "interference", "overhead", "prefix", "prefix-chat", "structured"};
 }
 
 namespace {
@@ -242,7 +244,8 @@ result<std::vector<bench_prompt>> prefix_chat_workload(const workload_options& o
 
 result<std::vector<bench_prompt>> workload_dataset(const workload_options& o, std::mt19937_64& rng) {
   if (o.vocab_size <= 3) return make_error(errc::invalid_argument, "vocab-size is too small");
-  if (o.cap != 0 && o.name != "variance") return make_error(errc::invalid_argument, "--cap applies to the variance workload only");
+  if (o.cap != 0 && o.name != "variance" && o.name != "structured")
+    return make_error(errc::invalid_argument, "--cap applies to the variance and structured workloads only");
   if (o.name == "variance") return variance_workload(o, rng);
   if (o.name == "latency") return latency_workload(o, rng);
   if (o.name == "procurement") return procurement_workload(o, rng);
@@ -250,9 +253,10 @@ result<std::vector<bench_prompt>> workload_dataset(const workload_options& o, st
   if (o.name == "overhead") return overhead_workload(o, rng);
   if (o.name == "prefix") return prefix_workload(o, rng);
   if (o.name == "prefix-chat") return prefix_chat_workload(o, rng);
+  if (o.name == "structured") return structured_workload(o, rng);
   return make_error(errc::invalid_argument, "unknown workload '" + o.name +
                                                 "' (variance, latency, procurement, interference, overhead, prefix, "
-                                                "prefix-chat)");
+                                                "prefix-chat, structured)");
 }
 
 namespace {

@@ -1,7 +1,7 @@
 #pragma once
 /// Benchmark prompts: random prompts of given lengths, the named workloads of
 /// ../shared/workloads/README.md (variance, latency, procurement, interference,
-/// overhead, prefix, prefix-chat), and JSONL files. Everything is drawn from one seeded
+/// overhead, prefix, prefix-chat; structured in structured_workload.hpp), and JSONL files. Everything is drawn from one seeded
 /// generator, so a seed gives the same prompts on every run.
 
 #include <cstdint>
@@ -24,6 +24,7 @@ struct bench_prompt {
   int output_len = 0;                ///< max_tokens; 0 = let the caller decide
   double arrival_s = -1.0;           ///< scheduled send time; < 0 = from the arrival process
   std::string tag;                   ///< a group name, e.g. interference's "decode" / "long"
+  std::string json_schema;           ///< structured: the JSON Schema the output must follow ("" = none)
 };
 
 /// How prompts are written: token ids (exact lengths) or random text.
@@ -56,7 +57,7 @@ enum class workload_size { small, full };
 result<workload_size> parse_workload_size(std::string_view text);
 
 struct workload_options {
-  std::string name;                   ///< variance | latency | procurement | interference | overhead | prefix | prefix-chat
+  std::string name;                   ///< variance | latency | procurement | interference | overhead | prefix | prefix-chat | structured
   workload_size size = workload_size::small;
   int cap = 0;                        ///< variance: output cap (0 = the largest of the size)
   int num_prompts = 0;                ///< 0 = the workload's own count

@@ -1,7 +1,10 @@
 #include "core/metrics/metrics.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
 
 namespace inflight {
 namespace {
@@ -78,6 +81,100 @@ void histogram::render(std::string& out, const std::string& name, const std::str
   }
   sample(out, name + "_sum", labels, sum_);
   sample(out, name + "_count", labels, double(count_));
+}
+
+histogram_counts histogram::counts() const {
+  std::lock_guard lock(mutex_);
+  return {bounds_, counts_, sum_, count_};
+}
+
+double histogram_counts::quantile(double q) const {
+  if (count == 0) return 0.0;
+  const double rank = std::clamp(q, 0.0, 1.0) * double(count);
+  std::uint64_t below = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (double(below + counts[i]) < rank || counts[i] == 0) {
+      below += counts[i];
+      continue;
+    }
+    if (i == upper_bounds.size()) return upper_bounds.empty() ? 0.0 : upper_bounds.back();
+    const double lo = i == 0 ? 0.0 : upper_bounds[i - 1];
+    return lo + (upper_bounds[i] - lo) * (rank - double(below)) / double(counts[i]);
+  }
+  return upper_bounds.empty() ? 0.0 : upper_bounds.back();
+}
+
+result<histogram_counts> difference(const histogram_counts& after, const histogram_counts& before) {
+  if (after.upper_bounds != before.upper_bounds || after.counts.size() != before.counts.size())
+    return make_error(errc::invalid_argument, "histograms with different buckets");
+  histogram_counts d{after.upper_bounds, after.counts, after.sum - before.sum, after.count - before.count};
+  if (after.count < before.count) return make_error(errc::invalid_argument, "a histogram count went down");
+  for (std::size_t i = 0; i < d.counts.size(); ++i) {
+    if (after.counts[i] < before.counts[i]) return make_error(errc::invalid_argument, "a histogram bucket went down");
+    d.counts[i] -= before.counts[i];
+  }
+  return d;
+}
+
+namespace {
+
+/// The value after the last space of a sample line.
+std::optional<double> sample_value(std::string_view line) {
+  const auto space = line.rfind(' ');
+  if (space == std::string_view::npos) return std::nullopt;
+  const std::string v(line.substr(space + 1));
+  if (v == "+Inf") return INFINITY;
+  char* end = nullptr;
+  const double x = std::strtod(v.c_str(), &end);
+  if (end == v.c_str()) return std::nullopt;
+  return x;
+}
+
+/// The `le` label of a bucket line.
+std::optional<double> le_of(std::string_view line) {
+  const auto at = line.find("le=\"");
+  if (at == std::string_view::npos) return std::nullopt;
+  const auto end = line.find('"', at + 4);
+  if (end == std::string_view::npos) return std::nullopt;
+  return sample_value(" " + std::string(line.substr(at + 4, end - at - 4)));
+}
+
+}  // namespace
+
+result<histogram_counts> parse_histogram(std::string_view text, std::string_view name) {
+  const std::string bucket = std::string(name) + "_bucket{", sum = std::string(name) + "_sum", count = std::string(name) + "_count";
+  std::map<double, double> cumulative;  // le -> count, summed over label sets
+  double total_sum = 0.0, total_count = 0.0;
+  bool is_found = false;
+  for (std::size_t pos = 0; pos < text.size();) {
+    const auto eol = std::min(text.find('\n', pos), text.size());
+    const std::string_view line = text.substr(pos, eol - pos);
+    pos = eol + 1;
+    const auto value = sample_value(line);
+    if (!value) continue;
+    if (line.starts_with(bucket)) {
+      const auto le = le_of(line);
+      if (!le) return make_error(errc::invalid_argument, std::string(name) + ": a bucket line without le");
+      cumulative[*le] += *value;
+      is_found = true;
+    } else if (line.starts_with(sum + "{") || line.starts_with(sum + " ")) {
+      total_sum += *value;
+    } else if (line.starts_with(count + "{") || line.starts_with(count + " ")) {
+      total_count += *value;
+    }
+  }
+  if (!is_found) return make_error(errc::not_found, std::string(name) + ": not in the metrics");
+  histogram_counts h;
+  double below = 0.0;
+  for (const auto& [le, c] : cumulative) {
+    if (!std::isinf(le)) h.upper_bounds.push_back(le);
+    h.counts.push_back(std::uint64_t(std::max(0.0, c - below)));
+    below = c;
+  }
+  if (h.counts.size() == h.upper_bounds.size()) h.counts.push_back(0);  // no +Inf line
+  h.sum = total_sum;
+  h.count = std::uint64_t(total_count);
+  return h;
 }
 
 engine_metrics::engine_metrics()

@@ -9,9 +9,30 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "core/error.hpp"
+
 namespace inflight {
+
+/// A histogram's buckets at one moment, for reports (a copy: no lock).
+struct histogram_counts {
+  std::vector<double> upper_bounds;   ///< finite bucket bounds, ascending
+  std::vector<std::uint64_t> counts;  ///< per bucket, not cumulative; one more than the bounds (+Inf)
+  double sum = 0.0;
+  std::uint64_t count = 0;
+
+  double mean() const { return count ? sum / double(count) : 0.0; }
+  /// Prometheus' histogram_quantile(): linear inside the bucket holding rank q * count
+  /// (the first bucket starts at 0); a rank in the +Inf bucket answers the largest bound.
+  /// 0 when empty. An estimate: its resolution is the bucket's width.
+  double quantile(double q) const;
+};
+
+/// `after` minus `before`, bucket by bucket (the observations made in between). Errors
+/// when the bounds differ or a count went down (e.g. a restarted server).
+result<histogram_counts> difference(const histogram_counts& after, const histogram_counts& before);
 
 class histogram {
  public:
@@ -21,6 +42,8 @@ class histogram {
   void render(std::string& out, const std::string& name, const std::string& help, const std::string& labels) const;
   std::uint64_t count() const;
   double sum() const;
+  /// The buckets, sum and count now.
+  histogram_counts counts() const;
 
  private:
   std::vector<double> bounds_;
@@ -74,5 +97,10 @@ class engine_metrics {
   mutable std::mutex mutex_;
   std::map<std::string, std::uint64_t> finished_;
 };
+
+/// The histogram `name` (e.g. "inflight:grammar_mask_seconds") read back from a
+/// Prometheus text exposition: its `_bucket` (cumulative, `le` labels), `_sum` and
+/// `_count` lines, summed over every label set. not_found when absent.
+result<histogram_counts> parse_histogram(std::string_view exposition, std::string_view name);
 
 }  // namespace inflight

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "core/model/dummy_model.hpp"
 #include "core/model/gguf_model.hpp"
@@ -10,6 +11,7 @@
 #include "core/model/shapes.hpp"
 #include "core/quant/convert.hpp"
 #include "core/tokenizer/byte_tokenizer.hpp"
+#include "core/tokenizer/gguf_vocab.hpp"
 #include "core/tokenizer/hf_tokenizer.hpp"
 #include "core/tokenizer/llama2c_tokenizer.hpp"
 
@@ -214,6 +216,18 @@ result<loaded_model> load_dummy(const model_settings& s) {
 }
 
 }  // namespace
+
+result<std::shared_ptr<const tokenizer>> try_load_tokenizer(const std::string& path) {
+  if (fs::path(path).extension() == ".gguf" || (fs::is_regular_file(path) && has_gguf_magic(path))) {
+    auto file = gguf_file::try_open(path);
+    if (!file) return std::unexpected(file.error());
+    auto vocab = try_read_gguf_vocab(*file);
+    if (!vocab) return std::unexpected(vocab.error());
+    return try_make_gguf_tokenizer(*vocab);
+  }
+  if (!fs::exists(path)) return make_error(errc::not_found, path + ": no such file or folder");
+  return load_tokenizer_path(path, std::numeric_limits<int>::max());
+}
 
 namespace {
 

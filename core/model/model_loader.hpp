@@ -42,6 +42,10 @@ model_config dummy_model_config(const dummy_shape& shape);
 /// starts with "GGUF") gguf, another file llama2c, none dummy.
 std::string resolve_format(const model_settings& settings);
 
+/// A tokenizer alone: a llama2.c tokenizer.bin, a tokenizer.json, a model folder holding
+/// one, or a GGUF file (its vocabulary).
+result<std::shared_ptr<const tokenizer>> try_load_tokenizer(const std::string& path);
+
 /// `backend` ("cpu" | "cuda") decides model.load_mode = "auto".
 result<loaded_model> load_model(const model_settings& settings, std::string_view backend = "cpu");
 

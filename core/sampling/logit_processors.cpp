@@ -63,6 +63,26 @@ void apply_token_mask(std::span<float> logits, std::span<const std::uint64_t> al
   std::fill(logits.begin() + static_cast<std::ptrdiff_t>(num_covered), logits.end(), masked);
 }
 
+token_id greedy_allowed_token(std::span<const float> logits, std::span<const std::uint64_t> allowed) {
+  const std::size_t n = std::min(logits.size(), allowed.size() * 64);
+  float best = -std::numeric_limits<float>::infinity();
+  std::size_t best_id = 0;
+  for (std::size_t base = 0; base < n; base += 64) {
+    const std::uint64_t valid = n - base >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << (n - base)) - 1;
+    std::uint64_t bits = allowed[base / 64] & valid;
+    if (bits == ~std::uint64_t{0}) {  // a word of all-allowed tokens: a plain scan
+      for (std::size_t i = base; i < base + 64; ++i)
+        if (logits[i] > best) best = logits[i], best_id = i;
+      continue;
+    }
+    for (; bits != 0; bits &= bits - 1) {
+      const std::size_t i = base + static_cast<std::size_t>(std::countr_zero(bits));
+      if (logits[i] > best) best = logits[i], best_id = i;
+    }
+  }
+  return static_cast<token_id>(best_id);
+}
+
 void apply_logit_processors(std::span<float> logits, const sampling_params& params,
                             std::span<const token_id> history, int num_prompt_tokens,
                             std::span<const std::uint64_t> allowed) {

@@ -41,6 +41,11 @@ inline bool has_logit_processors(const sampling_params& params, std::span<const 
   return params.has_penalties() || !params.logit_bias.empty() || !allowed.empty();
 }
 
+/// What greedy sampling takes from `logits` under the mask `allowed` alone: the first
+/// allowed token of the largest logit, as arg-max over a copy with apply_token_mask()
+/// would give, without writing that copy (0 when no allowed logit is above -inf).
+token_id greedy_allowed_token(std::span<const float> logits, std::span<const std::uint64_t> allowed);
+
 /// Every processor, in the pipeline's order, on `logits` in place.
 void apply_logit_processors(std::span<float> logits, const sampling_params& params,
                             std::span<const token_id> history, int num_prompt_tokens,

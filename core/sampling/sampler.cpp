@@ -229,7 +229,9 @@ sampled_token sample(std::span<const float> logits, const sampling_params& param
 
   std::span<const float> row = logits;
   float row_max = raw_max;
-  if (has_logit_processors(params, allowed_tokens)) {
+  const bool is_greedy = params.temperature < min_temperature;
+  const bool is_mask_only = !allowed_tokens.empty() && !params.has_penalties() && params.logit_bias.empty();
+  if (has_logit_processors(params, allowed_tokens) && !(is_greedy && is_mask_only)) {
     s.work.assign(logits.begin(), logits.end());
     apply_logit_processors(s.work, params, history, num_prompt_tokens, allowed_tokens);
     row = s.work;
@@ -238,7 +240,9 @@ sampled_token sample(std::span<const float> logits, const sampling_params& param
   // A mask that allows nothing leaves only -inf: the greedy path returns id 0, which the
   // grammar's owner then refuses (and fails the sequence) rather than drawing from NaNs.
   const bool is_all_masked = row_max == -std::numeric_limits<float>::infinity();
-  if (params.temperature < min_temperature || is_all_masked) {
+  if (is_greedy && is_mask_only) {
+    out.token = greedy_allowed_token(logits, allowed_tokens);  // no masked copy of the row
+  } else if (is_greedy || is_all_masked) {
     out.token = first_index_of(row, row_max);
   } else {
     const double unit = counter_rng(seed, sample_index).next_unit();

@@ -86,6 +86,20 @@ echo "client counted $client output tokens, server counted $server_tokens"
 [ "$client" = "$server_tokens" ] || fail "token counts differ"
 # The WebSocket run asked for exactly 5 x 8 tokens (ignore EOS, no range).
 [ "$(field "$work/ws.json" total_output_tokens)" = "40" ] || fail "WebSocket: expected 40 output tokens"
+# The structured workload: constrained (response_format json_schema), then unconstrained
+# with the same token counts; every output that was not cut by length parses as JSON (the
+# command fails otherwise), and the server observed mask times and compiles.
+"$inflight" bench serve --url "$url" --workload structured --num-prompts 6 --cap 32 --max-concurrency 3 \
+  --result-json "$work/structured.json" > "$work/structured.out" || { cat "$work/structured.out"; fail "bench serve (structured) failed"; }
+cat "$work/structured.out"
+[ "$(field "$work/structured.json" unparsable)" = "0" ] || fail "structured: outputs that are not JSON"
+stopped=$(field "$work/structured.json" finished_stop)
+cut=$(field "$work/structured.json" finished_length)
+[ $(( stopped + cut )) = 6 ] || fail "structured: expected 6 outputs finished by stop or length, got $stopped + $cut"
+[ $(( $(field "$work/structured.json" valid_json) + $(field "$work/structured.json" unparsable_cut_by_length) )) = 6 ] \
+  || fail "structured: every output is JSON or cut by length"
+grep -q '^compile (server, cache misses, with the token index): [1-9]' "$work/structured.out" \
+  || fail "structured: the server observed no compile"
 # Prompts longer than the dummy model's 2048-token context: every request is refused.
 refused() {
   local name=$1 expected=$2

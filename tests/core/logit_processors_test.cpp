@@ -219,3 +219,33 @@ TEST_CASE("try_validate checks logit_bias entries", "[core][sampling]") {
   p.logit_bias = {{1, std::numeric_limits<float>::quiet_NaN()}};
   CHECK(!try_validate(p).has_value());
 }
+
+TEST_CASE("greedy_allowed_token equals arg-max over the masked copy on random rows and masks", "[core][sampling]") {
+  std::mt19937_64 rng(11);
+  constexpr float neg_inf = -std::numeric_limits<float>::infinity();
+  for (int trial = 0; trial < 2000; ++trial) {
+    const std::size_t n = 1 + rng() % 300;
+    std::vector<float> logits(n);
+    for (auto& x : logits) {
+      const auto r = rng() % 10;
+      x = r == 0 ? neg_inf : float(int(rng() % 7) - 3);  // few distinct values: many ties
+    }
+    // Masks shorter than, as long as, or longer than the row; words empty, full or mixed.
+    const std::size_t words = std::max<std::size_t>(1, (n + 63) / 64 + (rng() % 3) - 1);
+    std::vector<std::uint64_t> mask(words);
+    for (auto& w : mask) {
+      const auto kind = rng() % 4;
+      w = kind == 0 ? 0 : kind == 1 ? ~std::uint64_t{0} : rng() & rng();
+    }
+    std::vector<float> copy = logits;
+    apply_token_mask(copy, mask);
+    const float best = *std::max_element(copy.begin(), copy.end());
+    const auto expected = best == neg_inf ? 0 : token_id(std::find(copy.begin(), copy.end(), best) - copy.begin());
+    INFO("trial " << trial << ", n " << n << ", words " << words);
+    REQUIRE(greedy_allowed_token(logits, mask) == expected);
+    // And sample() takes it for a greedy request under that mask alone.
+    sampling_params p;
+    p.temperature = 0.0f;
+    CHECK(sample(logits, p, {}, 0, 1, 0, mask).token == expected);
+  }
+}

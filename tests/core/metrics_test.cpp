@@ -47,3 +47,48 @@ TEST_CASE("the exposition carries every metric with the model_name label", "[met
     CHECK_THAT(text, Catch::Contains(std::string("inflight:") + name + "{model_name="));
   }
 }
+
+TEST_CASE("histogram counts: mean, bucket-interpolated quantiles, differences", "[metrics]") {
+  histogram h({1.0, 2.0, 4.0});
+  for (int i = 0; i < 10; ++i) h.observe(0.5);  // bucket (0, 1]
+  for (int i = 0; i < 10; ++i) h.observe(1.5);  // bucket (1, 2]
+  const auto c = h.counts();
+  CHECK(c.count == 20);
+  CHECK(c.mean() == Approx(1.0));
+  CHECK(c.counts == std::vector<std::uint64_t>{10, 10, 0, 0});
+  CHECK(c.quantile(0.25) == Approx(0.5));  // rank 5 of 10 in (0, 1]
+  CHECK(c.quantile(0.75) == Approx(1.5));  // rank 5 of 10 in (1, 2]
+  CHECK(c.quantile(1.0) == Approx(2.0));
+  CHECK(histogram_counts{}.quantile(0.5) == 0.0);
+  h.observe(100.0);  // +Inf bucket: the largest bound answers
+  CHECK(h.counts().quantile(1.0) == Approx(4.0));
+
+  auto d = difference(h.counts(), c);
+  REQUIRE(d.has_value());
+  CHECK(d->count == 1);
+  CHECK(d->counts == std::vector<std::uint64_t>{0, 0, 0, 1});
+  CHECK(d->sum == Approx(100.0));
+  CHECK_FALSE(difference(c, h.counts()).has_value());  // counts went down
+  histogram other({1.0});
+  CHECK_FALSE(difference(other.counts(), c).has_value());  // other buckets
+}
+
+TEST_CASE("a histogram parses back from the exposition", "[metrics]") {
+  engine_metrics m;
+  for (double v : {3e-6, 2e-5, 2e-5, 4e-4, 0.2}) m.grammar_mask_seconds.observe(v);
+  const auto text = m.render("tiny", {});
+  auto parsed = parse_histogram(text, "inflight:grammar_mask_seconds");
+  REQUIRE(parsed.has_value());
+  const auto direct = m.grammar_mask_seconds.counts();
+  CHECK(parsed->upper_bounds == direct.upper_bounds);
+  CHECK(parsed->counts == direct.counts);
+  CHECK(parsed->count == 5);
+  CHECK(parsed->sum == Approx(direct.sum));
+  // Not the other histogram with the same prefix, and a missing one is not_found.
+  auto compile = parse_histogram(text, "inflight:grammar_compile_seconds");
+  REQUIRE(compile.has_value());
+  CHECK(compile->count == 0);
+  auto missing = parse_histogram(text, "inflight:no_such_seconds");
+  REQUIRE_FALSE(missing.has_value());
+  CHECK(missing.error().code == errc::not_found);
+}
