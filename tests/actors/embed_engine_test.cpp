@@ -182,7 +182,7 @@ TEST_CASE("embed engine: with last pooling a shared prefix comes from the cache"
   for (std::size_t i = 0; i < inputs.size(); ++i) CHECK(relative_difference(got[i].embedding, want[i]) < 1e-5);
 }
 
-TEST_CASE("embed engine: an input may fill the context; cancelled inputs free their blocks", "[engine][embeddings]") {
+TEST_CASE("embed engine: an input may fill the context, cancelled inputs free their blocks", "[engine][embeddings]") {
   auto d = embed_deployment("splitfuse", 8, pooling_kind::mean, true);  // slow: 8 tokens per step
   d.model.max_context = 40;
   auto eng = start_engine(d);

@@ -27,7 +27,7 @@ submitted submit(engine& eng, const std::string& prompt, int max_tokens) {
 
 }  // namespace
 
-TEST_CASE("faults: a failed step fails exactly its requests; the engine serves on", "[engine][faults]") {
+TEST_CASE("faults: a failed step fails exactly its requests, the engine serves on", "[engine][faults]") {
   if (shared_file("models/stories260K/stories260K.bin").empty()) return;
   // One sequence at a time: step 1 is a's prefill, step 2 (a's first decode) fails,
   // b waits behind a whatever the timing and never shares a step with it.

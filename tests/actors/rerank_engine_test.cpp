@@ -117,7 +117,7 @@ TEST_CASE("rerank engine: documents score the same alone, together and under eve
   }
 }
 
-TEST_CASE("rerank engine: a scoring prompt may fill the context; bad rows are refused", "[engine][rerank]") {
+TEST_CASE("rerank engine: a scoring prompt may fill the context, bad rows are refused", "[engine][rerank]") {
   auto d = qwen3_scoring_deployment();
   d.model.max_context = 40;
   auto eng = start_engine(d);
@@ -180,7 +180,7 @@ int num_common_tokens(const std::vector<token_id>& a, const std::vector<token_id
 
 }  // namespace
 
-TEST_CASE("rerank engine: a query's prefix is computed once with prefix caching; scores equal caching off",
+TEST_CASE("rerank engine: a query's prefix is computed once with prefix caching, scores equal caching off",
           "[engine][rerank][prefix]") {
   auto d = qwen3_scoring_deployment("splitfuse", 64);
   const int block_size = d.engine.block_size;

@@ -108,7 +108,7 @@ TEST_CASE("routed engine: a request whose engine goes away before its first toke
   a.reset();
 }
 
-TEST_CASE("routed engine: mid-stream faults end with an error; no engine left is unavailable", "[actors][router]") {
+TEST_CASE("routed engine: mid-stream faults end with an error, no engine left is unavailable", "[actors][router]") {
   auto d = stories_deployment();
   if (d.model.path.empty()) return;
   auto a = std::make_unique<served_engine>(d);

@@ -40,7 +40,7 @@ TEST_CASE("bench arrival: gamma gaps have mean 1/rate and CV 1/sqrt(burstiness)"
   }
 }
 
-TEST_CASE("bench arrival: infinite rate sends everything at once; bad options are refused", "[core][bench]") {
+TEST_CASE("bench arrival: infinite rate sends everything at once, bad options are refused", "[core][bench]") {
   std::mt19937_64 rng(2);
   auto t = arrival_times(10, {}, rng);
   REQUIRE(t.has_value());

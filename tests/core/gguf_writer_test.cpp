@@ -86,7 +86,7 @@ TEST_CASE("the GGUF type ids are llama.cpp's", "[core][gguf]") {
   CHECK(ggml_type_name(1000) == "type 1000");
 }
 
-TEST_CASE("metadata the writer sets reads back with its type; setting a key again replaces it", "[core][gguf]") {
+TEST_CASE("metadata the writer sets reads back with its type, setting a key again replaces it", "[core][gguf]") {
   gguf_writer writer(128);
   writer.set_u32("a.u32", 7);
   writer.set_i32("a.i32", -7);

@@ -26,7 +26,7 @@ std::string text_of(const mapped_file& f) { return {reinterpret_cast<const char*
 
 }  // namespace
 
-TEST_CASE("a file mapped and a file read hold the same bytes; missing and empty files", "[core][mapped_file]") {
+TEST_CASE("a file mapped and a file read hold the same bytes, missing and empty files", "[core][mapped_file]") {
   std::string bytes(3 * 4096 + 17, '\0');
   for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = char(i * 31 + 7);
   const auto path = write_temp("data.bin", bytes);
@@ -60,7 +60,7 @@ TEST_CASE("a file read is a copy: later writes to the file do not reach it", "[c
   CHECK(text_of(*mapped) == std::string(8192, 'b'));  // a private mapping sees pages it has not written
 }
 
-TEST_CASE("model.load_mode: read and mmap as set; auto reads for the cpu backend when the files fit",
+TEST_CASE("model.load_mode: read and mmap as set, auto reads for the cpu backend when the files fit",
           "[core][mapped_file][model_loader]") {
   const auto path = write_temp("weights.gguf", std::string(1000, 'x'));
   model_settings s;

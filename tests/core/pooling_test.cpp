@@ -36,7 +36,7 @@ TEST_CASE("finish_embedding normalises, and cuts before it normalises", "[core][
   CHECK(finish_embedding(std::vector<float>(3, 0.0f), 0, true) == std::vector<float>(3, 0.0f));  // no NaN
 }
 
-TEST_CASE("pooling names round-trip; unknown ones are refused", "[core][embeddings]") {
+TEST_CASE("pooling names round-trip, unknown ones are refused", "[core][embeddings]") {
   for (const auto p : {pooling_kind::last, pooling_kind::mean, pooling_kind::first}) {
     CHECK(try_pooling_from_name(to_string(p)) == p);
   }
@@ -47,7 +47,7 @@ TEST_CASE("pooling names round-trip; unknown ones are refused", "[core][embeddin
   CHECK_FALSE(can_share_prefix(pooling_kind::first));
 }
 
-TEST_CASE("ggml pooling types map to the engine's poolings; none, rank and unknown are stated but not implemented",
+TEST_CASE("ggml pooling types map to the engine's poolings, none, rank and unknown are stated but not implemented",
           "[core][embeddings]") {
   CHECK_FALSE(gguf_pooling(-1, "k").is_stated());
   CHECK(gguf_pooling(1, "k").kind == pooling_kind::mean);
@@ -64,7 +64,7 @@ TEST_CASE("ggml pooling types map to the engine's poolings; none, rank and unkno
   CHECK(gguf_pooling(4, "k").stated == "rank");
 }
 
-TEST_CASE("try_resolve_embedding: an explicit setting wins; auto takes the model's, else last and normalised",
+TEST_CASE("try_resolve_embedding: an explicit setting wins, auto takes the model's, else last and normalised",
           "[core][embeddings]") {
   const model_pooling nothing;
   auto r = try_resolve_embedding(std::nullopt, std::nullopt, nothing);

@@ -39,7 +39,7 @@ void check_round_trip(const model_config& c) {
 
 }  // namespace
 
-TEST_CASE("Llama-3.1 and 3.2 scaling: factors 1, smoothed, full; the fit gives them back", "[core][gguf][rope]") {
+TEST_CASE("Llama-3.1 and 3.2 scaling: factors 1, smoothed, full, the fit gives them back", "[core][gguf][rope]") {
   const auto llama31 = llama3_config(128, 500000.0f, 8.0f, 1.0f, 4.0f, 8192);
   const auto factors = llama3_rope_factors(llama31);
   CHECK(factors.front() == 1.0f);
@@ -65,7 +65,7 @@ TEST_CASE("bands holding one pair or none fit too", "[core][gguf][rope]") {
   }
 }
 
-TEST_CASE("all-one factors mean no scaling; other shapes are refused", "[core][gguf][rope]") {
+TEST_CASE("all-one factors mean no scaling, other shapes are refused", "[core][gguf][rope]") {
   const auto c = llama3_config(16, 10000.0f, 8.0f, 1.0f, 4.0f, 256);
   const std::vector<float> ones(8, 1.0f);
   auto none = try_fit_llama3_scaling(ones, c, 256);

@@ -127,7 +127,7 @@ TEST_CASE("embedding: chunked under the budget, pooled over its chunks, blocks r
   }
 }
 
-TEST_CASE("embedding: last pooling shares cached prefixes; mean and first compute every token",
+TEST_CASE("embedding: last pooling shares cached prefixes, mean and first compute every token",
           "[core][sched][embeddings][prefix]") {
   std::vector<token_id> prefix;
   for (int i = 0; i < 18; ++i) prefix.push_back(token_id(1 + i % 15));

@@ -75,7 +75,7 @@ TEST_CASE("scheduler: a repeated prefix starts after its cached blocks", "[core]
   CHECK(s.num_rejected_decisions() == 0);
 }
 
-TEST_CASE("scheduler: a waiting sequence's cached prefix reaches the policy; salts keep apart",
+TEST_CASE("scheduler: a waiting sequence's cached prefix reaches the policy, salts keep apart",
           "[core][sched][prefix]") {
   auto config = make_config(64, 1);  // one seat: the others wait
   auto s = make_scheduler(config, 32, 4, load_policy("fcfs"));

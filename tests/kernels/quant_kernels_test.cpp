@@ -200,7 +200,7 @@ TEST_CASE("integer types give the same bits on every vector table, and inputs th
   }
 }
 
-TEST_CASE("prepared inputs: scales, sums and bf16 rows; a row prepared in column slices equals the whole",
+TEST_CASE("prepared inputs: scales, sums and bf16 rows, a row prepared in column slices equals the whole",
           "[kernels][quant]") {
   std::mt19937 rng(17);
   const int k = 768, n = 3;

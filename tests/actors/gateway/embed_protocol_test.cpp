@@ -107,7 +107,7 @@ TEST_CASE("embeddings: every input shape becomes one tokenized input each, in or
   CHECK(lists->cache_salt == "s");
 }
 
-TEST_CASE("embeddings: queries get the instruction prefix; EOS is appended when set", "[gateway][embeddings]") {
+TEST_CASE("embeddings: queries get the instruction prefix, EOS is appended when set", "[gateway][embeddings]") {
   auto m = embedding_model();
   auto query = try_parse_embeddings(json::parse(R"({"input": ["ab"], "input_type": "query"})"), m);
   REQUIRE(query.has_value());

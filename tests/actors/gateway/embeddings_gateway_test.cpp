@@ -137,7 +137,7 @@ TEST_CASE("gateway embeddings: base64 decodes to the float embeddings", "[gatewa
   CHECK(packed["usage"] == floats["usage"]);
 }
 
-TEST_CASE("gateway embeddings: dimensions cut and renormalise where allowed; normalize off", "[gateway][embeddings]") {
+TEST_CASE("gateway embeddings: dimensions cut and renormalise where allowed, normalize off", "[gateway][embeddings]") {
   auto d = qwen3_scoring_deployment();
   d.embeddings.matryoshka = true;
   {
@@ -167,7 +167,7 @@ TEST_CASE("gateway embeddings: dimensions cut and renormalise where allowed; nor
   CHECK(std::abs(norm_of(got) - 1.0) > 1e-3);  // the final norm's scale, not a unit vector
 }
 
-TEST_CASE("gateway embeddings: limits and bad input are 400s naming the field; the server stays up",
+TEST_CASE("gateway embeddings: limits and bad input are 400s naming the field, the server stays up",
           "[gateway][embeddings]") {
   auto d = qwen3_scoring_deployment();
   d.embeddings.max_inputs = 3;
@@ -200,7 +200,7 @@ TEST_CASE("gateway embeddings: limits and bad input are 400s naming the field; t
   CHECK(engine_idle(s.port));
 }
 
-TEST_CASE("gateway embeddings: more inputs than the waiting queue holds is a 400; disabled says why",
+TEST_CASE("gateway embeddings: more inputs than the waiting queue holds is a 400, disabled says why",
           "[gateway][embeddings]") {
   auto d = qwen3_scoring_deployment();
   d.server.max_waiting_requests = 4;  // each input waits as one request
@@ -221,7 +221,7 @@ TEST_CASE("gateway embeddings: more inputs than the waiting queue holds is a 400
   CHECK(off.body_json()["error"]["code"] == "embeddings_unavailable");
 }
 
-TEST_CASE("gateway embeddings over the WebSocket: done carries the HTTP data; cancel and errors",
+TEST_CASE("gateway embeddings over the WebSocket: done carries the HTTP data, cancel and errors",
           "[gateway][embeddings][ws]") {
   auto d = qwen3_scoring_deployment();
   served s(d);
@@ -262,7 +262,7 @@ TEST_CASE("gateway embeddings over the WebSocket: done carries the HTTP data; ca
   CHECK(c.receive()["type"] == "done");
 }
 
-TEST_CASE("gateway embeddings: served on the cpu backend; off or on the cuda backend the route says why",
+TEST_CASE("gateway embeddings: served on the cpu backend, off or on the cuda backend the route says why",
           "[gateway][embeddings]") {
   auto d = qwen3_scoring_deployment();
   d.server.max_waiting_requests = 100;

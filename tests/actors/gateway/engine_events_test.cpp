@@ -120,7 +120,7 @@ TEST_CASE("engine events: the page, its files and the feed are served, and none 
   }
 }
 
-TEST_CASE("engine events: one event per step; a prompt chunk fused with decodes; finishes with reasons",
+TEST_CASE("engine events: one event per step, a prompt chunk fused with decodes, finishes with reasons",
           "[gateway][ui]") {
   if (!has_stories()) return;
   served s(events_deployment());

@@ -7,7 +7,7 @@
 using namespace inflight;
 using namespace inflight::test;
 
-TEST_CASE("faults http: a failed step is a 500 for its request; the server serves on", "[gateway][faults]") {
+TEST_CASE("faults http: a failed step is a 500 for its request, the server serves on", "[gateway][faults]") {
   if (!has_stories()) return;
   auto d = stories_deployment("fcfs", 256, 256, 1);
   d.debug.fail_step = 2;

@@ -79,7 +79,7 @@ TEST_CASE("gateway rerank: scores, order, top_n, documents, usage and every alia
   CHECK(engine_idle(s.port));
 }
 
-TEST_CASE("gateway rerank: the query's prefix comes from the prefix cache, counted in usage; salts keep apart",
+TEST_CASE("gateway rerank: the query's prefix comes from the prefix cache, counted in usage, salts keep apart",
           "[gateway][rerank][prefix]") {
   const auto d = qwen3_scoring_deployment();
   served s(d);
@@ -233,7 +233,7 @@ TEST_CASE("gateway rerank: a client that leaves frees the KV blocks of its docum
   CHECK(engine_idle(s.port, 20.0));
 }
 
-TEST_CASE("gateway rerank over the WebSocket: done carries the HTTP results; cancel and errors", "[gateway][rerank][ws]") {
+TEST_CASE("gateway rerank over the WebSocket: done carries the HTTP results, cancel and errors", "[gateway][rerank][ws]") {
   auto d = qwen3_scoring_deployment();
   served s(d);
   const json body = {{"query", "what does a cow say?"}, {"documents", docs}, {"top_n", 3}};

@@ -72,7 +72,7 @@ TEST_CASE("tool chunks: hermes calls stream as OpenAI tool_calls deltas", "[gate
   CHECK(v.finish_reason == "tool_calls");
 }
 
-TEST_CASE("tool chunks: text stays content; a cut-off call keeps the engine's reason", "[gateway][tools][stream]") {
+TEST_CASE("tool chunks: text stays content, a cut-off call keeps the engine's reason", "[gateway][tools][stream]") {
   const auto text = stream(tool_call_format::json, {"Once upon", " a time {", "}\n"}, "length");
   CHECK(text.content == "Once upon a time {}\n");
   CHECK(text.calls.empty());

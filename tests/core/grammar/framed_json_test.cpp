@@ -39,7 +39,7 @@ TEST_CASE("framed json: begin, end, separator and item counts", "[grammar][frame
   CHECK(accepts(*optional, R"(<c>{"n":1}</c>)"));
 }
 
-TEST_CASE("framed json: schema errors name the keyword and path; bad specs are errors", "[grammar][framed]") {
+TEST_CASE("framed json: schema errors name the keyword and path, bad specs are errors", "[grammar][framed]") {
   framed_json_spec spec;
   spec.schema = R"({"type": "object", "properties": {"a": {"type": "string", "uniqueItems": true}}})";
   auto refused = grammar_from_framed_json(spec);

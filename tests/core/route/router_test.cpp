@@ -118,7 +118,7 @@ TEST_CASE("route: prefix's imbalance guard sends to the shortest queue", "[core]
   CHECK(choose(r, request) == 1);
 }
 
-TEST_CASE("route: policies refuse bad settings; the loader refuses bad names and files", "[core][route]") {
+TEST_CASE("route: policies refuse bad settings, the loader refuses bad names and files", "[core][route]") {
   auto bad = route_policy::try_load(INFLIGHT_TEST_PLUGIN_DIR, "prefix", {{"cache_threshold", "2"}});
   REQUIRE_FALSE(bad.has_value());
   CHECK_THAT(bad.error().message, Catch::Contains("cache_threshold"));

@@ -42,7 +42,7 @@ TEST_CASE("jinja lexer: lstrip_blocks drops indentation before a block tag on it
   CHECK(render_with("  {% if true %}x{% endif %}", {true, false, false}) == "  x");
 }
 
-TEST_CASE("jinja lexer: one trailing newline of the template is dropped; CRLF reads as LF", "[core][template]") {
+TEST_CASE("jinja lexer: one trailing newline of the template is dropped, CRLF reads as LF", "[core][template]") {
   CHECK(render("x\n") == "x");
   CHECK(render("x\n\n") == "x\n");
   CHECK(render_with("x\n", {true, true, true}) == "x\n");
