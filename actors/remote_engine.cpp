@@ -214,6 +214,12 @@ void configure_wire_heartbeats(caf::actor_system_config& cfg, double interval_s,
   cfg.set("middleman.connection-timeout", seconds(timeout_s));
 }
 
+wire_system_config::wire_system_config(double heartbeat_interval_s, double connection_timeout_s) {
+  announce_wire_types(*this);
+  configure_wire_heartbeats(*this, heartbeat_interval_s, connection_timeout_s);
+  load<caf::io::middleman>();
+}
+
 result<std::unique_ptr<engine_host>> engine_host::start(caf::actor_system& net, engine& eng, const std::string& host,
                                                         std::uint16_t port) {
   auto grammars = std::make_shared<grammar_cache>(make_grammar_vocab(*eng.model().tok));

@@ -35,6 +35,13 @@ namespace inflight {
 /// as lost (both are off by default in CAF 0.17).
 void configure_wire_heartbeats(caf::actor_system_config& cfg, double interval_s, double timeout_s);
 
+/// The actor system of a process's network side: the wire types announced, heartbeats
+/// every `heartbeat_interval_s`, a connection silent for `connection_timeout_s` lost, and
+/// the middleman loaded.
+struct wire_system_config : caf::actor_system_config {
+  explicit wire_system_config(double heartbeat_interval_s = 1.0, double connection_timeout_s = 5.0);
+};
+
 /// Publishes `eng` on `host`:`port` (0 = any free port) of `net`'s middleman.
 class engine_host {
  public:

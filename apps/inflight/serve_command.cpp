@@ -9,7 +9,6 @@
 #include <signal.h>
 
 #include <caf/all.hpp>
-#include <caf/io/all.hpp>
 
 #include <cstdio>
 #include <iostream>
@@ -41,16 +40,6 @@ deployment load_serve_deployment(const serve_options& o) {
   return d;
 }
 
-/// The network side of an engine process: wire types and heartbeats (every second; a
-/// gateway silent for 5 s counts as gone).
-struct engine_net_config : caf::actor_system_config {
-  engine_net_config() {
-    announce_wire_types(*this);
-    configure_wire_heartbeats(*this, 1.0, 5.0);
-    load<caf::io::middleman>();
-  }
-};
-
 /// `--role engine`: serves until SIGINT / SIGTERM, then stops taking requests, lets the
 /// running ones finish (server.shutdown_grace_s) and exits 0.
 void run_engine_role(const deployment& d) {
@@ -67,7 +56,7 @@ void run_engine_role(const deployment& d) {
   std::fflush(stdout);
   auto eng = engine::start(d, std::move(*model));
   if (!eng) fail(eng.error().message);
-  engine_net_config cfg;
+  wire_system_config cfg;  // heartbeats every second; 5 s of silence is a lost peer
   caf::actor_system net{cfg};
   auto host = engine_host::start(net, **eng, d.server.host, static_cast<std::uint16_t>(d.server.port));
   if (!host) fail(host.error().message);
@@ -119,7 +108,7 @@ void run_router_role(const deployment& d, const serve_options& o) {
   std::printf("inflight: model %s (tokenizer and chat template; the engines hold the weights)\n",
               model->name.c_str());
   std::fflush(stdout);
-  engine_net_config cfg;
+  wire_system_config cfg;  // heartbeats every second; 5 s of silence is a lost peer
   caf::actor_system net{cfg};
   router_options options;
   options.engines = o.engines;

@@ -1,51 +1,29 @@
 #include "core/route/route_policy.hpp"
 
+#include "core/util/plugin_library.hpp"
+
 #include <dlfcn.h>
 
 #include <array>
 
 namespace inflight {
-namespace {
-
-bool is_valid_name(std::string_view name) {
-  if (name.empty() || name.size() > 64) return false;
-  for (char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
-
-std::string dl_error_text() {
-  const char* text = dlerror();
-  return text != nullptr ? text : "unknown dlopen error";
-}
-
-}  // namespace
 
 std::string route_policy_file_name(std::string_view name) { return "inflight_route_" + std::string(name) + ".so"; }
 
 result<route_policy> route_policy::try_load(const std::filesystem::path& plugin_dir, std::string_view name,
                                             const route_settings& settings) {
-  if (!is_valid_name(name))
+  if (!is_valid_plugin_name(name))
     return make_error(errc::invalid_argument,
                       "invalid routing policy name '" + std::string(name) + "': use letters, digits, '_' or '-'");
   const auto file = plugin_dir / route_policy_file_name(name);
   std::error_code ec;
   if (!std::filesystem::exists(file, ec))
     return make_error(errc::not_found, "routing policy '" + std::string(name) + "' not found: no file " + file.string());
-  void* library = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr)
-    return make_error(errc::io_error, "cannot load routing policy " + file.string() + ": " + dl_error_text());
-  dlerror();
-  void* symbol = dlsym(library, INFLIGHT_ROUTE_ENTRY_SYMBOL);
-  if (symbol == nullptr) {
-    dlclose(library);
-    return make_error(errc::not_found, "routing policy " + file.string() + " does not export '" +
-                                           INFLIGHT_ROUTE_ENTRY_SYMBOL + "'");
-  }
-  auto created = try_create(reinterpret_cast<inflight_route_entry_fn>(symbol)(), file.string(), settings, library);
-  if (!created) dlclose(library);
+  auto library = plugin_library::try_open(file, INFLIGHT_ROUTE_ENTRY_SYMBOL, "routing policy");
+  if (!library) return std::unexpected(library.error());
+  auto entry = reinterpret_cast<inflight_route_entry_fn>(library->symbol());
+  auto created = try_create(entry(), file.string(), settings, nullptr);
+  if (created) created->library_ = library->release();  // closed by the policy from now on
   return created;
 }
 

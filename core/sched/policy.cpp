@@ -1,5 +1,7 @@
 #include "core/sched/policy.hpp"
 
+#include "core/util/plugin_library.hpp"
+
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -12,19 +14,6 @@
 
 namespace inflight {
 namespace {
-
-bool is_valid_policy_name(std::string_view name) {
-  if (name.empty() || name.size() > 64) return false;
-  for (char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
-  }
-  return true;
-}
-
-std::string dl_error_text() {
-  const char* text = dlerror();
-  return text != nullptr ? text : "unknown dlopen error";
-}
 
 // inflight_seq_info as ABI version 1 laid it out. A version-1 plugin walks the view's
 // arrays with this stride, so it must get arrays of exactly this struct: version 2
@@ -85,7 +74,7 @@ result<std::vector<std::string>> try_list_policies(const std::filesystem::path& 
     const std::string file = it->path().filename().string();
     if (file.size() <= prefix.size() + suffix.size() || !file.starts_with(prefix) || !file.ends_with(suffix)) continue;
     std::string name = file.substr(prefix.size(), file.size() - prefix.size() - suffix.size());
-    if (is_valid_policy_name(name)) names.push_back(std::move(name));
+    if (is_valid_plugin_name(name)) names.push_back(std::move(name));
   }
   std::sort(names.begin(), names.end());
   return names;
@@ -94,7 +83,7 @@ result<std::vector<std::string>> try_list_policies(const std::filesystem::path& 
 result<policy> policy::try_load(const std::filesystem::path& plugin_dir, std::string_view name,
                                 const policy_settings& settings) {
   // The name becomes a file name: refuse anything that could leave the plugin dir.
-  if (!is_valid_policy_name(name))
+  if (!is_valid_plugin_name(name))
     return make_error(errc::invalid_argument, "invalid policy name '" + std::string(name) +
                                                   "': use letters, digits, '_' or '-'");
   auto file = plugin_dir / policy_file_name(name);
@@ -107,21 +96,11 @@ result<policy> policy::try_load(const std::filesystem::path& plugin_dir, std::st
 
 result<policy> policy::try_load_file(const std::filesystem::path& file,
                                      const policy_settings& settings) {
-  void* library = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr)
-    return make_error(errc::io_error,
-                      "cannot load policy plugin " + file.string() + ": " + dl_error_text());
-  dlerror();
-  void* symbol = dlsym(library, INFLIGHT_POLICY_ENTRY_SYMBOL);
-  if (symbol == nullptr) {
-    dlclose(library);
-    return make_error(errc::not_found, "policy plugin " + file.string() +
-                                           " does not export the symbol '" +
-                                           INFLIGHT_POLICY_ENTRY_SYMBOL + "'");
-  }
-  auto entry = reinterpret_cast<inflight_policy_entry_fn>(symbol);
-  auto created = try_create(entry(), file.string(), settings, library);
-  if (!created) dlclose(library);
+  auto library = plugin_library::try_open(file, INFLIGHT_POLICY_ENTRY_SYMBOL, "policy");
+  if (!library) return std::unexpected(library.error());
+  auto entry = reinterpret_cast<inflight_policy_entry_fn>(library->symbol());
+  auto created = try_create(entry(), file.string(), settings, nullptr);
+  if (created) created->library_ = library->release();  // closed by the policy from now on
   return created;
 }
 

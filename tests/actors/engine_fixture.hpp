@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -83,6 +84,16 @@ inline bool all_blocks_return(const engine& eng, double seconds = 30.0) {
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+}
+
+/// Polls `done` until it holds (true) or `seconds` pass (false).
+inline bool wait_until(const std::function<bool()>& done, double seconds = 30.0) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
 }
 
 inline generate_request greedy_request(const engine& eng, const std::string& prompt, int max_tokens) {

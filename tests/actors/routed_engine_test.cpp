@@ -20,12 +20,9 @@ using namespace inflight::test;
 
 namespace {
 
-struct net_config : caf::actor_system_config {
-  net_config() {
-    announce_wire_types(*this);
-    configure_wire_heartbeats(*this, 0.2, 2.0);
-    load<caf::io::middleman>();
-  }
+/// Heartbeats every 0.2 s; 2 s of silence is a lost peer.
+struct net_config : wire_system_config {
+  net_config() : wire_system_config(0.2, 2.0) {}
 };
 
 /// One engine with its own network side.
@@ -62,15 +59,6 @@ std::unique_ptr<routed_engine> start_router(caf::actor_system& net, const deploy
   INFO((r ? std::string() : r.error().message));
   REQUIRE(r.has_value());
   return std::move(*r);
-}
-
-bool wait_until(const std::function<bool()>& done, double seconds = 30.0) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <vector>
 
+#include "actors/remote_engine.hpp"
 #include "actors/wire.hpp"
 
 using namespace inflight;
@@ -112,12 +113,6 @@ T round_trip(T value) {
   return out;
 }
 
-struct wire_config : caf::actor_system_config {
-  wire_config() {
-    announce_wire_types(*this);
-    load<caf::io::middleman>();
-  }
-};
 
 }  // namespace
 
@@ -160,7 +155,7 @@ TEST_CASE("wire: every field of a request and of its events survives serializati
 }
 
 TEST_CASE("wire: a request crosses to an actor published by another actor system", "[actors][wire]") {
-  wire_config engine_cfg, gateway_cfg;
+  wire_system_config engine_cfg, gateway_cfg;
   caf::actor_system engine_side{engine_cfg};
   caf::actor_system gateway_side{gateway_cfg};
   // Stands in for an engine: answers a request with its finish event, built from what arrived.
