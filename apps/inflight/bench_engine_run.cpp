@@ -50,7 +50,7 @@ class timeline_sink final : public request_sink {
     std::lock_guard lock(mutex_);
     auto r = bench::record_from_timeline(send_s_, chunks_, end_s_, finish_.completion_tokens);
     r.start_s = send_s_ - run_start_s;
-    r.finish_reason = api_name(finish_.reason);
+    r.finish_reason = finish_name(finish_.reason);
     r.prompt_tokens = finish_.prompt_tokens;
     r.cached_tokens = finish_.cached_tokens;
     if (finish_.reason != finish_reason::length && finish_.reason != finish_reason::stop) {
