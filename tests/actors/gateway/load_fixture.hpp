@@ -9,17 +9,9 @@
 
 namespace inflight::test {
 
-/// Polls `is_done` until it holds or `seconds` pass. Poll the engine (snapshot(),
-/// metrics()) rather than /metrics: a connection per poll would exhaust the machine's
-/// ephemeral ports over a long wait and break every other test running beside it.
-inline bool wait_until(const std::function<bool()>& is_done, double seconds = 20.0) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (is_done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return is_done();
-}
+// wait_until (engine_fixture.hpp): poll the engine (snapshot(), metrics()) rather than
+// /metrics: a connection per poll would exhaust the machine's ephemeral ports over a long
+// wait and break every other test running beside it.
 
 /// stories260K with one sequence at a time and a slowed backend.
 inline deployment one_at_a_time(double step_delay_s = 0.05) {
