@@ -23,12 +23,17 @@ caf::timespan seconds(double s) {
 
 /// Streams one request's events to the gateway actor that sent it; called on engine
 /// threads (anon_send is thread-safe). On finish it also tells the host to forget it.
+/// Once the host has closed, it sends nothing: the gateway learns from the host's end
+/// that the engine went away, not from the cancels the closing host makes.
 class forwarding_sink final : public request_sink {
  public:
-  forwarding_sink(caf::actor client, caf::actor host, std::uint64_t tag)
-      : client_(std::move(client)), host_(std::move(host)), tag_(tag) {}
-  void on_token(const token_event& ev) override { caf::anon_send(client_, token_atom::value, tag_, ev); }
+  forwarding_sink(caf::actor client, caf::actor host, std::uint64_t tag, std::shared_ptr<std::atomic<bool>> is_closed)
+      : client_(std::move(client)), host_(std::move(host)), tag_(tag), is_closed_(std::move(is_closed)) {}
+  void on_token(const token_event& ev) override {
+    if (!is_closed_->load()) caf::anon_send(client_, token_atom::value, tag_, ev);
+  }
   void on_finish(const finish_event& ev) override {
+    if (is_closed_->load()) return;
     caf::anon_send(client_, finished_atom::value, tag_, ev);
     caf::anon_send(host_, forget_atom::value, client_.address(), tag_);
   }
@@ -37,11 +42,13 @@ class forwarding_sink final : public request_sink {
   caf::actor client_;
   caf::actor host_;
   std::uint64_t tag_;
+  std::shared_ptr<std::atomic<bool>> is_closed_;
 };
 
 struct host_state {
   engine* eng = nullptr;
   std::shared_ptr<grammar_cache> grammars;
+  std::shared_ptr<std::atomic<bool>> is_closed = std::make_shared<std::atomic<bool>>(false);
   /// Requests running for each gateway actor: tag -> engine id.
   std::map<caf::actor_addr, std::map<std::uint64_t, request_id>> running;
 
@@ -60,6 +67,7 @@ caf::behavior host_actor(caf::stateful_actor<host_state>* self, engine* eng, std
   self->state.grammars = std::move(grammars);
   self->set_down_handler([self](caf::down_msg& dm) { self->state.cancel_all(dm.source); });
   self->set_exit_handler([self](caf::exit_msg& msg) {
+    self->state.is_closed->store(true);
     while (!self->state.running.empty()) self->state.cancel_all(self->state.running.begin()->first);
     self->quit(msg.reason);
   });
@@ -73,7 +81,8 @@ caf::behavior host_actor(caf::stateful_actor<host_state>* self, engine* eng, std
           (*index)->warm_up();  // here, not on the step loop
           w.request.params.grammar = *index;
         }
-        auto sink = std::make_shared<forwarding_sink>(client, caf::actor_cast<caf::actor>(self), tag);
+        auto sink = std::make_shared<forwarding_sink>(client, caf::actor_cast<caf::actor>(self), tag,
+                                                      self->state.is_closed);
         auto id = self->state.eng->submit(std::move(w.request), std::move(sink));
         if (!id) return refused(id.error());
         auto& mine = self->state.running[client.address()];

@@ -2,7 +2,6 @@
 
 #include <charconv>
 #include <chrono>
-#include <set>
 
 #include "core/kv/block_hash.hpp"
 
@@ -17,7 +16,6 @@ struct routed_engine::live_request {
   std::optional<request_id> remote_id;
   std::atomic<bool> has_token{false};
   bool is_cancelled = false;
-  std::set<int> tried;
 };
 
 /// Between an engine's events and the client's sink: notes the first token (after it,
@@ -94,7 +92,10 @@ routed_engine::~routed_engine() {
     std::lock_guard lock(mutex_);
     engines.swap(engines_);
   }
-  engines.clear();  // their clients end what still runs with an error
+  engines.clear();  // their clients end what still runs with an error ...
+  // ... through routing sinks that point here: wait for the last of them.
+  std::unique_lock lock(mutex_);
+  changed_.wait_for(lock, std::chrono::seconds(10), [&] { return live_.empty(); });
 }
 
 result<request_id> routed_engine::submit(generate_request request, std::shared_ptr<request_sink> sink) {
@@ -131,11 +132,10 @@ bool routed_engine::dispatch(const std::shared_ptr<live_request>& live, error& f
       }
       i = *chosen;
       remote = engines_[static_cast<std::size_t>(i)];
-      if (!remote || !remote->is_connected() || live->tried.contains(i)) {
+      if (!remote || !remote->is_connected()) {  // gone: the reconnect loop brings it back
         router_.set_available(i, false);
         continue;
       }
-      live->tried.insert(i);
       live->engine = i;
       ++num_in_flight_[static_cast<std::size_t>(i)];
       router_.set_load(i, {num_in_flight_[static_cast<std::size_t>(i)], 0, 0, 0});
@@ -153,7 +153,9 @@ bool routed_engine::dispatch(const std::shared_ptr<live_request>& live, error& f
       failure = id.error();
       return false;
     }
-    router_.set_available(i, false);  // gone: try another
+    // No answer: drop the connection (the reconnect loop makes a new one) and try another.
+    engines_[static_cast<std::size_t>(i)].reset();
+    router_.set_available(i, false);
   }
   failure = error{errc::unavailable, "no engine took the request"};
   return false;
@@ -170,9 +172,7 @@ void routed_engine::on_finished(const std::shared_ptr<live_request>& live, const
     }
     if (engine_gone) router_.set_available(live->engine, false);
     const bool can_retry = engine_gone && !live->has_token && !live->is_cancelled && !is_stopping_;
-    if (can_retry) {
-      ++num_retried_;
-      post([this, live, ev] {
+    if (can_retry && post([this, live, ev] {
         error failure;
         if (dispatch(live, failure)) return;
         {
@@ -181,7 +181,8 @@ void routed_engine::on_finished(const std::shared_ptr<live_request>& live, const
           changed_.notify_all();
         }
         live->client->on_finish(ev);
-      });
+      })) {
+      ++num_retried_;
       return;
     }
     live_.erase(live->id);
@@ -267,13 +268,14 @@ void routed_engine::shutdown(double grace_s) {
   changed_.wait_for(lock, std::chrono::seconds(5), [&] { return live_.empty(); });
 }
 
-void routed_engine::post(std::function<void()> job) {
+bool routed_engine::post(std::function<void()> job) {
   {
     std::lock_guard lock(jobs_mutex_);
-    if (is_closing_) return;
+    if (is_closing_) return false;
     jobs_.push_back(std::move(job));
   }
   jobs_changed_.notify_all();
+  return true;
 }
 
 void routed_engine::worker_loop() {

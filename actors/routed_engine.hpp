@@ -80,7 +80,8 @@ class routed_engine final : public engine_api {
   bool dispatch(const std::shared_ptr<live_request>& live, error& failure);
   void on_finished(const std::shared_ptr<live_request>& live, const finish_event& ev);
   void reconnect_loop();
-  void post(std::function<void()> job);
+  /// Runs `job` on the worker thread; false once closing.
+  bool post(std::function<void()> job);
   void worker_loop();
 
   deployment settings_;
