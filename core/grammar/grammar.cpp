@@ -15,6 +15,13 @@ struct lowered_rule {
   std::vector<alternative> alts;
 };
 
+// The copies of one bounded repetition's optional chain, innermost first: copy k owns
+// the rules [first_rule[k], end_rule[k]).
+struct lowered_chain {
+  std::vector<std::uint32_t> first_rule;
+  std::vector<std::uint32_t> end_rule;
+};
+
 class lowerer {
  public:
   explicit lowerer(const std::vector<std::optional<gexpr>>& bodies,
@@ -39,6 +46,7 @@ class lowerer {
 
   std::vector<lowered_rule> rules;
   std::vector<byte_set> byte_sets;
+  std::vector<lowered_chain> chains;  // of 3 copies or more, in lowering order
 
  private:
   std::uint32_t flat_id(std::uint32_t named) {
@@ -148,6 +156,7 @@ class lowerer {
     }
     if (*e.max_count <= e.min_count) return;
     std::optional<std::uint32_t> inner;
+    lowered_chain chain;
     for (std::uint32_t k = 0; k < *e.max_count - e.min_count; ++k) {
       if (num_elements_ > max_grammar_elements) return;
       const std::uint32_t h = new_helper(owner);
@@ -157,7 +166,10 @@ class lowerer {
       add_alt(h, {});
       num_elements_ += 2;
       inner = h;
+      chain.first_rule.push_back(h);
+      chain.end_rule.push_back(static_cast<std::uint32_t>(rules.size()));
     }
+    if (chain.first_rule.size() >= 3) chains.push_back(std::move(chain));
     out.push_back({element_kind::ref, *inner});
   }
 
@@ -204,6 +216,44 @@ void prune_unproductive(std::vector<lowered_rule>& rules, const std::vector<byte
   }
 }
 
+// Copy a and copy b (a, b >= 1) of a chain have one shape: element for element the same
+// kinds and byte sets; references to a copy's own rules at the same offsets, the
+// reference to the next copy inward to that copy, and every other reference (a named
+// rule, even one first lowered inside copy 0) to the same rule.
+bool has_copy_shape(const grammar& g, const lowered_chain& chain, std::size_t a, std::size_t b,
+                    const std::vector<std::uint32_t>& rule_begin) {
+  const std::uint32_t a_begin = rule_begin[chain.first_rule[a]];
+  const std::uint32_t b_begin = rule_begin[chain.first_rule[b]];
+  const std::uint32_t size = rule_begin[chain.end_rule[a]] - a_begin;
+  if (rule_begin[chain.end_rule[b]] - b_begin != size) return false;
+  auto counterpart = [&](std::uint32_t rule) {
+    if (rule >= chain.first_rule[a] && rule < chain.end_rule[a]) return rule - chain.first_rule[a] + chain.first_rule[b];
+    if (rule == chain.first_rule[a - 1]) return chain.first_rule[b - 1];
+    return rule;
+  };
+  for (std::uint32_t i = 0; i < size; ++i) {
+    const grammar_element ea = g.elements()[a_begin + i];
+    const grammar_element eb = g.elements()[b_begin + i];
+    if (ea.kind != eb.kind) return false;
+    if (eb.index != (ea.kind == element_kind::bytes ? ea.index : counterpart(ea.index))) return false;
+  }
+  return true;
+}
+
+// The chain's copy `outer` is "x inner | <empty>" and x cannot derive the empty string.
+bool copy_always_consumes(const grammar& g, std::uint32_t outer, std::uint32_t inner) {
+  const auto& starts = g.rules()[outer].alt_starts;
+  if (starts.size() != 2 || g.elements()[starts[1]].kind != element_kind::end) return false;
+  std::uint32_t pos = starts[0];
+  bool consumes = false;
+  for (; g.elements()[pos + 1].kind != element_kind::end; ++pos) {
+    const grammar_element el = g.elements()[pos];
+    consumes = consumes || el.kind == element_kind::bytes || !g.rules()[el.index].is_nullable;
+  }
+  const grammar_element last = g.elements()[pos];
+  return consumes && last.kind == element_kind::ref && last.index == inner;
+}
+
 }  // namespace
 
 std::uint32_t grammar_builder::declare(std::string name) {
@@ -240,7 +290,9 @@ result<grammar> grammar_builder::build(std::uint32_t root) const {
   grammar g;
   g.root_ = *flat_root;
   g.byte_sets_ = std::move(low.byte_sets);
+  std::vector<std::uint32_t> rule_begin(low.rules.size() + 1);  // the first element of each rule
   for (std::uint32_t r = 0; r < low.rules.size(); ++r) {
+    rule_begin[r] = static_cast<std::uint32_t>(g.elements_.size());
     grammar_rule rule;
     rule.name = std::move(low.rules[r].name);
     for (auto& alt : low.rules[r].alts) {
@@ -250,6 +302,7 @@ result<grammar> grammar_builder::build(std::uint32_t root) const {
     }
     g.rules_.push_back(std::move(rule));
   }
+  rule_begin.back() = static_cast<std::uint32_t>(g.elements_.size());
   g.rule_of_.resize(g.elements_.size());
   for (std::size_t pos = g.elements_.size(); pos-- > 0;)
     if (g.elements_[pos].kind == element_kind::end)
@@ -258,8 +311,22 @@ result<grammar> grammar_builder::build(std::uint32_t root) const {
       g.rule_of_[pos] = g.rule_of_[pos + 1];
   g.compute_nullable();
   g.compute_transparent();
+  for (const auto& chain : low.chains) {
+    const std::size_t n = chain.first_rule.size();
+    bool is_uniform = true;
+    for (std::size_t k = 1; k + 1 < n && is_uniform; ++k)
+      is_uniform = has_copy_shape(g, chain, k, n - 1, rule_begin);
+    if (!is_uniform || !copy_always_consumes(g, chain.first_rule[n - 1], chain.first_rule[n - 2])) continue;
+    repeat_copies copies;
+    for (std::size_t k = 0; k < n; ++k) {
+      copies.begins.push_back(rule_begin[chain.first_rule[k]]);
+      copies.ends.push_back(rule_begin[chain.end_rule[k]]);
+    }
+    g.repeats_.push_back(std::move(copies));
+  }
   return g;
 }
+
 
 void grammar::compute_nullable() {
   for (bool changed = true; changed;) {

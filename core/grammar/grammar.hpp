@@ -107,6 +107,18 @@ struct grammar_rule {
   std::uint32_t parent_pos = 0;           ///< transparent: element index of the one call site
 };
 
+/// The optional copies of one bounded repetition x{m,n} (lower_repeat's chain
+/// H_k ::= x H_{k-1} | ""), innermost first: copy k is followed by at most k more copies.
+/// Copy k is the element range [begins[k], ends[k]) (its rule and the helpers lowered
+/// with it). Only chains whose copies 1..n-m-1 have one shape (the same elements, rule
+/// references shifted by one copy) and whose x always consumes a byte are kept: there a
+/// token of at most k bytes sees the same grammar from copy k as from the outermost
+/// copy, which lets the token cache share its lists (see token_index.hpp).
+struct repeat_copies {
+  std::vector<std::uint32_t> begins;
+  std::vector<std::uint32_t> ends;
+};
+
 /// A lowered, checked grammar: immutable once built, shared between matchers.
 class grammar {
  public:
@@ -116,6 +128,9 @@ class grammar {
   std::uint32_t root() const { return root_; }
   /// The rule whose alternative contains element `pos` (its `end` element names it).
   std::uint32_t rule_of(std::uint32_t pos) const { return rule_of_[pos]; }
+  /// The bounded repetitions whose copies share a shape, in lowering order (a chain
+  /// nested in another one's copy comes before it).
+  const std::vector<repeat_copies>& repeats() const { return repeats_; }
   /// Human-readable GBNF-like listing of the lowered rules (for debugging and tests).
   std::string to_text() const;
 
@@ -127,6 +142,7 @@ class grammar {
   std::vector<grammar_element> elements_;
   std::vector<byte_set> byte_sets_;
   std::vector<std::uint32_t> rule_of_;
+  std::vector<repeat_copies> repeats_;
   std::uint32_t root_ = 0;
 };
 

@@ -1,6 +1,9 @@
 #include "core/grammar/token_index.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <limits>
 #include <numeric>
 
 #include "core/grammar/earley.hpp"
@@ -29,6 +32,15 @@ grammar_vocab::grammar_vocab(std::vector<std::string> token_bytes, std::vector<t
     while (i < sorted_.size() && static_cast<std::uint8_t>(bytes_[sorted_[i]][0]) == b) ++i;
   }
   first_index_[256] = static_cast<std::uint32_t>(sorted_.size());
+  by_length_ = sorted_;
+  std::stable_sort(by_length_.begin(), by_length_.end(),
+                   [&](token_id a, token_id b) { return bytes_[a].size() > bytes_[b].size(); });
+}
+
+std::size_t grammar_vocab::num_at_least(std::size_t n) const {
+  const auto it = std::partition_point(by_length_.begin(), by_length_.end(),
+                                       [&](token_id id) { return bytes_[id].size() >= n; });
+  return static_cast<std::size_t>(it - by_length_.begin());
 }
 
 bool grammar_vocab::is_eos(token_id id) const {
@@ -36,7 +48,7 @@ bool grammar_vocab::is_eos(token_id id) const {
 }
 
 token_index::token_index(std::shared_ptr<const grammar> g, std::shared_ptr<const grammar_vocab> vocab,
-                         std::optional<grammar_spec> source)
+                         std::optional<grammar_spec> source, bool share_copies)
     : grammar_(std::move(g)), vocab_(std::move(vocab)), source_(std::move(source)) {
   const auto& elements = grammar_->elements();
   slot_of_pos_.assign(elements.size(), 0);
@@ -47,15 +59,106 @@ token_index::token_index(std::shared_ptr<const grammar> g, std::shared_ptr<const
   }
   once_ = std::make_unique<std::once_flag[]>(num_slots);
   lists_.resize(num_slots);
+  shared_.resize(num_slots);
+  if (share_copies) find_shared_copies();
+}
+
+// Copy k of a chain (1 <= k < the outermost) takes its short tokens from the outermost
+// copy at the same offset. A chain nested in a copy of another comes first in repeats(),
+// so the enclosing chain's choice wins where both apply; each step of a lookup moves to
+// an outermost copy, so lookups end.
+void token_index::find_shared_copies() {
+  const auto& elements = grammar_->elements();
+  for (const repeat_copies& chain : grammar_->repeats()) {
+    const std::size_t outer = chain.begins.size() - 1;
+    for (std::size_t k = 1; k < outer; ++k)
+      for (std::uint32_t pos = chain.begins[k]; pos < chain.ends[k]; ++pos)
+        if (elements[pos].kind == element_kind::bytes)
+          shared_[slot_of_pos_[pos]] = {chain.begins[outer] + (pos - chain.begins[k]), static_cast<std::uint32_t>(k + 1)};
+  }
 }
 
 const position_tokens& token_index::tokens_at(std::uint32_t pos) const {
   const std::uint32_t slot = slot_of_pos_[pos];
   std::call_once(once_[slot], [&] {
-    lists_[slot] = compute(pos);
+    lists_[slot] = shared_[slot].min_len == 0 ? compute(pos) : compute_shared(pos, shared_[slot]);
     ++num_computed_;
   });
   return lists_[slot];
+}
+
+std::size_t token_index::num_shared() const {
+  return static_cast<std::size_t>(
+      std::count_if(shared_.begin(), shared_.end(), [](const shared_from& s) { return s.min_len != 0; }));
+}
+
+namespace {
+
+template <typename F>
+void for_each_accepted(const position_tokens& t, F&& f) {
+  for (token_id id : t.accepted_ids) f(id);
+  for (std::size_t w = 0; w < t.accepted_bits.size(); ++w)
+    for (std::uint64_t bits = t.accepted_bits[w]; bits != 0; bits &= bits - 1)
+      f(static_cast<token_id>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits))));
+}
+
+bool is_accepted(const position_tokens& t, token_id id) {
+  if (!t.accepted_bits.empty()) return (t.accepted_bits[static_cast<std::size_t>(id) >> 6] >> (id & 63)) & 1;
+  return std::find(t.accepted_ids.begin(), t.accepted_ids.end(), id) != t.accepted_ids.end();
+}
+
+}  // namespace
+
+// The tokens shorter than `from.min_len` as the outermost copy classifies them, the
+// longer ones walked from `pos`.
+position_tokens token_index::compute_shared(std::uint32_t pos, shared_from from) const {
+  const grammar_vocab& v = *vocab_;
+  const position_tokens walked = compute(pos, from.min_len);
+  const position_tokens& rep = tokens_at(from.rep);
+  const std::size_t num_long = v.num_at_least(from.min_len);
+  const std::span<const token_id> long_ids(v.by_length().data(), num_long);
+  auto is_long = [&](token_id id) { return v.bytes(id).size() >= from.min_len; };
+
+  // The rep's class of every long token, to take it out of its counts.
+  std::uint32_t rep_long_classified = 0;
+  for (token_id id : long_ids)
+    if (is_accepted(rep, id)) ++rep_long_classified;
+  position_tokens out;
+  for (std::uint32_t i : rep.uncertain) {
+    if (is_long(v.sorted()[i]))
+      ++rep_long_classified;
+    else
+      out.uncertain.push_back(i);
+  }
+  const std::size_t num_short_uncertain = out.uncertain.size();
+  out.uncertain.insert(out.uncertain.end(), walked.uncertain.begin(), walked.uncertain.end());
+  std::inplace_merge(out.uncertain.begin(), out.uncertain.begin() + static_cast<std::ptrdiff_t>(num_short_uncertain),
+                     out.uncertain.end());
+
+  std::vector<std::uint64_t> bits = rep.accepted_bits;
+  if (bits.empty()) {
+    bits.assign(v.num_mask_words(), 0);
+    for (token_id id : rep.accepted_ids) bits[static_cast<std::size_t>(id) >> 6] |= std::uint64_t{1} << (id & 63);
+  }
+  for (token_id id : long_ids) bits[static_cast<std::size_t>(id) >> 6] &= ~(std::uint64_t{1} << (id & 63));
+  for_each_accepted(walked, [&](token_id id) { bits[static_cast<std::size_t>(id) >> 6] |= std::uint64_t{1} << (id & 63); });
+  std::size_t num_accepted = 0;
+  for (std::uint64_t w : bits) num_accepted += static_cast<std::size_t>(std::popcount(w));
+  if (num_accepted > bits.size()) {
+    out.accepted_bits = std::move(bits);
+  } else {
+    position_tokens as_bits;
+    as_bits.accepted_bits = std::move(bits);
+    for_each_accepted(as_bits, [&](token_id id) { out.accepted_ids.push_back(id); });
+  }
+
+  // Every long token under this position's first bytes was walked once: accepted,
+  // uncertain or rejected, here and (in the rep's own walk) there.
+  std::uint32_t walked_accepted = 0;
+  for_each_accepted(walked, [&](token_id) { ++walked_accepted; });
+  const std::uint32_t long_total = walked_accepted + static_cast<std::uint32_t>(walked.uncertain.size()) + walked.num_rejected;
+  out.num_rejected = rep.num_rejected - (long_total - rep_long_classified) + walked.num_rejected;
+  return out;
 }
 
 void token_index::warm_up() const {
@@ -66,8 +169,9 @@ void token_index::warm_up() const {
 
 std::size_t token_index::num_computed() const { return num_computed_.load(); }
 
-// Depth-first over the sorted vocabulary from one position (see the header comment).
-position_tokens token_index::compute(std::uint32_t pos) const {
+// Depth-first over the sorted vocabulary from one position (see the header comment),
+// skipping the tokens shorter than `min_len`.
+position_tokens token_index::compute(std::uint32_t pos, std::size_t min_len) const {
   const grammar_vocab& v = *vocab_;
   const auto& sorted = v.sorted();
   const auto& lcp = v.lcp();
@@ -91,9 +195,16 @@ position_tokens token_index::compute(std::uint32_t pos) const {
     parser.pop_sets(depth);
     depth = 0;
     touched.resize(1);
+    // Bytes shared by the token the parser holds a prefix of and token i.
+    std::uint32_t shared_bytes = 0;
     for (std::uint32_t i = begin; i < end;) {
       const std::string& t = v.bytes(sorted[i]);
-      const std::size_t common = i == begin ? 0 : std::min<std::size_t>(lcp[i], depth);
+      shared_bytes = i == begin ? 0 : std::min(shared_bytes, lcp[i]);
+      if (t.size() < min_len) {
+        ++i;
+        continue;
+      }
+      const std::size_t common = std::min<std::size_t>(shared_bytes, depth);
       parser.pop_sets(depth - common);
       depth = common;
       touched.resize(depth + 1);
@@ -106,6 +217,7 @@ position_tokens token_index::compute(std::uint32_t pos) const {
         ++depth;
         touched.push_back(touched.back() || (!is_context_final && parser.last_set_touched_context()));
       }
+      shared_bytes = std::numeric_limits<std::uint32_t>::max();
       if (!is_dead) {
         accepted.push_back(sorted[i++]);
         continue;
@@ -113,10 +225,12 @@ position_tokens token_index::compute(std::uint32_t pos) const {
       // Every token sharing the dead prefix t[0..depth] dies at the same byte.
       const bool is_uncertain = touched[depth] != 0;
       do {
-        if (is_uncertain)
-          out.uncertain.push_back(i);
-        else
-          ++out.num_rejected;
+        if (v.bytes(sorted[i]).size() >= min_len) {
+          if (is_uncertain)
+            out.uncertain.push_back(i);
+          else
+            ++out.num_rejected;
+        }
         ++i;
       } while (i < end && lcp[i] > depth);
     }

@@ -17,6 +17,13 @@
 ///   rejected  - they die inside the rule without ever completing it;
 ///   uncertain - they complete the rule part-way, so the stack decides (checked at run time).
 /// These lists are computed once per position, on first use (thread-safe) or by warm_up().
+///
+/// A bounded repetition (a string's maxLength) lowers into one copy of its item per
+/// repetition (grammar::repeats()), and each copy's positions would cost a walk over the
+/// whole vocabulary. From copy k (at most k more copies follow) a token of at most k bytes
+/// cannot reach the chain's end, so it sees the same grammar as from the outermost copy:
+/// its class is copied from there, and only the longer tokens are walked (a few thousand
+/// of Qwen3's 151k are over 12 bytes).
 
 #include <atomic>
 #include <cstdint>
@@ -53,6 +60,10 @@ class grammar_vocab {
   const std::vector<std::uint32_t>& lcp() const { return lcp_; }
   /// Sorted indices [first_index(b), first_index(b + 1)) start with byte b.
   std::uint32_t first_index(int b) const { return first_index_[static_cast<std::size_t>(b)]; }
+  /// The non-empty tokens, longest first.
+  const std::vector<token_id>& by_length() const { return by_length_; }
+  /// The first `num_at_least(n)` of by_length() are n bytes long or longer.
+  std::size_t num_at_least(std::size_t n) const;
 
  private:
   std::vector<std::string> bytes_;
@@ -60,6 +71,7 @@ class grammar_vocab {
   std::vector<token_id> sorted_;
   std::vector<std::uint32_t> lcp_;
   std::vector<std::uint32_t> first_index_;  // 257 entries
+  std::vector<token_id> by_length_;
 };
 
 /// The tokens one grammar position accepts by itself (see the header comment).
@@ -73,8 +85,10 @@ struct position_tokens {
 class token_index {
  public:
   /// `source`: what `g` was compiled from, when it came from a grammar_spec.
+  /// `share_copies`: share lists between the copies of a bounded repetition (see the
+  /// header comment); off only to check that sharing changes nothing.
   token_index(std::shared_ptr<const grammar> g, std::shared_ptr<const grammar_vocab> vocab,
-              std::optional<grammar_spec> source = std::nullopt);
+              std::optional<grammar_spec> source = std::nullopt, bool share_copies = true);
 
   const grammar& grammar_ref() const { return *grammar_; }
   const grammar_vocab& vocab() const { return *vocab_; }
@@ -88,14 +102,26 @@ class token_index {
   void warm_up() const;
   /// Positions whose lists are computed so far.
   std::size_t num_computed() const;
+  /// Positions whose lists come partly from another copy of a bounded repetition.
+  std::size_t num_shared() const;
 
  private:
-  position_tokens compute(std::uint32_t pos) const;
+  // Position `rep` classifies the tokens shorter than `min_len` as this one does.
+  struct shared_from {
+    std::uint32_t rep = 0;
+    std::uint32_t min_len = 0;  // 0: not shared
+  };
+
+  void find_shared_copies();
+  // Walks the tokens of at least `min_len` bytes from `pos`.
+  position_tokens compute(std::uint32_t pos, std::size_t min_len = 0) const;
+  position_tokens compute_shared(std::uint32_t pos, shared_from from) const;
 
   std::shared_ptr<const grammar> grammar_;
   std::shared_ptr<const grammar_vocab> vocab_;
   std::optional<grammar_spec> source_;
   std::vector<std::uint32_t> slot_of_pos_;  // bytes elements only
+  std::vector<shared_from> shared_;         // per slot
   bool is_root_called_ = false;
   std::unique_ptr<std::once_flag[]> once_;
   mutable std::vector<position_tokens> lists_;  // per slot
