@@ -26,6 +26,7 @@ struct profile_options {
   std::vector<int> knots = {64, 256};
   int repeats = 3;
   std::string output = "profile.json";
+  std::string refit;  // a profile whose samples are fitted again (no measuring)
 };
 
 /// The grid: every (prefill, decode seqs, context), the prefill-only points once.
@@ -136,7 +137,33 @@ sim::profile_origin origin_of(const profile_options& o, const deployment& d, con
   return origin;
 }
 
+/// Fits the samples, prints them beside the fit, and writes the profile.
+void fit_and_write(sim::step_profile profile, const profile_options& o) {
+  auto fit = sim::fit_profile(profile.samples, o.knots);
+  if (!fit) fail(fit.error().message);
+  profile.fit = *fit;
+  std::printf("%8s %6s %8s %11s %11s %7s\n", "prefill", "decode", "context", "ms", "fit ms", "error");
+  for (const auto& s : profile.samples) {
+    const double predicted = fit->predict(sim::sample_shape(s));
+    std::printf("%8d %6d %8d %11.3f %11.3f %6.1f%%\n", s.prefill_tokens, s.decode_seqs, s.context, s.seconds * 1e3,
+                predicted * 1e3, 100.0 * (predicted - s.seconds) / s.seconds);
+  }
+  std::printf("fit: %.4f ms + %.5f ms/token", fit->fixed_s * 1e3, fit->per_token_s * 1e3);
+  for (std::size_t k = 0; k < fit->knots.size(); ++k)
+    std::printf(" %+.5f ms/token above %d", fit->per_token_above_s[k] * 1e3, fit->knots[k]);
+  std::printf(" + %.4f ms/seq + %.3g ms/attention pair; relative error mean %.1f%%, max %.1f%%\n", fit->per_seq_s * 1e3,
+              fit->per_attention_pair_s * 1e3, 100.0 * fit->mean_relative_error, 100.0 * fit->max_relative_error);
+  std::ofstream out(o.output, std::ios::binary);
+  if (!out || !(out << sim::to_json_text(profile))) fail("cannot write " + o.output);
+  std::printf("wrote %s\n", o.output.c_str());
+}
+
 void run_bench_profile(const profile_options& o) {
+  if (!o.refit.empty()) {
+    auto profile = sim::load_step_profile(o.refit);
+    if (!profile) fail(profile.error().message);
+    return fit_and_write(std::move(*profile), o);
+  }
   deployment d = load_deployment_or_fail(o.config_path, o.overrides);
   if (!o.shape.empty()) use_named_shape(d, o.shape);
   auto model = load_model(d.model, d.engine.backend);
@@ -166,23 +193,7 @@ void run_bench_profile(const profile_options& o) {
     std::fprintf(stderr, "  prefill %4d + %3d decodes at context %5d: %9.3f ms\n", s.prefill_tokens, s.decode_seqs,
                  s.context, s.seconds * 1e3);
   }
-  auto fit = sim::fit_profile(profile.samples, o.knots);
-  if (!fit) fail(fit.error().message);
-  profile.fit = *fit;
-  std::printf("%8s %6s %8s %11s %11s %7s\n", "prefill", "decode", "context", "ms", "fit ms", "error");
-  for (const auto& s : profile.samples) {
-    const double predicted = fit->predict(sim::sample_shape(s));
-    std::printf("%8d %6d %8d %11.3f %11.3f %6.1f%%\n", s.prefill_tokens, s.decode_seqs, s.context, s.seconds * 1e3,
-                predicted * 1e3, 100.0 * (predicted - s.seconds) / s.seconds);
-  }
-  std::printf("fit: %.4f ms + %.5f ms/token", fit->fixed_s * 1e3, fit->per_token_s * 1e3);
-  for (std::size_t k = 0; k < fit->knots.size(); ++k)
-    std::printf(" %+.5f ms/token above %d", fit->per_token_above_s[k] * 1e3, fit->knots[k]);
-  std::printf(" + %.4f ms/seq + %.3g ms/attention pair; relative error mean %.1f%%, max %.1f%%\n", fit->per_seq_s * 1e3,
-              fit->per_attention_pair_s * 1e3, 100.0 * fit->mean_relative_error, 100.0 * fit->max_relative_error);
-  std::ofstream out(o.output, std::ios::binary);
-  if (!out || !(out << sim::to_json_text(profile))) fail("cannot write " + o.output);
-  std::printf("wrote %s\n", o.output.c_str());
+  fit_and_write(std::move(profile), o);
 }
 
 }  // namespace
@@ -202,6 +213,7 @@ void add_bench_profile_command(CLI::App& bench) {
   cmd->add_option("--knots", o->knots, "step tokens where the fit's per-token slope may change")
       ->delimiter(',')->capture_default_str();
   cmd->add_option("--repeats", o->repeats, "timed steps per grid point (the median is kept)")->capture_default_str();
+  cmd->add_option("--refit", o->refit, "fit the samples of this profile again (e.g. with other --knots); no measuring");
   cmd->add_option("--output,-o", o->output, "the profile file to write")->capture_default_str();
   cmd->callback([o] { run_bench_profile(*o); });
 }
