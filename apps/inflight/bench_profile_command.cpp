@@ -21,7 +21,8 @@ struct profile_options {
   std::vector<std::string> overrides;
   std::string shape;
   std::vector<int> prefills = {0, 16, 64, 256, 512};
-  std::vector<int> decodes = {0, 1, 8, 32, 64};
+  std::vector<int> prefill_seqs = {1, 8};
+  std::vector<int> decodes = {0, 1, 16, 64};
   std::vector<int> contexts = {32, 256, 1024};
   std::vector<int> knots = {64, 256};
   int repeats = 3;
@@ -29,16 +30,19 @@ struct profile_options {
   std::string refit;  // a profile whose samples are fitted again (no measuring)
 };
 
-/// The grid: every (prefill, decode seqs, context), the prefill-only points once.
+/// The grid: every (prefill tokens x prefill seqs, decode seqs, context), the
+/// prefill-only points once.
 std::vector<sim::profile_sample> grid_of(const profile_options& o) {
   std::vector<sim::profile_sample> grid;
-  for (int p : o.prefills) {
-    if (p > 0) grid.push_back({p, 0, 0, 0.0});
-  }
   for (int c : o.contexts) {
     for (int d : o.decodes) {
-      if (d == 0) continue;
-      for (int p : o.prefills) grid.push_back({p, d, c, 0.0});
+      if (d == 0 && c != o.contexts.front()) continue;  // no decodes: the context does not matter
+      if (d > 0) grid.push_back({0, 1, d, c, 0.0});
+      for (int n : o.prefill_seqs) {
+        for (int p : o.prefills) {
+          if (p > 0) grid.push_back({p, n, d, d > 0 ? c : 0, 0.0});
+        }
+      }
     }
   }
   return grid;
@@ -48,6 +52,8 @@ void check_options(const profile_options& o, int max_context) {
   auto all_of = [](const std::vector<int>& v, auto pred) { return std::all_of(v.begin(), v.end(), pred); };
   if (!all_of(o.prefills, [](int v) { return v >= 0; }) || !all_of(o.decodes, [](int v) { return v >= 0; }))
     fail("--prefill and --decode take counts >= 0");
+  if (o.prefill_seqs.empty() || !all_of(o.prefill_seqs, [](int v) { return v >= 1; }))
+    fail("--prefill-seqs takes counts >= 1");
   if (o.contexts.empty() || !all_of(o.contexts, [&](int v) { return v >= 1 && v <= max_context; }))
     fail("--context takes lengths from 1 to the model's context (" + std::to_string(max_context) + ")");
   if (!all_of(o.prefills, [&](int v) { return v <= max_context; }))
@@ -71,8 +77,9 @@ step_plan plan_of(const sim::profile_sample& s, int block_size, int num_blocks) 
     st.params.temperature = 0.0f;
     plan.seqs.push_back(std::move(st));
   };
-  if (s.prefill_tokens > 0) add(0, s.prefill_tokens, 1);
-  for (int i = 0; i < s.decode_seqs; ++i) add(s.context - 1, 1, seq_id(2 + i));
+  seq_id next_id = 1;
+  for (int i = 0; s.prefill_tokens > 0 && i < s.prefill_seqs; ++i) add(0, s.prefill_tokens, next_id++);
+  for (int i = 0; i < s.decode_seqs; ++i) add(s.context - 1, 1, next_id++);
   return plan;
 }
 
@@ -111,10 +118,11 @@ std::string utc_now() {
 /// KV blocks the grid needs with every sequence in blocks of its own.
 int blocks_needed(const profile_options& o, int block_size) {
   const int max_prefill = o.prefills.empty() ? 0 : *std::max_element(o.prefills.begin(), o.prefills.end());
+  const int max_prefill_seqs = *std::max_element(o.prefill_seqs.begin(), o.prefill_seqs.end());
   const int max_decode = o.decodes.empty() ? 0 : *std::max_element(o.decodes.begin(), o.decodes.end());
   const int max_context = *std::max_element(o.contexts.begin(), o.contexts.end());
   auto blocks = [&](int tokens) { return (tokens + block_size - 1) / block_size; };
-  return blocks(max_prefill) + max_decode * blocks(max_context);
+  return max_prefill_seqs * blocks(max_prefill) + max_decode * blocks(max_context);
 }
 
 sim::profile_origin origin_of(const profile_options& o, const deployment& d, const loaded_model& model,
@@ -142,17 +150,18 @@ void fit_and_write(sim::step_profile profile, const profile_options& o) {
   auto fit = sim::fit_profile(profile.samples, o.knots);
   if (!fit) fail(fit.error().message);
   profile.fit = *fit;
-  std::printf("%8s %6s %8s %11s %11s %7s\n", "prefill", "decode", "context", "ms", "fit ms", "error");
+  std::printf("%8s %5s %6s %8s %11s %11s %7s\n", "prefill", "x seq", "decode", "context", "ms", "fit ms", "error");
   for (const auto& s : profile.samples) {
     const double predicted = fit->predict(sim::sample_shape(s));
-    std::printf("%8d %6d %8d %11.3f %11.3f %6.1f%%\n", s.prefill_tokens, s.decode_seqs, s.context, s.seconds * 1e3,
-                predicted * 1e3, 100.0 * (predicted - s.seconds) / s.seconds);
+    std::printf("%8d %5d %6d %8d %11.3f %11.3f %6.1f%%\n", s.prefill_tokens, s.prefill_tokens ? s.prefill_seqs : 0,
+                s.decode_seqs, s.context, s.seconds * 1e3, predicted * 1e3, 100.0 * (predicted - s.seconds) / s.seconds);
   }
   std::printf("fit: %.4f ms + %.5f ms/token", fit->fixed_s * 1e3, fit->per_token_s * 1e3);
   for (std::size_t k = 0; k < fit->knots.size(); ++k)
     std::printf(" %+.5f ms/token above %d", fit->per_token_above_s[k] * 1e3, fit->knots[k]);
-  std::printf(" + %.4f ms/seq + %.3g ms/attention pair; relative error mean %.1f%%, max %.1f%%\n", fit->per_seq_s * 1e3,
-              fit->per_attention_pair_s * 1e3, 100.0 * fit->mean_relative_error, 100.0 * fit->max_relative_error);
+  std::printf(" + %.4f ms/seq + %.3g ms/KV token + %.3g ms/attention pair; relative error mean %.1f%%, max %.1f%%\n",
+              fit->per_seq_s * 1e3, fit->per_kv_token_s * 1e3, fit->per_attention_pair_s * 1e3,
+              100.0 * fit->mean_relative_error, 100.0 * fit->max_relative_error);
   std::ofstream out(o.output, std::ios::binary);
   if (!out || !(out << sim::to_json_text(profile))) fail("cannot write " + o.output);
   std::printf("wrote %s\n", o.output.c_str());
@@ -190,8 +199,8 @@ void run_bench_profile(const profile_options& o) {
   profile.samples = grid_of(o);
   for (auto& s : profile.samples) {
     s.seconds = time_point(**be, plan_of(s, (*be)->block_size(), (*be)->num_kv_blocks()), o.repeats);
-    std::fprintf(stderr, "  prefill %4d + %3d decodes at context %5d: %9.3f ms\n", s.prefill_tokens, s.decode_seqs,
-                 s.context, s.seconds * 1e3);
+    std::fprintf(stderr, "  prefill %d x %4d + %3d decodes at context %5d: %9.3f ms\n", s.prefill_seqs,
+                 s.prefill_tokens, s.decode_seqs, s.context, s.seconds * 1e3);
   }
   fit_and_write(std::move(profile), o);
 }
@@ -207,6 +216,8 @@ void add_bench_profile_command(CLI::App& bench) {
   cmd->add_option("--shape", o->shape, "random weights of a named shape (bench-20M, bench-110M, ...; default: the "
                                        "deployment's model)");
   cmd->add_option("--prefill", o->prefills, "tokens of the one prefilling sequence (0 = none)")
+      ->delimiter(',')->capture_default_str();
+  cmd->add_option("--prefill-seqs", o->prefill_seqs, "prefilling sequences of that length in one step")
       ->delimiter(',')->capture_default_str();
   cmd->add_option("--decode", o->decodes, "decode sequences beside it")->delimiter(',')->capture_default_str();
   cmd->add_option("--context", o->contexts, "context length of each decode sequence")->delimiter(',')->capture_default_str();

@@ -12,17 +12,19 @@ namespace {
 constexpr const char* format_name = "inflight-step-profile";
 constexpr int format_version = 1;
 
-/// The work of a step: [1, T, max(0, T - knot)..., S, A].
+/// The work of a step: [1, T, max(0, T - knot)..., S, C, A].
 std::vector<double> features(const step_shape& shape, const std::vector<int>& knots) {
-  double tokens = 0.0, pairs = 0.0;
+  double tokens = 0.0, context = 0.0, pairs = 0.0;
   for (const auto& s : shape.seqs) {
     const double n = s.num_tokens, start = s.num_context_tokens - s.num_tokens;
     tokens += n;
+    context += s.num_context_tokens;
     pairs += n * start + n * (n + 1.0) / 2.0;
   }
   std::vector<double> f = {1.0, tokens};
   for (int k : knots) f.push_back(std::max(0.0, tokens - k));
   f.push_back(double(shape.num_seqs()));
+  f.push_back(context);
   f.push_back(pairs);
   return f;
 }
@@ -62,6 +64,7 @@ std::vector<std::string> coefficient_names(const std::vector<int>& knots) {
   std::vector<std::string> names = {"fixed_s", "per_token_s"};
   for (int k : knots) names.push_back("per_token_above_s[" + std::to_string(k) + "]");
   names.push_back("per_seq_s");
+  names.push_back("per_kv_token_s");
   names.push_back("per_attention_pair_s");
   return names;
 }
@@ -73,7 +76,7 @@ result<void> check_samples(const std::vector<profile_sample>& samples, const std
   }
   for (const auto& s : samples) {
     if (s.prefill_tokens < 0 || s.decode_seqs < 0 || s.context < 0 || (s.decode_seqs > 0 && s.context < 1) ||
-        s.prefill_tokens + s.decode_seqs == 0)
+        (s.prefill_tokens > 0 && s.prefill_seqs < 1) || s.prefill_tokens + s.decode_seqs == 0)
       return make_error(errc::invalid_argument, "profile fit: a sample is not a step (no tokens, or a context < 1)");
     if (!(s.seconds > 0.0) || !std::isfinite(s.seconds))
       return make_error(errc::invalid_argument, "profile fit: a sample's time is not a positive number");
@@ -85,16 +88,26 @@ result<void> check_samples(const std::vector<profile_sample>& samples, const std
 
 step_shape sample_shape(const profile_sample& s) {
   step_shape shape;
-  if (s.prefill_tokens > 0) shape.seqs.push_back({s.prefill_tokens, s.prefill_tokens});
+  if (s.prefill_tokens > 0) {
+    for (int i = 0; i < s.prefill_seqs; ++i) shape.seqs.push_back({s.prefill_tokens, s.prefill_tokens});
+  }
   for (int i = 0; i < s.decode_seqs; ++i) shape.seqs.push_back({1, s.context});
   return shape;
 }
 
 double profile_fit::predict(const step_shape& shape) const {
   const auto f = features(shape, knots);
-  double v = fixed_s * f[0] + per_token_s * f[1];
-  for (std::size_t k = 0; k < knots.size() && k < per_token_above_s.size(); ++k) v += per_token_above_s[k] * f[2 + k];
-  v += per_seq_s * f[2 + knots.size()] + per_attention_pair_s * f[3 + knots.size()];
+  const double tokens = f[1];
+  // The token term segment by segment, each slope at least 0.
+  double slope = per_token_s, v = fixed_s, from = 0.0;
+  for (std::size_t k = 0; k <= knots.size(); ++k) {
+    const double to = k < knots.size() ? std::min(tokens, double(knots[k])) : tokens;
+    if (to > from) v += std::max(0.0, slope) * (to - from);
+    from = std::max(from, to);
+    if (k < knots.size() && k < per_token_above_s.size()) slope += per_token_above_s[k];
+  }
+  const std::size_t rest = 2 + knots.size();
+  v += per_seq_s * f[rest] + per_kv_token_s * f[rest + 1] + per_attention_pair_s * f[rest + 2];
   return std::max(0.0, v);
 }
 
@@ -135,7 +148,8 @@ result<profile_fit> fit_profile(const std::vector<profile_sample>& samples, cons
   fit.per_token_s = (*x)[1];
   fit.per_token_above_s.assign(x->begin() + 2, x->begin() + 2 + std::ptrdiff_t(knots.size()));
   fit.per_seq_s = (*x)[2 + knots.size()];
-  fit.per_attention_pair_s = (*x)[3 + knots.size()];
+  fit.per_kv_token_s = (*x)[3 + knots.size()];
+  fit.per_attention_pair_s = (*x)[4 + knots.size()];
   double sum = 0.0;
   for (const auto& s : samples) {
     const double e = std::abs(fit.predict(sample_shape(s)) - s.seconds) / s.seconds;
@@ -151,6 +165,7 @@ std::string to_json_text(const step_profile& p) {
   nlohmann::json samples = nlohmann::json::array();
   for (const auto& s : p.samples) {
     samples.push_back({{"prefill_tokens", s.prefill_tokens},
+                       {"prefill_seqs", s.prefill_seqs},
                        {"decode_seqs", s.decode_seqs},
                        {"context", s.context},
                        {"seconds", s.seconds}});
@@ -173,6 +188,7 @@ std::string to_json_text(const step_profile& p) {
         {"per_token_s", f.per_token_s},
         {"per_token_above_s", f.per_token_above_s},
         {"per_seq_s", f.per_seq_s},
+        {"per_kv_token_s", f.per_kv_token_s},
         {"per_attention_pair_s", f.per_attention_pair_s},
         {"mean_relative_error", f.mean_relative_error},
         {"max_relative_error", f.max_relative_error}}},
@@ -229,8 +245,8 @@ result<profile_fit> parse_fit(const nlohmann::json& doc) {
   f.knots = *knots;
   f.per_token_above_s = *above;
   std::vector<double> values;
-  for (const char* key : {"fixed_s", "per_token_s", "per_seq_s", "per_attention_pair_s", "mean_relative_error",
-                          "max_relative_error"}) {
+  for (const char* key : {"fixed_s", "per_token_s", "per_seq_s", "per_kv_token_s", "per_attention_pair_s",
+                          "mean_relative_error", "max_relative_error"}) {
     auto v = field<double>(j, key);
     if (!v) return std::unexpected(v.error());
     if (!std::isfinite(*v)) return make_error(errc::corrupt_file, std::string("step profile: '") + key + "' is not finite");
@@ -239,8 +255,8 @@ result<profile_fit> parse_fit(const nlohmann::json& doc) {
   for (double v : f.per_token_above_s) {
     if (!std::isfinite(v)) return make_error(errc::corrupt_file, "step profile: 'per_token_above_s' is not finite");
   }
-  f.fixed_s = values[0], f.per_token_s = values[1], f.per_seq_s = values[2], f.per_attention_pair_s = values[3];
-  f.mean_relative_error = values[4], f.max_relative_error = values[5];
+  f.fixed_s = values[0], f.per_token_s = values[1], f.per_seq_s = values[2], f.per_kv_token_s = values[3];
+  f.per_attention_pair_s = values[4], f.mean_relative_error = values[5], f.max_relative_error = values[6];
   return f;
 }
 
@@ -251,14 +267,16 @@ result<std::vector<profile_sample>> parse_samples(const nlohmann::json& doc) {
   for (const auto& j : *it) {
     if (!j.is_object()) return make_error(errc::corrupt_file, "step profile: a sample is not an object");
     auto p = field<int>(j, "prefill_tokens");
+    auto n = field<int>(j, "prefill_seqs");
     auto d = field<int>(j, "decode_seqs");
     auto c = field<int>(j, "context");
     auto s = field<double>(j, "seconds");
     if (!p) return std::unexpected(p.error());
+    if (!n) return std::unexpected(n.error());
     if (!d) return std::unexpected(d.error());
     if (!c) return std::unexpected(c.error());
     if (!s) return std::unexpected(s.error());
-    out.push_back({*p, *d, *c, *s});
+    out.push_back({*p, *n, *d, *c, *s});
   }
   return out;
 }

@@ -3,17 +3,21 @@
 /// device and backend over a grid of step shapes, and a fit of them that predicts the time
 /// of any step shape. The simulator's `profile` cost model (profile_cost_model.hpp) reads it.
 ///
-/// Each grid point is one step: `prefill_tokens` tokens of one sequence from position 0
-/// (0 = none) beside `decode_seqs` decode sequences of `context` tokens each. The fit is
-/// linear in five kinds of work, with the GEMM term piecewise linear in the step's tokens:
+/// Each grid point is one step: `prefill_seqs` sequences of `prefill_tokens` tokens each
+/// from position 0 (0 = none) beside `decode_seqs` decode sequences of `context` tokens
+/// each. Several short prefills in one step tell the GEMM work (tokens) apart from the
+/// attention work (which grows with the square of a prompt's length). The fit is
+/// linear in six kinds of work, with the GEMM term piecewise linear in the step's tokens:
 ///
 ///   seconds = fixed + per_token x T + sum_k per_token_above[k] x max(0, T - knot[k])
-///           + per_seq x S + per_attention_pair x A
+///           + per_seq x S + per_kv_token x C + per_attention_pair x A
 ///
 ///   T = tokens of the step (every matrix product runs over them)
 ///   S = sequences of the step (one row of logits and one sampling each)
+///   C = sum over sequences of its context: K/V positions read (the whole of a decode's
+///       attention, which reads each once)
 ///   A = sum over sequences of n x start + n (n + 1) / 2: (query, key) pairs of attention
-///       (n new tokens after `start` cached ones)
+///       (n new tokens after `start` cached ones; the compute of a prefill's attention)
 ///
 /// fitted by least squares weighted by 1 / seconds (relative error counts, so the short
 /// decode steps weigh as much as the long prefills).
@@ -28,7 +32,8 @@ namespace inflight::sim {
 
 /// One timed point of the grid.
 struct profile_sample {
-  int prefill_tokens = 0;  ///< tokens of the one prefilling sequence (from position 0; 0 = none)
+  int prefill_tokens = 0;  ///< tokens of each prefilling sequence (from position 0; 0 = none)
+  int prefill_seqs = 1;    ///< prefilling sequences (when prefill_tokens > 0)
   int decode_seqs = 0;     ///< decode sequences beside it
   int context = 0;         ///< context of each decode sequence (its new token included)
   double seconds = 0.0;    ///< the step's time (median of the repeats)
@@ -44,11 +49,14 @@ struct profile_fit {
   double per_token_s = 0.0;
   std::vector<double> per_token_above_s;  ///< one per knot
   double per_seq_s = 0.0;
+  double per_kv_token_s = 0.0;
   double per_attention_pair_s = 0.0;
   double mean_relative_error = 0.0;  ///< over the samples fitted
   double max_relative_error = 0.0;
 
-  /// The fit's step time, never below 0.
+  /// The fit's step time, never below 0. A token segment whose fitted slope is negative
+  /// (noise, or fewer samples above a knot) counts as flat: beyond the grid a negative
+  /// slope would make the largest steps the cheapest.
   double predict(const step_shape& shape) const;
 };
 

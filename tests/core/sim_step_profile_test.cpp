@@ -12,7 +12,8 @@ using namespace inflight;
 namespace {
 
 /// Known coefficients: 2 ms fixed, 20 us per token, a slope 10 us lower above 64 tokens and
-/// 5 us higher above 256, 50 us per sequence, 2 ns per attention pair.
+/// 5 us higher above 256, 50 us per sequence, 30 ns per K/V position read, 2 ns per
+/// attention pair.
 sim::profile_fit known_fit() {
   sim::profile_fit f;
   f.knots = {64, 256};
@@ -20,16 +21,19 @@ sim::profile_fit known_fit() {
   f.per_token_s = 20e-6;
   f.per_token_above_s = {-10e-6, 5e-6};
   f.per_seq_s = 50e-6;
+  f.per_kv_token_s = 30e-9;
   f.per_attention_pair_s = 2e-9;
   return f;
 }
 
 std::vector<sim::profile_sample> grid() {
   std::vector<sim::profile_sample> samples;
-  for (int p : {16, 64, 256, 512}) samples.push_back({p, 0, 0, 0.0});
+  for (int n : {1, 8}) {
+    for (int p : {16, 64, 256, 512}) samples.push_back({p, n, 0, 0, 0.0});
+  }
   for (int c : {32, 256, 1024}) {
     for (int d : {1, 8, 32, 64}) {
-      for (int p : {0, 16, 64, 256, 512}) samples.push_back({p, d, c, 0.0});
+      for (int p : {0, 16, 64, 256, 512}) samples.push_back({p, p % 3 == 1 ? 8 : 1, d, c, 0.0});
     }
   }
   return samples;
@@ -54,23 +58,27 @@ sim::step_profile sample_profile() {
 }  // namespace
 
 TEST_CASE("step profile: a grid point's shape is one prefill from 0 beside decodes at the context", "[core][sim]") {
-  const auto shape = sim::sample_shape({100, 3, 500, 0.0});
+  const auto shape = sim::sample_shape({100, 1, 3, 500, 0.0});
   REQUIRE(shape.num_seqs() == 4);
   CHECK(shape.seqs[0].num_tokens == 100);
   CHECK(shape.seqs[0].num_context_tokens == 100);
   CHECK(shape.seqs[3].num_tokens == 1);
   CHECK(shape.seqs[3].num_context_tokens == 500);
   CHECK(shape.num_tokens() == 103);
-  CHECK(sim::sample_shape({0, 2, 10, 0.0}).num_seqs() == 2);
+  CHECK(sim::sample_shape({0, 1, 2, 10, 0.0}).num_seqs() == 2);
+  const auto batch = sim::sample_shape({64, 8, 2, 10, 0.0});
+  CHECK(batch.num_seqs() == 10);
+  CHECK(batch.num_tokens() == 8 * 64 + 2);
 }
 
 TEST_CASE("step profile: the fit's prediction adds each kind of work", "[core][sim]") {
   const auto f = known_fit();
   // 300 tokens from 0 in one sequence: 300 x 301 / 2 pairs.
-  const double expected = 2e-3 + 300 * 20e-6 - (300 - 64) * 10e-6 + (300 - 256) * 5e-6 + 50e-6 + 45150 * 2e-9;
-  CHECK(f.predict(sim::sample_shape({300, 0, 0, 0.0})) == Approx(expected));
+  const double expected =
+      2e-3 + 300 * 20e-6 - (300 - 64) * 10e-6 + (300 - 256) * 5e-6 + 50e-6 + 300 * 30e-9 + 45150 * 2e-9;
+  CHECK(f.predict(sim::sample_shape({300, 1, 0, 0, 0.0})) == Approx(expected));
   // A decode at context 1000: its one token attends to 1000 keys.
-  CHECK(f.predict(sim::sample_shape({0, 1, 1000, 0.0})) == Approx(2e-3 + 20e-6 + 50e-6 + 1000 * 2e-9));
+  CHECK(f.predict(sim::sample_shape({0, 1, 1, 1000, 0.0})) == Approx(2e-3 + 20e-6 + 50e-6 + 1000 * 30e-9 + 1000 * 2e-9));
 }
 
 TEST_CASE("step profile: the fit recovers known coefficients from exact samples", "[core][sim]") {
@@ -83,6 +91,7 @@ TEST_CASE("step profile: the fit recovers known coefficients from exact samples"
   CHECK(fit->per_token_above_s[0] == Approx(truth.per_token_above_s[0]).epsilon(1e-6));
   CHECK(fit->per_token_above_s[1] == Approx(truth.per_token_above_s[1]).epsilon(1e-6));
   CHECK(fit->per_seq_s == Approx(truth.per_seq_s).epsilon(1e-6));
+  CHECK(fit->per_kv_token_s == Approx(truth.per_kv_token_s).epsilon(1e-6));
   CHECK(fit->per_attention_pair_s == Approx(truth.per_attention_pair_s).epsilon(1e-6));
   CHECK(fit->max_relative_error < 1e-9);
 }
@@ -104,11 +113,11 @@ TEST_CASE("step profile: with noise the fit stays close and reports its error", 
 TEST_CASE("step profile: samples that do not determine a coefficient are refused by name", "[core][sim]") {
   // Decodes only, all at one context: per token, per sequence and per pair move together.
   std::vector<sim::profile_sample> samples;
-  for (int d : {1, 2, 4, 8, 16, 32, 64, 128}) samples.push_back({0, d, 100, 1e-3 * d});
+  for (int d : {1, 2, 4, 8, 16, 32, 64, 128}) samples.push_back({0, 1, d, 100, 1e-3 * d});
   auto fit = sim::fit_profile(samples, {});
   REQUIRE_FALSE(fit.has_value());
   CHECK(fit.error().message.find("do not determine the coefficient") != std::string::npos);
-  CHECK_FALSE(sim::fit_profile({{16, 0, 0, 1e-3}}, {}).has_value());  // fewer samples than coefficients
+  CHECK_FALSE(sim::fit_profile({{16, 1, 0, 0, 1e-3}}, {}).has_value());  // fewer samples than coefficients
   auto bad = synthetic(known_fit());
   bad[3].seconds = 0.0;
   CHECK(sim::fit_profile(bad, {64, 256}).error().message.find("positive") != std::string::npos);
@@ -127,11 +136,13 @@ TEST_CASE("step profile: the file round-trips", "[core][sim]") {
   CHECK(back->origin.repeats == 3);
   REQUIRE(back->samples.size() == p.samples.size());
   CHECK(back->samples[10].decode_seqs == p.samples[10].decode_seqs);
+  CHECK(back->samples[1].prefill_seqs == p.samples[1].prefill_seqs);
   CHECK(back->samples[10].seconds == p.samples[10].seconds);
   CHECK(back->fit.knots == p.fit.knots);
   CHECK(back->fit.per_attention_pair_s == p.fit.per_attention_pair_s);
+  CHECK(back->fit.per_kv_token_s == p.fit.per_kv_token_s);
   CHECK(back->fit.per_token_above_s == p.fit.per_token_above_s);
-  const auto shape = sim::sample_shape({200, 16, 700, 0.0});
+  const auto shape = sim::sample_shape({200, 2, 16, 700, 0.0});
   CHECK(back->fit.predict(shape) == p.fit.predict(shape));
 }
 
@@ -182,8 +193,21 @@ TEST_CASE("profile cost model: the fit plus the engine overhead per step", "[cor
   REQUIRE(loaded.has_value());
   auto model = sim::profile_cost_model::try_create(*loaded, 0.5e-3);
   REQUIRE(model.has_value());
-  const auto shape = sim::sample_shape({0, 8, 300, 0.0});
+  const auto shape = sim::sample_shape({0, 1, 8, 300, 0.0});
   CHECK(model->step_seconds(shape) == Approx(known_fit().predict(shape) + 0.5e-3).epsilon(1e-6));
   CHECK(model->describe().find("bench-20M") != std::string::npos);
   CHECK_FALSE(sim::profile_cost_model::try_create(*loaded, -1.0).has_value());
+}
+
+TEST_CASE("step profile: a negative token slope counts as flat", "[core][sim]") {
+  sim::profile_fit f;
+  f.knots = {64};
+  f.fixed_s = 1e-3;
+  f.per_token_s = 20e-6;
+  f.per_token_above_s = {-30e-6};  // -10 us per token above 64: the biggest steps would be free
+  step_shape small, big;
+  small.seqs.push_back({64, 64});
+  big.seqs.push_back({1000, 1000});  // (no attention or sequence term: tokens alone)
+  CHECK(f.predict(small) == Approx(1e-3 + 64 * 20e-6));
+  CHECK(f.predict(big) == Approx(f.predict(small)));
 }
