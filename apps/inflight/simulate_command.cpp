@@ -24,7 +24,7 @@ namespace {
 
 /// profile: the engine's time per step outside the backend, which a profile (the backend
 /// alone) does not hold; measured by `bench offline` on the CPU (docs/simulate.md).
-constexpr double default_engine_overhead_ms = 0.0;
+constexpr double default_engine_overhead_ms = 0.3;
 
 struct simulate_options {
   std::string config_path;
