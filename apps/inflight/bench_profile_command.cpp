@@ -83,17 +83,29 @@ step_plan plan_of(const sim::profile_sample& s, int block_size, int num_blocks) 
   return plan;
 }
 
-/// Median seconds of `repeats` executions (after one untimed).
-double time_point(backend& be, const step_plan& plan, int repeats) {
-  std::vector<double> times;
-  for (int i = 0; i <= repeats; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    auto r = be.execute(plan);
-    if (!r) fail(r.error().message);
-    if (i > 0) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+double time_step(backend& be, const step_plan& plan) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = be.execute(plan);
+  if (!r) fail(r.error().message);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// Each point's median over `repeats` passes through the whole grid: one step of a shape
+/// never follows a step of the same shape, as in an engine, where no two steps are alike
+/// (the same step again finds its activations and K/V in the caches).
+void time_grid(backend& be, std::vector<sim::profile_sample>& grid, int repeats) {
+  std::vector<step_plan> plans;
+  for (const auto& s : grid) plans.push_back(plan_of(s, be.block_size(), be.num_kv_blocks()));
+  std::vector<std::vector<double>> times(grid.size());
+  for (int pass = 0; pass < repeats; ++pass) {
+    for (std::size_t i = 0; i < grid.size(); ++i) times[i].push_back(time_step(be, plans[i]));
   }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  for (std::size_t i = 0; i < grid.size(); ++i) {
+    std::sort(times[i].begin(), times[i].end());
+    grid[i].seconds = times[i][times[i].size() / 2];
+    std::fprintf(stderr, "  prefill %d x %4d + %3d decodes at context %5d: %9.3f ms\n", grid[i].prefill_seqs,
+                 grid[i].prefill_tokens, grid[i].decode_seqs, grid[i].context, grid[i].seconds * 1e3);
+  }
 }
 
 std::string cpu_model_name() {
@@ -197,11 +209,7 @@ void run_bench_profile(const profile_options& o) {
               origin.device.c_str(), origin.backend.c_str(), origin.threads, origin.weight_dtype.c_str(),
               origin.kv_dtype.c_str(), (*be)->num_kv_blocks(), needed);
   profile.samples = grid_of(o);
-  for (auto& s : profile.samples) {
-    s.seconds = time_point(**be, plan_of(s, (*be)->block_size(), (*be)->num_kv_blocks()), o.repeats);
-    std::fprintf(stderr, "  prefill %d x %4d + %3d decodes at context %5d: %9.3f ms\n", s.prefill_seqs,
-                 s.prefill_tokens, s.decode_seqs, s.context, s.seconds * 1e3);
-  }
+  time_grid(**be, profile.samples, o.repeats);
   fit_and_write(std::move(profile), o);
 }
 
@@ -223,7 +231,7 @@ void add_bench_profile_command(CLI::App& bench) {
   cmd->add_option("--context", o->contexts, "context length of each decode sequence")->delimiter(',')->capture_default_str();
   cmd->add_option("--knots", o->knots, "step tokens where the fit's per-token slope may change")
       ->delimiter(',')->capture_default_str();
-  cmd->add_option("--repeats", o->repeats, "timed steps per grid point (the median is kept)")->capture_default_str();
+  cmd->add_option("--repeats", o->repeats, "passes through the grid, each timing every point once (the median is kept)")->capture_default_str();
   cmd->add_option("--refit", o->refit, "fit the samples of this profile again (e.g. with other --knots); no measuring");
   cmd->add_option("--output,-o", o->output, "the profile file to write")->capture_default_str();
   cmd->callback([o] { run_bench_profile(*o); });
