@@ -48,19 +48,7 @@ struct offline_options {
 
 deployment base_deployment(const offline_options& o) {
   deployment d = load_deployment_or_fail(o.config_path, o.overrides);
-  if (!o.shape.empty()) {
-    auto c = named_shape(o.shape);
-    if (!c) fail("unknown shape '" + o.shape + "'");
-    d.model.path.clear();
-    d.model.format = "dummy";
-    d.model.config_json.clear();
-    auto& s = d.model.dummy;
-    s.hidden_size = c->dim, s.intermediate_size = c->hidden_dim, s.num_layers = c->num_layers;
-    s.num_heads = c->num_heads, s.num_kv_heads = c->num_kv_heads, s.head_dim = c->head_dim;
-    s.vocab_size = c->vocab_size, s.max_position = c->max_seq_len, s.rope_theta = c->rope_theta;
-    s.tied_embeddings = c->tied_embeddings;
-    s.family = c->qk_norm ? "qwen3" : "llama";
-  }
+  if (!o.shape.empty()) use_named_shape(d, o.shape);
   return d;
 }
 

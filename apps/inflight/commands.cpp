@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "config/deployment_loader.hpp"
+#include "core/model/shapes.hpp"
 
 namespace inflight::app {
 
@@ -16,6 +17,7 @@ void add_commands(CLI::App& app) {
   add_bench_offline_command(*bench);
   add_bench_serve_command(*bench);
   add_bench_grammar_command(*bench);
+  add_bench_profile_command(*bench);
   add_plan_command(app);
   add_perplexity_command(app);
   add_simulate_command(app);
@@ -25,6 +27,20 @@ deployment load_deployment_or_fail(const std::string& config_path, const std::ve
   auto d = config::load_deployment(config_path, overrides);
   if (!d) fail(d.error().message);
   return *d;
+}
+
+void use_named_shape(deployment& d, const std::string& shape) {
+  auto c = named_shape(shape);
+  if (!c) fail("unknown shape '" + shape + "'");
+  d.model.path.clear();
+  d.model.format = "dummy";
+  d.model.config_json.clear();
+  auto& s = d.model.dummy;
+  s.hidden_size = c->dim, s.intermediate_size = c->hidden_dim, s.num_layers = c->num_layers;
+  s.num_heads = c->num_heads, s.num_kv_heads = c->num_kv_heads, s.head_dim = c->head_dim;
+  s.vocab_size = c->vocab_size, s.max_position = c->max_seq_len, s.rope_theta = c->rope_theta;
+  s.tied_embeddings = c->tied_embeddings;
+  s.family = c->qk_norm ? "qwen3" : "llama";
 }
 
 void fail(const std::string& message) {

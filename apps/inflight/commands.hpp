@@ -19,6 +19,7 @@ void add_bench_forward_command(CLI::App& bench);
 void add_bench_offline_command(CLI::App& bench);
 void add_bench_serve_command(CLI::App& bench);
 void add_bench_grammar_command(CLI::App& bench);
+void add_bench_profile_command(CLI::App& bench);
 void add_plan_command(CLI::App& app);
 void add_perplexity_command(CLI::App& app);
 void add_simulate_command(CLI::App& app);
@@ -30,6 +31,10 @@ double value_bytes(const std::string& name, const char* option);
 /// The deployment of `config_path` (defaults when empty) with `--set` overrides
 /// applied; a bad file or override ends the command with its message.
 deployment load_deployment_or_fail(const std::string& config_path, const std::vector<std::string>& overrides);
+
+/// Points the deployment's model at random weights of a named shape (bench-20M, ...); an
+/// unknown name ends the command.
+void use_named_shape(deployment& d, const std::string& shape);
 
 /// Prints "inflight: <message>" on stderr and ends the command with exit code 1.
 [[noreturn]] void fail(const std::string& message);

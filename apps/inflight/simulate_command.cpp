@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <random>
 
@@ -13,11 +14,17 @@
 #include "core/bench/arrival.hpp"
 #include "core/bench/gpu_specs.hpp"
 #include "core/bench/policy_budget.hpp"
+#include "core/kv/block_pool.hpp"
 #include "core/model/shapes.hpp"
+#include "core/sim/profile_cost_model.hpp"
 #include "core/sim/simulator.hpp"
 
 namespace inflight::app {
 namespace {
+
+/// profile: the engine's time per step outside the backend, which a profile (the backend
+/// alone) does not hold; measured by `bench offline` on the CPU (docs/simulate.md).
+constexpr double default_engine_overhead_ms = 0.3;
 
 struct simulate_options {
   std::string config_path;
@@ -31,7 +38,7 @@ struct simulate_options {
   double burstiness = 1.0;
   std::vector<std::string> policies = {"static", "fcfs", "splitfuse"};
   std::string plugin_dir;
-  std::string shape = "llama-3.1-8b";
+  std::string shape;  // "" = the profile's model, or llama-3.1-8b
   std::string gpu = "h100";
   std::string memory, bandwidth, flops;  // "" = the GPU's
   double utilization = 0.9;
@@ -42,6 +49,7 @@ struct simulate_options {
   double bandwidth_efficiency = sim::roofline_options{}.bandwidth_efficiency;
   double compute_efficiency = sim::roofline_options{}.compute_efficiency;
   double step_overhead_ms = sim::roofline_options{}.step_overhead_s * 1e3;
+  double engine_overhead_ms = default_engine_overhead_ms;
   double slo_ttft_ms = 0.0, slo_tpot_ms = 0.0, slo_e2e_ms = 0.0;
   std::string prefix_caching;  // on | off ("" = the deployment's)
   std::string sweep;           // key=v1,v2,...
@@ -158,15 +166,23 @@ bench::hardware_spec gpu_spec(const simulate_options& o) {
 /// Everything a run shares: the shape, the cost model, the KV pool.
 struct sim_setup {
   model_config model;
-  std::optional<sim::roofline_cost_model> cost;
+  std::string shape;
+  std::string device;  ///< the GPU's name, or the profile's device
+  std::shared_ptr<const sim::step_cost_model> cost;
   int num_kv_blocks = 0;
 };
 
-sim_setup make_setup(const simulate_options& o, const deployment& d) {
+model_config shape_or_fail(const std::string& name) {
+  auto shape = named_shape(name);
+  if (!shape) fail("--shape: unknown shape '" + name + "'");
+  return *shape;
+}
+
+sim_setup make_roofline_setup(const simulate_options& o, const deployment& d) {
   sim_setup s;
-  auto shape = named_shape(o.shape);
-  if (!shape) fail("--shape: unknown shape '" + o.shape + "'");
-  s.model = *shape;
+  s.shape = o.shape.empty() ? "llama-3.1-8b" : o.shape;
+  s.model = shape_or_fail(s.shape);
+  s.device = o.gpu;
   const auto hw = gpu_spec(o);
   sim::roofline_options ro;
   ro.bandwidth_efficiency = o.bandwidth_efficiency;
@@ -178,16 +194,55 @@ sim_setup make_setup(const simulate_options& o, const deployment& d) {
   ro.kv_value_bytes = int(kv_bytes);
   auto cost = sim::roofline_cost_model::try_create(s.model, hw, ro);
   if (!cost) fail(cost.error().message);
-  s.cost = std::move(*cost);
   s.num_kv_blocks = o.num_kv_blocks;
-  if (s.num_kv_blocks > 0) return s;
-  // As `inflight plan` computes it: (memory x utilization - weights) / KV bytes per token.
-  const double kv_budget = hw.memory_bytes * hw.memory_utilization - s.cost->weight_bytes();
-  const double num_tokens = std::floor(kv_budget / s.cost->kv_bytes_per_token());
-  if (num_tokens < d.engine.block_size)
-    fail("the weights of " + o.shape + " leave no KV memory on " + o.gpu + " at utilization " + std::to_string(o.utilization));
-  s.num_kv_blocks = int(std::min(num_tokens / d.engine.block_size, 1e9));
+  if (s.num_kv_blocks == 0) {
+    // As `inflight plan` computes it: (memory x utilization - weights) / KV bytes per token.
+    const double kv_budget = hw.memory_bytes * hw.memory_utilization - cost->weight_bytes();
+    const double num_tokens = std::floor(kv_budget / cost->kv_bytes_per_token());
+    if (num_tokens < d.engine.block_size)
+      fail("the weights of " + s.shape + " leave no KV memory on " + o.gpu + " at utilization " +
+           std::to_string(o.utilization));
+    s.num_kv_blocks = int(std::min(num_tokens / d.engine.block_size, 1e9));
+  }
+  s.cost = std::make_shared<sim::roofline_cost_model>(std::move(*cost));
   return s;
+}
+
+/// --cost-model profile:FILE: the profile's fit; the shape is the profile's model unless
+/// --shape names another; the KV pool is --num-kv-blocks or what the deployment's
+/// engine.kv_blocks / engine.kv_memory give at the profile's KV type (as the engine does).
+sim_setup make_profile_setup(const simulate_options& o, const deployment& d, const std::string& path) {
+  auto profile = sim::load_step_profile(path);
+  if (!profile) fail(profile.error().message);
+  sim_setup s;
+  const std::string& measured = profile->origin.model;
+  s.shape = o.shape.empty() ? measured : o.shape;
+  if (!named_shape(s.shape)) fail("--shape: the profile's model '" + measured + "' is not a named shape; give --shape");
+  s.model = shape_or_fail(s.shape);
+  if (s.shape != measured)
+    std::fprintf(stderr, "simulate: warning: --shape %s, but the profile was measured on %s\n", s.shape.c_str(),
+                 measured.c_str());
+  s.device = profile->origin.device;
+  if (!(o.engine_overhead_ms >= 0.0)) fail("--engine-overhead-ms: a number >= 0");
+  auto cost = sim::profile_cost_model::try_create(std::move(*profile), o.engine_overhead_ms / 1e3);
+  if (!cost) fail(cost.error().message);
+  s.num_kv_blocks = o.num_kv_blocks;
+  if (s.num_kv_blocks == 0) {
+    const auto& kv_dtype = cost->profile().origin.kv_dtype;
+    const int element = kv_dtype == "f16" || kv_dtype == "bf16" ? 2 : 4;
+    const auto per_token = kv_bytes_per_token(s.model.num_layers, s.model.num_kv_heads, s.model.head_dim, element);
+    auto blocks = try_resolve_num_blocks({d.engine.block_size, d.engine.kv_blocks, d.engine.kv_memory_bytes}, per_token);
+    if (!blocks) fail(blocks.error().message);
+    s.num_kv_blocks = *blocks;
+  }
+  s.cost = std::make_shared<sim::profile_cost_model>(std::move(*cost));
+  return s;
+}
+
+sim_setup make_setup(const simulate_options& o, const deployment& d) {
+  if (o.cost_model.starts_with("profile:")) return make_profile_setup(o, d, o.cost_model.substr(8));
+  if (o.cost_model != "roofline") fail("--cost-model: roofline or profile:FILE, not '" + o.cost_model + "'");
+  return make_roofline_setup(o, d);
 }
 
 struct run_row {
@@ -316,12 +371,12 @@ void run_simulate(simulate_options o) {
   }
   const auto& first = rows.front().result;
   std::printf("simulate: workload %s (%s), %zu requests, %s on %s, KV blocks %d x %d, %s\n", o.workload.c_str(),
-              o.size.c_str(), first.records.size(), o.shape.c_str(), o.gpu.c_str(), setup.num_kv_blocks,
+              o.size.c_str(), first.records.size(), setup.shape.c_str(), setup.device.c_str(), setup.num_kv_blocks,
               base.engine.block_size, setup.cost->describe().c_str());
   print_table(rows, sweep_key.empty() ? "rate" : sweep_key);
   if (o.json_path.empty()) return;
   nlohmann::json doc = {{"workload", o.workload},  {"size", o.size},          {"seed", o.seed},
-                        {"shape", o.shape},        {"gpu", o.gpu},            {"cost_model", setup.cost->describe()},
+                        {"shape", setup.shape},    {"gpu", setup.device},            {"cost_model", setup.cost->describe()},
                         {"num_kv_blocks", setup.num_kv_blocks}, {"block_size", base.engine.block_size}};
   doc["runs"] = nlohmann::json::array();
   for (const auto& row : rows) doc["runs"].push_back(to_json(row, sweep_key));
@@ -354,7 +409,7 @@ void add_simulate_command(CLI::App& app) {
     std::string names;
     for (const auto& n : shape_names()) names += (names.empty() ? "" : ", ") + n;
     return names;
-  }())->capture_default_str();
+  }() + " (default: the profile's model, or llama-3.1-8b)");
   cmd->add_option("--gpu", o->gpu, "GPU datasheet: " + [] {
     std::string names;
     for (const auto& n : bench::gpu_names()) names += (names.empty() ? "" : ", ") + n;
@@ -366,14 +421,20 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--utilization", o->utilization, "fraction of memory for weights + KV")->capture_default_str();
   cmd->add_option("--weight-dtype", o->weight_dtype, "weight type (bytes per weight)")->capture_default_str();
   cmd->add_option("--kv-dtype", o->kv_dtype, "KV cache element type: f32 | f16 | bf16")->capture_default_str();
-  cmd->add_option("--num-kv-blocks", o->num_kv_blocks, "KV blocks (default: what the GPU's memory holds)")
+  cmd->add_option("--num-kv-blocks", o->num_kv_blocks,
+                  "KV blocks (default: what the GPU's memory holds; profile: the deployment's engine.kv_memory)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--cost-model", o->cost_model, "step-cost model")->check(CLI::IsMember({"roofline"}))->capture_default_str();
+  cmd->add_option("--cost-model", o->cost_model,
+                  "step-cost model: roofline (of --gpu) | profile:FILE (measured by inflight bench profile)")
+      ->capture_default_str();
   cmd->add_option("--bandwidth-efficiency", o->bandwidth_efficiency, "roofline: share of the bandwidth reached")
       ->capture_default_str();
   cmd->add_option("--compute-efficiency", o->compute_efficiency, "roofline: share of the peak FLOP/s reached")
       ->capture_default_str();
   cmd->add_option("--step-overhead-ms", o->step_overhead_ms, "roofline: fixed time added to every step")
+      ->capture_default_str();
+  cmd->add_option("--engine-overhead-ms", o->engine_overhead_ms,
+                  "profile: time per step outside the backend, added to the profile's")
       ->capture_default_str();
   cmd->add_option("--slo-ttft", o->slo_ttft_ms, "goodput: TTFT limit in ms");
   cmd->add_option("--slo-tpot", o->slo_tpot_ms, "goodput: TPOT limit in ms");

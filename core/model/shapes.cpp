@@ -57,6 +57,24 @@ model_config qwen3_0_6b_shape() {
   return c;
 }
 
+// Llama-2-13B: the 13B class of Anyscale's continuous-batching experiment (OPT-13B there),
+// for `inflight simulate` (no GPU test runs it).
+model_config llama2_13b_shape() {
+  model_config c;
+  c.architecture = "LlamaForCausalLM";
+  c.dim = 5120;
+  c.hidden_dim = 13824;
+  c.num_layers = 40;
+  c.num_heads = 40;
+  c.num_kv_heads = 40;
+  c.head_dim = 128;
+  c.vocab_size = 32000;
+  c.max_seq_len = 4096;
+  c.norm_eps = 1e-5f;
+  c.rope = rope_style::half;
+  return c;
+}
+
 }  // namespace
 
 std::optional<model_config> named_shape(std::string_view name) {
@@ -65,11 +83,12 @@ std::optional<model_config> named_shape(std::string_view name) {
   if (name == "llama-3.2-1b") return llama3_shape(2048, 8192, 16, 64, true);
   if (name == "llama-3.1-8b") return llama3_shape(4096, 14336, 32, 128, false);
   if (name == "qwen3-0.6b") return qwen3_0_6b_shape();
+  if (name == "llama-2-13b") return llama2_13b_shape();
   return std::nullopt;
 }
 
 std::vector<std::string> shape_names() {
-  return {"bench-20M", "bench-110M", "llama-3.2-1b", "llama-3.1-8b", "qwen3-0.6b"};
+  return {"bench-20M", "bench-110M", "llama-3.2-1b", "llama-3.1-8b", "qwen3-0.6b", "llama-2-13b"};
 }
 
 std::vector<std::string> family_names() { return {"llama", "qwen3"}; }

@@ -1,8 +1,8 @@
 #pragma once
 /// How long one engine step takes on a modelled device: the simulator's clock advances
 /// by this for every step it runs. A model sees only the step's sizes (step_shape), so a
-/// measured one (a table of step times from `inflight bench profile`, not here yet) can
-/// take the roofline's place behind the same interface.
+/// measured one (profile_cost_model.hpp: a fit of step times from `inflight bench
+/// profile`) takes the roofline's place behind the same interface.
 ///
 /// roofline: a step reads every weight once and the K/V of every scheduled sequence's
 /// context, and does 2 FLOPs per parameter per token plus attention's:

@@ -37,4 +37,20 @@ if sim --policy fcfs --gpu h1000 > /dev/null; then fail "an unknown GPU was acce
 grep -q "unknown GPU" "$dir/simulate_smoke.err" || fail "no message for an unknown GPU"
 if sim --policy fcfs --sweep colour=1,2 > /dev/null; then fail "an unknown sweep key was accepted"; fi
 grep -q "unknown key" "$dir/simulate_smoke.err" || fail "no message for an unknown sweep key"
-echo "ok: simulate printed its rows, repeated its figures and refused bad input"
+# The profile cost model: a tiny measured profile, the shipped CPU profile, and a bad file.
+src=$(cd "$(dirname "$0")/../.." && pwd)
+"$inflight" bench profile --shape bench-20M --prefill 0,16,32 --prefill-seqs 1,2 --decode 0,1,4 --context 8,64 \
+  --repeats 1 --knots 24 -o "$dir/tiny_profile.json" > "$dir/profile.out" 2>&1 || { cat "$dir/profile.out"; fail "bench profile exited $?"; }
+grep -q '"format": "inflight-step-profile"' "$dir/tiny_profile.json" || fail "bench profile wrote no profile"
+grep -q '"per_attention_pair_s"' "$dir/tiny_profile.json" || fail "the profile has no fit"
+psim() { "$inflight" simulate --plugin-dir "$plugins" --workload variance --num-prompts 24 --policy fcfs "$@" \
+  2> "$dir/simulate_smoke.err"; }
+out=$(psim --cost-model "profile:$dir/tiny_profile.json") || { cat "$dir/simulate_smoke.err"; fail "simulate with a profile exited $?"; }
+echo "$out" | grep -q "profile: bench-20M" || fail "the header does not name the profile"
+out=$(psim --cost-model "profile:$src/profiles/cpu-bench-20M.json") || fail "the shipped profile did not load"
+echo '{"format": "inflight-step-profile", "version": 1}' > "$dir/bad_profile.json"
+if psim --cost-model "profile:$dir/bad_profile.json" > /dev/null; then fail "a bad profile was accepted"; fi
+grep -q "bad_profile.json: step profile: 'device' is missing" "$dir/simulate_smoke.err" || fail "no clear message for a bad profile"
+if psim --cost-model profile:/nonexistent.json > /dev/null; then fail "a missing profile was accepted"; fi
+grep -q "cannot open /nonexistent.json" "$dir/simulate_smoke.err" || fail "no message for a missing profile"
+echo "ok: simulate printed its rows, repeated its figures and refused bad input; bench profile wrote a profile simulate reads"

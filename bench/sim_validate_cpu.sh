@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# docs/simulate.md, "Validation": measures a step profile of one CPU shape, then runs the
+# variance, latency and interference workloads (small, scaled down) through `bench offline`
+# and through `simulate --cost-model profile:` with that profile, every shipped policy,
+# and prints the figures side by side (bench/sim_validate.py).
+#
+#   bench/sim_validate_cpu.sh SHAPE [OUT_DIR]     e.g. bench-20M, bench-110M
+# Environment: INFLIGHT (default build/bin/inflight), QUIET (a wrapper for each timed
+#   step, e.g. /work/figs/quiet.sh), WORKLOADS ("variance latency interference"),
+#   PROMPTS (variance and latency requests, 64), RATE (latency requests/s: 20 for
+#   bench-20M, 4 otherwise), PROFILE (use this profile instead of measuring one), THREADS
+#   (engine.threads of both, default 1: with 2 compute threads on a 2-core machine the
+#   engine's own threads preempt the compute team and the steps are far slower than alone).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+shape=${1:?shape (bench-20M or bench-110M)}
+out=${2:-$here/build/sim-validate}
+bin=${INFLIGHT:-$here/build/bin/inflight}
+quiet=${QUIET:-}
+workloads=${WORKLOADS:-"variance latency interference"}
+prompts=${PROMPTS:-64}
+if [ "$shape" = bench-20M ]; then rate=${RATE:-20}; else rate=${RATE:-4}; fi
+config=$here/config/bench-20M.toml  # 512 MiB of KV, 64 sequences, 512-token budget
+threads=${THREADS:-1}
+# Waits (up to 10 minutes) while other engine processes run on this machine: quiet.sh
+# pauses builds and tests, not servers.
+wait_idle() {
+  for _ in $(seq 600); do pgrep -f "inflight serve" > /dev/null || return 0; sleep 1; done
+}
+mkdir -p "$out"
+profile=${PROFILE:-$out/cpu-$shape.json}
+if [ -z "${PROFILE:-}" ]; then
+  wait_idle
+  $quiet "$bin" bench profile --config "$config" --set engine.threads="$threads" --shape "$shape" --repeats 5 \
+    -o "$profile" > "$out/profile-$shape.txt"
+  tail -2 "$out/profile-$shape.txt"
+fi
+for w in $workloads; do
+  args=(--inflight "$bin" --config "$config" --set engine.threads="$threads" --shape "$shape" --profile "$profile"
+        --workload "$w" --out "$out")
+  case $w in
+    variance) args+=(--num-prompts "$prompts") ;;
+    latency) args+=(--num-prompts "$prompts" --request-rate "$rate") ;;
+  esac
+  wait_idle
+  $quiet python3 "$here/bench/sim_validate.py" "${args[@]}" | tee "$out/$shape-$w.md"
+done

@@ -1,0 +1,318 @@
+#include "core/sim/step_profile.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace inflight::sim {
+namespace {
+
+constexpr const char* format_name = "inflight-step-profile";
+constexpr int format_version = 1;
+
+/// The work of a step: [1, T, max(0, T - knot)..., S, C, A].
+std::vector<double> features(const step_shape& shape, const std::vector<int>& knots) {
+  double tokens = 0.0, context = 0.0, pairs = 0.0;
+  for (const auto& s : shape.seqs) {
+    const double n = s.num_tokens, start = s.num_context_tokens - s.num_tokens;
+    tokens += n;
+    context += s.num_context_tokens;
+    pairs += n * start + n * (n + 1.0) / 2.0;
+  }
+  std::vector<double> f = {1.0, tokens};
+  for (int k : knots) f.push_back(std::max(0.0, tokens - k));
+  f.push_back(double(shape.num_seqs()));
+  f.push_back(context);
+  f.push_back(pairs);
+  return f;
+}
+
+/// Solves the square system a x = b by Gaussian elimination with partial pivoting;
+/// an error (naming the unknown) when a pivot vanishes.
+result<std::vector<double>> solve(std::vector<std::vector<double>> a, std::vector<double> b,
+                                  const std::vector<std::string>& names) {
+  const std::size_t n = b.size();
+  for (std::size_t col = 0; col < n; ++col) {
+    std::size_t pivot = col;
+    for (std::size_t r = col + 1; r < n; ++r) {
+      if (std::abs(a[r][col]) > std::abs(a[pivot][col])) pivot = r;
+    }
+    if (!(std::abs(a[pivot][col]) > 1e-9)) {
+      return make_error(errc::invalid_argument, "profile fit: the samples do not determine the coefficient " +
+                                                    names[col] + " (add grid points that vary it)");
+    }
+    std::swap(a[col], a[pivot]);
+    std::swap(b[col], b[pivot]);
+    for (std::size_t r = col + 1; r < n; ++r) {
+      const double m = a[r][col] / a[col][col];
+      for (std::size_t c = col; c < n; ++c) a[r][c] -= m * a[col][c];
+      b[r] -= m * b[col];
+    }
+  }
+  std::vector<double> x(n);
+  for (std::size_t i = n; i-- > 0;) {
+    double v = b[i];
+    for (std::size_t c = i + 1; c < n; ++c) v -= a[i][c] * x[c];
+    x[i] = v / a[i][i];
+  }
+  return x;
+}
+
+std::vector<std::string> coefficient_names(const std::vector<int>& knots) {
+  std::vector<std::string> names = {"fixed_s", "per_token_s"};
+  for (int k : knots) names.push_back("per_token_above_s[" + std::to_string(k) + "]");
+  names.push_back("per_seq_s");
+  names.push_back("per_kv_token_s");
+  names.push_back("per_attention_pair_s");
+  return names;
+}
+
+result<void> check_samples(const std::vector<profile_sample>& samples, const std::vector<int>& knots) {
+  for (std::size_t i = 0; i < knots.size(); ++i) {
+    if (knots[i] <= 0 || (i > 0 && knots[i] <= knots[i - 1]))
+      return make_error(errc::invalid_argument, "profile fit: knots must be positive and ascending");
+  }
+  for (const auto& s : samples) {
+    if (s.prefill_tokens < 0 || s.decode_seqs < 0 || s.context < 0 || (s.decode_seqs > 0 && s.context < 1) ||
+        (s.prefill_tokens > 0 && s.prefill_seqs < 1) || s.prefill_tokens + s.decode_seqs == 0)
+      return make_error(errc::invalid_argument, "profile fit: a sample is not a step (no tokens, or a context < 1)");
+    if (!(s.seconds > 0.0) || !std::isfinite(s.seconds))
+      return make_error(errc::invalid_argument, "profile fit: a sample's time is not a positive number");
+  }
+  return {};
+}
+
+}  // namespace
+
+step_shape sample_shape(const profile_sample& s) {
+  step_shape shape;
+  if (s.prefill_tokens > 0) {
+    for (int i = 0; i < s.prefill_seqs; ++i) shape.seqs.push_back({s.prefill_tokens, s.prefill_tokens});
+  }
+  for (int i = 0; i < s.decode_seqs; ++i) shape.seqs.push_back({1, s.context});
+  return shape;
+}
+
+double profile_fit::predict(const step_shape& shape) const {
+  const auto f = features(shape, knots);
+  const double tokens = f[1];
+  // The token term segment by segment, each slope at least 0.
+  double slope = per_token_s, v = fixed_s, from = 0.0;
+  for (std::size_t k = 0; k <= knots.size(); ++k) {
+    const double to = k < knots.size() ? std::min(tokens, double(knots[k])) : tokens;
+    if (to > from) v += std::max(0.0, slope) * (to - from);
+    from = std::max(from, to);
+    if (k < knots.size() && k < per_token_above_s.size()) slope += per_token_above_s[k];
+  }
+  const std::size_t rest = 2 + knots.size();
+  v += per_seq_s * f[rest] + per_kv_token_s * f[rest + 1] + per_attention_pair_s * f[rest + 2];
+  return std::max(0.0, v);
+}
+
+result<profile_fit> fit_profile(const std::vector<profile_sample>& samples, const std::vector<int>& knots) {
+  if (auto ok = check_samples(samples, knots); !ok) return std::unexpected(ok.error());
+  const auto names = coefficient_names(knots);
+  const std::size_t n = names.size();
+  if (samples.size() < n) {
+    return make_error(errc::invalid_argument, "profile fit: " + std::to_string(samples.size()) + " samples for " +
+                                                  std::to_string(n) + " coefficients");
+  }
+  // Rows weighted by 1 / seconds; columns scaled to unit size so that the pivots compare.
+  std::vector<std::vector<double>> rows;
+  std::vector<double> scale(n, 0.0);
+  for (const auto& s : samples) {
+    auto f = features(sample_shape(s), knots);
+    for (std::size_t c = 0; c < n; ++c) {
+      f[c] /= s.seconds;
+      scale[c] = std::max(scale[c], std::abs(f[c]));
+    }
+    rows.push_back(std::move(f));
+  }
+  for (auto& v : scale) v = v > 0.0 ? v : 1.0;
+  std::vector<std::vector<double>> ata(n, std::vector<double>(n, 0.0));
+  std::vector<double> atb(n, 0.0);
+  for (const auto& f : rows) {
+    for (std::size_t i = 0; i < n; ++i) {
+      atb[i] += f[i] / scale[i];  // the weighted target is seconds / seconds = 1
+      for (std::size_t j = 0; j < n; ++j) ata[i][j] += f[i] / scale[i] * f[j] / scale[j];
+    }
+  }
+  auto x = solve(std::move(ata), std::move(atb), names);
+  if (!x) return std::unexpected(x.error());
+  profile_fit fit;
+  fit.knots = knots;
+  for (std::size_t c = 0; c < n; ++c) (*x)[c] /= scale[c];
+  fit.fixed_s = (*x)[0];
+  fit.per_token_s = (*x)[1];
+  fit.per_token_above_s.assign(x->begin() + 2, x->begin() + 2 + std::ptrdiff_t(knots.size()));
+  fit.per_seq_s = (*x)[2 + knots.size()];
+  fit.per_kv_token_s = (*x)[3 + knots.size()];
+  fit.per_attention_pair_s = (*x)[4 + knots.size()];
+  double sum = 0.0;
+  for (const auto& s : samples) {
+    const double e = std::abs(fit.predict(sample_shape(s)) - s.seconds) / s.seconds;
+    sum += e;
+    fit.max_relative_error = std::max(fit.max_relative_error, e);
+  }
+  fit.mean_relative_error = sum / double(samples.size());
+  return fit;
+}
+
+std::string to_json_text(const step_profile& p) {
+  const auto& o = p.origin;
+  nlohmann::json samples = nlohmann::json::array();
+  for (const auto& s : p.samples) {
+    samples.push_back({{"prefill_tokens", s.prefill_tokens},
+                       {"prefill_seqs", s.prefill_seqs},
+                       {"decode_seqs", s.decode_seqs},
+                       {"context", s.context},
+                       {"seconds", s.seconds}});
+  }
+  const auto& f = p.fit;
+  nlohmann::json doc = {
+      {"format", format_name},
+      {"version", format_version},
+      {"device", o.device},
+      {"backend", o.backend},
+      {"threads", o.threads},
+      {"model", o.model},
+      {"weight_dtype", o.weight_dtype},
+      {"kv_dtype", o.kv_dtype},
+      {"measured_at", o.measured_at},
+      {"repeats", o.repeats},
+      {"fit",
+       {{"knots", f.knots},
+        {"fixed_s", f.fixed_s},
+        {"per_token_s", f.per_token_s},
+        {"per_token_above_s", f.per_token_above_s},
+        {"per_seq_s", f.per_seq_s},
+        {"per_kv_token_s", f.per_kv_token_s},
+        {"per_attention_pair_s", f.per_attention_pair_s},
+        {"mean_relative_error", f.mean_relative_error},
+        {"max_relative_error", f.max_relative_error}}},
+      {"samples", std::move(samples)}};
+  return doc.dump(2) + "\n";
+}
+
+namespace {
+
+/// Reads j[key] as T; an error naming the key when it is missing or of another type.
+template <class T>
+result<T> field(const nlohmann::json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end()) return make_error(errc::corrupt_file, std::string("step profile: '") + key + "' is missing");
+  try {
+    return it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    return make_error(errc::corrupt_file, std::string("step profile: '") + key + "' has the wrong type");
+  }
+}
+
+result<profile_origin> parse_origin(const nlohmann::json& j) {
+  profile_origin o;
+  auto device = field<std::string>(j, "device");
+  auto backend = field<std::string>(j, "backend");
+  auto threads = field<int>(j, "threads");
+  auto model = field<std::string>(j, "model");
+  auto weight = field<std::string>(j, "weight_dtype");
+  auto kv = field<std::string>(j, "kv_dtype");
+  auto at = field<std::string>(j, "measured_at");
+  auto repeats = field<int>(j, "repeats");
+  if (!device) return std::unexpected(device.error());
+  if (!backend) return std::unexpected(backend.error());
+  if (!threads) return std::unexpected(threads.error());
+  if (!model) return std::unexpected(model.error());
+  if (!weight) return std::unexpected(weight.error());
+  if (!kv) return std::unexpected(kv.error());
+  if (!at) return std::unexpected(at.error());
+  if (!repeats) return std::unexpected(repeats.error());
+  return profile_origin{*device, *backend, *threads, *model, *weight, *kv, *at, *repeats};
+}
+
+result<profile_fit> parse_fit(const nlohmann::json& doc) {
+  const auto it = doc.find("fit");
+  if (it == doc.end() || !it->is_object()) return make_error(errc::corrupt_file, "step profile: 'fit' is missing");
+  const auto& j = *it;
+  profile_fit f;
+  auto knots = field<std::vector<int>>(j, "knots");
+  if (!knots) return std::unexpected(knots.error());
+  auto above = field<std::vector<double>>(j, "per_token_above_s");
+  if (!above) return std::unexpected(above.error());
+  if (above->size() != knots->size())
+    return make_error(errc::corrupt_file, "step profile: 'per_token_above_s' needs one value per knot");
+  f.knots = *knots;
+  f.per_token_above_s = *above;
+  std::vector<double> values;
+  for (const char* key : {"fixed_s", "per_token_s", "per_seq_s", "per_kv_token_s", "per_attention_pair_s",
+                          "mean_relative_error", "max_relative_error"}) {
+    auto v = field<double>(j, key);
+    if (!v) return std::unexpected(v.error());
+    if (!std::isfinite(*v)) return make_error(errc::corrupt_file, std::string("step profile: '") + key + "' is not finite");
+    values.push_back(*v);
+  }
+  for (double v : f.per_token_above_s) {
+    if (!std::isfinite(v)) return make_error(errc::corrupt_file, "step profile: 'per_token_above_s' is not finite");
+  }
+  f.fixed_s = values[0], f.per_token_s = values[1], f.per_seq_s = values[2], f.per_kv_token_s = values[3];
+  f.per_attention_pair_s = values[4], f.mean_relative_error = values[5], f.max_relative_error = values[6];
+  return f;
+}
+
+result<std::vector<profile_sample>> parse_samples(const nlohmann::json& doc) {
+  const auto it = doc.find("samples");
+  if (it == doc.end() || !it->is_array()) return make_error(errc::corrupt_file, "step profile: 'samples' is missing");
+  std::vector<profile_sample> out;
+  for (const auto& j : *it) {
+    if (!j.is_object()) return make_error(errc::corrupt_file, "step profile: a sample is not an object");
+    auto p = field<int>(j, "prefill_tokens");
+    auto n = field<int>(j, "prefill_seqs");
+    auto d = field<int>(j, "decode_seqs");
+    auto c = field<int>(j, "context");
+    auto s = field<double>(j, "seconds");
+    if (!p) return std::unexpected(p.error());
+    if (!n) return std::unexpected(n.error());
+    if (!d) return std::unexpected(d.error());
+    if (!c) return std::unexpected(c.error());
+    if (!s) return std::unexpected(s.error());
+    out.push_back({*p, *n, *d, *c, *s});
+  }
+  return out;
+}
+
+}  // namespace
+
+result<step_profile> parse_step_profile(const std::string& text) {
+  const auto doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) return make_error(errc::corrupt_file, "step profile: not a JSON object");
+  if (doc.value("format", std::string()) != format_name)
+    return make_error(errc::corrupt_file, std::string("step profile: 'format' is not \"") + format_name + "\"");
+  if (!doc.contains("version") || doc["version"] != format_version)
+    return make_error(errc::unsupported, "step profile: only version " + std::to_string(format_version) + " is read");
+  step_profile p;
+  auto origin = parse_origin(doc);
+  if (!origin) return std::unexpected(origin.error());
+  auto fit = parse_fit(doc);
+  if (!fit) return std::unexpected(fit.error());
+  auto samples = parse_samples(doc);
+  if (!samples) return std::unexpected(samples.error());
+  if (auto ok = check_samples(*samples, fit->knots); !ok)
+    return make_error(errc::corrupt_file, "step profile: " + ok.error().message);
+  p.origin = std::move(*origin);
+  p.fit = std::move(*fit);
+  p.samples = std::move(*samples);
+  return p;
+}
+
+result<step_profile> load_step_profile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(errc::io_error, "step profile: cannot open " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto p = parse_step_profile(text.str());
+  if (!p) return make_error(p.error().code, path + ": " + p.error().message);
+  return p;
+}
+
+}  // namespace inflight::sim
