@@ -8,8 +8,10 @@
 #
 #   bench/route-matrix.sh [INFLIGHT_BIN] [OUT_DIR]
 # Environment: CONFIG (default config/bench-20M.toml), SIZE (small), ENGINES ("1 2 4"),
-#   POLICIES ("round_robin least_load prefix"), WORKLOADS ("prefix prefix-chat"),
-#   THREADS (engine threads, 1), QUIET (a wrapper for the timed runs, e.g. /work/figs/quiet.sh).
+#   POLICIES ("round_robin least_load prefix"; NAME+key=value+... passes settings to the
+#   policy, e.g. prefix+balance_abs_threshold=128), WORKLOADS ("prefix prefix-chat"),
+#   THREADS (engine threads, 1), QUIET (a wrapper for the timed runs, e.g. /work/figs/quiet.sh),
+#   PREFIX_ARGS (more `bench serve` options for the prefix workload, e.g. "--num-prompts 256").
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${1:-$here/build/bin/inflight}
@@ -20,6 +22,7 @@ ENGINES=${ENGINES:-"1 2 4"}
 POLICIES=${POLICIES:-"round_robin least_load prefix"}
 WORKLOADS=${WORKLOADS:-"prefix prefix-chat"}
 THREADS=${THREADS:-1}
+PREFIX_ARGS=${PREFIX_ARGS:-}
 QUIET=${QUIET:-}
 mkdir -p "$OUT"
 pids=()
@@ -42,8 +45,10 @@ wait_line() {  # wait_line LOG SED_EXPR: prints the first capture once the log h
   return 1
 }
 
-run_one() {  # run_one NUM_ENGINES POLICY WORKLOAD
-  local n=$1 policy=$2 workload=$3 tag="$3-$1-$2" engines=""
+run_one() {  # run_one NUM_ENGINES POLICY[+key=value...] WORKLOAD
+  local n=$1 policy=${2%%+*} workload=$3 tag="$3-$1-$2" engines="" settings=()
+  IFS=+ read -ra kvs <<<"$2"
+  for kv in "${kvs[@]:1}"; do settings+=(--route-setting "$kv"); done
   for i in $(seq 1 "$n"); do
     "$BIN" serve --role engine --config "$CONFIG" --port 0 --set engine.threads="$THREADS" \
       >"$OUT/$tag.engine$i.log" 2>&1 &
@@ -52,14 +57,17 @@ run_one() {  # run_one NUM_ENGINES POLICY WORKLOAD
     port=$(wait_line "$OUT/$tag.engine$i.log" 's/^inflight: serving the engine on tcp:\/\/127.0.0.1:\([0-9]*\).*/\1/p')
     engines="$engines${engines:+,}127.0.0.1:$port"
   done
-  "$BIN" serve --role router --config "$CONFIG" --set server.port=0 --engines "$engines" --route-policy "$policy" \
+  "$BIN" serve --role router --config "$CONFIG" --set server.port=0 --engines "$engines" --route-policy "$policy" "${settings[@]}" \
     >"$OUT/$tag.router.log" 2>&1 &
   pids+=($!)
   local http
   http=$(wait_line "$OUT/$tag.router.log" 's/^inflight: listening on http:\/\/[0-9.]*:\([0-9]*\).*/\1/p')
   sleep 1  # the engines' first (full) reports
+  local extra=""
+  [ "$workload" = prefix ] && extra=$PREFIX_ARGS
+  # shellcheck disable=SC2086
   $QUIET "$BIN" bench serve --url "http://127.0.0.1:$http" --workload "$workload" --size "$SIZE" --ignore-eos \
-    --result-json "$OUT/$tag.json" >"$OUT/$tag.txt" 2>&1
+    --result-json "$OUT/$tag.json" $extra >"$OUT/$tag.txt" 2>&1
   stop_all
   echo "== $tag"
   grep -E "Request throughput|Output token throughput|Median TTFT|P99 TTFT|Prefix cache hit rate" "$OUT/$tag.txt" || true
