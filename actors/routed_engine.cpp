@@ -354,6 +354,8 @@ void routed_engine::reconnect_loop() {
       {
         std::lock_guard lock(mutex_);
         if (engines_[i] && engines_[i]->is_connected()) continue;
+        // Gone, or not up yet: nothing goes to it, and its blocks leave the index.
+        router_.set_available(static_cast<int>(i), false);
       }
       auto remote = connect(static_cast<int>(i));
       if (!remote) continue;

@@ -170,7 +170,7 @@ TEST_CASE("routed engine: the engines' reports fill the prefix index, prefix rou
   // An engine that goes away leaves the index.
   cached.host.reset();
   REQUIRE(wait_until([&] { return router->num_connected() == 1; }, 10.0));
-  CHECK(router->num_indexed_blocks(home) == 0);
+  CHECK(wait_until([&] { return router->num_indexed_blocks(home) == 0; }, 10.0));
 }
 
 TEST_CASE("routed engine: an engine with another block size leaves the index empty", "[actors][router]") {
