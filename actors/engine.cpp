@@ -260,6 +260,10 @@ const std::filesystem::path& engine::plugin_dir() const { return impl_->plugin_d
 engine_metrics& engine::metrics() { return *impl_->metrics; }
 void engine::set_step_sink(std::shared_ptr<step_sink> sink) { impl_->gauges->steps.set_sink(std::move(sink)); }
 bool engine::has_step_sink() const { return impl_->gauges->steps.is_active(); }
+void engine::set_cache_sink(std::shared_ptr<cache_sink> sink) { impl_->gauges->caches.set_sink(std::move(sink)); }
+void engine::request_full_report() {
+  if (!impl_->is_stopped) caf::anon_send(impl_->sched, full_report_atom::value);
+}
 std::string engine::render_metrics() const { return impl_->metrics->render(impl_->model.name, snapshot().gauges); }
 
 }  // namespace inflight

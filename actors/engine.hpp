@@ -112,6 +112,8 @@ struct engine_health {
 /// $INFLIGHT_PLUGIN_DIR, else next to the running binary (core/sched/plugin_dir.hpp).
 result<std::filesystem::path> try_policy_plugin_dir(const scheduler_settings& s);
 
+class cache_sink;  // actors/cache_feed.hpp
+
 class engine final : public engine_api {
  public:
   /// Loads nothing itself: `model` comes from load_model().
@@ -138,6 +140,12 @@ class engine final : public engine_api {
   void set_step_sink(std::shared_ptr<step_sink> sink) override;
   /// Whether a step sink is installed (the scheduler summarises its steps).
   bool has_step_sink() const override;
+  /// Installs the one receiver of cache and load reports (actors/cache_feed.hpp);
+  /// nullptr stops them.
+  void set_cache_sink(std::shared_ptr<cache_sink> sink);
+  /// Has the next report to the cache sink be a full one (every cached block), after
+  /// the deltas already under way.
+  void request_full_report();
 
   struct impl;
 

@@ -8,7 +8,14 @@ kv_allocator_actor::behavior_type kv_allocator_fn(kv_allocator_actor::stateful_p
   return {
       [self](grant_atom, const kv_request& request) -> kv_reply {
         if (!self->state.kv) return make_error(errc::internal, "the kv allocator has no block pool");
-        return self->state.kv->try_grant(request);
+        auto grant = self->state.kv->try_grant(request);
+        if (grant) grant->cache_changes = self->state.kv->take_cache_delta();
+        return grant;
+      },
+      [self](full_report_atom) -> cached_blocks {
+        if (!self->state.kv) return {};
+        (void)self->state.kv->take_cache_delta();  // the full report covers it
+        return {self->state.kv->cached_hashes()};
       },
   };
 }

@@ -29,6 +29,9 @@ using abort_atom = caf::atom_constant<caf::atom("abort")>;
 using grant_atom = caf::atom_constant<caf::atom("grant")>;
 using expire_atom = caf::atom_constant<caf::atom("expire")>;
 using warm_up_atom = caf::atom_constant<caf::atom("warmup")>;
+/// A full cache report (actors/cache_feed.hpp): the scheduler actor asks the kv
+/// allocator for every cached hash and publishes them.
+using full_report_atom = caf::atom_constant<caf::atom("fullreport")>;
 
 /// The executor's reply: a result, or the backend's error.
 struct step_outcome {
@@ -63,7 +66,15 @@ struct token_message {
 using executor_actor = caf::typed_actor<caf::replies_to<execute_atom, step_plan>::with<step_outcome>,
                                         caf::replies_to<warm_up_atom>::with<step_outcome>>;
 
-using kv_allocator_actor = caf::typed_actor<caf::replies_to<grant_atom, kv_request>::with<kv_reply>>;
+/// Every full-block hash the prefix cache holds.
+struct cached_blocks {
+  std::vector<block_hash> hashes;
+};
+
+/// full_report_atom: every hash cached now; the delta since the last grant is dropped
+/// (the full report that follows covers it).
+using kv_allocator_actor = caf::typed_actor<caf::replies_to<grant_atom, kv_request>::with<kv_reply>,
+                                            caf::replies_to<full_report_atom>::with<cached_blocks>>;
 
 using request_actor = caf::typed_actor<caf::reacts_to<token_atom, token_message>,
                                        caf::reacts_to<finished_atom, seq_event>,
@@ -76,7 +87,8 @@ using scheduler_actor = caf::typed_actor<caf::reacts_to<submit_atom, seq_request
                                          caf::reacts_to<expire_atom, seq_id>,
                                          caf::reacts_to<step_atom>,
                                          caf::reacts_to<drain_atom>,
-                                         caf::reacts_to<abort_atom>>;
+                                         caf::reacts_to<abort_atom>,
+                                         caf::reacts_to<full_report_atom>>;
 
 /// Seconds on the engine's monotonic clock.
 double engine_now();
@@ -91,3 +103,4 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::token_message)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::seq_event)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::seq_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::request_context)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::cached_blocks)

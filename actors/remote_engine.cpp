@@ -4,8 +4,10 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 #include <unordered_map>
 
+#include "actors/cache_feed.hpp"
 #include "actors/messages.hpp"
 #include "core/grammar/token_index.hpp"
 #include "core/grammar/tokenizer_vocab.hpp"
@@ -45,9 +47,21 @@ class forwarding_sink final : public request_sink {
   std::shared_ptr<std::atomic<bool>> is_closed_;
 };
 
+/// Hands the engine's cache and load reports to the host actor, in order (called on
+/// the engine's scheduler thread).
+class report_sink final : public cache_sink {
+ public:
+  explicit report_sink(caf::actor host) : host_(std::move(host)) {}
+  void on_report(const engine_report& report) override { caf::anon_send(host_, engine_report_atom::value, report); }
+
+ private:
+  caf::actor host_;
+};
+
 struct host_state {
   engine* eng = nullptr;
   std::shared_ptr<grammar_cache> grammars;
+  std::set<caf::actor> subscribers;  ///< routers that get the engine's reports
   std::shared_ptr<std::atomic<bool>> is_closed = std::make_shared<std::atomic<bool>>(false);
   /// Requests running for each gateway actor: tag -> engine id.
   std::map<caf::actor_addr, std::map<std::uint64_t, request_id>> running;
@@ -65,7 +79,10 @@ wire_submit_reply refused(error e) { return {0, std::move(e)}; }
 caf::behavior host_actor(caf::stateful_actor<host_state>* self, engine* eng, std::shared_ptr<grammar_cache> grammars) {
   self->state.eng = eng;
   self->state.grammars = std::move(grammars);
-  self->set_down_handler([self](caf::down_msg& dm) { self->state.cancel_all(dm.source); });
+  self->set_down_handler([self](caf::down_msg& dm) {
+    self->state.cancel_all(dm.source);
+    self->state.subscribers.erase(caf::actor_cast<caf::actor>(dm.source));
+  });
   self->set_exit_handler([self](caf::exit_msg& msg) {
     self->state.is_closed->store(true);
     while (!self->state.running.empty()) self->state.cancel_all(self->state.running.begin()->first);
@@ -86,7 +103,7 @@ caf::behavior host_actor(caf::stateful_actor<host_state>* self, engine* eng, std
         auto id = self->state.eng->submit(std::move(w.request), std::move(sink));
         if (!id) return refused(id.error());
         auto& mine = self->state.running[client.address()];
-        if (mine.empty()) self->monitor(client);
+        if (mine.empty() && !self->state.subscribers.contains(client)) self->monitor(client);
         mine[tag] = *id;
         return {*id, std::nullopt};
       },
@@ -98,12 +115,25 @@ caf::behavior host_actor(caf::stateful_actor<host_state>* self, engine* eng, std
         }
       },
       [self](health_atom) { return self->state.eng->health(); },
+      [self](metrics_atom) { return self->state.eng->render_metrics(); },
+      [self](subscribe_atom) {
+        auto router = caf::actor_cast<caf::actor>(self->current_sender());
+        if (!router) return;
+        // A client with requests running is monitored already; one monitor is enough.
+        if (!self->state.running.contains(router.address())) self->monitor(router);
+        self->state.subscribers.insert(router);
+        self->state.eng->request_full_report();  // to every subscriber: the others take it too
+      },
+      [self](engine_report_atom, const engine_report& report) {
+        if (self->current_sender() != nullptr) return;  // only the engine's own sink (no actor) reports
+        for (const auto& router : self->state.subscribers) self->send(router, engine_report_atom::value, report);
+      },
       [self](forget_atom, const caf::actor_addr& client, std::uint64_t tag) {
         auto it = self->state.running.find(client);
         if (it == self->state.running.end()) return;
         it->second.erase(tag);
         if (it->second.empty()) {
-          self->demonitor(client);
+          if (!self->state.subscribers.contains(caf::actor_cast<caf::actor>(client))) self->demonitor(client);
           self->state.running.erase(it);
         }
       },
@@ -120,6 +150,7 @@ struct client_entry {
 
 struct client_state {
   caf::actor host;
+  remote_engine::report_handler on_report;
   std::string address;
   caf::timespan timeout{};
   std::shared_ptr<std::atomic<bool>> is_down;
@@ -137,9 +168,12 @@ struct client_state {
 };
 
 caf::behavior client_actor(caf::stateful_actor<client_state>* self, caf::actor host, std::string address,
-                           caf::timespan timeout, std::shared_ptr<std::atomic<bool>> is_down) {
+                           caf::timespan timeout, std::shared_ptr<std::atomic<bool>> is_down,
+                           remote_engine::report_handler on_report) {
   auto& st = self->state;
   st.host = std::move(host);
+  st.on_report = std::move(on_report);
+  if (st.on_report) self->send(st.host, subscribe_atom::value);
   st.address = std::move(address);
   st.timeout = timeout;
   st.is_down = std::move(is_down);
@@ -202,6 +236,21 @@ caf::behavior client_actor(caf::stateful_actor<client_state>* self, caf::actor h
         if (it->second.engine_id) self->send(self->state.host, cancel_atom::value, *it->second.engine_id);
         else it->second.is_cancel_pending = true;
       },
+      [self](engine_report_atom, const engine_report& report) {
+        if (self->current_sender() == self->state.host.address() && self->state.on_report)
+          self->state.on_report(report);
+      },
+      [self](metrics_atom) {
+        auto rp = self->make_response_promise<std::string>();
+        if (self->state.is_down->load()) {
+          rp.deliver(caf::make_error(caf::sec::request_receiver_down));
+          return rp;
+        }
+        self->request(self->state.host, self->state.timeout, metrics_atom::value)
+            .then([rp](std::string& text) mutable { rp.deliver(std::move(text)); },
+                  [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+        return rp;
+      },
       [self](health_atom) {
         auto rp = self->make_response_promise<engine_health>();
         if (self->state.is_down->load()) {
@@ -239,21 +288,24 @@ result<std::unique_ptr<engine_host>> engine_host::start(caf::actor_system& net, 
     return make_error(errc::io_error,
                       "cannot serve the engine on " + host + ":" + std::to_string(port) + ": " + net.render(bound.error()));
   }
-  return std::unique_ptr<engine_host>(new engine_host(net, std::move(actor), *bound));
+  eng.set_cache_sink(std::make_shared<report_sink>(actor));
+  return std::unique_ptr<engine_host>(new engine_host(net, eng, std::move(actor), *bound));
 }
 
 engine_host::~engine_host() {
+  eng_.set_cache_sink(nullptr);
   net_.middleman().unpublish(actor_, port_);
   caf::anon_send_exit(actor_, caf::exit_reason::user_shutdown);
 }
 
 result<std::unique_ptr<remote_engine>> remote_engine::connect(caf::actor_system& net, const std::string& host,
-                                                              std::uint16_t port, double timeout_s) {
+                                                              std::uint16_t port, double timeout_s,
+                                                              report_handler on_report) {
   const std::string address = host + ":" + std::to_string(port);
   auto remote = net.middleman().remote_actor(host, port);
   if (!remote) return make_error(errc::unavailable, "no engine at " + address + ": " + net.render(remote.error()));
   auto is_down = std::make_shared<std::atomic<bool>>(false);
-  auto client = net.spawn(client_actor, *remote, address, seconds(timeout_s), is_down);
+  auto client = net.spawn(client_actor, *remote, address, seconds(timeout_s), is_down, std::move(on_report));
   return std::unique_ptr<remote_engine>(new remote_engine(net, std::move(client), std::move(is_down), address, timeout_s));
 }
 
@@ -282,6 +334,17 @@ result<request_id> remote_engine::submit(generate_request request, std::shared_p
 }
 
 void remote_engine::cancel(request_id id) { caf::anon_send(client_, cancel_atom::value, std::uint64_t{id}); }
+
+result<std::string> remote_engine::metrics_text(double timeout_s) {
+  caf::scoped_actor self{net_};
+  result<std::string> out = make_error(errc::unavailable, "the engine at " + address_ + " did not answer");
+  self->request(client_, seconds(timeout_s), metrics_atom::value)
+      .receive([&](std::string& text) { out = std::move(text); },
+               [&](caf::error& e) {
+                 out = make_error(errc::unavailable, "the engine at " + address_ + ": " + net_.render(e));
+               });
+  return out;
+}
 
 result<engine_health> remote_engine::health() {
   caf::scoped_actor self{net_};

@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,7 +43,9 @@ struct wire_system_config : caf::actor_system_config {
   explicit wire_system_config(double heartbeat_interval_s = 1.0, double connection_timeout_s = 5.0);
 };
 
-/// Publishes `eng` on `host`:`port` (0 = any free port) of `net`'s middleman.
+/// Publishes `eng` on `host`:`port` (0 = any free port) of `net`'s middleman. Routers
+/// that subscribe get the engine's cache and load reports (actors/cache_feed.hpp): a
+/// full one at each subscription (to every subscriber), then the deltas.
 class engine_host {
  public:
   static result<std::unique_ptr<engine_host>> start(caf::actor_system& net, engine& eng, const std::string& host,
@@ -55,9 +58,10 @@ class engine_host {
   std::uint16_t port() const { return port_; }
 
  private:
-  engine_host(caf::actor_system& net, caf::actor actor, std::uint16_t port)
-      : net_(net), actor_(std::move(actor)), port_(port) {}
+  engine_host(caf::actor_system& net, engine& eng, caf::actor actor, std::uint16_t port)
+      : net_(net), eng_(eng), actor_(std::move(actor)), port_(port) {}
   caf::actor_system& net_;
+  engine& eng_;
   caf::actor actor_;
   std::uint16_t port_;
 };
@@ -65,9 +69,16 @@ class engine_host {
 /// An engine in another process, through its engine_host.
 class remote_engine {
  public:
-  /// Connects to the engine_host at `host`:`port`; requests to it give up after `timeout_s`.
+  /// Receives the engine's cache and load reports, in order, on an actor thread of the
+  /// network side: must be thread-safe and must not block.
+  using report_handler = std::function<void(const engine_report&)>;
+
+  /// Connects to the engine_host at `host`:`port`; requests to it give up after
+  /// `timeout_s`. With `on_report`, subscribes to the engine's reports: a full one
+  /// first, then the deltas.
   static result<std::unique_ptr<remote_engine>> connect(caf::actor_system& net, const std::string& host,
-                                                        std::uint16_t port, double timeout_s = 10.0);
+                                                        std::uint16_t port, double timeout_s = 10.0,
+                                                        report_handler on_report = {});
   /// Requests still running end with an error event (their engine is not told).
   ~remote_engine();
   remote_engine(const remote_engine&) = delete;
@@ -83,6 +94,9 @@ class remote_engine {
   void cancel(request_id id);
   /// The engine's health; errc::unavailable when it does not answer.
   result<engine_health> health();
+  /// The engine's own /metrics text (Prometheus); errc::unavailable when it does not
+  /// answer within `timeout_s`.
+  result<std::string> metrics_text(double timeout_s);
   /// False once the engine went away (a new connect() is needed).
   bool is_connected() const { return !is_down_->load(); }
   const std::string& address() const { return address_; }

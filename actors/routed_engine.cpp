@@ -2,8 +2,10 @@
 
 #include <charconv>
 #include <chrono>
+#include <cstdio>
 
 #include "core/kv/block_hash.hpp"
+#include "core/metrics/prometheus_merge.hpp"
 
 namespace inflight {
 
@@ -69,17 +71,46 @@ routed_engine::routed_engine(const deployment& d, loaded_model model, caf::actor
       metrics_(std::make_unique<engine_metrics>()),
       router_(std::move(policy), static_cast<int>(options_.engines.size()), d.engine.block_size),
       engines_(options_.engines.size()),
-      num_in_flight_(options_.engines.size(), 0) {
+      generations_(options_.engines.size(), 0),
+      is_block_size_reported_(options_.engines.size(), false) {
+  report_target_->owner = this;
   // One pass now, so that the engines already up take requests from the start.
   for (std::size_t i = 0; i < engines_.size(); ++i) {
-    const auto endpoint = try_parse_endpoint(options_.engines[i]);
-    auto remote = remote_engine::connect(net_, endpoint->first, endpoint->second, options_.timeout_s);
+    auto remote = connect(static_cast<int>(i));
     if (remote) engines_[i] = std::move(*remote);
     router_.set_available(static_cast<int>(i), engines_[i] != nullptr);
   }
 }
 
+result<std::unique_ptr<remote_engine>> routed_engine::connect(int i) {
+  const auto endpoint = try_parse_endpoint(options_.engines[static_cast<std::size_t>(i)]);
+  std::uint64_t generation = 0;
+  {
+    std::lock_guard lock(mutex_);
+    generation = ++generations_[static_cast<std::size_t>(i)];
+  }
+  auto on_report = [target = report_target_, i, generation](const engine_report& report) {
+    std::lock_guard lock(target->mutex);
+    if (target->owner != nullptr) target->owner->on_report(i, generation, report);
+  };
+  return remote_engine::connect(net_, endpoint->first, endpoint->second, options_.timeout_s, std::move(on_report));
+}
+
+void routed_engine::on_report(int i, std::uint64_t generation, const engine_report& report) {
+  std::lock_guard lock(mutex_);
+  const auto k = static_cast<std::size_t>(i);
+  if (generation != generations_[k]) return;  // from a connection replaced since
+  auto ok = router_.apply_report(i, report);
+  if (ok || is_block_size_reported_[k]) return;
+  is_block_size_reported_[k] = true;
+  std::fprintf(stderr, "router: engine %s: %s\n", options_.engines[k].c_str(), ok.error().message.c_str());
+}
+
 routed_engine::~routed_engine() {
+  {
+    std::lock_guard lock(report_target_->mutex);
+    report_target_->owner = nullptr;  // reports still arriving on actor threads go nowhere
+  }
   {
     std::lock_guard lock(jobs_mutex_);
     is_closing_ = true;
@@ -133,12 +164,11 @@ bool routed_engine::dispatch(const std::shared_ptr<live_request>& live, error& f
       i = *chosen;
       remote = engines_[static_cast<std::size_t>(i)];
       if (!remote || !remote->is_connected()) {  // gone: the reconnect loop brings it back
+        router_.release(i, live->blocks);
         router_.set_available(i, false);
         continue;
       }
       live->engine = i;
-      ++num_in_flight_[static_cast<std::size_t>(i)];
-      router_.set_load(i, {num_in_flight_[static_cast<std::size_t>(i)], 0, 0, 0});
     }
     auto id = remote->submit(live->request, std::make_shared<routing_sink>(this, live));
     std::lock_guard lock(mutex_);
@@ -147,8 +177,8 @@ bool routed_engine::dispatch(const std::shared_ptr<live_request>& live, error& f
       if (live->is_cancelled) remote->cancel(*id);
       return true;
     }
-    --num_in_flight_[static_cast<std::size_t>(i)];
-    router_.set_load(i, {num_in_flight_[static_cast<std::size_t>(i)], 0, 0, 0});
+    router_.release(i, live->blocks);
+    live->engine = -1;
     if (id.error().code != errc::unavailable) {
       failure = id.error();
       return false;
@@ -165,11 +195,7 @@ void routed_engine::on_finished(const std::shared_ptr<live_request>& live, const
   const bool engine_gone = ev.reason == finish_reason::error && ev.cause && ev.cause->code == errc::unavailable;
   {
     std::lock_guard lock(mutex_);
-    if (live->engine >= 0) {
-      auto& n = num_in_flight_[static_cast<std::size_t>(live->engine)];
-      n = std::max(0, n - 1);
-      router_.set_load(live->engine, {n, 0, 0, 0});
-    }
+    if (live->engine >= 0) router_.release(live->engine, live->blocks);
     if (engine_gone) router_.set_available(live->engine, false);
     const bool can_retry = engine_gone && !live->has_token && !live->is_cancelled && !is_stopping_;
     if (can_retry && post([this, live, ev] {
@@ -230,26 +256,50 @@ int routed_engine::num_connected() const {
   return n;
 }
 
+bool routed_engine::has_block_size_mismatch(int i) const {
+  std::lock_guard lock(mutex_);
+  return is_block_size_reported_.at(static_cast<std::size_t>(i));
+}
+
 std::uint64_t routed_engine::num_retried() const {
   std::lock_guard lock(mutex_);
   return num_retried_;
 }
 
 std::string routed_engine::render_metrics() const {
+  std::vector<metrics_page> pages{{render_own_metrics(), "", ""}};
+  std::vector<std::pair<std::string, std::shared_ptr<remote_engine>>> engines;
+  {
+    std::lock_guard lock(mutex_);
+    for (std::size_t i = 0; i < engines_.size(); ++i) engines.emplace_back(options_.engines[i], engines_[i]);
+  }
+  // Each engine's own page under its address; one that does not answer is left out
+  // (router_engine_up says which).
+  for (const auto& [address, remote] : engines) {
+    if (!remote || !remote->is_connected()) continue;
+    auto text = remote->metrics_text(options_.metrics_timeout_s);
+    if (text) pages.push_back({std::move(*text), "engine", address});
+  }
+  return merge_metrics_pages(pages);
+}
+
+std::string routed_engine::render_own_metrics() const {
   auto out = metrics_->render(model_.name, snapshot().gauges);
   std::lock_guard lock(mutex_);
-  out += "# HELP inflight:router_engine_up Whether the router reaches the engine.\n";
-  out += "# TYPE inflight:router_engine_up gauge\n";
-  for (std::size_t i = 0; i < engines_.size(); ++i) {
-    const bool up = engines_[i] && engines_[i]->is_connected();
-    out += "inflight:router_engine_up{engine=\"" + options_.engines[i] + "\"} " + (up ? "1" : "0") + "\n";
-  }
-  out += "# HELP inflight:router_requests_routed_total Requests sent to each engine.\n";
-  out += "# TYPE inflight:router_requests_routed_total counter\n";
-  for (std::size_t i = 0; i < engines_.size(); ++i) {
-    out += "inflight:router_requests_routed_total{engine=\"" + options_.engines[i] + "\"} " +
-           std::to_string(router_.num_routed(static_cast<int>(i))) + "\n";
-  }
+  const auto per_engine = [&](const std::string& name, const std::string& type, const std::string& help,
+                              const auto& value) {
+    out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+    for (std::size_t i = 0; i < engines_.size(); ++i)
+      out += name + "{engine=\"" + options_.engines[i] + "\"} " + std::to_string(value(i)) + "\n";
+  };
+  per_engine("inflight:router_engine_up", "gauge", "Whether the router reaches the engine.", [&](std::size_t i) {
+    return engines_[i] && engines_[i]->is_connected() ? 1 : 0;
+  });
+  per_engine("inflight:router_requests_routed_total", "counter", "Requests sent to each engine.",
+             [&](std::size_t i) { return router_.num_routed(static_cast<int>(i)); });
+  per_engine("inflight:router_indexed_blocks", "gauge",
+             "KV blocks the router's prefix index holds for each engine (from the engine's reports).",
+             [&](std::size_t i) { return router_.num_indexed_blocks(static_cast<int>(i)); });
   out += "# HELP inflight:router_requests_retried_total Requests sent again after their engine went away.\n";
   out += "# TYPE inflight:router_requests_retried_total counter\n";
   out += "inflight:router_requests_retried_total " + std::to_string(num_retried_) + "\n";
@@ -304,14 +354,14 @@ void routed_engine::reconnect_loop() {
       {
         std::lock_guard lock(mutex_);
         if (engines_[i] && engines_[i]->is_connected()) continue;
+        // Gone, or not up yet: nothing goes to it, and its blocks leave the index.
+        router_.set_available(static_cast<int>(i), false);
       }
-      const auto endpoint = try_parse_endpoint(options_.engines[i]);
-      auto remote = remote_engine::connect(net_, endpoint->first, endpoint->second, options_.timeout_s);
+      auto remote = connect(static_cast<int>(i));
       if (!remote) continue;
       std::lock_guard lock(mutex_);
       engines_[i] = std::move(*remote);
-      num_in_flight_[i] = 0;
-      router_.set_load(static_cast<int>(i), {});
+      router_.set_load(static_cast<int>(i), {});  // until its first report
       router_.set_available(static_cast<int>(i), true);
     }
   }

@@ -3,9 +3,11 @@
 /// processes (remote_engine), the one a routing policy (core/route) picks. The gateway
 /// in front of it is the same as in front of an in-process engine.
 ///
-///   - Routing sees each engine's availability and its requests in flight as this
-///     router counts them (sent, not yet finished), and the prompt's KV block hashes
-///     (under its cache_salt) against an index of what each engine caches.
+///   - Routing sees each engine's availability, its load as the engine reports it (plus
+///     what this router sent since), and the prompt's KV block hashes (under its
+///     cache_salt) against an exact index of what each engine caches, kept from the
+///     engines' own reports (core/route/engine_report.hpp: a full one on each connect,
+///     then deltas after their steps). An engine that goes away leaves the index.
 ///   - Faults: an engine that goes away is marked unavailable at once (its streams end
 ///     with an `unavailable` error, see remote_engine); a request that had produced no
 ///     token yet is sent again to another engine instead, unseen by the client. Engines
@@ -38,6 +40,7 @@ struct router_options {
   std::string plugin_dir;               ///< where inflight_route_<policy>.so is
   double timeout_s = 10.0;              ///< an engine's answer to a submit
   double reconnect_interval_s = 1.0;
+  double metrics_timeout_s = 2.0;       ///< an engine's answer to a metrics scrape
 };
 
 /// "host:port" -> (host, port); an error names what is wrong.
@@ -59,6 +62,8 @@ class routed_engine final : public engine_api {
   const loaded_model& model() const override { return model_; }
   const deployment& settings() const override { return settings_; }
   engine_metrics& metrics() override { return *metrics_; }
+  /// The router's own metrics, then each engine's under engine="host:port", merged
+  /// family by family (core/metrics/prometheus_merge.hpp).
   std::string render_metrics() const override;
   void set_step_sink(std::shared_ptr<step_sink>) override {}
   bool has_step_sink() const override { return false; }
@@ -67,17 +72,33 @@ class routed_engine final : public engine_api {
   int num_connected() const;
   /// Requests sent to engine `i` so far (retries included).
   std::uint64_t num_routed(int i) const { return router_.num_routed(i); }
+  /// KV blocks the router's prefix index holds for engine `i` (from its reports).
+  std::size_t num_indexed_blocks(int i) const { return router_.num_indexed_blocks(i); }
+  /// Whether engine `i` reported KV blocks of another size than this router's (its
+  /// reports are refused: the index cannot match its cache).
+  bool has_block_size_mismatch(int i) const;
   /// Requests sent again because their engine went away before their first token.
   std::uint64_t num_retried() const;
 
  private:
   struct live_request;
   class routing_sink;
+  /// Where the engines' reports go while this router lives (they arrive on actor threads).
+  struct report_target {
+    std::mutex mutex;
+    routed_engine* owner = nullptr;
+  };
 
   routed_engine(const deployment& d, loaded_model model, caf::actor_system& net, router_options options,
                 route_policy policy);
   /// Sends `live` to an engine; false (with `failure`) when none took it.
   bool dispatch(const std::shared_ptr<live_request>& live, error& failure);
+  /// Connects to engine `i`, subscribed to its reports under a new generation.
+  result<std::unique_ptr<remote_engine>> connect(int i);
+  /// An engine's report into the router's index and load (one from a replaced
+  /// connection is dropped); a block size that differs is said once on stderr.
+  void on_report(int i, std::uint64_t generation, const engine_report& report);
+  std::string render_own_metrics() const;
   void on_finished(const std::shared_ptr<live_request>& live, const finish_event& ev);
   void reconnect_loop();
   /// Runs `job` on the worker thread; false once closing.
@@ -93,7 +114,9 @@ class routed_engine final : public engine_api {
 
   mutable std::mutex mutex_;
   std::vector<std::shared_ptr<remote_engine>> engines_;  // null: not connected
-  std::vector<int> num_in_flight_;
+  std::vector<std::uint64_t> generations_;   // of each engine's connection
+  std::vector<bool> is_block_size_reported_;
+  std::shared_ptr<report_target> report_target_ = std::make_shared<report_target>();
   std::unordered_map<request_id, std::shared_ptr<live_request>> live_;
   request_id next_id_ = 1;
   std::uint64_t num_retried_ = 0;

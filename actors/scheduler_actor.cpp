@@ -125,9 +125,38 @@ void execute(self_ptr self, step_plan plan, double start) {
       });
 }
 
+/// Publishes the cache's change with the load it leaves (the feed drops reports that
+/// change nothing).
+void report_cache(self_ptr self, cache_delta changes, bool is_full = false) {
+  auto& st = self->state;
+  if (!st.gauges->caches.is_active()) return;
+  const auto& sched = *st.sched;
+  engine_report r;
+  r.is_full = is_full;
+  r.added = std::move(changes.added);
+  r.evicted = std::move(changes.evicted);
+  r.num_waiting = sched.num_waiting();
+  r.num_running = sched.num_running();
+  r.num_free_blocks = sched.kv().num_free_blocks;
+  r.num_total_blocks = sched.kv().num_blocks;
+  r.block_size = sched.kv().block_size;
+  st.gauges->caches.publish(r);
+}
+
+/// A full report: every cached hash, asked of the kv allocator after the grants already
+/// asked (its replies come in order, so the deltas before it are already published).
+void report_full_cache(self_ptr self) {
+  self->request(self->state.kv, caf::infinite, full_report_atom::value)
+      .then([self](cached_blocks& blocks) { report_cache(self, {std::move(blocks.hashes), {}}, true); },
+            [](caf::error&) {});
+}
+
 void on_grant(self_ptr self, kv_reply& reply, double start) {
   auto& st = self->state;
+  cache_delta changes;
+  if (reply) changes = std::move(reply->cache_changes);
   auto plan = reply ? st.sched->on_grant(std::move(*reply)) : std::unexpected(reply.error());
+  report_cache(self, std::move(changes));
   if (!plan) return fail(self, {errc::internal, "kv allocator: " + plan.error().message}, start);
   if (!plan->seqs.empty()) return execute(self, std::move(*plan), start);
   publish(self);
@@ -211,6 +240,7 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, std::shared_ptr<std::
       [self](expire_atom, seq_id id) { on_expire(self, id); },
       [self](step_atom) { maybe_step(self); },
       [self](drain_atom) { self->state.is_accepting = false; },
+      [self](full_report_atom) { report_full_cache(self); },
       [self](abort_atom) {
         self->state.is_accepting = false;
         std::vector<seq_id> ids;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "actors/cache_feed.hpp"
 #include "actors/messages.hpp"
 #include "actors/step_feed.hpp"
 #include "core/sched/admission_gate.hpp"
@@ -22,6 +23,7 @@ struct shared_gauges {
   std::mutex mutex;
   engine_snapshot snapshot;
   step_feed steps;  ///< the live step feed (actors/step_feed.hpp)
+  cache_feed caches;  ///< cache and load reports for routers (actors/cache_feed.hpp)
 };
 
 /// What the scheduler actor enforces around the core scheduler.

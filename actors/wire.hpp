@@ -17,6 +17,7 @@
 
 #include "actors/engine.hpp"
 #include "core/grammar/grammar_cache.hpp"
+#include "core/route/engine_report.hpp"
 
 namespace inflight {
 
@@ -38,8 +39,17 @@ struct wire_submit_reply {
 ///   engine -> gateway:  (token_atom, tag, token_event), (finished_atom, tag, finish_event)
 /// `tag` is the gateway's own number for the request, so that events can arrive before
 /// the reply that names the engine's id.
+///
+/// A router also subscribes to the engine's cache and load reports
+/// (core/route/engine_report.hpp), and asks for its metrics:
+///   router -> engine:   (subscribe_atom): a full report follows, then the deltas
+///                       (metrics_atom) -> std::string, Prometheus' text format
+///   engine -> router:   (engine_report_atom, engine_report), in the order they were made
 using remote_submit_atom = caf::atom_constant<caf::atom("rsubmit")>;
 using health_atom = caf::atom_constant<caf::atom("health")>;
+using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;
+using engine_report_atom = caf::atom_constant<caf::atom("engreport")>;
+using metrics_atom = caf::atom_constant<caf::atom("metrics")>;
 
 /// Registers every type below with `cfg` (call before the actor system starts, on both sides).
 void announce_wire_types(caf::actor_system_config& cfg);
@@ -132,6 +142,17 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, engine_health& x) {
   return f(caf::meta::type_name("engine_health"), x.is_healthy, x.is_stopped, x.num_consecutive_failed_steps,
            x.num_failed_steps, x.last_step_error);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, block_hash& x) {
+  return f(caf::meta::type_name("block_hash"), x.low, x.high);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, engine_report& x) {
+  return f(caf::meta::type_name("engine_report"), x.is_full, x.added, x.evicted, x.num_waiting, x.num_running,
+           x.num_free_blocks, x.num_total_blocks, x.block_size);
 }
 
 }  // namespace inflight

@@ -6,6 +6,7 @@
 #include <random>
 #include <sstream>
 
+#include "apps/inflight/bench_engines.hpp"
 #include "apps/inflight/bench_plot.hpp"
 #include "apps/inflight/bench_report.hpp"
 #include "apps/inflight/bench_serve_runner.hpp"
@@ -247,14 +248,20 @@ void run_bench_serve(const serve_options& o) {
     if (sweep.name == "request-rate") rate = value, ro.label = "rate=" + std::to_string(value).substr(0, 6);
     if (sweep.name == "concurrency") ro.max_concurrency = int(value), ro.label = "concurrency=" + std::to_string(int(value));
     ro.send_times_s = send_times(prompts, rate, o.burstiness, o.seed);
+    const auto before = http_get(*target, "/metrics");
     auto run = run_serving(*target, prompts, ro);
+    const auto after = http_get(*target, "/metrics");
     auto summary = bench::summarize(run.records, run.duration_s, *percentiles, *objectives);
     print_summary(stdout, sweep.name.empty() ? "Serving Benchmark Result" : ro.label, summary);
+    // What each engine computed (exact, from its own counters; behind a router, per engine).
+    const auto engines = before && after ? engine_work_between(*before, *after) : std::vector<engine_work>{};
+    print_engine_work(stdout, engines);
     if (summary.num_failed > 0) std::fprintf(stderr, "%s: %s\n", ro.label.c_str(), failure_line(summary).c_str());
     nlohmann::json records = nlohmann::json::array();
     for (const auto& r : run.records) records.push_back(to_json(r));
     doc["runs"].push_back({{"label", ro.label}, {"request_rate", std::isinf(rate) ? -1.0 : rate},
-                           {"max_concurrency", ro.max_concurrency}, {"summary", to_json(summary)}, {"requests", records}});
+                           {"max_concurrency", ro.max_concurrency}, {"summary", to_json(summary)},
+                           {"engines", to_json(engines)}, {"requests", records}});
     runs.push_back({ro.label, std::move(run.records), summary});
   }
   if (!sweep.name.empty()) print_sweep_table(sweep, runs, percentiles->back());

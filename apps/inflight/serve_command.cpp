@@ -31,6 +31,7 @@ struct serve_options {
   std::string role = "all";
   std::vector<std::string> engines;
   std::string route_policy = "least_load";
+  std::vector<std::string> route_settings;  ///< key=value, handed to the routing policy
 };
 
 deployment load_serve_deployment(const serve_options& o) {
@@ -113,6 +114,11 @@ void run_router_role(const deployment& d, const serve_options& o) {
   router_options options;
   options.engines = o.engines;
   options.policy = o.route_policy;
+  for (const auto& kv : o.route_settings) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) fail("--route-setting '" + kv + "': expected key=value");
+    options.policy_settings.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
   auto dir = try_policy_plugin_dir(d.scheduler);
   if (!dir) fail(dir.error().message);
   options.plugin_dir = dir->string();
@@ -165,6 +171,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--route-policy", o->route_policy,
                   "router: round_robin | least_load | prefix (a routing policy in the plugin directory)")
       ->capture_default_str();
+  cmd->add_option("--route-setting", o->route_settings,
+                  "router: a setting of the routing policy, key=value (repeatable), e.g. "
+                  "--route-setting balance_abs_threshold=64");
   cmd->callback([o] { run_serve(*o); });
 }
 

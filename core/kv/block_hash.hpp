@@ -36,6 +36,16 @@ struct block_hash_hasher {
   std::size_t operator()(const block_hash& h) const noexcept { return static_cast<std::size_t>(h.low); }
 };
 
+/// How the set of cached block hashes changed between two calls of
+/// block_pool::take_cache_delta(): the net change, so `added` and `evicted` never share
+/// a hash, and (set before) - evicted + added = (set now). A hash evicted and cached
+/// again in between appears in neither.
+struct cache_delta {
+  std::vector<block_hash> added;
+  std::vector<block_hash> evicted;
+  bool empty() const { return added.empty() && evicted.empty(); }
+};
+
 /// H(parent, tokens, extra); `parent` is null for a sequence's first block.
 block_hash hash_block(const block_hash* parent, std::span<const token_id> tokens, std::string_view extra);
 

@@ -42,6 +42,7 @@ result<void> block_pool::try_allocate(int n, std::vector<block_id>& out) {
     auto& hash = hashes_[static_cast<std::size_t>(b)];
     if (hash) {  // evicted: its contents are about to be overwritten
       index_.erase(*hash);
+      note_evicted(*hash);
       hash.reset();
       ++num_evictions_;
     }
@@ -72,7 +73,32 @@ bool block_pool::try_cache(block_id block, const block_hash& hash) {
   if (slot || ref_counts_[static_cast<std::size_t>(block)] == 0) return false;
   if (!index_.emplace(hash, block).second) return false;
   slot = hash;
+  note_cached(hash);
   return true;
+}
+
+void block_pool::note_cached(const block_hash& hash) {
+  if (pending_evicted_.erase(hash) == 0) pending_added_.insert(hash);
+}
+
+void block_pool::note_evicted(const block_hash& hash) {
+  if (pending_added_.erase(hash) == 0) pending_evicted_.insert(hash);
+}
+
+cache_delta block_pool::take_cache_delta() {
+  cache_delta d;
+  d.added.assign(pending_added_.begin(), pending_added_.end());
+  d.evicted.assign(pending_evicted_.begin(), pending_evicted_.end());
+  pending_added_.clear();
+  pending_evicted_.clear();
+  return d;
+}
+
+std::vector<block_hash> block_pool::cached_hashes() const {
+  std::vector<block_hash> out;
+  out.reserve(index_.size());
+  for (const auto& [hash, block] : index_) out.push_back(hash);
+  return out;
 }
 
 const block_hash* block_pool::hash_of(block_id block) const {

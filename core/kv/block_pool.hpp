@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/error.hpp"
@@ -64,6 +65,11 @@ class block_pool {
   int num_cached_blocks() const { return static_cast<int>(index_.size()); }
   /// Cached blocks handed out for new contents since the pool was made.
   std::uint64_t num_evictions() const { return num_evictions_; }
+  /// The net change of the cached hashes since the previous call (or since the pool
+  /// was made), and starts the next one. Holds at most twice the block count.
+  cache_delta take_cache_delta();
+  /// Every hash the pool holds now (in use or free), in no particular order.
+  std::vector<block_hash> cached_hashes() const;
 
   int ref_count(block_id block) const;
   bool is_free(block_id block) const { return ref_count(block) == 0; }
@@ -81,6 +87,8 @@ class block_pool {
   void push_back(block_id block);
 
   result<void> check_index() const;
+  void note_cached(const block_hash& hash);
+  void note_evicted(const block_hash& hash);
 
   static constexpr block_id none = -1;
   int block_size_ = 16;
@@ -88,6 +96,8 @@ class block_pool {
   std::vector<std::optional<block_hash>> hashes_;
   std::unordered_map<block_hash, block_id, block_hash_hasher> index_;
   std::uint64_t num_evictions_ = 0;
+  using hash_set = std::unordered_set<block_hash, block_hash_hasher>;
+  hash_set pending_added_, pending_evicted_;  // the net change since take_cache_delta()
   std::vector<block_id> prev_, next_;  // free-queue links, `none` at the ends
   block_id head_ = none, tail_ = none;
   int num_free_ = 0;

@@ -90,6 +90,9 @@ struct kv_grant {
   bool is_fallback_used = false;
   std::vector<seq_id> preempted;    ///< victims released to make room, in order
   kv_snapshot snapshot;             ///< after this grant
+  /// The prefix cache's net change since the previous grant (kv_manager::take_cache_delta;
+  /// filled by the kv-allocator actor, which reports it to a router through the scheduler).
+  cache_delta cache_changes;
 };
 
 }  // namespace inflight

@@ -32,6 +32,11 @@ class kv_manager {
   kv_snapshot snapshot() const;
 
   const block_pool& pool() const { return pool_; }
+  /// The full-block hashes the prefix cache gained and lost since the previous call
+  /// (net; see cache_delta): what a router mirrors of this engine's cache.
+  cache_delta take_cache_delta() { return pool_.take_cache_delta(); }
+  /// Every full-block hash cached now: a mirror's starting point before the next delta.
+  std::vector<block_hash> cached_hashes() const { return pool_.cached_hashes(); }
   int num_free_blocks() const { return pool_.num_free_blocks(); }
   bool has_table(seq_id id) const;
   /// Empty when the sequence holds no blocks.

@@ -1,5 +1,7 @@
 #include "core/route/router.hpp"
 
+#include <string>
+
 namespace inflight {
 
 router::router(route_policy policy, int num_engines, int block_size)
@@ -28,6 +30,26 @@ void router::add_blocks(int engine, std::span<const block_hash> hashes) {
 void router::evict_blocks(int engine, std::span<const block_hash> hashes) {
   std::lock_guard lock(mutex_);
   index_.evict(engine, hashes);
+}
+
+result<void> router::apply_report(int engine, const engine_report& report) {
+  std::lock_guard lock(mutex_);
+  auto& e = engines_.at(static_cast<std::size_t>(engine));
+  e.load = {report.num_waiting, report.num_running, report.num_free_blocks, report.num_total_blocks};
+  if (report.block_size != block_size_)
+    return make_error(errc::invalid_argument,
+                      "the engine reports KV blocks of " + std::to_string(report.block_size) +
+                          " tokens, the router hashes prompts in blocks of " + std::to_string(block_size_) +
+                          ": its prefix cache cannot be matched (give the router the engines' engine.block_size)");
+  if (report.is_full) index_.clear(engine);
+  index_.evict(engine, report.evicted);
+  index_.add(engine, report.added);
+  return {};
+}
+
+std::size_t router::num_indexed_blocks(int engine) const {
+  std::lock_guard lock(mutex_);
+  return index_.num_blocks(engine);
 }
 
 result<int> router::choose(std::span<const block_hash> prompt_blocks, int num_prompt_tokens) {
@@ -62,7 +84,13 @@ result<int> router::choose(std::span<const block_hash> prompt_blocks, int num_pr
   auto& e = engines_[index];
   ++e.num_routed;
   ++e.load.num_waiting;  // until the engine's next report
+  index_.add_pending(static_cast<int>(index), prompt_blocks);
   return static_cast<int>(index);
+}
+
+void router::release(int engine, std::span<const block_hash> prompt_blocks) {
+  std::lock_guard lock(mutex_);
+  index_.remove_pending(engine, prompt_blocks);
 }
 
 std::uint64_t router::num_routed(int engine) const {

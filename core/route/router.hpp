@@ -14,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "core/kv/block_hash.hpp"
+#include "core/route/engine_report.hpp"
 #include "core/route/prefix_index.hpp"
 #include "core/route/route_policy.hpp"
 
@@ -41,12 +42,23 @@ class router {
   void set_load(int engine, const engine_load& load);
   void add_blocks(int engine, std::span<const block_hash> hashes);
   void evict_blocks(int engine, std::span<const block_hash> hashes);
+  /// An engine's report (core/route/engine_report.hpp): its load, and its cached blocks
+  /// into the index (a full report replaces them). Refused, the index left as it was,
+  /// when the engine's block size is not this router's: its hashes cannot match.
+  result<void> apply_report(int engine, const engine_report& report);
+  /// Blocks the index holds for `engine`.
+  std::size_t num_indexed_blocks(int engine) const;
 
   /// The engine for a prompt of `num_prompt_tokens` tokens whose full blocks hash to
   /// `prompt_blocks` (under the request's cache_salt). errc::unavailable when no engine
   /// is available. A policy answer that names no available engine is replaced by the
-  /// least-loaded one and counted (num_refused_choices()).
+  /// least-loaded one and counted (num_refused_choices()). The prompt's blocks become
+  /// pending on the chosen engine until release().
   result<int> choose(std::span<const block_hash> prompt_blocks, int num_prompt_tokens);
+
+  /// A request choose() sent to `engine` finished there, or never got there: its
+  /// prompt's blocks are no longer pending on it (prefix_index).
+  void release(int engine, std::span<const block_hash> prompt_blocks);
 
   std::uint64_t num_routed(int engine) const;
   std::uint64_t num_refused_choices() const;

@@ -46,10 +46,11 @@ struct served_engine {
 };
 
 std::unique_ptr<routed_engine> start_router(caf::actor_system& net, const deployment& d,
-                                            std::vector<std::string> engines) {
+                                            std::vector<std::string> engines,
+                                            const std::string& policy = "round_robin") {
   router_options o;
   o.engines = std::move(engines);
-  o.policy = "round_robin";  // the first request goes to the first engine
+  o.policy = policy;  // round_robin: the first request goes to the first engine
   o.plugin_dir = INFLIGHT_TEST_PLUGIN_DIR;
   o.reconnect_interval_s = 0.2;
   auto model = load_model(d.model);
@@ -120,4 +121,71 @@ TEST_CASE("routed engine: mid-stream faults end with an error, no engine left is
   CHECK(refused.error().code == errc::unavailable);
   CHECK_FALSE(router->health().is_healthy);
   CHECK(router->snapshot().is_idle);
+}
+
+namespace {
+
+/// A prompt of many full blocks (16 tokens each) that all start the same way.
+std::string shared_prompt(const std::string& ending) {
+  return "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her "
+         "friends. One day, she saw a big red ball under a tree. She ran to the ball and picked it up. " +
+         ending;
+}
+
+bool run(routed_engine& router, const engine& eng, const std::string& prompt) {
+  auto sink = std::make_shared<collect_sink>();
+  if (!router.submit(greedy_request(eng, prompt, 2), sink)) return false;
+  return sink->wait(30.0) && sink->finish().reason != finish_reason::error;
+}
+
+}  // namespace
+
+TEST_CASE("routed engine: the engines' reports fill the prefix index, prefix routing follows it",
+          "[actors][router]") {
+  auto d = stories_deployment();
+  if (d.model.path.empty()) return;
+  served_engine a(d), b(d);
+  net_config cfg;
+  caf::actor_system net{cfg};
+  auto router = start_router(net, d, {a.address(), b.address()}, "prefix");
+  REQUIRE(router->num_connected() == 2);
+  REQUIRE(run(*router, *a.eng, shared_prompt("The end.")));
+  // The engine reports its cached blocks after the step that released them.
+  REQUIRE(wait_until([&] { return router->num_indexed_blocks(0) + router->num_indexed_blocks(1) > 0; }));
+  const int home = router->num_indexed_blocks(0) > 0 ? 0 : 1;
+  CHECK(router->num_indexed_blocks(1 - home) == 0);
+  const auto routed_before = router->num_routed(home);
+  for (const char* ending : {"Lily smiled.", "Mom laughed.", "It was fun."})
+    REQUIRE(run(*router, *a.eng, shared_prompt(ending)));
+  CHECK(router->num_routed(home) == routed_before + 3);
+  CHECK(router->num_routed(1 - home) == 0);
+  served_engine& cached = home == 0 ? a : b;
+  CHECK(cached.eng->snapshot().gauges.num_prefix_cache_hits >= 3 * 16 * 4);
+
+  // A second router, connected now, gets the same index from the engines' full reports.
+  auto late = start_router(net, d, {a.address(), b.address()}, "prefix");
+  REQUIRE(wait_until([&] { return late->num_indexed_blocks(home) == router->num_indexed_blocks(home); }));
+  CHECK(late->num_indexed_blocks(1 - home) == 0);
+
+  // An engine that goes away leaves the index.
+  cached.host.reset();
+  REQUIRE(wait_until([&] { return router->num_connected() == 1; }, 10.0));
+  CHECK(wait_until([&] { return router->num_indexed_blocks(home) == 0; }, 10.0));
+}
+
+TEST_CASE("routed engine: an engine with another block size leaves the index empty", "[actors][router]") {
+  auto d = stories_deployment();
+  if (d.model.path.empty()) return;
+  served_engine a(d);
+  auto other = d;
+  other.engine.block_size = 8;
+  net_config cfg;
+  caf::actor_system net{cfg};
+  auto router = start_router(net, other, {a.address()}, "prefix");
+  // The full report on connect is refused already, and so is every later one.
+  REQUIRE(wait_until([&] { return router->has_block_size_mismatch(0); }));
+  REQUIRE(run(*router, *a.eng, shared_prompt("The end.")));
+  REQUIRE(all_blocks_return(*a.eng));
+  CHECK(router->num_indexed_blocks(0) == 0);
+  CHECK(router->num_routed(0) == 1);  // it still routes, by load
 }

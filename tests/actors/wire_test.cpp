@@ -190,3 +190,25 @@ TEST_CASE("wire: a request crosses to an actor published by another actor system
   CHECK(answered);
   caf::anon_send_exit(echo, caf::exit_reason::user_shutdown);
 }
+
+TEST_CASE("wire: an engine's cache and load report survives serialization", "[actors][wire]") {
+  engine_report r;
+  r.is_full = true;
+  r.added = {{1, 2}, {0xffffffffffffffffull, 3}};
+  r.evicted = {{7, 0x8000000000000000ull}};
+  r.num_waiting = 4;
+  r.num_running = 5;
+  r.num_free_blocks = 6;
+  r.num_total_blocks = 70;
+  r.block_size = 16;
+  const auto back = round_trip(r);
+  CHECK(back.is_full);
+  CHECK(back.added == r.added);
+  CHECK(back.evicted == r.evicted);
+  CHECK(back.num_waiting == 4);
+  CHECK(back.num_running == 5);
+  CHECK(back.num_free_blocks == 6);
+  CHECK(back.num_total_blocks == 70);
+  CHECK(back.block_size == 16);
+  CHECK_FALSE(round_trip(engine_report{}).is_full);
+}

@@ -87,6 +87,7 @@ TEST_CASE("route: prefix goes where the prompt's leading blocks are cached", "[c
   CHECK(r.num_cached(1, blocks_of(request)) == 1);
   CHECK(choose(r, request) == 2);
   CHECK(choose(r, request) == 2);  // the cache still decides at a small load difference
+  for (int i = 0; i < 2; ++i) r.release(2, blocks_of(request));  // both finished: no longer pending
   // Another salt: the same tokens are other blocks; nothing cached, least load decides.
   auto salted = r.choose(blocks_of(request, "tenant-b"), static_cast<int>(request.size()));
   REQUIRE(salted.has_value());
@@ -168,4 +169,72 @@ TEST_CASE("route: an answer naming no available engine is replaced by the least 
 
   const inflight_route_vtable future{INFLIGHT_ROUTE_ABI_VERSION + 1, "future", bad_create, bad_destroy, always_first};
   CHECK(route_policy::try_from_vtable(&future).error().code == errc::unsupported);
+}
+
+TEST_CASE("route: engine reports feed the index: deltas, a full report replaces it", "[core][route]") {
+  router r(load("prefix"), 2, block_size);
+  const auto shared = prompt(100, 16);
+  const auto blocks = blocks_of(shared);
+  engine_report delta{.added = blocks, .block_size = block_size};
+  REQUIRE(r.apply_report(1, delta).has_value());
+  CHECK(r.num_cached(1, blocks) == 4);
+  CHECK(r.num_indexed_blocks(1) == 4);
+  CHECK(choose(r, shared) == 1);
+  r.release(1, blocks);  // finished: only the reported blocks remain
+  // the engine evicted its last two blocks
+  engine_report evicted{.evicted = {blocks[2], blocks[3]}, .block_size = block_size};
+  REQUIRE(r.apply_report(1, evicted).has_value());
+  CHECK(r.num_cached(1, blocks) == 2);
+  // a full report (a reconnect) is the whole cache: what is not in it is forgotten
+  engine_report full{.is_full = true, .added = {blocks[0]}, .block_size = block_size};
+  REQUIRE(r.apply_report(1, full).has_value());
+  CHECK(r.num_indexed_blocks(1) == 1);
+  CHECK(r.num_cached(1, blocks) == 1);
+  // an engine that goes away loses its entries; it comes back with a full report
+  r.set_available(1, false);
+  CHECK(r.num_indexed_blocks(1) == 0);
+  CHECK(choose(r, shared) == 0);
+  r.set_available(1, true);
+  REQUIRE(r.apply_report(1, {.is_full = true, .added = blocks, .block_size = block_size}).has_value());
+  CHECK(r.num_cached(1, blocks) == 4);
+}
+
+TEST_CASE("route: engine reports carry the load least_load follows", "[core][route]") {
+  router r(load("least_load"), 2, block_size);
+  REQUIRE(r.apply_report(0, {.num_waiting = 3, .num_running = 2, .block_size = block_size}).has_value());
+  CHECK(choose(r, prompt(0, 8)) == 1);
+  CHECK(choose(r, prompt(0, 8)) == 1);  // its own sends: 4 x 2 = 8 < 14
+  REQUIRE(r.apply_report(1, {.num_waiting = 4, .num_running = 4, .block_size = block_size}).has_value());
+  CHECK(choose(r, prompt(0, 8)) == 0);  // 14 < 20
+}
+
+TEST_CASE("route: a report under another block size is refused and says so", "[core][route]") {
+  router r(load("prefix"), 1, block_size);
+  const auto blocks = blocks_of(prompt(100, 16));
+  auto refused = r.apply_report(0, {.added = blocks, .block_size = 16});
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.error().code == errc::invalid_argument);
+  CHECK(refused.error().message.find("16 tokens") != std::string::npos);
+  CHECK(refused.error().message.find("blocks of 4") != std::string::npos);
+  CHECK(r.num_indexed_blocks(0) == 0);
+}
+
+TEST_CASE("route: prompts routed and not finished count as pending blocks of their engine", "[core][route]") {
+  router r(load("prefix"), 2, block_size);
+  const auto shared = prompt(100, 16);
+  const auto blocks = blocks_of(shared);
+  const int first = choose(r, shared);  // nothing reported yet: by load
+  CHECK(r.num_cached(first, blocks) == 4);  // pending there
+  CHECK(r.num_indexed_blocks(first) == 0);  // not reported
+  // A burst sharing the prefix follows the first request, not the load.
+  for (int i = 0; i < 3; ++i) CHECK(choose(r, shared) == first);
+  for (int i = 0; i < 4; ++i) r.release(first, blocks);
+  CHECK(r.num_cached(first, blocks) == 0);  // finished, and never reported
+  // Released once per routed request: one of two still pending keeps the blocks.
+  const int second = choose(r, shared);
+  CHECK(choose(r, shared) == second);
+  r.release(second, blocks);
+  CHECK(r.num_cached(second, blocks) == 4);
+  r.release(second, blocks);
+  CHECK(r.num_cached(second, blocks) == 0);
 }
