@@ -32,15 +32,15 @@ grammar_vocab::grammar_vocab(std::vector<std::string> token_bytes, std::vector<t
     while (i < sorted_.size() && static_cast<std::uint8_t>(bytes_[sorted_[i]][0]) == b) ++i;
   }
   first_index_[256] = static_cast<std::uint32_t>(sorted_.size());
-  by_length_ = sorted_;
-  std::stable_sort(by_length_.begin(), by_length_.end(),
-                   [&](token_id a, token_id b) { return bytes_[a].size() > bytes_[b].size(); });
+  std::size_t max_len = 0;
+  for (token_id id : sorted_) max_len = std::max(max_len, bytes_[id].size());
+  at_least_.resize(std::max<std::size_t>(max_len, 1) + 2);  // [n]: n >= 2; the last stays empty
+  for (std::uint32_t i = 0; i < sorted_.size(); ++i)
+    for (std::size_t n = 2; n <= bytes_[sorted_[i]].size(); ++n) at_least_[n].push_back(i);
 }
 
-std::size_t grammar_vocab::num_at_least(std::size_t n) const {
-  const auto it = std::partition_point(by_length_.begin(), by_length_.end(),
-                                       [&](token_id id) { return bytes_[id].size() >= n; });
-  return static_cast<std::size_t>(it - by_length_.begin());
+const std::vector<std::uint32_t>& grammar_vocab::sorted_at_least(std::size_t n) const {
+  return at_least_[std::clamp<std::size_t>(n, 2, at_least_.size() - 1)];
 }
 
 bool grammar_vocab::is_eos(token_id id) const {
@@ -115,8 +115,8 @@ position_tokens token_index::compute_shared(std::uint32_t pos, shared_from from)
   const grammar_vocab& v = *vocab_;
   const position_tokens walked = compute(pos, from.min_len);
   const position_tokens& rep = tokens_at(from.rep);
-  const std::size_t num_long = v.num_at_least(from.min_len);
-  const std::span<const token_id> long_ids(v.by_length().data(), num_long);
+  std::vector<token_id> long_ids;
+  for (std::uint32_t i : v.sorted_at_least(from.min_len)) long_ids.push_back(v.sorted()[i]);
   auto is_long = [&](token_id id) { return v.bytes(id).size() >= from.min_len; };
 
   // The rep's class of every long token, to take it out of its counts.
@@ -183,6 +183,23 @@ position_tokens token_index::compute(std::uint32_t pos, std::size_t min_len) con
   // that goes on after it is rejected, not uncertain.
   const bool is_context_final = parser.context_rule() == grammar_->root() && !is_root_called_;
 
+  // The walk goes over entries j of a sequence of sorted indices: all of them, or the
+  // tokens of min_len bytes or more (still sorted, so still a trie walk).
+  const std::vector<std::uint32_t>* subset = min_len >= 2 ? &v.sorted_at_least(min_len) : nullptr;
+  auto index_at = [&](std::uint32_t j) { return subset ? (*subset)[j] : j; };
+  auto entry_of = [&](std::uint32_t sorted_index) {  // the first entry at or after a sorted index
+    if (!subset) return sorted_index;
+    return static_cast<std::uint32_t>(std::lower_bound(subset->begin(), subset->end(), sorted_index) - subset->begin());
+  };
+  auto lcp_at = [&](std::uint32_t j) -> std::uint32_t {  // bytes entry j shares with entry j - 1
+    if (!subset) return lcp[j];
+    const std::string& a = v.bytes(sorted[(*subset)[j - 1]]);
+    const std::string& c = v.bytes(sorted[(*subset)[j]]);
+    const std::size_t n = std::min(a.size(), c.size());
+    return static_cast<std::uint32_t>(std::mismatch(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(n), c.begin()).first -
+                                      a.begin());
+  };
+
   std::vector<token_id> accepted;
   position_tokens out;
   // touched[k]: the context was touched after consuming some k' <= k bytes (k' >= 1).
@@ -190,21 +207,14 @@ position_tokens token_index::compute(std::uint32_t pos, std::size_t min_len) con
   std::size_t depth = 0;
   for (int b = 0; b < 256; ++b) {
     if (!first.contains(static_cast<std::uint8_t>(b))) continue;
-    const std::uint32_t begin = v.first_index(b);
-    const std::uint32_t end = v.first_index(b + 1);
+    const std::uint32_t begin = entry_of(v.first_index(b));
+    const std::uint32_t end = entry_of(v.first_index(b + 1));
     parser.pop_sets(depth);
     depth = 0;
     touched.resize(1);
-    // Bytes shared by the token the parser holds a prefix of and token i.
-    std::uint32_t shared_bytes = 0;
-    for (std::uint32_t i = begin; i < end;) {
-      const std::string& t = v.bytes(sorted[i]);
-      shared_bytes = i == begin ? 0 : std::min(shared_bytes, lcp[i]);
-      if (t.size() < min_len) {
-        ++i;
-        continue;
-      }
-      const std::size_t common = std::min<std::size_t>(shared_bytes, depth);
+    for (std::uint32_t j = begin; j < end;) {
+      const std::string& t = v.bytes(sorted[index_at(j)]);
+      const std::size_t common = j == begin ? 0 : std::min<std::size_t>(lcp_at(j), depth);
       parser.pop_sets(depth - common);
       depth = common;
       touched.resize(depth + 1);
@@ -217,22 +227,19 @@ position_tokens token_index::compute(std::uint32_t pos, std::size_t min_len) con
         ++depth;
         touched.push_back(touched.back() || (!is_context_final && parser.last_set_touched_context()));
       }
-      shared_bytes = std::numeric_limits<std::uint32_t>::max();
       if (!is_dead) {
-        accepted.push_back(sorted[i++]);
+        accepted.push_back(sorted[index_at(j++)]);
         continue;
       }
       // Every token sharing the dead prefix t[0..depth] dies at the same byte.
       const bool is_uncertain = touched[depth] != 0;
       do {
-        if (v.bytes(sorted[i]).size() >= min_len) {
-          if (is_uncertain)
-            out.uncertain.push_back(i);
-          else
-            ++out.num_rejected;
-        }
-        ++i;
-      } while (i < end && lcp[i] > depth);
+        if (is_uncertain)
+          out.uncertain.push_back(index_at(j));
+        else
+          ++out.num_rejected;
+        ++j;
+      } while (j < end && lcp_at(j) > depth);
     }
   }
   parser.pop_sets(depth);

@@ -60,10 +60,8 @@ class grammar_vocab {
   const std::vector<std::uint32_t>& lcp() const { return lcp_; }
   /// Sorted indices [first_index(b), first_index(b + 1)) start with byte b.
   std::uint32_t first_index(int b) const { return first_index_[static_cast<std::size_t>(b)]; }
-  /// The non-empty tokens, longest first.
-  const std::vector<token_id>& by_length() const { return by_length_; }
-  /// The first `num_at_least(n)` of by_length() are n bytes long or longer.
-  std::size_t num_at_least(std::size_t n) const;
+  /// The sorted indices (ascending) of the tokens of at least `n` >= 2 bytes.
+  const std::vector<std::uint32_t>& sorted_at_least(std::size_t n) const;
 
  private:
   std::vector<std::string> bytes_;
@@ -71,7 +69,7 @@ class grammar_vocab {
   std::vector<token_id> sorted_;
   std::vector<std::uint32_t> lcp_;
   std::vector<std::uint32_t> first_index_;  // 257 entries
-  std::vector<token_id> by_length_;
+  std::vector<std::vector<std::uint32_t>> at_least_;  // [n]: sorted indices of tokens of >= n bytes
 };
 
 /// The tokens one grammar position accepts by itself (see the header comment).
