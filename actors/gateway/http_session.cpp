@@ -24,6 +24,14 @@ std::chrono::milliseconds seconds_of(double s) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::max(0.001, s) * 1e3));
 }
 
+/// The Authorization header's value; nullopt when there is none.
+template <class Request>
+std::optional<std::string_view> authorization_of(const Request& req) {
+  const auto it = req.find(http::field::authorization);
+  if (it == req.end()) return std::nullopt;
+  return std::string_view(it->value().data(), it->value().size());
+}
+
 }  // namespace
 
 http_session::http_session(edge_stream&& stream, gateway_state& state)
@@ -106,14 +114,7 @@ void http_session::handle(request_t&& req) {
   const std::string method(req.method_string());
   auto kind = classify(method, path);
   // A WebSocket upgrade is checked here too: refused with a 401 before it is upgraded.
-  const auto authorization = req.find(http::field::authorization);
-  if (auto denied = check_api_key(state_, path,
-                                  authorization == req.end()
-                                      ? std::nullopt
-                                      : std::optional<std::string_view>(std::string_view(
-                                            authorization->value().data(), authorization->value().size())))) {
-    return send_reply(error_reply(*denied));
-  }
+  if (auto denied = check_api_key(state_, path, authorization_of(req))) return send_reply(error_reply(*denied));
   if (kind == route_kind::websocket && beast::websocket::is_upgrade(req)) {
     stream_.tcp().expires_never();
     std::make_shared<ws_session>(std::move(stream_), state_)->run(std::move(req));

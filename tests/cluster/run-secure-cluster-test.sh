@@ -205,9 +205,21 @@ for bad in rogue plain; do
   kill -TERM "$bad_pid"
   wait "$bad_pid" || fail "router $bad exited with $? after SIGTERM"
 done
-# The good router is still served after the refusals.
-[ "$(status -H "$(auth sk-from-toml)" -H 'content-type: application/json' "$base/v1/completions" \
-  -d '{"prompt": "Hi", "max_tokens": 2}')" = 200 ] || fail "the router lost the engine after the refusals"
+# The good router is still served after the refusals. CAF 0.17's OpenSSL module leaves
+# OpenSSL's error queue dirty after a failed handshake, and the engine may then drop
+# other connections too (docs/deployment.md): the router takes the engine back within
+# router.reconnect_interval_s.
+up=""
+for _ in $(seq 1 300); do
+  up=$(curl -sS --cacert https.pem -H "$(auth sk-from-toml)" "$base/metrics" |
+    sed -n "s/^inflight:router_engine_up{engine=\"127.0.0.1:$engine_port\"} //p")
+  [ "$up" = 1 ] && break
+  sleep 0.1
+done
+[ "$up" = 1 ] || fail "the router did not take the engine back after the refusals"
+code=$(curl -sS -o after.json -w '%{http_code}' --cacert https.pem -H "$(auth sk-from-toml)" \
+  -H 'content-type: application/json' "$base/v1/completions" -d '{"prompt": "Hi", "max_tokens": 2}')
+[ "$code" = 200 ] || fail "the router lost the engine after the refusals: $code $(cat after.json)"
 
 kill -TERM "$router_pid"
 wait "$router_pid" || fail "the router exited with $? after SIGTERM"
