@@ -2,6 +2,7 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include <cerrno>
 #include <cstring>
@@ -42,9 +43,15 @@ result<void> try_check_tls_files(const tls_files& f) {
   if (SSL_CTX_use_certificate_chain_file(ctx.get(), f.cert_file.c_str()) != 1)
     return make_error(errc::invalid_argument,
                       f.cert_key + " " + f.cert_file + ": not a PEM certificate (chain): " + openssl_errors());
-  if (SSL_CTX_use_PrivateKey_file(ctx.get(), f.key_file.c_str(), SSL_FILETYPE_PEM) != 1)
+  if (SSL_CTX_use_PrivateKey_file(ctx.get(), f.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+    // OpenSSL checks the key against the certificate as it loads it.
+    const bool is_mismatch = ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH;
     return make_error(errc::invalid_argument,
-                      f.key_key + " " + f.key_file + ": not a PEM private key: " + openssl_errors());
+                      f.key_key + " " + f.key_file +
+                          (is_mismatch ? " is not the key of " + f.cert_key + " " + f.cert_file
+                                       : std::string(": not a PEM private key")) +
+                          ": " + openssl_errors());
+  }
   if (SSL_CTX_check_private_key(ctx.get()) != 1)
     return make_error(errc::invalid_argument, f.key_key + " " + f.key_file + " is not the key of " + f.cert_key + " " +
                                                   f.cert_file + ": " + openssl_errors());
