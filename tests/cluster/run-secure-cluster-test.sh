@@ -94,17 +94,22 @@ reconnect_interval_s = 0.2
 TOML
 }
 
-"$INFLIGHT_BIN" serve --role engine --config engine.toml >engine.log 2>&1 &
-engine_pid=$!
-pids+=($engine_pid)
-engine_port=""
-for _ in $(seq 1 600); do
-  engine_port=$(sed -n 's/^inflight: serving the engine on tcp:\/\/127.0.0.1:\([0-9]*\) .*mutual TLS.*/\1/p' engine.log)
-  [ -n "$engine_port" ] && break
-  kill -0 "$engine_pid" 2>/dev/null || fail "the engine exited early"
-  sleep 0.1
-done
-[ -n "$engine_port" ] || fail "the engine printed no port (with mutual TLS)"
+# start_engine LOG: an engine with mutual TLS; sets ENGINE_PID and ENGINE_PORT.
+start_engine() {
+  "$INFLIGHT_BIN" serve --role engine --config engine.toml >"$1" 2>&1 &
+  ENGINE_PID=$!
+  pids+=($ENGINE_PID)
+  ENGINE_PORT=""
+  for _ in $(seq 1 600); do
+    ENGINE_PORT=$(sed -n 's/^inflight: serving the engine on tcp:\/\/127.0.0.1:\([0-9]*\) .*mutual TLS.*/\1/p' "$1")
+    [ -n "$ENGINE_PORT" ] && return 0
+    kill -0 "$ENGINE_PID" 2>/dev/null || fail "the engine exited early"
+    sleep 0.1
+  done
+  fail "the engine printed no port (with mutual TLS)"
+}
+start_engine engine.log
+engine_pid=$ENGINE_PID engine_port=$ENGINE_PORT
 
 # start_router NAME [FLAGS...]: sets ROUTER_PID and ROUTER_URL.
 start_router() {
@@ -190,40 +195,35 @@ PY
 [ "$(wss_status sk-wrong)" = 401 ] || fail "a WSS upgrade with a wrong key was not refused with 401"
 [ "$(wss_status sk-from-toml)" = 101 ] || fail "a WSS upgrade with the key was not switched"
 
-# Routers the engine must refuse: a certificate from another CA, and no TLS at all. No
-# keys and plain HTTP on these: only the engine port is under test.
+# Routers an engine must refuse: a certificate from another CA, and no TLS at all. No
+# keys and plain HTTP on these: only the engine port is under test. They knock on an
+# engine of their own: after a failed handshake, CAF 0.17's OpenSSL module may drop the
+# engine's other connections too (docs/deployment.md), which would disturb the above.
+start_engine engine-2.log
+engine2_pid=$ENGINE_PID engine2_port=$ENGINE_PORT
 for bad in rogue plain; do
-  if [ $bad = rogue ]; then router_toml $bad rogue true "$engine_port" "" >$bad.toml
-  else router_toml $bad router false "$engine_port" "" >$bad.toml; fi
+  if [ $bad = rogue ]; then router_toml $bad rogue true "$engine2_port" "" >$bad.toml
+  else router_toml $bad router false "$engine2_port" "" >$bad.toml; fi
   start_router $bad
   bad_pid=$ROUTER_PID
   code=$(curl -sS -o $bad-completion.json -w '%{http_code}' -H 'content-type: application/json' \
     "$ROUTER_URL/v1/completions" -d '{"prompt": "Hi", "max_tokens": 2}')
   [ "$code" = 503 ] || fail "router $bad got $code from an engine that should refuse it: $(cat $bad-completion.json)"
-  up=$(curl -sS "$ROUTER_URL/metrics" | sed -n "s/^inflight:router_engine_up{engine=\"127.0.0.1:$engine_port\"} //p")
+  up=$(curl -sS "$ROUTER_URL/metrics" | sed -n "s/^inflight:router_engine_up{engine=\"127.0.0.1:$engine2_port\"} //p")
   [ "$up" = 0 ] || fail "router $bad shows the engine up"
   kill -TERM "$bad_pid"
   wait "$bad_pid" || fail "router $bad exited with $? after SIGTERM"
 done
-# The good router is still served after the refusals. CAF 0.17's OpenSSL module leaves
-# OpenSSL's error queue dirty after a failed handshake, and the engine may then drop
-# other connections too (docs/deployment.md): the router takes the engine back within
-# router.reconnect_interval_s.
-up=""
-for _ in $(seq 1 300); do
-  up=$(curl -sS --cacert https.pem -H "$(auth sk-from-toml)" "$base/metrics" |
-    sed -n "s/^inflight:router_engine_up{engine=\"127.0.0.1:$engine_port\"} //p")
-  [ "$up" = 1 ] && break
-  sleep 0.1
-done
-[ "$up" = 1 ] || fail "the router did not take the engine back after the refusals"
+# The good router is still served.
 code=$(curl -sS -o after.json -w '%{http_code}' --cacert https.pem -H "$(auth sk-from-toml)" \
   -H 'content-type: application/json' "$base/v1/completions" -d '{"prompt": "Hi", "max_tokens": 2}')
-[ "$code" = 200 ] || fail "the router lost the engine after the refusals: $code $(cat after.json)"
+[ "$code" = 200 ] || fail "the router lost its engine: $code $(cat after.json)"
 
 kill -TERM "$router_pid"
 wait "$router_pid" || fail "the router exited with $? after SIGTERM"
-kill -TERM "$engine_pid"
-wait "$engine_pid" || fail "the engine exited with $? after SIGTERM"
+for p in "$engine_pid" "$engine2_pid"; do
+  kill -TERM "$p"
+  wait "$p" || fail "an engine exited with $? after SIGTERM"
+done
 trap - EXIT
 echo "secure cluster test: mutual TLS, HTTPS, WSS, API keys, [router] and shutdown: ok"
