@@ -1,6 +1,7 @@
 #include "actors/remote_engine.hpp"
 
 #include <caf/io/all.hpp>
+#include <caf/openssl/all.hpp>
 
 #include <chrono>
 #include <map>
@@ -282,7 +283,10 @@ result<std::unique_ptr<engine_host>> engine_host::start(caf::actor_system& net, 
                                                         std::uint16_t port) {
   auto grammars = std::make_shared<grammar_cache>(make_grammar_vocab(*eng.model().tok));
   auto actor = net.spawn(host_actor, &eng, std::move(grammars));
-  auto bound = net.middleman().publish(actor, port, host.c_str(), /*reuse=*/true);  // a restart takes its port back
+  // With [cluster] tls the OpenSSL module serves the port (actors/cluster_tls.hpp).
+  auto bound = net.has_openssl_manager()
+                   ? caf::openssl::publish(actor, port, host.c_str(), /*reuse=*/true)
+                   : net.middleman().publish(actor, port, host.c_str(), /*reuse=*/true);  // a restart takes its port back
   if (!bound) {
     caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
     return make_error(errc::io_error,
@@ -294,7 +298,12 @@ result<std::unique_ptr<engine_host>> engine_host::start(caf::actor_system& net, 
 
 engine_host::~engine_host() {
   eng_.set_cache_sink(nullptr);
-  net_.middleman().unpublish(actor_, port_);
+  if (net_.has_openssl_manager()) {
+    // caf::openssl::unpublish of Debian's 0.17 headers does not compile: ask the module's actor.
+    caf::make_function_view(net_.openssl_manager().actor_handle())(caf::unpublish_atom::value, actor_.address(), port_);
+  } else {
+    net_.middleman().unpublish(actor_, port_);
+  }
   caf::anon_send_exit(actor_, caf::exit_reason::user_shutdown);
 }
 
@@ -302,7 +311,8 @@ result<std::unique_ptr<remote_engine>> remote_engine::connect(caf::actor_system&
                                                               std::uint16_t port, double timeout_s,
                                                               report_handler on_report) {
   const std::string address = host + ":" + std::to_string(port);
-  auto remote = net.middleman().remote_actor(host, port);
+  auto remote = net.has_openssl_manager() ? caf::openssl::remote_actor(net, host, port)
+                                          : net.middleman().remote_actor(host, port);
   if (!remote) return make_error(errc::unavailable, "no engine at " + address + ": " + net.render(remote.error()));
   auto is_down = std::make_shared<std::atomic<bool>>(false);
   auto client = net.spawn(client_actor, *remote, address, seconds(timeout_s), is_down, std::move(on_report));

@@ -123,6 +123,47 @@ key_spec dummy_int(T dummy_shape::*member, std::int64_t lo, std::int64_t hi, std
           }};
 }
 
+/// An array of strings; `check` (when given) returns why one is wrong, "" when it is fine.
+template <class S>
+key_spec text_list(S deployment::*section, std::vector<std::string> S::*member, std::string key,
+                   std::function<std::string(const std::string&)> check = {}) {
+  const std::string expected = "an array of strings";
+  return {expected, [=](deployment& d, const toml::node& n) -> result<void> {
+            const auto* array = n.as_array();
+            if (!array) return bad_value(key, n, expected);
+            std::vector<std::string> out;
+            for (const auto& item : *array) {
+              if (!item.is_string()) return bad_value(key, item, "a string in " + expected);
+              const auto& v = item.as_string()->get();
+              if (check) {
+                if (auto why = check(v); !why.empty()) return bad_value(key, item, why);
+              }
+              out.push_back(v);
+            }
+            (d.*section).*member = std::move(out);
+            return {};
+          }};
+}
+
+/// "host:port" with a port in [1, 65535]; "" when it is one, else what is expected.
+std::string check_endpoint(const std::string& text, int min_port = 1) {
+  const std::string expected = "\"host:port\" with a port in [" + std::to_string(min_port) + ", 65535]";
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) return expected;
+  const auto port = text.substr(colon + 1);
+  if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) return expected;
+  const int p = std::stoi(port);
+  return p >= min_port && p <= 65535 ? "" : expected;
+}
+
+/// An API key: printable ASCII without spaces (one header token).
+std::string check_api_key(const std::string& key) {
+  if (key.empty()) return "a non-empty key";
+  for (const unsigned char c : key)
+    if (c <= 0x20 || c >= 0x7f) return "a key of printable ASCII characters without spaces";
+  return "";
+}
+
 const std::map<std::string, key_spec>& specs() {
   using D = deployment;
   static const std::map<std::string, key_spec> table = [] {
@@ -163,6 +204,44 @@ const std::map<std::string, key_spec>& specs() {
         [](auto k) { return integer(&D::server, &server_settings::events_queue_size, 2, 1 << 16, k); });
     add("server.events_max_seqs",
         [](auto k) { return integer(&D::server, &server_settings::events_max_seqs, 1, 1 << 16, k); });
+    add("server.api_keys", [](auto k) { return text_list(&D::server, &server_settings::api_keys, k, check_api_key); });
+    add("server.api_key_file", [](auto k) { return text(&D::server, &server_settings::api_key_file, {}, k); });
+    add("server.metrics_open", [](auto k) { return boolean(&D::server, &server_settings::metrics_open, k); });
+    add("server.tls_cert_file", [](auto k) { return text(&D::server, &server_settings::tls_cert_file, {}, k); });
+    add("server.tls_key_file", [](auto k) { return text(&D::server, &server_settings::tls_key_file, {}, k); });
+    add("cluster.bind", [](auto k) -> key_spec {
+      const std::string expected = "\"\" or \"host:port\" with a port in [0, 65535]";
+      return {expected, [k, expected](deployment& d, const toml::node& n) -> result<void> {
+                if (!n.is_string()) return bad_value(k, n, expected);
+                const auto& v = n.as_string()->get();
+                if (!v.empty() && !check_endpoint(v, 0).empty()) return bad_value(k, n, expected);
+                d.cluster.bind = v;
+                return {};
+              }};
+    });
+    add("cluster.tls", [](auto k) { return boolean(&D::cluster, &cluster_settings::tls, k); });
+    add("cluster.cert_file", [](auto k) { return text(&D::cluster, &cluster_settings::cert_file, {}, k); });
+    add("cluster.key_file", [](auto k) { return text(&D::cluster, &cluster_settings::key_file, {}, k); });
+    add("cluster.ca_file", [](auto k) { return text(&D::cluster, &cluster_settings::ca_file, {}, k); });
+    add("cluster.heartbeat_interval_s",
+        [](auto k) { return number(&D::cluster, &cluster_settings::heartbeat_interval_s, 0.01, 3600.0, k); });
+    add("cluster.connection_timeout_s",
+        [](auto k) { return number(&D::cluster, &cluster_settings::connection_timeout_s, 0.05, 86400.0, k); });
+    add("router.engines",
+        [](auto k) {
+          return text_list(&D::router, &router_settings::engines, k, [](const std::string& e) { return check_endpoint(e); });
+        });
+    add("router.policy", [](auto k) -> key_spec {
+      return {"a policy name", [k](deployment& d, const toml::node& n) -> result<void> {
+                if (!n.is_string() || n.as_string()->get().empty()) return bad_value(k, n, "a policy name");
+                d.router.policy = n.as_string()->get();
+                return {};
+              }};
+    });
+    add("router.request_timeout_s",
+        [](auto k) { return number(&D::router, &router_settings::request_timeout_s, 0.01, 86400.0, k); });
+    add("router.reconnect_interval_s",
+        [](auto k) { return number(&D::router, &router_settings::reconnect_interval_s, 0.01, 3600.0, k); });
     add("model.path", [](auto k) { return text(&D::model, &model_settings::path, {}, k); });
     add("model.format",
         [](auto k) { return text(&D::model, &model_settings::format, {"auto", "llama2c", "hf", "gguf", "dummy"}, k); });
@@ -340,6 +419,18 @@ result<void> apply_table(deployment& d, const toml::table& table, const std::str
 }  // namespace
 
 result<void> validate_deployment(const deployment& d) {
+  const auto& sv = d.server;
+  if (sv.tls_cert_file.empty() != sv.tls_key_file.empty())
+    return make_error(errc::invalid_argument,
+                      "server.tls_cert_file and server.tls_key_file go together: HTTPS needs both");
+  const auto& c = d.cluster;
+  if (c.tls && (c.cert_file.empty() || c.key_file.empty() || c.ca_file.empty()))
+    return make_error(errc::invalid_argument,
+                      "cluster.tls = true needs cluster.cert_file, cluster.key_file and cluster.ca_file (mutual TLS: "
+                      "each side presents its certificate and checks the other's against the CA)");
+  if (c.connection_timeout_s <= c.heartbeat_interval_s)
+    return make_error(errc::invalid_argument, "cluster.connection_timeout_s must be longer than "
+                                              "cluster.heartbeat_interval_s");
   const auto& s = d.model.dummy;
   if (s.num_heads % s.num_kv_heads != 0) {
     return make_error(errc::invalid_argument, "model.dummy.num_heads (" + std::to_string(s.num_heads) +
@@ -387,6 +478,12 @@ result<deployment> read_file(const std::filesystem::path& path) {
   resolve(d->model.tokenizer);
   resolve(d->model.config_json);
   resolve(d->scheduler.plugin_dir);
+  resolve(d->server.api_key_file);
+  resolve(d->server.tls_cert_file);
+  resolve(d->server.tls_key_file);
+  resolve(d->cluster.cert_file);
+  resolve(d->cluster.key_file);
+  resolve(d->cluster.ca_file);
   return d;
 }
 

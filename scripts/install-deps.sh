@@ -5,7 +5,9 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config
-  libcaf-dev            # actors (CAF 0.17)
+  libcaf-dev            # actors (CAF 0.17; libcaf-openssl: mutual TLS on the engine port)
+  libssl-dev            # HTTPS / WSS at the edge, API key digests
+  openssl               # the TLS tests make throwaway certificates with it
   libboost-dev          # Beast / Asio (header-only)
   libtomlplusplus-dev   # deployment TOML
   catch2                # tests (Catch2 v2)

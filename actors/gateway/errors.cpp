@@ -29,6 +29,14 @@ api_error payload_too_large(long long limit) {
                    {}, "payload_too_large"};
 }
 
+api_error unauthorized(bool has_header) {
+  std::string message = has_header ? "Incorrect API key provided. The key goes in the header "
+                                     "`Authorization: Bearer <key>`."
+                                   : "You didn't provide an API key. You need to provide your API key in an "
+                                     "Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).";
+  return api_error{401, "invalid_request_error", std::move(message), {}, "invalid_api_key"};
+}
+
 api_error shutting_down() { return to_api_error({errc::shutting_down, "the server is shutting down"}); }
 
 api_error unavailable(std::string message, std::string code) {

@@ -38,6 +38,9 @@ api_error not_found(std::string message, std::string code = {});
 api_error method_not_allowed(std::string message);
 /// 413 for a body over server.max_body_bytes.
 api_error payload_too_large(long long limit);
+/// 401 invalid_api_key: no `Authorization: Bearer <key>` header (`has_header` false), or
+/// one whose key is not a configured one. The message never echoes the key.
+api_error unauthorized(bool has_header);
 /// 503 shutting_down: the server no longer accepts requests.
 api_error shutting_down();
 /// 503 for a gateway resource at its own limit (not the engine's queue), with its own `code`.

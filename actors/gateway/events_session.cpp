@@ -25,21 +25,21 @@ std::chrono::milliseconds millis(double seconds) {
 
 }  // namespace
 
-events_session::events_session(net::ip::tcp::socket&& socket, gateway_state& state,
+events_session::events_session(edge_stream&& stream, gateway_state& state,
                                std::shared_ptr<step_subscription> subscription)
-    : socket_(std::move(socket)),
+    : stream_(std::move(stream)),
       state_(state),
       subscription_(std::move(subscription)),
-      heartbeat_(socket_.get_executor()),
+      heartbeat_(stream_.get_executor()),
       // New steps wait in the subscription's queue, not here: pull() writes only when idle.
-      writer_(socket_.get_executor(), {.stall_timeout_s = state.settings().idle_timeout_s}) {}
+      writer_(stream_.get_executor(), {.stall_timeout_s = state.settings().idle_timeout_s}) {}
 
 void events_session::run(unsigned http_version) {
   state_.add_session(shared_from_this());
   beast::error_code ignored;
-  socket_.set_option(net::socket_base::send_buffer_size(socket_send_buffer_bytes), ignored);
+  stream_.tcp().socket().set_option(net::socket_base::send_buffer_size(socket_send_buffer_bytes), ignored);
   std::weak_ptr<events_session> weak = shared_from_this();
-  subscription_->set_wake([weak, ex = socket_.get_executor()] {
+  subscription_->set_wake([weak, ex = stream_.get_executor()] {
     net::post(ex, [weak] {
       if (auto self = weak.lock()) self->pull();
     });
@@ -47,7 +47,7 @@ void events_session::run(unsigned http_version) {
   // Raw `this`: the writer runs these from handlers that hold the session.
   writer_.start(weak_from_this(), {
       .write = [this](const std::string& bytes, session_writer::done_fn done) {
-        net::async_write(socket_, net::buffer(bytes),
+        net::async_write(stream_, net::buffer(bytes),
                          [done = std::move(done)](beast::error_code ec, std::size_t) { done(ec); });
       },
       .on_drained = [this] { pull(); },
@@ -60,7 +60,7 @@ void events_session::run(unsigned http_version) {
 }
 
 void events_session::stop() {
-  net::post(socket_.get_executor(), [self = shared_from_this()] { self->close(); });
+  net::post(stream_.get_executor(), [self = shared_from_this()] { self->close(); });
 }
 
 void events_session::pull() {
@@ -85,7 +85,7 @@ void events_session::on_heartbeat(beast::error_code ec) {
 
 void events_session::watch() {
   // The client sends nothing after its request: a read that ends means it went away.
-  watch_.start(socket_, [self = shared_from_this()](beast::error_code ec, const std::string&) {
+  watch_.start(stream_, [self = shared_from_this()](beast::error_code ec, const std::string&) {
     if (ec) return self->close();
     self->watch();
   });
@@ -97,8 +97,8 @@ void events_session::close() {
   heartbeat_.cancel();
   writer_.close();
   beast::error_code ignored;
-  socket_.shutdown(net::ip::tcp::socket::shutdown_both, ignored);
-  socket_.close(ignored);
+  stream_.tcp().socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
+  stream_.tcp().socket().close(ignored);
   subscription_.reset();  // unsubscribes; the last one stops the engine's summaries
 }
 

@@ -15,6 +15,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/error.hpp>
 
+#include "actors/gateway/edge_stream.hpp"
 #include "actors/gateway/gateway_state.hpp"
 #include "actors/gateway/session_writer.hpp"
 
@@ -22,7 +23,7 @@ namespace inflight::gateway {
 
 class events_session final : public session_base, public std::enable_shared_from_this<events_session> {
  public:
-  events_session(boost::asio::ip::tcp::socket&& socket, gateway_state& state,
+  events_session(edge_stream&& stream, gateway_state& state,
                  std::shared_ptr<step_subscription> subscription);
   /// Writes the response header and the `engine` event, then streams steps.
   void run(unsigned http_version);
@@ -38,7 +39,7 @@ class events_session final : public session_base, public std::enable_shared_from
   void watch();
   void close();
 
-  boost::asio::ip::tcp::socket socket_;
+  edge_stream stream_;
   gateway_state& state_;
   std::shared_ptr<step_subscription> subscription_;
   boost::asio::steady_timer heartbeat_;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "actors/engine.hpp"
+#include "actors/gateway/api_keys.hpp"
 #include "actors/gateway/served_model.hpp"
 #include "actors/gateway/step_fanout.hpp"
 
@@ -28,13 +29,17 @@ class session_base {
 
 class gateway_state {
  public:
-  gateway_state(engine_api& eng, served_model model, server_settings settings, std::string version)
-      : engine_(eng), model_(std::move(model)), settings_(std::move(settings)), version_(std::move(version)) {}
+  gateway_state(engine_api& eng, served_model model, server_settings settings, std::string version,
+                api_keys keys = {})
+      : engine_(eng), model_(std::move(model)), settings_(std::move(settings)), version_(std::move(version)),
+        keys_(std::move(keys)) {}
 
   engine_api& eng() { return engine_; }
   const served_model& model() const { return model_; }
   const server_settings& settings() const { return settings_; }
   const std::string& version() const { return version_; }
+  /// The API keys a request must carry one of (none: open).
+  const api_keys& keys() const { return keys_; }
   /// The subscribers of GET /v1/engine/events.
   step_fanout& steps() { return *steps_; }
   bool is_shutting_down() const { return is_shutting_down_; }
@@ -77,6 +82,7 @@ class gateway_state {
   served_model model_;
   server_settings settings_;
   std::string version_;
+  api_keys keys_;
   std::atomic<bool> is_shutting_down_{false};
   std::atomic<int> num_live_requests_{0};
   std::mutex mutex_;

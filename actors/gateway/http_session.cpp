@@ -24,10 +24,18 @@ std::chrono::milliseconds seconds_of(double s) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::max(0.001, s) * 1e3));
 }
 
+/// The Authorization header's value; nullopt when there is none.
+template <class Request>
+std::optional<std::string_view> authorization_of(const Request& req) {
+  const auto it = req.find(http::field::authorization);
+  if (it == req.end()) return std::nullopt;
+  return std::string_view(it->value().data(), it->value().size());
+}
+
 }  // namespace
 
-http_session::http_session(net::ip::tcp::socket&& socket, gateway_state& state)
-    : stream_(std::move(socket)),
+http_session::http_session(edge_stream&& stream, gateway_state& state)
+    : stream_(std::move(stream)),
       state_(state),
       writer_(stream_.get_executor(),
               {std::size_t(std::max<std::int64_t>(1, state.settings().max_stream_buffer_bytes)),
@@ -36,7 +44,16 @@ http_session::http_session(net::ip::tcp::socket&& socket, gateway_state& state)
 
 void http_session::run() {
   writer_.start(weak_from_this(), stream_handlers());
-  net::dispatch(stream_.get_executor(), beast::bind_front_handler(&http_session::do_read, shared_from_this()));
+  net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+    if (!self->stream_.is_tls()) return self->do_read();
+    self->stream_.tcp().expires_after(seconds_of(self->state_.settings().idle_timeout_s));
+    self->stream_.async_handshake([self](beast::error_code ec) { self->on_handshake(ec); });
+  });
+}
+
+void http_session::on_handshake(beast::error_code ec) {
+  if (ec) return close();  // not TLS, a certificate the client refused, or too slow
+  do_read();
 }
 
 void http_session::stop() {
@@ -59,7 +76,7 @@ void http_session::do_read() {
   parser_.emplace();
   parser_->body_limit(static_cast<std::uint64_t>(state_.settings().max_body_bytes));
   parser_->header_limit(static_cast<std::uint32_t>(state_.settings().max_header_bytes));
-  stream_.expires_after(seconds_of(state_.settings().idle_timeout_s));
+  stream_.tcp().expires_after(seconds_of(state_.settings().idle_timeout_s));
   http::async_read(stream_, buffer_, *parser_,
                    [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
 }
@@ -96,9 +113,11 @@ void http_session::handle(request_t&& req) {
   const std::string path(target_path(std::string_view(req.target().data(), req.target().size())));
   const std::string method(req.method_string());
   auto kind = classify(method, path);
+  // A WebSocket upgrade is checked here too: refused with a 401 before it is upgraded.
+  if (auto denied = check_api_key(state_, path, authorization_of(req))) return send_reply(error_reply(*denied));
   if (kind == route_kind::websocket && beast::websocket::is_upgrade(req)) {
-    stream_.expires_never();
-    std::make_shared<ws_session>(stream_.release_socket(), state_)->run(std::move(req));
+    stream_.tcp().expires_never();
+    std::make_shared<ws_session>(std::move(stream_), state_)->run(std::move(req));
     phase_ = phase::closed;  // the socket now belongs to the WebSocket session
     return;
   }
@@ -117,8 +136,8 @@ void http_session::handle(request_t&& req) {
 void http_session::start_engine_events() {
   auto subscription = try_subscribe_engine_events(state_);
   if (!subscription) return send_reply(error_reply(subscription.error()));
-  stream_.expires_never();
-  std::make_shared<events_session>(stream_.release_socket(), state_, std::move(*subscription))->run(exchange_.version);
+  stream_.tcp().expires_never();
+  std::make_shared<events_session>(std::move(stream_), state_, std::move(*subscription))->run(exchange_.version);
   phase_ = phase::closed;  // the socket now belongs to the events session
 }
 
@@ -136,7 +155,7 @@ void http_session::start_call(std::shared_ptr<gateway_call> call,
     exchange_.is_sse = false;
     return send_reply(error_reply(*err));
   }
-  stream_.expires_never();
+  stream_.tcp().expires_never();
   start_watch();
   if (exchange_.is_sse) begin_stream();
 }
@@ -188,6 +207,7 @@ void http_session::send_reply(http_reply reply) {
   if (!reply.allow.empty()) res->set(http::field::allow, reply.allow);
   // A load refusal (queue_full, queue_timeout): the client should come back later.
   if (reply.status == 429) res->set(http::field::retry_after, std::to_string(state_.settings().retry_after_s));
+  if (reply.status == 401) res->set(http::field::www_authenticate, "Bearer");
   const bool keep_alive = exchange_.is_keep_alive && !is_stopping_;
   res->keep_alive(keep_alive);
   res->body() = std::move(reply.body);
@@ -195,7 +215,7 @@ void http_session::send_reply(http_reply reply) {
   if (exchange_.is_head) res->body().clear();
   reply_ = res;
   phase_ = phase::replying;
-  stream_.expires_after(seconds_of(state_.settings().idle_timeout_s));
+  stream_.tcp().expires_after(seconds_of(state_.settings().idle_timeout_s));
   http::async_write(stream_, *res, [self = shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {
     self->on_reply_written(ec, keep_alive);
   });
@@ -216,7 +236,7 @@ void http_session::next_request() {
   // The watch read must end before the next request is read; on_watch resumes.
   if (watch_.is_watching()) {
     beast::error_code ignored;
-    stream_.socket().cancel(ignored);
+    stream_.tcp().socket().cancel(ignored);
     return;
   }
   do_read();
@@ -271,7 +291,7 @@ session_writer::handlers http_session::stream_handlers() {
 // --- disconnect detection ---------------------------------------------------------
 
 void http_session::start_watch() {
-  watch_.start(stream_.socket(),
+  watch_.start(stream_,
                [self = shared_from_this()](beast::error_code ec, const std::string& bytes) { self->on_watch(ec, bytes); });
 }
 
@@ -302,8 +322,8 @@ void http_session::linger_close() {
   if (phase_ == phase::closed || phase_ == phase::lingering) return;
   phase_ = phase::lingering;
   beast::error_code ignored;
-  stream_.expires_never();
-  stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
+  stream_.tcp().expires_never();
+  stream_.tcp().socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
   linger_timer_.expires_after(seconds_of(state_.settings().linger_s));
   linger_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
     if (!ec) self->close();
@@ -317,8 +337,8 @@ void http_session::close() {
   writer_.close();
   linger_timer_.cancel();
   beast::error_code ignored;
-  stream_.socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
-  stream_.close();
+  stream_.tcp().socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
+  stream_.tcp().close();
 }
 
 }  // namespace inflight::gateway

@@ -17,6 +17,7 @@
 #include <boost/beast/http.hpp>
 
 #include "actors/gateway/completion_call.hpp"
+#include "actors/gateway/edge_stream.hpp"
 #include "actors/gateway/embed_call.hpp"
 #include "actors/gateway/score_call.hpp"
 #include "actors/gateway/gateway_state.hpp"
@@ -27,7 +28,8 @@ namespace inflight::gateway {
 
 class http_session final : public session_base, public std::enable_shared_from_this<http_session> {
  public:
-  http_session(boost::asio::ip::tcp::socket&& socket, gateway_state& state);
+  http_session(edge_stream&& stream, gateway_state& state);
+  /// Runs the TLS handshake first when the stream has TLS (within server.idle_timeout_s).
   void run();
   void stop() override;
   void abort_requests() override;
@@ -54,6 +56,7 @@ class http_session final : public session_base, public std::enable_shared_from_t
     bool is_chunked = true;   ///< the stream uses chunked encoding (HTTP/1.1)
   };
 
+  void on_handshake(boost::beast::error_code ec);
   void do_read();
   void on_read(boost::beast::error_code ec);
   void handle(request_t&& req);
@@ -80,7 +83,7 @@ class http_session final : public session_base, public std::enable_shared_from_t
   void linger_close();
   void close();
 
-  boost::beast::tcp_stream stream_;
+  edge_stream stream_;
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   gateway_state& state_;

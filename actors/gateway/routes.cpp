@@ -90,6 +90,19 @@ http_reply detokenize_reply(gateway_state& state, const std::string& text) {
 
 }  // namespace
 
+bool is_open_route(std::string_view path, const server_settings& settings) {
+  if (path == "/health") return true;
+  if (path == "/metrics") return settings.metrics_open;
+  return path == "/" || path == "/index.html" || path.starts_with("/ui/");
+}
+
+std::optional<api_error> check_api_key(const gateway_state& state, std::string_view path,
+                                       std::optional<std::string_view> authorization) {
+  if (state.keys().is_open() || is_open_route(path, state.settings())) return std::nullopt;
+  if (state.keys().accepts_header(authorization)) return std::nullopt;
+  return unauthorized(authorization.has_value());
+}
+
 http_reply answer(gateway_state& state, std::string_view method, std::string_view path, const std::string& body) {
   const bool is_get = method == "GET" || method == "HEAD";
   if (is_get && path == "/health") return health(state);

@@ -2,6 +2,7 @@
 /// Routing, and the endpoints answered without an engine call: /health, /metrics,
 /// /v1/models, /version, /tokenize, /detokenize, and every 404 / 405.
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -38,6 +39,16 @@ enum class route_kind {
 std::string_view target_path(std::string_view target);
 
 route_kind classify(std::string_view method, std::string_view path);
+
+/// Whether `path` answers without an API key when keys are configured: /health, the
+/// web UI's page and files (its API calls need the key), and /metrics with
+/// server.metrics_open.
+bool is_open_route(std::string_view path, const server_settings& settings);
+
+/// The 401 of a request without a valid key (nullopt: let it in): keys are configured,
+/// the route is not open, and `authorization` (the header, if any) carries none of them.
+std::optional<api_error> check_api_key(const gateway_state& state, std::string_view path,
+                                       std::optional<std::string_view> authorization);
 
 /// Answers a request of route_kind::other (unknown routes: 404, known routes under
 /// another method: 405).

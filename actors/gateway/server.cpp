@@ -12,14 +12,17 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/strand.hpp>
 
 #include "actors/gateway/gateway_state.hpp"
 #include "actors/gateway/http_session.hpp"
+#include "actors/tls_files.hpp"
 
 namespace inflight::gateway {
 
 namespace net = boost::asio;
+namespace beast = boost::beast;
 using tcp = net::ip::tcp;
 
 struct server::impl {
@@ -27,6 +30,7 @@ struct server::impl {
   net::io_context ioc;
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work{ioc.get_executor()};
   tcp::acceptor acceptor{net::make_strand(ioc)};
+  std::unique_ptr<net::ssl::context> tls;  ///< set: every connection is TLS (HTTPS, WSS)
   std::optional<net::signal_set> signals;
   std::vector<std::thread> io_threads;
   std::mutex mutex;
@@ -51,7 +55,9 @@ void server::impl::do_accept() {
       // peer's delayed ACKs hold tokens back for tens of milliseconds.
       boost::system::error_code ignored;
       socket.set_option(tcp::no_delay(true), ignored);
-      auto session = std::make_shared<http_session>(std::move(socket), *state);
+      beast::tcp_stream tcp(std::move(socket));
+      auto session = std::make_shared<http_session>(tls ? edge_stream(std::move(tcp), *tls) : edge_stream(std::move(tcp)),
+                                                    *state);
       state->add_session(session);
       session->run();
     }
@@ -78,6 +84,24 @@ void wait_for(Pred is_done, double seconds) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (!is_done() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+/// The server's TLS context from server.tls_cert_file and tls_key_file; nullptr when
+/// neither is set (plain HTTP).
+result<std::unique_ptr<net::ssl::context>> try_make_tls(const server_settings& s) {
+  if (s.tls_cert_file.empty() && s.tls_key_file.empty()) return nullptr;
+  if (s.tls_cert_file.empty() || s.tls_key_file.empty())
+    return make_error(errc::invalid_argument, "HTTPS needs both server.tls_cert_file and server.tls_key_file");
+  tls_files files{s.tls_cert_file, s.tls_key_file, {}, "server.tls_cert_file", "server.tls_key_file"};
+  if (auto ok = try_check_tls_files(files); !ok) return std::unexpected(ok.error());
+  auto ctx = std::make_unique<net::ssl::context>(net::ssl::context::tls_server);
+  ctx->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                   net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1);
+  boost::system::error_code ec;
+  ctx->use_certificate_chain_file(s.tls_cert_file, ec);
+  if (!ec) ctx->use_private_key_file(s.tls_key_file, net::ssl::context::pem, ec);
+  if (ec) return make_error(errc::invalid_argument, "server TLS: " + ec.message());
+  return ctx;
 }
 
 }  // namespace
@@ -131,7 +155,12 @@ result<std::unique_ptr<server>> server::try_start(engine_api& eng, const server_
   p->warning = warning;
   p->chat_name = model->chat_template_name + " (tool calls: " + to_string(model->tool_style.format) + ")";
   p->embeddings_summary = model->embeddings ? model->embedding.origin : "off: " + model->embeddings_unavailable;
-  p->state = std::make_unique<gateway_state>(eng, std::move(*model), settings, options.version);
+  auto keys = api_keys::try_load(settings);
+  if (!keys) return std::unexpected(keys.error());
+  auto tls = try_make_tls(settings);
+  if (!tls) return std::unexpected(tls.error());
+  p->tls = std::move(*tls);
+  p->state = std::make_unique<gateway_state>(eng, std::move(*model), settings, options.version, std::move(*keys));
   boost::system::error_code ec;
   tcp::resolver resolver(p->ioc);
   auto endpoints = resolver.resolve(settings.host, std::to_string(settings.port), ec);
@@ -163,6 +192,8 @@ result<std::unique_ptr<server>> server::try_start(engine_api& eng, const server_
 }
 
 std::string server::host() const { return impl_->host; }
+bool server::is_tls() const { return impl_->tls != nullptr; }
+std::size_t server::num_api_keys() const { return impl_->state->keys().size(); }
 int server::port() const { return impl_->port; }
 const std::string& server::chat_template_name() const { return impl_->chat_name; }
 const std::string& server::warning() const { return impl_->warning; }

@@ -7,6 +7,7 @@
 /// what runs for up to server.shutdown_grace_s and aborts the rest (their streams end
 /// with finish_reason "abort"), every connection flushes and closes, the io threads end.
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -23,8 +24,9 @@ struct server_options {
 class server {
  public:
   /// Binds and starts serving `eng` (which must outlive the server) with
-  /// eng.settings().server. Fails (io_error) when the address cannot be bound, or
-  /// (invalid_argument) for a bad chat template setting.
+  /// eng.settings().server. Fails (io_error) when the address cannot be bound or a key or
+  /// certificate file cannot be read, or (invalid_argument) for a bad chat template
+  /// setting, API key, certificate or private key.
   static result<std::unique_ptr<server>> try_start(engine_api& eng, const server_options& options = {});
   /// Shuts down (with the configured grace) if still running, then joins the io threads.
   ~server();
@@ -34,6 +36,10 @@ class server {
   /// The bound address and port (the real port when 0 was asked for).
   std::string host() const;
   int port() const;
+  /// True when the server speaks HTTPS / WSS (server.tls_cert_file).
+  bool is_tls() const;
+  /// How many API keys it accepts (0: open).
+  std::size_t num_api_keys() const;
   /// Chat template in use ("plain" = the fallback) with the tool-call format, e.g.
   /// "plain (tool calls: json)"; and any start-up warning about it.
   const std::string& chat_template_name() const;

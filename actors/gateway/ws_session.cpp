@@ -16,8 +16,8 @@ namespace websocket = beast::websocket;
 namespace net = boost::asio;
 using nlohmann::json;
 
-ws_session::ws_session(net::ip::tcp::socket&& socket, gateway_state& state)
-    : ws_(std::move(socket)),
+ws_session::ws_session(edge_stream&& stream, gateway_state& state)
+    : ws_(std::move(stream)),
       state_(state),
       writer_(ws_.get_executor(),
               {std::size_t(std::max<std::int64_t>(1, state.settings().max_stream_buffer_bytes)),

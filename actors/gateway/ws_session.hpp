@@ -19,6 +19,7 @@
 #include <boost/beast/websocket.hpp>
 #include <nlohmann/json.hpp>
 
+#include "actors/gateway/edge_stream.hpp"
 #include "actors/gateway/errors.hpp"
 #include "actors/gateway/gateway_state.hpp"
 #include "actors/gateway/embed_call.hpp"
@@ -30,7 +31,7 @@ namespace inflight::gateway {
 
 class ws_session final : public session_base, public std::enable_shared_from_this<ws_session> {
  public:
-  ws_session(boost::asio::ip::tcp::socket&& socket, gateway_state& state);
+  ws_session(edge_stream&& stream, gateway_state& state);
   /// Accepts the upgrade `req` and starts reading.
   void run(boost::beast::http::request<boost::beast::http::string_body> req);
   void stop() override;
@@ -73,7 +74,7 @@ class ws_session final : public session_base, public std::enable_shared_from_thi
   void maybe_close_after_stop();
   void connection_lost();
 
-  boost::beast::websocket::stream<boost::beast::tcp_stream> ws_;
+  boost::beast::websocket::stream<edge_stream> ws_;
   boost::beast::flat_buffer read_buffer_;
   gateway_state& state_;
   std::map<std::string, live_request> live_;

@@ -3,9 +3,11 @@
 // down gracefully on SIGINT / SIGTERM and exits 0.
 //
 // `--role engine`: the engine alone, served to gateways in other processes over CAF's
-// middleman on server.host:server.port (actors/remote_engine.hpp); no HTTP.
-// `--role router --engines host:port,...`: the HTTP gateway in front of such engines,
-// each request sent to the one a routing policy picks (actors/routed_engine.hpp).
+// middleman on cluster.bind (else server.host:server.port) (actors/remote_engine.hpp),
+// with mutual TLS when [cluster] tls = true (actors/cluster_tls.hpp); no HTTP.
+// `--role router --engines host:port,...` (or [router] engines): the HTTP gateway in
+// front of such engines, each request sent to the one a routing policy picks
+// (actors/routed_engine.hpp). docs/deployment.md has the whole picture.
 #include <signal.h>
 
 #include <caf/all.hpp>
@@ -13,6 +15,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "actors/cluster_tls.hpp"
 #include "actors/engine.hpp"
 #include "actors/remote_engine.hpp"
 #include "actors/routed_engine.hpp"
@@ -30,20 +33,52 @@ struct serve_options {
   std::optional<int> port;
   std::string role = "all";
   std::vector<std::string> engines;
-  std::string route_policy = "least_load";
+  std::optional<std::string> route_policy;
   std::vector<std::string> route_settings;  ///< key=value, handed to the routing policy
+  std::vector<std::string> api_keys;
+  std::optional<std::string> ssl_certfile, ssl_keyfile;
 };
 
+/// The deployment file, then the flags over it.
 deployment load_serve_deployment(const serve_options& o) {
   deployment d = load_deployment_or_fail(o.config_path, o.overrides);
   if (o.host) d.server.host = *o.host;
   if (o.port) d.server.port = *o.port;
+  for (const auto& k : o.api_keys) d.server.api_keys.push_back(k);
+  if (o.ssl_certfile) d.server.tls_cert_file = *o.ssl_certfile;
+  if (o.ssl_keyfile) d.server.tls_key_file = *o.ssl_keyfile;
+  if (!o.engines.empty()) d.router.engines = o.engines;
+  if (o.route_policy) d.router.policy = *o.route_policy;
+  if (auto ok = config::validate_deployment(d); !ok) fail(ok.error().message);
   return d;
+}
+
+/// Where `--role engine` listens: cluster.bind, else server.host:server.port; --host and
+/// --port over either.
+std::pair<std::string, int> engine_bind(const deployment& d, const serve_options& o) {
+  std::string host = d.server.host;
+  int port = d.server.port;
+  if (const auto& bind = d.cluster.bind; !bind.empty()) {
+    const auto colon = bind.rfind(':');
+    host = bind.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    port = std::stoi(bind.substr(colon + 1));  // checked by the loader
+  }
+  if (o.host) host = *o.host;
+  if (o.port) port = *o.port;
+  return {host, port};
+}
+
+/// The network side's actor system config: heartbeats, and mutual TLS with [cluster] tls.
+std::unique_ptr<wire_system_config> make_wire_config(const deployment& d) {
+  auto cfg = std::make_unique<wire_system_config>(d.cluster.heartbeat_interval_s, d.cluster.connection_timeout_s);
+  if (auto ok = configure_cluster_tls(*cfg, d.cluster); !ok) fail(ok.error().message);
+  return cfg;
 }
 
 /// `--role engine`: serves until SIGINT / SIGTERM, then stops taking requests, lets the
 /// running ones finish (server.shutdown_grace_s) and exits 0.
-void run_engine_role(const deployment& d) {
+void run_engine_role(const deployment& d, const serve_options& o) {
   // Blocked here, before any thread starts, so every thread inherits the mask and only
   // sigwait() below sees them.
   sigset_t stop_signals;
@@ -55,17 +90,24 @@ void run_engine_role(const deployment& d) {
   if (!model) fail(model.error().message);
   std::printf("inflight: model %s: %s\n", model->name.c_str(), model->description.c_str());
   std::fflush(stdout);
+  const auto [bind_host, bind_port] = engine_bind(d, o);
+  auto cfg = make_wire_config(d);  // before the engine starts: a bad certificate fails at once
   auto eng = engine::start(d, std::move(*model));
   if (!eng) fail(eng.error().message);
-  wire_system_config cfg;  // heartbeats every second; 5 s of silence is a lost peer
-  caf::actor_system net{cfg};
-  auto host = engine_host::start(net, **eng, d.server.host, static_cast<std::uint16_t>(d.server.port));
+  caf::actor_system net{*cfg};
+  auto host = engine_host::start(net, **eng, bind_host, static_cast<std::uint16_t>(bind_port));
   if (!host) fail(host.error().message);
   std::printf("inflight: engine: %s backend, policy %s, max_num_seqs %d\n", d.engine.backend.c_str(),
               d.scheduler.policy.c_str(), d.engine.max_num_seqs);
-  std::printf("inflight: serving the engine on tcp://%s:%d (CAF middleman, no TLS: keep this port on a private "
-              "network)\n",
-              d.server.host.c_str(), (*host)->port());
+  if (d.cluster.tls) {
+    std::printf("inflight: serving the engine on tcp://%s:%d (CAF middleman, mutual TLS: routers need a "
+                "certificate from %s)\n",
+                bind_host.c_str(), (*host)->port(), d.cluster.ca_file.c_str());
+  } else {
+    std::printf("inflight: serving the engine on tcp://%s:%d (CAF middleman, no TLS: keep this port on a private "
+                "network)\n",
+                bind_host.c_str(), (*host)->port());
+  }
   std::fflush(stdout);
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
@@ -89,8 +131,12 @@ void run_gateway(engine_api& eng, const deployment& d, const std::string& engine
   std::printf("inflight: chat template: %s\n", s.chat_template_name().c_str());
   std::printf("inflight: embeddings: %s\n", s.embeddings_summary().c_str());
   std::printf("inflight: %s\n", engine_line.c_str());
-  std::printf("inflight: listening on http://%s:%d (OpenAI API under /v1, WebSocket at /v1/ws%s)\n", s.host().c_str(),
-              s.port(), d.server.enable_ui ? ", web UI at /" : "");
+  if (s.num_api_keys() > 0) {
+    std::printf("inflight: API keys: %zu (Authorization: Bearer <key>; /health%s open)\n", s.num_api_keys(),
+                d.server.metrics_open ? " and /metrics" : "");
+  }
+  std::printf("inflight: listening on %s://%s:%d (OpenAI API under /v1, WebSocket at /v1/ws%s)\n",
+              s.is_tls() ? "https" : "http", s.host().c_str(), s.port(), d.server.enable_ui ? ", web UI at /" : "");
   std::fflush(stdout);
   s.wait();
   std::printf("inflight: shut down\n");
@@ -100,7 +146,8 @@ void run_gateway(engine_api& eng, const deployment& d, const std::string& engine
 /// `--role router`: the model's tokenizer and chat template (its weights are dropped
 /// once loaded), the HTTP gateway, and the engines behind it.
 void run_router_role(const deployment& d, const serve_options& o) {
-  if (o.engines.empty()) fail("--role router needs --engines host:port,...");
+  if (d.router.engines.empty()) fail("--role router needs --engines host:port,... (or [router] engines)");
+  auto cfg = make_wire_config(d);
   auto settings = d.model;
   settings.load_mode = "mmap";  // the weights are not used: map, do not read them
   auto model = load_model(settings, d.engine.backend);
@@ -109,11 +156,12 @@ void run_router_role(const deployment& d, const serve_options& o) {
   std::printf("inflight: model %s (tokenizer and chat template; the engines hold the weights)\n",
               model->name.c_str());
   std::fflush(stdout);
-  wire_system_config cfg;  // heartbeats every second; 5 s of silence is a lost peer
-  caf::actor_system net{cfg};
+  caf::actor_system net{*cfg};
   router_options options;
-  options.engines = o.engines;
-  options.policy = o.route_policy;
+  options.engines = d.router.engines;
+  options.policy = d.router.policy;
+  options.timeout_s = d.router.request_timeout_s;
+  options.reconnect_interval_s = d.router.reconnect_interval_s;
   for (const auto& kv : o.route_settings) {
     const auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) fail("--route-setting '" + kv + "': expected key=value");
@@ -125,15 +173,16 @@ void run_router_role(const deployment& d, const serve_options& o) {
   auto eng = routed_engine::start(d, std::move(*model), net, options);
   if (!eng) fail(eng.error().message);
   std::string engines;
-  for (const auto& e : o.engines) engines += (engines.empty() ? "" : ", ") + e;
+  for (const auto& e : d.router.engines) engines += (engines.empty() ? "" : ", ") + e;
   run_gateway(**eng, d,
-              "router: routing policy " + o.route_policy + ", engines " + engines + " (" +
-                  std::to_string((*eng)->num_connected()) + " reachable now)");
+              "router: routing policy " + d.router.policy + ", engines " + engines + " (" +
+                  std::to_string((*eng)->num_connected()) + " reachable now" +
+                  (d.cluster.tls ? ", mutual TLS" : "") + ")");
 }
 
 void run_serve(const serve_options& o) {
   const auto d = load_serve_deployment(o);
-  if (o.role == "engine") return run_engine_role(d);
+  if (o.role == "engine") return run_engine_role(d, o);
   if (o.role == "router") return run_router_role(d, o);
   auto model = load_model(d.model, d.engine.backend);
   if (!model) fail(model.error().message);
@@ -169,11 +218,15 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--engines", o->engines, "router: the engines (host:port of each `serve --role engine`)")
       ->delimiter(',');
   cmd->add_option("--route-policy", o->route_policy,
-                  "router: round_robin | least_load | prefix (a routing policy in the plugin directory)")
-      ->capture_default_str();
+                  "router: round_robin | least_load | prefix (a routing policy in the plugin directory; "
+                  "router.policy, default least_load)");
   cmd->add_option("--route-setting", o->route_settings,
                   "router: a setting of the routing policy, key=value (repeatable), e.g. "
                   "--route-setting balance_abs_threshold=64");
+  cmd->add_option("--api-key", o->api_keys,
+                  "a key clients must send as `Authorization: Bearer <key>` (repeatable; adds to server.api_keys)");
+  cmd->add_option("--ssl-certfile", o->ssl_certfile, "PEM certificate: serve HTTPS / WSS (server.tls_cert_file)");
+  cmd->add_option("--ssl-keyfile", o->ssl_keyfile, "PEM private key of --ssl-certfile (server.tls_key_file)");
   cmd->callback([o] { run_serve(*o); });
 }
 

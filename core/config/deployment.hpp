@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/embed/pooling.hpp"
 
@@ -35,6 +36,34 @@ struct server_settings {
   int events_max_subscribers = 4;         ///< concurrent feed readers; more get 503
   int events_queue_size = 256;            ///< events queued per reader; beyond, they merge (aggregate)
   int events_max_seqs = 256;              ///< sequences listed per event; beyond, only counted
+
+  // Who may call, and over what (docs/deployment.md). No key configured = open.
+  std::vector<std::string> api_keys;      ///< `Authorization: Bearer <key>` accepted with any of these
+  std::string api_key_file;               ///< more keys, one per line (blank lines and '#' comments skipped)
+  bool metrics_open = false;              ///< with keys: GET /metrics answers without one too
+  std::string tls_cert_file;              ///< PEM certificate chain: HTTPS / WSS when set (with tls_key_file)
+  std::string tls_key_file;               ///< PEM private key of tls_cert_file
+};
+
+/// The engine port between a router and its engines ([cluster]; both sides read it).
+struct cluster_settings {
+  /// "host:port" the engine port of `--role engine` binds to (port 0 = any free port);
+  /// "" = server.host:server.port. `--host` / `--port` override it.
+  std::string bind;
+  bool tls = false;                       ///< mutual TLS (CAF's OpenSSL module): both sides present certificates
+  std::string cert_file;                  ///< this side's PEM certificate (chain)
+  std::string key_file;                   ///< its PEM private key
+  std::string ca_file;                    ///< the CA (PEM) that must have signed the other side's certificate
+  double heartbeat_interval_s = 1.0;      ///< a heartbeat on every connection this often
+  double connection_timeout_s = 5.0;      ///< a connection silent this long is lost
+};
+
+/// `--role router` ([router]; `--engines` and `--route-policy` override it).
+struct router_settings {
+  std::vector<std::string> engines;       ///< host:port of each `serve --role engine`
+  std::string policy = "least_load";      ///< a routing policy in the plugin directory
+  double request_timeout_s = 10.0;        ///< an engine's answer to a submit or health check
+  double reconnect_interval_s = 1.0;      ///< how often an engine that is down is tried again
 };
 
 /// Shape of a random-weight model (format = "dummy").
@@ -152,6 +181,8 @@ struct logging_settings {
 
 struct deployment {
   server_settings server;
+  cluster_settings cluster;
+  router_settings router;
   model_settings model;
   engine_settings engine;
   scheduler_settings scheduler;

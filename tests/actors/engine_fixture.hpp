@@ -96,6 +96,25 @@ inline bool wait_until(const std::function<bool()>& done, double seconds = 30.0)
   return true;
 }
 
+/// Random weights of a small shape with the byte-level tokenizer: an engine that needs
+/// no shared data.
+inline deployment dummy_deployment() {
+  deployment d;
+  d.model.format = "dummy";
+  auto& s = d.model.dummy;
+  s.hidden_size = 64;
+  s.intermediate_size = 96;
+  s.num_layers = 2;
+  s.num_heads = 4;
+  s.num_kv_heads = 2;
+  s.max_position = 256;
+  d.engine.kv_blocks = 64;
+  d.engine.max_num_seqs = 8;
+  d.engine.threads = 1;
+  d.scheduler.plugin_dir = INFLIGHT_TEST_PLUGIN_DIR;
+  return d;
+}
+
 inline generate_request greedy_request(const engine& eng, const std::string& prompt, int max_tokens) {
   generate_request r;
   r.prompt = eng.model().tok->encode(prompt, true);
