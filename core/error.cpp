@@ -12,7 +12,7 @@ struct row {
 
 // Load conditions (queue_full, queue_timeout) are 429: the server works, the client
 // should come back later. 503 is for a server that cannot serve at all right now.
-constexpr std::array<row, 15> table{{
+constexpr std::array<row, 14> table{{
     {errc::invalid_argument, {"invalid_argument", 400, "invalid_request_error", false}},
     {errc::io_error, {"io_error", 500, "internal_server_error", false}},
     {errc::corrupt_file, {"corrupt_file", 500, "internal_server_error", false}},
@@ -27,8 +27,6 @@ constexpr std::array<row, 15> table{{
     {errc::queue_timeout, {"queue_timeout", 429, "rate_limit_error", true}},
     {errc::shutting_down, {"shutting_down", 503, "service_unavailable_error", false}},
     {errc::unavailable, {"unavailable", 503, "service_unavailable_error", false}},
-    // Shed under load to keep other requests within their targets: retry later.
-    {errc::slo_shed, {"slo_shed", 429, "rate_limit_error", true}},
 }};
 
 constexpr bool is_complete() {

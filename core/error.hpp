@@ -25,7 +25,6 @@ enum class errc {
   queue_timeout,      ///< the request waited longer than server.max_queue_time_s: retry later
   shutting_down,      ///< the engine no longer accepts work
   unavailable,        ///< the engine cannot serve right now (unhealthy)
-  slo_shed,           ///< the policy gave the request up: it could not meet its latency target
 };
 
 /// How an error code is presented to clients: one row per errc, the only mapping.

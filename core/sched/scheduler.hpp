@@ -94,7 +94,8 @@ class scheduler {
   /// is pending. Call it when has_work() or has_pending_releases(). Sequences the policy
   /// shed finish here: take their events with take_shed_events().
   result<kv_request> schedule();
-  /// The finished events (reason error, cause errc::slo_shed) of the sequences the
+  /// The finished events (reason error, cause errc::queue_timeout, message starting
+  /// with shed_message) of the sequences the
   /// last schedule() shed; the caller routes them like any finish.
   std::vector<seq_event> take_shed_events() { return std::exchange(shed_events_, {}); }
   /// The KV manager's answer to the pending request: the step plan (empty when

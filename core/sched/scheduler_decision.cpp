@@ -133,11 +133,12 @@ void scheduler::apply_policy_sheds(const inflight_decision& decision, validation
     }
     const sequence& seq = it->second;
     v.num_free_blocks += seq.num_blocks_held;  // back with this step's kv request
+    // A load condition like a queue timeout: 429, retry later; the message says it was shed.
     std::string why = std::string(shed_message) + ": it could not meet its latency target";
     if (seq.targets.ttft_ms > 0 && !seq.times.first_token)
       why += " (time to first token " + std::to_string(static_cast<long long>(seq.targets.ttft_ms)) + " ms)";
     ++counters_.num_shed;
-    shed_events_.push_back(finish_sequence(it->second, finish_reason::error, error{errc::slo_shed, why}));
+    shed_events_.push_back(finish_sequence(it->second, finish_reason::error, error{errc::queue_timeout, why}));
   }
 }
 

@@ -7,7 +7,8 @@
 
 namespace inflight {
 
-/// How the message of a shed request (errc::slo_shed) begins: reports count them by it.
+/// How the message of a shed request (errc::queue_timeout, HTTP 429) begins: reports
+/// count them by it.
 inline constexpr std::string_view shed_message = "shed by the scheduling policy";
 
 struct slo_targets {

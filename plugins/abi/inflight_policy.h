@@ -130,8 +130,9 @@ typedef struct inflight_decision {
   size_t num_preempt;          /**< set by the policy */
   /* version 3 */
   uint64_t* shed;              /**< sequences to finish now, unserved: they cannot meet
-                                    their targets. The client gets an error (code
-                                    slo_shed, HTTP 429); the engine counts them. */
+                                    their targets. The client gets an error (HTTP 429,
+                                    code queue_timeout, "shed by the scheduling
+                                    policy: ..."); the engine counts them. */
   size_t shed_capacity;        /**< = num_running + num_waiting */
   size_t num_shed;             /**< set by the policy */
 } inflight_decision;

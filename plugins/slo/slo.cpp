@@ -15,8 +15,9 @@
 //      requests that can still meet their TTFT target, by slack; then requests with no
 //      target, by arrival; then requests that can no longer meet it, by arrival.
 //   4. late = "shed": a request that can no longer meet its TTFT target (negative
-//      slack, no token yet) is shed instead: it finishes at once with an error (code
-//      slo_shed: HTTP 429 with Retry-After), and the engine counts it.
+//      slack, no token yet) is shed instead: it finishes at once with an error (HTTP
+//      429 queue_timeout with Retry-After, "shed by the scheduling policy: ..."), and
+//      the engine counts it.
 //
 // Settings:
 //   step_ms           starting estimate of a small (decode) step, ms (default 10)

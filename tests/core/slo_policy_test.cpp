@@ -194,7 +194,7 @@ TEST_CASE("slo: the engine passes each request's targets, times and the step's t
   CHECK(loop->sched().find(1)->times.first_token == 10.05);
 }
 
-TEST_CASE("slo: a shed request finishes with an error of code slo_shed, is counted, and frees its blocks",
+TEST_CASE("slo: a shed request finishes with a 429 error saying it was shed, is counted, and frees its blocks",
           "[core][sched][slo]") {
   auto now = std::make_shared<double>(0.0);
   auto loop = step_loop::try_create(make_config(16, 4), 32, 16, load_policy("slo", with(fixed_estimate, "late", "shed")),
@@ -216,9 +216,9 @@ TEST_CASE("slo: a shed request finishes with an error of code slo_shed, is count
   CHECK(shed.id == 1);
   CHECK(shed.type == seq_event::kind::finished);
   CHECK(shed.reason == finish_reason::error);
-  CHECK(info(errc::slo_shed).http_status == 429);
+  CHECK(info(errc::queue_timeout).http_status == 429);
   REQUIRE(shed.cause.has_value());
-  CHECK(shed.cause->code == errc::slo_shed);
+  CHECK(shed.cause->code == errc::queue_timeout);
   CHECK(shed.cause->message.find(shed_message) == 0);
   CHECK(loop->sched().counters().num_shed == 1);
   CHECK(loop->sched().find(1) == nullptr);
