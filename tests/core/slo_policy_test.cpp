@@ -150,16 +150,16 @@ TEST_CASE("slo: prompt chunks are capped so a running decode meets its TPOT targ
   const std::vector<inflight_seq_info> waiting = {waiting_seq(2, 1.0, 500, 0.0)};
   const auto decode = decode_seq(1, 1, 1.0, 0.020);
   CHECK(decide(slo, {decode}, waiting, 1.0, 512).scheduled == grants{{1, 1}, {2, 179}});
-  CHECK(decide(splitfuse, {decode}, waiting, 1.0, 512).scheduled == grants{{1, 1}, {2, 511}});
+  CHECK(decide(splitfuse, {decode}, waiting, 1.0, 512).scheduled == grants{{1, 1}, {2, 500}});
   // Without a TPOT target nothing is capped.
-  CHECK(decide(slo, {decode_seq(1, 1, 1.0, 0.0)}, waiting, 1.0, 512).scheduled == grants{{1, 1}, {2, 511}});
+  CHECK(decide(slo, {decode_seq(1, 1, 1.0, 0.0)}, waiting, 1.0, 512).scheduled == grants{{1, 1}, {2, 500}});
   // Time banked by earlier fast tokens is spent: 10 tokens since t = 1.0 at a 20 ms
   // target are due by 1.2; at now = 1.1 the step may take 0.9 x 100 ms.
   CHECK(decide(slo, {decode_seq(1, 10, 1.0, 0.020)}, waiting, 1.1, 2000).scheduled == grants{{1, 1}, {2, 500}});
   CHECK(decide(slo, {decode_seq(1, 10, 1.0, 0.020)}, waiting, 1.15, 2000).scheduled == grants{{1, 1}, {2, 449}});
   // A target no step could meet (3 ms, a small step takes 5) caps nothing: holding the
   // prompt back would not save the decode.
-  CHECK(decide(slo, {decode_seq(1, 1, 1.0, 0.003)}, waiting, 1.0, 512).scheduled == grants{{1, 1}, {2, 511}});
+  CHECK(decide(slo, {decode_seq(1, 1, 1.0, 0.003)}, waiting, 1.0, 512).scheduled == grants{{1, 1}, {2, 500}});
 }
 
 TEST_CASE("slo: its settings are checked", "[core][plugin][slo]") {
