@@ -90,7 +90,7 @@ TEST_CASE("policy: broken plugins are refused with clear errors", "[core][plugin
   CHECK(wrong.error().code == errc::unsupported);
   CHECK(contains(wrong.error().message, "inflight_policy_test_wrong_abi.so"));
   CHECK(contains(wrong.error().message, "version " + std::to_string(INFLIGHT_POLICY_ABI_VERSION + 41)));
-  CHECK(contains(wrong.error().message, "loads versions 1 to 2"));
+  CHECK(contains(wrong.error().message, "loads versions 1 to 3"));
 
   auto no_entry = policy::try_load(test_only_plugin_dir(), "test_no_entry");
   REQUIRE(!no_entry.has_value());
