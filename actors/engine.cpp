@@ -73,6 +73,7 @@ result<scheduler> make_scheduler(const deployment& d, const loaded_model& m, con
   c.eos_token_ids = m.eos_ids;
   c.seed = std::random_device{}();
   c.enable_prefix_caching = d.engine.enable_prefix_caching;
+  c.default_targets = {d.scheduler.ttft_target_ms, d.scheduler.tpot_target_ms};
   return scheduler::try_create(c, kv, std::move(*pol), engine_now);
 }
 
@@ -194,7 +195,7 @@ result<request_id> engine::submit(generate_request request, std::shared_ptr<requ
   }
   const request_id id = p.next_id++;
   seq_request seq{.id = id, .prompt = request.prompt, .params = request.params, .priority = request.priority,
-                  .cache_salt = request.cache_salt, .seed = request.seed};
+                  .cache_salt = request.cache_salt, .seed = request.seed, .targets = request.targets};
   seq.score_rows = request.score_rows;
   seq.pooling = request.pooling;
   request_context ctx{id, std::move(request), std::move(sink), p.model.tok, p.model.eos_ids, p.metrics, p.num_live,

@@ -30,6 +30,8 @@ struct generate_request {
   /// Prefix-cache salt: requests with different salts never share cached K/V.
   std::string cache_salt;
   double timeout_s = 0.0;              ///< deadline from submission (0 = none)
+  /// Latency targets for an SLO-aware policy (0 = the deployment's [scheduler] default).
+  slo_targets targets{};
   /// Prefill-only scoring when not empty: nothing is generated; the request finishes
   /// once its prompt is computed, with the logits of these vocabulary rows at the last
   /// prompt position (finish_event::row_logits). `params` are not used.

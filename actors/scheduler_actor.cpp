@@ -25,6 +25,7 @@ engine_snapshot make_snapshot(self_ptr self) {
   s.gauges.num_prefix_cache_hits = sched.counters().num_prefix_cache_hits;
   s.gauges.num_failed_steps = st.totals.num_failed_steps;
   s.gauges.num_constrained_steps = sched.counters().num_constrained_steps;
+  s.gauges.num_shed = sched.counters().num_shed;
   s.num_free_blocks = sched.kv().num_free_blocks;
   s.num_blocks = sched.kv().num_blocks;
   s.is_idle = !sched.has_work() && !sched.has_pending_step() && !sched.has_pending_releases();
@@ -174,6 +175,7 @@ void maybe_step(self_ptr self) {
   const double start = engine_now();
   auto request = st.sched->schedule();
   if (!request) return fail(self, {errc::internal, request.error().message}, start);
+  if (auto shed = st.sched->take_shed_events(); !shed.empty()) route(self, shed, start);
   self->request(st.kv, caf::infinite, grant_atom::value, std::move(*request))
       .then([self, start](kv_reply& reply) { on_grant(self, reply, start); },
             [self, start](caf::error& err) {

@@ -319,6 +319,11 @@ const std::map<std::string, key_spec>& specs() {
         [](auto k) { return integer(&D::engine, &engine_settings::unhealthy_after_failed_steps, 1, 1 << 20, k); });
     add("scheduler.policy", [](auto k) { return text(&D::scheduler, &scheduler_settings::policy, {}, k); });
     add("scheduler.plugin_dir", [](auto k) { return text(&D::scheduler, &scheduler_settings::plugin_dir, {}, k); });
+    // Default latency targets (ms) for SLO-aware policies.
+    add("scheduler.ttft_target_ms",
+        [](auto k) { return number(&D::scheduler, &scheduler_settings::ttft_target_ms, 0.0, 3.6e6, k); });
+    add("scheduler.tpot_target_ms",
+        [](auto k) { return number(&D::scheduler, &scheduler_settings::tpot_target_ms, 0.0, 3.6e6, k); });
     add("rerank.enabled", [](auto k) -> key_spec {
       const std::string expected = "true, false or \"auto\"";
       return {expected, [k, expected](deployment& d, const toml::node& n) -> result<void> {

@@ -172,6 +172,19 @@ opt_error parse_constraints(const json& body, const served_model& m, openai_requ
   return parse_logit_bias(body, m, r.base.params.logit_bias);
 }
 
+/// ttft_target_ms / tpot_target_ms: latency targets for an SLO-aware policy (0 = the
+/// deployment's [scheduler] default).
+opt_error parse_targets(const json& body, slo_targets& out) {
+  for (auto [key, target] : {std::pair{"ttft_target_ms", &out.ttft_ms}, std::pair{"tpot_target_ms", &out.tpot_ms}}) {
+    float ms = 0.0f;
+    if (auto e = read_float(body, key, ms)) return e;
+    if (ms < 0.0f || ms > 3.6e6f)
+      return bad_request(std::string(key) + " must be in [0, 3600000] milliseconds (0 = the server's default)", key);
+    *target = ms;
+  }
+  return {};
+}
+
 opt_error parse_options(const json& body, const served_model& m, openai_request& r) {
   if (auto e = read_int(body, "n", 1, m.max_choices, r.n)) return e;
   if (r.num_choices() > m.max_choices) {
@@ -186,6 +199,7 @@ opt_error parse_options(const json& body, const served_model& m, openai_request&
   if (r.kind == api_kind::completion)
     if (auto e = read_bool(body, "echo", r.echo)) return e;
   if (auto e = read_int(body, "priority", -1000000000LL, 1000000000LL, r.base.priority)) return e;
+  if (auto e = parse_targets(body, r.base.targets)) return e;
   if (auto e = read_string(body, "user", r.user)) return e;
   if (auto e = read_string(body, "cache_salt", r.base.cache_salt)) return e;
   if (field(body, "cache_salt") && r.base.cache_salt.empty())

@@ -32,6 +32,7 @@ nlohmann::json to_json(const bench::metric_stats& s) {
 nlohmann::json to_json(const bench::bench_summary& s) {
   nlohmann::json j = {{"completed", s.num_completed},
                       {"failed", s.num_failed},
+                      {"shed", s.num_shed},
                       {"duration_s", s.duration_s},
                       {"total_input_tokens", s.total_input_tokens},
                       {"total_output_tokens", s.total_output_tokens},
@@ -88,6 +89,7 @@ void print_summary(std::FILE* out, const std::string& title, const bench::bench_
   std::fprintf(out, "%s\n", head.c_str());
   std::fprintf(out, "%-40s %10d\n", "Successful requests:", s.num_completed);
   std::fprintf(out, "%-40s %10d\n", "Failed requests:", s.num_failed);
+  if (s.num_shed > 0) std::fprintf(out, "%-40s %10d\n", "  of them shed by the policy:", s.num_shed);
   std::fprintf(out, "%-40s %10.2f\n", "Benchmark duration (s):", s.duration_s);
   std::fprintf(out, "%-40s %10lld\n", "Total input tokens:", s.total_input_tokens);
   std::fprintf(out, "%-40s %10lld\n", "Total generated tokens:", s.total_output_tokens);

@@ -271,6 +271,10 @@ sim::sim_config run_config(const simulate_options& o, const deployment& base, co
   c.num_kv_blocks = setup.num_kv_blocks;
   c.block_size = base.engine.block_size;
   c.objectives = objectives(o);
+  // Every request carries the goodput SLO as its latency targets (what the slo policy
+  // plans for); without the flags, the deployment's [scheduler] defaults apply.
+  c.targets = {o.slo_ttft_ms, o.slo_tpot_ms};
+  c.scheduler.default_targets = {base.scheduler.ttft_target_ms, base.scheduler.tpot_target_ms};
   return c;
 }
 
@@ -311,8 +315,8 @@ double pct(const bench::metric_stats& m, double p) {
 
 void print_table(const std::vector<run_row>& rows, const std::string& sweep_key) {
   const int key_width = std::max(7, int(sweep_key.size()));
-  std::printf("%-13s %*s %6s %7s %9s %7s %24s %24s %24s %24s %6s %5s %7s %5s\n", "policy", key_width, sweep_key.c_str(), "budget",
-              "req/s", "out tok/s", "good/s", "TTFT p50/p90/p99", "TPOT p50/p90/p99", "ITL p50/p90/p99",
+  std::printf("%-13s %*s %6s %5s %5s %7s %9s %7s %24s %24s %24s %24s %6s %5s %7s %5s\n", "policy", key_width,
+              sweep_key.c_str(), "budget", "done", "shed", "req/s", "out tok/s", "good/s", "TTFT p50/p90/p99", "TPOT p50/p90/p99", "ITL p50/p90/p99",
               "E2E p50/p90/p99", "batch", "KV%", "preempt", "hit%");
   for (const auto& row : rows) {
     const auto& r = row.result;
@@ -325,14 +329,16 @@ void print_table(const std::vector<run_row>& rows, const std::string& sweep_key)
       std::snprintf(text, sizeof text, "%.1f/%.1f/%.1f", pct(m, 50), pct(m, 90), pct(m, 99));
       return std::string(text);
     };
-    std::printf("%-13s %*s %6d %7.2f %9.1f %7s %24s %24s %24s %24s %6.1f %5.1f %7llu %5.1f\n", row.policy.c_str(),
-                key_width, row.point.label.c_str(), row.budget, s.request_throughput, s.output_throughput, good,
+    std::printf("%-13s %*s %6d %5d %5llu %7.2f %9.1f %7s %24s %24s %24s %24s %6.1f %5.1f %7llu %5.1f\n",
+                row.policy.c_str(), key_width, row.point.label.c_str(), row.budget, s.num_completed,
+                (unsigned long long)r.counters.num_shed, s.request_throughput, s.output_throughput, good,
                 triple(s.ttft_ms).c_str(), triple(s.tpot_ms).c_str(), triple(s.itl_ms).c_str(),
                 triple(s.e2el_ms).c_str(), r.batch_size_sum / steps, 100.0 * r.kv_usage_sum / steps,
                 (unsigned long long)r.counters.num_preemptions, 100.0 * s.prefix_cache_hit_rate());
   }
-  std::printf("(virtual time; latencies in ms; good/s = requests meeting every SLO per second; batch = mean "
-              "sequences per step; KV%% = mean KV usage; hit%% = prompt tokens from the prefix cache)\n");
+  std::printf("(virtual time; latencies in ms; done = requests completed; shed = requests the policy shed; good/s = "
+              "requests meeting every SLO per second; batch = mean sequences per step; KV%% = mean KV usage; hit%% = "
+              "prompt tokens from the prefix cache)\n");
 }
 
 nlohmann::json to_json(const run_row& row, const std::string& sweep_key) {
@@ -350,6 +356,7 @@ nlohmann::json to_json(const run_row& row, const std::string& sweep_key) {
                       {"batch_size_sum", r.batch_size_sum},
                       {"kv_usage_sum", r.kv_usage_sum},
                       {"preemptions", r.counters.num_preemptions},
+                      {"shed", r.counters.num_shed},
                       {"prefix_cache_hit_rate", r.summary.prefix_cache_hit_rate()},
                       {"requests", std::move(records)}};
   if (!sweep_key.empty()) j["sweep"] = {{"key", sweep_key}, {"value", row.point.label}};
@@ -436,8 +443,8 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--engine-overhead-ms", o->engine_overhead_ms,
                   "profile: time per step outside the backend, added to the profile's")
       ->capture_default_str();
-  cmd->add_option("--slo-ttft", o->slo_ttft_ms, "goodput: TTFT limit in ms");
-  cmd->add_option("--slo-tpot", o->slo_tpot_ms, "goodput: TPOT limit in ms");
+  cmd->add_option("--slo-ttft", o->slo_ttft_ms, "goodput: TTFT limit in ms (also every request's TTFT target)");
+  cmd->add_option("--slo-tpot", o->slo_tpot_ms, "goodput: TPOT limit in ms (also every request's TPOT target)");
   cmd->add_option("--slo-e2e", o->slo_e2e_ms, "goodput: end-to-end latency limit in ms");
   cmd->add_option("--prefix-caching", o->prefix_caching, "on | off (default: the deployment's)")
       ->check(CLI::IsMember({"on", "off"}));

@@ -6,6 +6,8 @@
 #include <map>
 #include <numeric>
 
+#include "core/sched/slo_targets.hpp"
+
 namespace inflight::bench {
 
 double request_record::tpot_s() const {
@@ -158,6 +160,7 @@ bench_summary summarize(const std::vector<request_record>& records, double durat
   for (const auto& r : records) {
     if (!r.is_success) {
       ++s.num_failed;
+      if (r.error.find(shed_message) != std::string::npos) ++s.num_shed;
       continue;
     }
     ++s.num_completed;

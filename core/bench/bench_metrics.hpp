@@ -88,6 +88,8 @@ std::vector<failure_group> top_failures(const std::vector<request_record>& recor
 struct bench_summary {
   int num_completed = 0;
   int num_failed = 0;
+  /// Of the failed, requests the scheduling policy shed (could not meet their targets).
+  int num_shed = 0;
   double duration_s = 0.0;
   long long total_input_tokens = 0;
   long long total_output_tokens = 0;

@@ -124,6 +124,10 @@ struct scheduler_settings {
   std::string plugin_dir;          ///< empty = $INFLIGHT_PLUGIN_DIR, else next to the binary (core/sched/plugin_dir.hpp)
   /// [scheduler.<policy>] tables as JSON objects, by policy name.
   std::map<std::string, std::string> policy_settings;
+  // Latency targets of requests that set none (ttft_target_ms / tpot_target_ms in the
+  // request); what an SLO-aware policy such as `slo` plans for. 0 = none.
+  double ttft_target_ms = 0.0;
+  double tpot_target_ms = 0.0;
 };
 
 /// Whether /v1/rerank and /v1/score are served ([rerank] enabled).

@@ -224,6 +224,8 @@ std::string engine_metrics::render(const std::string& model_name, const engine_g
           double(g.num_failed_steps));
   counter("request_refused_total", "Requests refused at submission because the waiting queue was full.",
           double(requests_refused_total.load()));
+  counter("request_shed_total", "Requests the scheduling policy shed: they could not meet their latency targets.",
+          double(g.num_shed));
   counter("grammar_constrained_steps_total", "Sampled sequence-steps under a grammar's token mask.",
           double(g.num_constrained_steps));
   counter("grammar_refused_total", "Requests refused because their grammar or schema did not compile.",

@@ -64,6 +64,7 @@ struct engine_gauges {
   std::uint64_t num_prefix_cache_hits = 0;     ///< of them, found cached
   std::uint64_t num_failed_steps = 0;  ///< backend steps that failed (their requests failed)
   std::uint64_t num_constrained_steps = 0;  ///< sampled sequence-steps under a grammar mask
+  std::uint64_t num_shed = 0;  ///< requests the policy shed (could not meet their latency targets)
 };
 
 class engine_metrics {

@@ -15,9 +15,9 @@
 namespace inflight {
 namespace {
 
-// inflight_seq_info as ABI version 1 laid it out. A version-1 plugin walks the view's
-// arrays with this stride, so it must get arrays of exactly this struct: version 2
-// appended fields and the struct grew from 56 to 64 bytes.
+// inflight_seq_info as each older ABI version laid it out. A plugin walks the view's
+// arrays with its own version's stride, so it must get arrays of exactly its struct:
+// every version only appended fields, so an older struct is a prefix of ours.
 struct seq_info_v1 {
   std::uint64_t seq_id;
   std::int32_t state;
@@ -31,17 +31,46 @@ struct seq_info_v1 {
   std::int32_t num_blocks_held;
   std::int32_t num_tokens_needed;
 };
+struct seq_info_v2 {
+  std::uint64_t seq_id;
+  std::int32_t state;
+  std::int32_t priority;
+  double arrival_time;
+  std::int32_t num_prompt_tokens;
+  std::int32_t num_tokens;
+  std::int32_t num_computed_tokens;
+  std::int32_t num_generated_tokens;
+  std::int32_t max_tokens;
+  std::int32_t num_blocks_held;
+  std::int32_t num_tokens_needed;
+  std::int32_t num_cached_tokens;  // where version 1 had its tail padding
+  std::int32_t num_preemptions;
+};
 static_assert(sizeof(seq_info_v1) == 56);
-static_assert(sizeof(inflight_seq_info) == 64);
-// Version 2 only appends: the version-1 fields sit where they always did.
+static_assert(sizeof(seq_info_v2) == 64);
+static_assert(sizeof(inflight_seq_info) == 88);
+// The older fields sit where they always did.
 static_assert(offsetof(inflight_seq_info, num_tokens_needed) == offsetof(seq_info_v1, num_tokens_needed));
+static_assert(offsetof(inflight_seq_info, num_preemptions) == offsetof(seq_info_v2, num_preemptions));
+static_assert(offsetof(inflight_seq_info, ttft_target) == sizeof(seq_info_v2));
 
-constexpr std::size_t v1_fields_size = offsetof(seq_info_v1, num_tokens_needed) + sizeof(std::int32_t);
+/// One inflight_seq_info in the layout of an older ABI version: its size (the arrays'
+/// stride) and the bytes of its fields (the rest is padding, left zero).
+struct seq_info_layout {
+  std::size_t stride;
+  std::size_t fields_size;
+};
 
-const inflight_seq_info* to_v1(const inflight_seq_info* seqs, std::size_t n, std::vector<unsigned char>& out) {
-  out.assign(n * sizeof(seq_info_v1), 0);
-  for (std::size_t i = 0; i < n; ++i) std::memcpy(out.data() + i * sizeof(seq_info_v1), &seqs[i], v1_fields_size);
-  // The plugin reads these bytes as its own (version-1) struct; never as ours.
+seq_info_layout layout_of(std::uint32_t version) {
+  if (version == 1) return {sizeof(seq_info_v1), offsetof(seq_info_v1, num_tokens_needed) + sizeof(std::int32_t)};
+  return {sizeof(seq_info_v2), offsetof(seq_info_v2, num_preemptions) + sizeof(std::int32_t)};
+}
+
+const inflight_seq_info* to_layout(const inflight_seq_info* seqs, std::size_t n, seq_info_layout layout,
+                                   std::vector<unsigned char>& out) {
+  out.assign(n * layout.stride, 0);
+  for (std::size_t i = 0; i < n; ++i) std::memcpy(out.data() + i * layout.stride, &seqs[i], layout.fields_size);
+  // The plugin reads these bytes as its own (older) struct; never as ours.
   return reinterpret_cast<const inflight_seq_info*>(out.data());
 }
 
@@ -172,6 +201,7 @@ result<void> policy::decide(const inflight_sched_view& view, inflight_decision& 
   if (vtable_ == nullptr) return make_error(errc::internal, "policy used after move");
   decision.num_scheduled = 0;
   decision.num_preempt = 0;
+  decision.num_shed = 0;
   if (vtable_->decide(state_, &view_for_plugin(view), &decision) != INFLIGHT_POLICY_OK)
     return make_error(errc::internal, "policy '" + name_ + "' failed to decide step " +
                                           std::to_string(view.step_id));
@@ -180,10 +210,11 @@ result<void> policy::decide(const inflight_sched_view& view, inflight_decision& 
 
 const inflight_sched_view& policy::view_for_plugin(const inflight_sched_view& view) {
   if (abi_version_ >= INFLIGHT_POLICY_ABI_VERSION) return view;
-  v1_view_ = view;
-  v1_view_.running = to_v1(view.running, view.num_running, v1_running_);
-  v1_view_.waiting = to_v1(view.waiting, view.num_waiting, v1_waiting_);
-  return v1_view_;
+  const seq_info_layout layout = layout_of(abi_version_);
+  old_view_ = view;
+  old_view_.running = to_layout(view.running, view.num_running, layout, old_running_);
+  old_view_.waiting = to_layout(view.waiting, view.num_waiting, layout, old_waiting_);
+  return old_view_;
 }
 
 }  // namespace inflight

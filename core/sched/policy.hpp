@@ -60,9 +60,9 @@ class policy {
   void* library_ = nullptr;  // dlopen handle, closed after destroy
   std::string name_;
   std::string origin_;       // file (or "vtable") for error messages
-  // Version-1 plugins: the view's arrays copied into the version-1 layout.
-  std::vector<unsigned char> v1_running_, v1_waiting_;
-  inflight_sched_view v1_view_{};
+  // Plugins of an older version: the view's arrays copied into their layout.
+  std::vector<unsigned char> old_running_, old_waiting_;
+  inflight_sched_view old_view_{};
 };
 
 /// Turns a policy's settings table, given as a JSON object (as the deployment loader

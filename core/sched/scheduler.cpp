@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 namespace inflight {
 namespace {
@@ -76,8 +77,12 @@ result<void> scheduler::submit(seq_request request) {
     return make_error(errc::invalid_argument,
                       who + ": prompt has " + std::to_string(request.prompt.size()) +
                           " tokens, the context holds " + std::to_string(max_context_));
+  if (!(request.targets.ttft_ms >= 0.0 && request.targets.tpot_ms >= 0.0) ||
+      !std::isfinite(request.targets.ttft_ms) || !std::isfinite(request.targets.tpot_ms))
+    return make_error(errc::invalid_argument, who + ": latency targets must be finite and not negative");
   sequence seq;
   seq.id = request.id;
+  seq.targets = resolve_targets(request.targets, config_.default_targets);
   seq.prompt = std::move(request.prompt);
   seq.priority = request.priority;
   seq.params = std::move(request.params);

@@ -68,6 +68,8 @@ struct scheduler_counters {
   std::uint64_t num_prefix_cache_hits = 0;
   /// Sampled sequence-steps under a grammar (each filled one allowed-token mask).
   std::uint64_t num_constrained_steps = 0;
+  /// Requests the policy shed (finished unserved: they could not meet their targets).
+  std::uint64_t num_shed = 0;
 };
 
 class scheduler {
@@ -89,8 +91,13 @@ class scheduler {
 
   /// Plans the next step: the policy's decision, validated, as the step's one kv
   /// request (with the releases since the last one). Refused while a request or a step
-  /// is pending. Call it when has_work() or has_pending_releases().
+  /// is pending. Call it when has_work() or has_pending_releases(). Sequences the policy
+  /// shed finish here: take their events with take_shed_events().
   result<kv_request> schedule();
+  /// The finished events (reason error, cause errc::queue_timeout, message starting
+  /// with shed_message) of the sequences the
+  /// last schedule() shed; the caller routes them like any finish.
+  std::vector<seq_event> take_shed_events() { return std::exchange(shed_events_, {}); }
   /// The KV manager's answer to the pending request: the step plan (empty when
   /// nothing runs). Victims it preempted go back to the waiting queue.
   result<step_plan> on_grant(kv_grant grant);
@@ -160,6 +167,7 @@ class scheduler {
   void build_view(std::uint64_t step_id);
   validation decide_and_validate(std::uint64_t step_id);
   void apply_policy_preemptions(const inflight_decision& decision, validation& v);
+  void apply_policy_sheds(const inflight_decision& decision, validation& v);
   void validate_entry(const inflight_schedule_entry& entry, validation& v);
   int fit_admission(const sequence& seq, int num_tokens, validation& v);
   std::vector<kv_release> victim_order() const;
@@ -209,6 +217,8 @@ class scheduler {
   std::vector<inflight_seq_info> view_waiting_;
   std::vector<inflight_schedule_entry> decision_entries_;
   std::vector<std::uint64_t> decision_preempt_;
+  std::vector<std::uint64_t> decision_shed_;
+  std::vector<seq_event> shed_events_;         // of the last schedule(), not taken yet
   inflight_sched_view view_{};
 };
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/sched/slo_targets.hpp"
 #include "core/types.hpp"
 
 namespace inflight {
@@ -22,6 +23,8 @@ struct scheduler_config {
   /// Hash every full block so the KV manager can reuse cached prefixes; off, no hash
   /// is computed and nothing is cached.
   bool enable_prefix_caching = true;
+  /// Targets of a request that sets none ([scheduler] ttft_target_ms / tpot_target_ms).
+  slo_targets default_targets;
 };
 
 }  // namespace inflight

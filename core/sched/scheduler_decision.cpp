@@ -35,6 +35,9 @@ inflight_seq_info make_info(const sequence& seq) {
   info.num_tokens_needed = seq.num_tokens() - planned_computed(seq);
   info.num_cached_tokens = seq.status == seq_status::running ? seq.num_cached_tokens : seq.num_cached_hint;
   info.num_preemptions = seq.num_preemptions;
+  info.ttft_target = seq.targets.ttft_ms / 1000.0;
+  info.tpot_target = seq.targets.tpot_ms / 1000.0;
+  info.first_token_time = seq.times.first_token.value_or(-1.0);
   return info;
 }
 
@@ -49,6 +52,7 @@ void scheduler::build_view(std::uint64_t step_id) {
   for (seq_id id : waiting_) view_waiting_.push_back(make_info(seqs_.at(id)));
   decision_entries_.assign(view_running_.size() + view_waiting_.size(), inflight_schedule_entry{});
   decision_preempt_.assign(view_running_.size(), 0);
+  decision_shed_.assign(view_running_.size() + view_waiting_.size(), 0);
   view_ = inflight_sched_view{};
   view_.step_id = step_id;
   view_.running = view_running_.data();
@@ -61,6 +65,7 @@ void scheduler::build_view(std::uint64_t step_id) {
   view_.budget.num_free_blocks = kv_.num_free_blocks + num_released_blocks_;
   view_.budget.num_total_blocks = kv_.num_blocks;
   view_.budget.block_size = kv_.block_size;
+  view_.now = now();
 }
 
 scheduler::validation scheduler::decide_and_validate(std::uint64_t step_id) {
@@ -70,6 +75,8 @@ scheduler::validation scheduler::decide_and_validate(std::uint64_t step_id) {
   decision.scheduled_capacity = decision_entries_.size();
   decision.preempt = decision_preempt_.data();
   decision.preempt_capacity = decision_preempt_.size();
+  decision.shed = decision_shed_.data();
+  decision.shed_capacity = decision_shed_.size();
   validation v;
   v.budget_left = config_.max_num_batched_tokens;
   v.num_free_blocks = view_.budget.num_free_blocks;
@@ -77,6 +84,7 @@ scheduler::validation scheduler::decide_and_validate(std::uint64_t step_id) {
     reject(decided.error().message);
     return v;
   }
+  apply_policy_sheds(decision, v);
   apply_policy_preemptions(decision, v);
   std::size_t n = decision.num_scheduled;
   if (n > decision.scheduled_capacity) {
@@ -106,6 +114,31 @@ void scheduler::apply_policy_preemptions(const inflight_decision& decision, vali
     queue_release(it->second, /*is_finished=*/false);
     preempt(it->second);
     v.policy_preempted.insert(id);
+  }
+}
+
+void scheduler::apply_policy_sheds(const inflight_decision& decision, validation& v) {
+  std::size_t n = decision.num_shed;
+  if (n > decision.shed_capacity) {
+    reject("decision claims " + std::to_string(n) + " sheds, capacity is " +
+           std::to_string(decision.shed_capacity) + ": extra entries ignored");
+    n = decision.shed_capacity;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const seq_id id = decision.shed[i];
+    auto it = seqs_.find(id);
+    if (it == seqs_.end()) {
+      reject("decision sheds unknown " + seq_name(id) + ": refused");
+      continue;
+    }
+    const sequence& seq = it->second;
+    v.num_free_blocks += seq.num_blocks_held;  // back with this step's kv request
+    // A load condition like a queue timeout: 429, retry later; the message says it was shed.
+    std::string why = std::string(shed_message) + ": it could not meet its latency target";
+    if (seq.targets.ttft_ms > 0 && !seq.times.first_token)
+      why += " (time to first token " + std::to_string(static_cast<long long>(seq.targets.ttft_ms)) + " ms)";
+    ++counters_.num_shed;
+    shed_events_.push_back(finish_sequence(it->second, finish_reason::error, error{errc::queue_timeout, why}));
   }
 }
 

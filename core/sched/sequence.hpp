@@ -12,6 +12,7 @@
 #include "core/grammar/matcher.hpp"
 #include "core/kv/block_hash.hpp"
 #include "core/sampling/sampling_params.hpp"
+#include "core/sched/slo_targets.hpp"
 #include "core/types.hpp"
 
 namespace inflight {
@@ -56,6 +57,9 @@ struct seq_request {
   /// The client's sampling seed (reproducible draws); none = the scheduler derives one
   /// per sequence. The scheduler resolves it once into sequence::seed.
   std::optional<std::uint64_t> seed;
+  /// Latency targets for an SLO-aware policy; 0 = the deployment's default
+  /// (scheduler_config::default_targets).
+  slo_targets targets{};
 };
 
 /// Times on the scheduler's clock, in seconds.
@@ -86,6 +90,7 @@ struct sequence {
   std::uint64_t seed = 0;       ///< the request's seed, or one the scheduler derived; fixed for life
   seq_timestamps times;
   int num_preemptions = 0;
+  slo_targets targets;          ///< the request's, or the deployment's defaults
   std::optional<finish_reason> finish;
   std::vector<token_id> score_rows;  ///< prefill-only scoring (seq_request::score_rows)
   std::optional<pooling_kind> pooling;  ///< prefill-only embedding (seq_request::pooling)

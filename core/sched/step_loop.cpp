@@ -21,7 +21,8 @@ result<step_plan> step_loop::plan() {
 }
 
 step_outcome step_loop::failed(step_outcome out, error cause) {
-  out.events = sched_.fail_step(cause);
+  auto events = sched_.fail_step(cause);
+  out.events.insert(out.events.end(), events.begin(), events.end());
   out.failure = std::move(cause);
   return out;
 }
@@ -33,6 +34,7 @@ result<step_outcome> step_loop::step(const executor_fn& execute) {
   if (!needs_step()) return out;
   auto request = sched_.schedule();
   if (!request) return std::unexpected(request.error());
+  out.events = sched_.take_shed_events();
   last_request_ = *request;
   auto grant = kv_.try_grant(*request);
   if (!grant) return failed(std::move(out), {errc::internal, "kv allocator: " + grant.error().message});
@@ -45,7 +47,7 @@ result<step_outcome> step_loop::step(const executor_fn& execute) {
   if (!result) return failed(std::move(out), {errc::backend_error, "backend error: " + result.error().message});
   auto events = sched_.apply(*result);
   if (!events) return failed(std::move(out), {errc::internal, "engine error: " + events.error().message});
-  out.events = std::move(*events);
+  out.events.insert(out.events.end(), events->begin(), events->end());
   return out;
 }
 

@@ -38,7 +38,8 @@ namespace inflight {
 struct step_outcome {
   std::uint64_t step_id = 0;      ///< 0: nothing ran (at most, blocks went back)
   step_shape shape;               ///< the sizes of what ran (for a step-cost model)
-  std::vector<seq_event> events;  ///< tokens and finishes, in plan order
+  /// Finishes of the sequences the policy shed, then tokens and finishes in plan order.
+  std::vector<seq_event> events;
   /// The grant or the executor failed: the step's sequences finished with this cause
   /// (their finished events are in `events`).
   std::optional<error> failure;

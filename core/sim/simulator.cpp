@@ -29,8 +29,9 @@ struct request_trace {
 class simulation {
  public:
   simulation(const std::vector<bench::bench_prompt>& prompts, const step_cost_model& cost, step_loop loop,
-             std::shared_ptr<double> clock)
-      : prompts_(prompts), cost_(cost), loop_(std::move(loop)), clock_(std::move(clock)), traces_(prompts.size()) {
+             std::shared_ptr<double> clock, slo_targets targets)
+      : prompts_(prompts), cost_(cost), loop_(std::move(loop)), clock_(std::move(clock)), targets_(targets),
+        traces_(prompts.size()) {
     order_.resize(prompts.size());
     std::iota(order_.begin(), order_.end(), std::size_t(0));
     std::stable_sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) { return arrival(a) < arrival(b); });
@@ -52,6 +53,7 @@ class simulation {
   const step_cost_model& cost_;
   step_loop loop_;
   std::shared_ptr<double> clock_;  // what the scheduler reads
+  slo_targets targets_;            // of every request
   std::vector<request_trace> traces_;
   std::vector<std::size_t> order_;  // prompt indices by arrival
   std::size_t next_ = 0;            // into order_
@@ -93,6 +95,7 @@ void simulation::submit_arrived() {
     r.params.temperature = 0.0f;
     r.params.max_tokens = p.output_len > 0 ? p.output_len : 16;
     r.params.ignore_eos = true;
+    r.targets = targets_;
     *clock_ = arrival(i);
     if (auto ok = loop_.submit(std::move(r)); !ok) {
       auto& t = traces_[i];
@@ -112,7 +115,10 @@ result<bool> simulation::run_step() {
   if (!out) return std::unexpected(out.error());
   if (cost_error_) return std::unexpected(*cost_error_);
   if (out->failure) return std::unexpected(*out->failure);
-  if (!out->has_run()) return false;
+  if (!out->has_run()) {
+    record(out->events);  // requests the policy shed
+    return false;
+  }
   now_ = *clock_;
   ++num_steps_;
   batch_size_sum_ += out->shape.num_seqs();
@@ -210,7 +216,7 @@ result<sim_result> simulate(const std::vector<bench::bench_prompt>& prompts, pol
   auto loop = step_loop::try_create(config.scheduler, config.num_kv_blocks, config.block_size, std::move(pol),
                                     [clock] { return *clock; });
   if (!loop) return std::unexpected(loop.error());
-  simulation sim(prompts, cost, std::move(*loop), clock);
+  simulation sim(prompts, cost, std::move(*loop), clock, config.targets);
   if (auto ok = sim.run(); !ok) return std::unexpected(ok.error());
   return sim.finish(config);
 }

@@ -29,6 +29,9 @@ struct sim_config {
   int block_size = 16;
   std::vector<double> percentiles = {50, 90, 99};
   bench::slo objectives;  ///< goodput counts requests meeting every objective set
+  /// Latency targets every simulated request carries (what an SLO-aware policy plans
+  /// for); 0 = none, then the scheduler's default_targets apply.
+  slo_targets targets;
 };
 
 /// The token every simulated step samples.
@@ -45,7 +48,7 @@ struct sim_result {
   std::uint64_t num_steps = 0;
   double batch_size_sum = 0.0;  ///< sequences per step, summed over steps
   double kv_usage_sum = 0.0;    ///< KV usage after each step's grant, summed over steps
-  scheduler_counters counters;
+  scheduler_counters counters;  ///< counters.num_shed: requests the policy shed (failed records)
   int num_kv_blocks = 0;
   int num_free_blocks_at_end = 0;     ///< after the last blocks went back
   int num_kv_sequences_at_end = 0;    ///< sequences the KV manager still knows at the end

@@ -18,6 +18,18 @@
  *   version 1  the first
  *   version 2  inflight_seq_info gains num_cached_tokens (prefix caching) and
  *              num_preemptions
+ *   version 3  latency targets and what slack is computed from: inflight_seq_info
+ *              gains ttft_target, tpot_target and first_token_time (arrival_time and
+ *              num_generated_tokens were there); inflight_sched_view gains now (the
+ *              step's time); inflight_decision gains shed (requests given up on)
+ *
+ * Slack, as a version-3 policy computes it (all times in seconds, engine clock):
+ *   before the first token:  arrival_time + ttft_target - now  (- the prefill still to do)
+ *   while decoding:          first_token_time + tpot_target * num_generated_tokens - now
+ *                            (the time the next token may take and the request still
+ *                            meet its mean time per output token)
+ * A target of 0 means none. The view and the decision are read by a plugin only up to
+ * its own version's fields, so they grow at their end without a stride problem.
  */
 #ifndef INFLIGHT_POLICY_H
 #define INFLIGHT_POLICY_H
@@ -29,7 +41,7 @@
 extern "C" {
 #endif
 
-#define INFLIGHT_POLICY_ABI_VERSION 2u
+#define INFLIGHT_POLICY_ABI_VERSION 3u
 #define INFLIGHT_POLICY_MIN_ABI_VERSION 1u
 #define INFLIGHT_POLICY_ENTRY_SYMBOL "inflight_policy_entry"
 
@@ -73,6 +85,10 @@ typedef struct inflight_seq_info {
                                       costs a free block like a new one). Running: the
                                       tokens its first admission took from it. */
   int32_t num_preemptions;       /**< times it lost its blocks so far */
+  /* version 3 */
+  double ttft_target;            /**< seconds from arrival to the first token; 0 = none */
+  double tpot_target;            /**< mean seconds per output token after the first; 0 = none */
+  double first_token_time;       /**< when its first token was sampled (engine clock); < 0 = not yet */
 } inflight_seq_info;
 
 /** Limits of one step. */
@@ -92,6 +108,8 @@ typedef struct inflight_sched_view {
   const inflight_seq_info* waiting; /**< queue order: preempted first, then arrivals */
   size_t num_waiting;
   inflight_sched_budget budget;
+  /* version 3 */
+  double now;                       /**< the step's time, seconds on the engine's clock */
 } inflight_sched_view;
 
 /** One grant: `num_tokens` of sequence `seq_id` are processed this step. */
@@ -101,7 +119,8 @@ typedef struct inflight_schedule_entry {
 } inflight_schedule_entry;
 
 /** The policy's answer, written into arrays the engine owns. The engine processes
- *  `preempt` first, then `scheduled` in order (earlier entries get blocks first). */
+ *  `shed` first (version 3), then `preempt`, then `scheduled` in order (earlier
+ *  entries get blocks first). */
 typedef struct inflight_decision {
   inflight_schedule_entry* scheduled;
   size_t scheduled_capacity;   /**< = num_running + num_waiting */
@@ -109,6 +128,13 @@ typedef struct inflight_decision {
   uint64_t* preempt;           /**< running sequences to preempt (recompute later) */
   size_t preempt_capacity;     /**< = num_running */
   size_t num_preempt;          /**< set by the policy */
+  /* version 3 */
+  uint64_t* shed;              /**< sequences to finish now, unserved: they cannot meet
+                                    their targets. The client gets an error (HTTP 429,
+                                    code queue_timeout, "shed by the scheduling
+                                    policy: ..."); the engine counts them. */
+  size_t shed_capacity;        /**< = num_running + num_waiting */
+  size_t num_shed;             /**< set by the policy */
 } inflight_decision;
 
 /** One `key = value` setting from the deployment file (strings; the policy parses). */
@@ -126,7 +152,7 @@ typedef struct inflight_policy_vtable {
   inflight_policy_status (*create)(const inflight_policy_setting* settings, size_t num_settings,
                                    void** out_state, char* error, size_t error_capacity);
   void (*destroy)(void* state);
-  /** Fills `decision`; the engine has zeroed num_scheduled and num_preempt. */
+  /** Fills `decision`; the engine has zeroed num_scheduled, num_preempt and num_shed. */
   inflight_policy_status (*decide)(void* state, const inflight_sched_view* view,
                                    inflight_decision* decision);
 } inflight_policy_vtable;

@@ -36,6 +36,8 @@ kv_memory = "1.5GiB"
 max_num_seqs = 8
 [scheduler]
 policy = "fcfs"
+ttft_target_ms = 500
+tpot_target_ms = 50.5
 [scheduler.fcfs]
 chunk = 32
 name = "x"
@@ -47,6 +49,9 @@ name = "x"
   CHECK(d->engine.max_num_seqs == 8);
   CHECK(d->scheduler.policy == "fcfs");
   CHECK(d->scheduler.policy_settings.at("fcfs").find("\"chunk\"") != std::string::npos);
+  CHECK(d->scheduler.ttft_target_ms == 500.0);
+  CHECK(d->scheduler.tpot_target_ms == 50.5);
+  CHECK_FALSE(parse_deployment("[scheduler]\nttft_target_ms = -5\n").has_value());
 }
 
 TEST_CASE("errors name the key, the value and what was expected", "[config]") {

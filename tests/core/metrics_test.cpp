@@ -30,6 +30,7 @@ TEST_CASE("the exposition carries every metric with the model_name label", "[met
   g.num_requests_running = 3;
   g.kv_cache_usage = 0.25;
   g.num_constrained_steps = 7;
+  g.num_shed = 4;
   m.grammar_mask_seconds.observe(2e-5);
   const auto text = m.render("tiny\"model", g);
   CHECK_THAT(text, Catch::Contains("inflight:num_requests_running{model_name=\"tiny\\\"model\"} 3\n"));
@@ -37,6 +38,7 @@ TEST_CASE("the exposition carries every metric with the model_name label", "[met
   CHECK_THAT(text, Catch::Contains("inflight:prompt_tokens_total{model_name=\"tiny\\\"model\"} 12\n"));
   CHECK_THAT(text, Catch::Contains("finished_reason=\"length\"} 2\n"));
   CHECK_THAT(text, Catch::Contains("inflight:grammar_constrained_steps_total{model_name=\"tiny\\\"model\"} 7\n"));
+  CHECK_THAT(text, Catch::Contains("inflight:request_shed_total{model_name=\"tiny\\\"model\"} 4\n"));
   CHECK_THAT(text, Catch::Contains("inflight:grammar_mask_seconds_bucket{model_name=\"tiny\\\"model\",le=\"2.5e-05\"} 1\n"));
   for (const char* name : {"num_requests_waiting", "num_preemptions_total", "generation_tokens_total",
                            "time_to_first_token_seconds_bucket", "inter_token_latency_seconds_count",

@@ -90,7 +90,7 @@ TEST_CASE("policy: broken plugins are refused with clear errors", "[core][plugin
   CHECK(wrong.error().code == errc::unsupported);
   CHECK(contains(wrong.error().message, "inflight_policy_test_wrong_abi.so"));
   CHECK(contains(wrong.error().message, "version " + std::to_string(INFLIGHT_POLICY_ABI_VERSION + 41)));
-  CHECK(contains(wrong.error().message, "loads versions 1 to 2"));
+  CHECK(contains(wrong.error().message, "loads versions 1 to 3"));
 
   auto no_entry = policy::try_load(test_only_plugin_dir(), "test_no_entry");
   REQUIRE(!no_entry.has_value());
@@ -256,7 +256,7 @@ TEST_CASE("policy: a plugin built for ABI version 1 loads and gets the version-1
   REQUIRE(p.has_value());
   CHECK(p->abi_version() == 1);
   CHECK(load_policy("fcfs").abi_version() == INFLIGHT_POLICY_ABI_VERSION);
-  // It walks the queues with the 56-byte version-1 stride: given the 64-byte arrays it
+  // It walks the queues with the 56-byte version-1 stride: given the 88-byte arrays it
   // would read garbage ids and counts from the second entry on.
   std::vector<inflight_seq_info> running(2), waiting(3);
   for (std::size_t i = 0; i < 5; ++i) {
@@ -292,6 +292,53 @@ TEST_CASE("policy: a plugin built for ABI version 1 loads and gets the version-1
   CHECK(r.counters.num_rejected_decisions == 0);  // every id and count it read was right
   check_against_solo_runs(r, opt.vocab);
   CHECK(r.counters.num_prefix_cache_hits > 0);
+}
+
+TEST_CASE("policy: a plugin built for ABI version 2 loads and gets the version-2 layout", "[core][plugin]") {
+  auto p = policy::try_load(test_only_plugin_dir(), "test_v2");
+  INFO((p ? std::string() : p.error().message));
+  REQUIRE(p.has_value());
+  CHECK(p->abi_version() == 2);
+  // It walks the queues with the 64-byte version-2 stride and orders the waiting ones
+  // by num_cached_tokens: given the 88-byte arrays it would misread ids and counts.
+  std::vector<inflight_seq_info> running(1), waiting(3);
+  for (std::size_t i = 0; i < 4; ++i) {
+    auto& s = i < 1 ? running[i] : waiting[i - 1];
+    s.seq_id = 200 + i;
+    s.state = i < 1 ? INFLIGHT_SEQ_RUNNING : INFLIGHT_SEQ_WAITING;
+    s.num_tokens = s.num_prompt_tokens = 40;
+    s.num_cached_tokens = s.num_computed_tokens = i == 0 ? 39 : i == 2 ? 32 : i == 3 ? 16 : 0;
+    s.num_blocks_held = i < 1 ? 3 : 0;
+    s.num_tokens_needed = s.num_tokens - s.num_computed_tokens;
+    s.ttft_target = 0.5;  // version-3 fields: bytes a 64-byte stride would misread
+    s.tpot_target = 0.05;
+    s.first_token_time = 1234.0;
+  }
+  std::vector<inflight_schedule_entry> entries(8);
+  std::vector<std::uint64_t> preempt(1);
+  inflight_sched_view view{};
+  view.running = running.data();
+  view.num_running = running.size();
+  view.waiting = waiting.data();
+  view.num_waiting = waiting.size();
+  view.budget = {1000, 8, 100, 100, 16};
+  view.now = 99.0;
+  inflight_decision d{};
+  d.scheduled = entries.data();
+  d.scheduled_capacity = entries.size();
+  d.preempt = preempt.data();
+  REQUIRE(p->decide(view, d).has_value());
+  std::vector<std::pair<std::uint64_t, int>> got;
+  for (std::size_t i = 0; i < d.num_scheduled; ++i) got.emplace_back(entries[i].seq_id, entries[i].num_tokens);
+  CHECK(got == std::vector<std::pair<std::uint64_t, int>>{{200, 1}, {202, 8}, {203, 24}, {201, 40}});
+  random_run_options opt;
+  opt.policy_name = "test_v2";
+  opt.plugin_dir = test_only_plugin_dir();
+  opt.seed = 6;
+  opt.has_shared_prefixes = true;
+  auto r = run_random(opt);
+  CHECK(r.counters.num_rejected_decisions == 0);  // every id and count it read was right
+  check_against_solo_runs(r, opt.vocab);
 }
 
 TEST_CASE("policy: lpm admits the longest cached prefix first, arrival order past max_waiting",

@@ -129,7 +129,8 @@ TEST_CASE("openai protocol: prompts, defaults and sampling fields", "[gateway][p
   auto many = try_parse_request(json::parse(R"({"prompt": ["a", [5, 6, 7]], "n": 3, "seed": 10,
       "temperature": 0.5, "top_k": 4, "top_p": 0.9, "min_p": 0.1, "repetition_penalty": 1.2,
       "presence_penalty": 0.5, "frequency_penalty": -0.5, "stop": "x", "stop_token_ids": [2],
-      "ignore_eos": true, "priority": 3, "max_tokens": 7, "stream": true,
+      "ignore_eos": true, "priority": 3, "max_tokens": 7, "stream": true, "ttft_target_ms": 250,
+      "tpot_target_ms": 40.5,
       "stream_options": {"include_usage": true}, "logprobs": 0, "echo": true})"),
                                 api_kind::completion, m);
   REQUIRE(many.has_value());
@@ -151,6 +152,15 @@ TEST_CASE("openai protocol: prompts, defaults and sampling fields", "[gateway][p
   CHECK(p.max_tokens == 7);
   CHECK(many->base.stop == std::vector<std::string>{"x"});
   CHECK(many->base.priority == 3);
+  CHECK(many->base.targets.ttft_ms == 250.0);
+  CHECK(many->base.targets.tpot_ms == 40.5);
+  CHECK(many->choice_request(4).targets.ttft_ms == 250.0);
+  CHECK(one->base.targets.ttft_ms == 0.0);  // none: the deployment's default applies
+  for (const char* bad : {R"({"prompt": "a", "ttft_target_ms": -1})", R"({"prompt": "a", "tpot_target_ms": "fast"})"}) {
+    auto refused = try_parse_request(json::parse(bad), api_kind::completion, m);
+    REQUIRE_FALSE(refused.has_value());
+    CHECK(refused.error().param.find("target_ms") != std::string::npos);
+  }
   CHECK(many->stream);
   CHECK(many->include_usage);
   CHECK(many->echo);
