@@ -20,6 +20,7 @@ struct grammar_options {
   int num_compiles = 10;
   std::uint64_t seed = 0;
   std::string result_json;
+  bool no_share_copies = false;
 };
 
 // The project's targets at a 150k vocabulary.
@@ -58,6 +59,7 @@ void run_bench_grammar(const grammar_options& o) {
   std::printf("%-14s %9s %9s %9s %11s %9s %9s %9s %8s %5s %8s %6s\n", "", "", "p50 ms", "p99 ms", "ms", "mean us",
               "p50 us", "p99 us", "", "", "", "JSON");
   bench::grammar_bench_options bo{o.num_compiles, o.num_walks, o.max_steps};
+  bo.share_copies = !o.no_share_copies;
   std::mt19937_64 rng(o.seed);
   std::vector<double> all_compile, all_mask, all_index;
   int walks = 0, finished = 0, valid = 0;
@@ -111,6 +113,8 @@ void add_bench_grammar_command(CLI::App& bench) {
   cmd->add_option("--compiles", o->num_compiles, "cold compiles per schema")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--seed", o->seed, "seed of the walks")->capture_default_str();
   cmd->add_option("--result-json", o->result_json, "write the figures to this file");
+  cmd->add_flag("--no-share-copies", o->no_share_copies,
+                "classify every copy of a bounded repetition alone (the token index without sharing, to compare)");
   cmd->callback([o] { run_bench_grammar(*o); });
 }
 

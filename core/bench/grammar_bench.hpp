@@ -23,6 +23,8 @@ struct grammar_bench_options {
   /// Share of steps that pick among the allowed tokens holding JSON punctuation or a
   /// digit, so that walks leave strings and reach the end of the schema.
   double structural_bias = 0.5;
+  /// Copies of a bounded repetition share token-index lists (off: each copy classified alone).
+  bool share_copies = true;
 };
 
 /// What one schema measured; times in seconds.

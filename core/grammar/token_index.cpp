@@ -102,11 +102,6 @@ void for_each_accepted(const position_tokens& t, F&& f) {
       f(static_cast<token_id>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits))));
 }
 
-bool is_accepted(const position_tokens& t, token_id id) {
-  if (!t.accepted_bits.empty()) return (t.accepted_bits[static_cast<std::size_t>(id) >> 6] >> (id & 63)) & 1;
-  return std::find(t.accepted_ids.begin(), t.accepted_ids.end(), id) != t.accepted_ids.end();
-}
-
 }  // namespace
 
 // The tokens shorter than `from.min_len` as the outermost copy classifies them, the
@@ -115,14 +110,29 @@ position_tokens token_index::compute_shared(std::uint32_t pos, shared_from from)
   const grammar_vocab& v = *vocab_;
   const position_tokens walked = compute(pos, from.min_len);
   const position_tokens& rep = tokens_at(from.rep);
-  std::vector<token_id> long_ids;
-  for (std::uint32_t i : v.sorted_at_least(from.min_len)) long_ids.push_back(v.sorted()[i]);
   auto is_long = [&](token_id id) { return v.bytes(id).size() >= from.min_len; };
+  auto bit = [](token_id id) { return std::uint64_t{1} << (id & 63); };
+  auto word = [](token_id id) { return static_cast<std::size_t>(id) >> 6; };
 
-  // The rep's class of every long token, to take it out of its counts.
-  std::uint32_t rep_long_classified = 0;
-  for (token_id id : long_ids)
-    if (is_accepted(rep, id)) ++rep_long_classified;
+  // The rep's accepted tokens as a mask; its long ones leave it (and its counts), the
+  // walked ones join it.
+  std::vector<std::uint64_t> mask = rep.accepted_bits;
+  if (mask.empty()) {
+    mask.assign(v.num_mask_words(), 0);
+    for (token_id id : rep.accepted_ids) mask[word(id)] |= bit(id);
+  }
+  std::uint32_t rep_long_classified = 0;  // long tokens the rep accepted or found uncertain
+  for (std::uint32_t i : v.sorted_at_least(from.min_len)) {
+    const token_id id = v.sorted()[i];
+    if (mask[word(id)] & bit(id)) ++rep_long_classified;
+    mask[word(id)] &= ~bit(id);
+  }
+  std::uint32_t walked_accepted = 0;
+  for_each_accepted(walked, [&](token_id id) {
+    mask[word(id)] |= bit(id);
+    ++walked_accepted;
+  });
+
   position_tokens out;
   for (std::uint32_t i : rep.uncertain) {
     if (is_long(v.sorted()[i]))
@@ -130,33 +140,21 @@ position_tokens token_index::compute_shared(std::uint32_t pos, shared_from from)
     else
       out.uncertain.push_back(i);
   }
-  const std::size_t num_short_uncertain = out.uncertain.size();
+  const auto num_short_uncertain = static_cast<std::ptrdiff_t>(out.uncertain.size());
   out.uncertain.insert(out.uncertain.end(), walked.uncertain.begin(), walked.uncertain.end());
-  std::inplace_merge(out.uncertain.begin(), out.uncertain.begin() + static_cast<std::ptrdiff_t>(num_short_uncertain),
-                     out.uncertain.end());
+  std::inplace_merge(out.uncertain.begin(), out.uncertain.begin() + num_short_uncertain, out.uncertain.end());
 
-  std::vector<std::uint64_t> bits = rep.accepted_bits;
-  if (bits.empty()) {
-    bits.assign(v.num_mask_words(), 0);
-    for (token_id id : rep.accepted_ids) bits[static_cast<std::size_t>(id) >> 6] |= std::uint64_t{1} << (id & 63);
-  }
-  for (token_id id : long_ids) bits[static_cast<std::size_t>(id) >> 6] &= ~(std::uint64_t{1} << (id & 63));
-  for_each_accepted(walked, [&](token_id id) { bits[static_cast<std::size_t>(id) >> 6] |= std::uint64_t{1} << (id & 63); });
   std::size_t num_accepted = 0;
-  for (std::uint64_t w : bits) num_accepted += static_cast<std::size_t>(std::popcount(w));
-  if (num_accepted > bits.size()) {
-    out.accepted_bits = std::move(bits);
-  } else {
-    position_tokens as_bits;
-    as_bits.accepted_bits = std::move(bits);
-    for_each_accepted(as_bits, [&](token_id id) { out.accepted_ids.push_back(id); });
+  for (std::uint64_t w : mask) num_accepted += static_cast<std::size_t>(std::popcount(w));
+  out.accepted_bits = std::move(mask);
+  if (num_accepted <= out.accepted_bits.size()) {  // few: an id list, as compute() keeps them
+    for_each_accepted(out, [&](token_id id) { out.accepted_ids.push_back(id); });
+    out.accepted_bits.clear();
   }
 
   // Every long token under this position's first bytes was walked once: accepted,
   // uncertain or rejected, here and (in the rep's own walk) there.
-  std::uint32_t walked_accepted = 0;
-  for_each_accepted(walked, [&](token_id) { ++walked_accepted; });
-  const std::uint32_t long_total = walked_accepted + static_cast<std::uint32_t>(walked.uncertain.size()) + walked.num_rejected;
+  const auto long_total = walked_accepted + static_cast<std::uint32_t>(walked.uncertain.size()) + walked.num_rejected;
   out.num_rejected = rep.num_rejected - (long_total - rep_long_classified) + walked.num_rejected;
   return out;
 }
@@ -173,6 +171,7 @@ std::size_t token_index::num_computed() const { return num_computed_.load(); }
 // skipping the tokens shorter than `min_len`.
 position_tokens token_index::compute(std::uint32_t pos, std::size_t min_len) const {
   const grammar_vocab& v = *vocab_;
+  if (min_len >= 2 && v.sorted_at_least(min_len).empty()) return {};
   const auto& sorted = v.sorted();
   const auto& lcp = v.lcp();
   earley_parser parser(*grammar_);
