@@ -10,24 +10,13 @@
 #include <vector>
 
 #include "core/kv/kv_manager.hpp"
+#include "tests/core/kv_test_util.hpp"
 
 using namespace inflight;
 
+using namespace inflight::kv_test;
+
 namespace {
-
-constexpr int bs = 4;
-
-kv_manager make_kv(int num_blocks) {
-  auto kv = kv_manager::try_create(num_blocks, bs);
-  REQUIRE(kv.has_value());
-  return std::move(*kv);
-}
-
-std::vector<token_id> tokens(int first, int n) {
-  std::vector<token_id> t(static_cast<std::size_t>(n));
-  std::iota(t.begin(), t.end(), first);
-  return t;
-}
 
 std::vector<block_hash> chain(const std::vector<token_id>& t) {
   std::vector<block_hash> h;
