@@ -309,6 +309,9 @@ const std::map<std::string, key_spec>& specs() {
     add("engine.kv_blocks", [](auto k) { return integer(&D::engine, &engine_settings::kv_blocks, 0, 1 << 26, k); });
     add("engine.gpu_memory_utilization",
         [](auto k) { return number(&D::engine, &engine_settings::gpu_memory_utilization, 0.05, 0.99, k); });
+    add("engine.cuda_decode_attention", [](auto k) {
+      return text(&D::engine, &engine_settings::cuda_decode_attention, {"grouped", "per_head"}, k);
+    });
     add("engine.max_num_seqs",
         [](auto k) { return integer(&D::engine, &engine_settings::max_num_seqs, 1, 1 << 16, k); });
     add("engine.max_num_batched_tokens",

@@ -28,6 +28,7 @@ struct cuda_backend_options {
   int max_num_batched_tokens = 512;
   int max_context = 0;                  ///< 0 = the model's max_seq_len (4096 when unknown)
   bool use_graphs = true;               ///< CUDA graphs for decode-only steps
+  bool per_head_decode = false;         ///< the per-query-head decode kernel instead of the grouped one
   bool use_fp16 = false;                ///< fp16 instead of bf16 storage
   int device = 0;
 };

@@ -113,6 +113,9 @@ struct engine_settings {
   std::string kv_dtype = "auto";   ///< cpu: f32 | f16 | bf16 KV cache elements ("auto" = f32; cuda: model.dtype)
   int kv_blocks = 0;               ///< explicit block count (overrides kv_memory)
   double gpu_memory_utilization = 0.9;
+  /// cuda: decode attention kernel, grouped (one block per kv head reads each K/V row
+  /// once for its query heads) | per_head (one block per query head; for comparison)
+  std::string cuda_decode_attention = "grouped";
   int max_num_seqs = 64;
   int max_num_batched_tokens = 512;
   bool enable_prefix_caching = true;  ///< reuse the K/V of cached prompt prefixes

@@ -23,6 +23,16 @@ void silu_mul_fused(float* out, const float* gate_up, int n, int hidden);
 void qk_norm(float* qkv, int row_stride, const float* q_norm, const float* k_norm, int n, int num_heads,
              int num_kv_heads, int head_dim, float eps);
 
+/// Decode attention the way the CUDA decode kernels cut it (attention_decode.cu): each
+/// sequence's keys in splits of `split_size`, one (max, sum, unnormalised row) per
+/// (sequence, head, split) with the online softmax in pieces of 32 keys, then the merge
+/// of the used splits. One query token per sequence (query_start[s]); out as
+/// paged_attention's. Splits past num_splits are an error the caller must prevent.
+void decode_attention_split(float* out, const float* q, const float* k_cache, const float* v_cache,
+                            const std::int32_t* positions, const std::int32_t* query_start,
+                            const std::int32_t* block_tables, int block_table_stride, int num_seqs, int block_size,
+                            int num_heads, int num_kv_heads, int head_dim, int split_size);
+
 /// Arg-max of each of n rows (ties to the lowest id) and its log-softmax.
 void greedy_rows(const float* logits, int n, int vocab, std::int32_t* tokens, float* logprobs);
 

@@ -83,6 +83,10 @@ struct attention_args {
   int num_kv_heads = 0;
   int head_dim = 0;
   float scale = 1.0f;             ///< 1/sqrt(head_dim)
+  /// Decode only: row i of the launch is sequence decode_seqs[i] (null: sequence i), so
+  /// the one-query sequences of a mixed step run here while the others take prefill
+  /// tiles. num_seqs is then the number of rows.
+  const std::int32_t* decode_seqs = nullptr;
 };
 
 inline constexpr int max_head_dim = 256;
@@ -90,26 +94,42 @@ inline constexpr int max_head_dim = 256;
 /// Scratch of the split-K decode: per (sequence, head, split) a running max, a sum and
 /// an unnormalised output row.
 struct decode_partials {
-  float* out = nullptr;  ///< [num_seqs][num_heads][num_splits][head_dim]
+  float* out = nullptr;  ///< [rows][num_heads][num_splits][head_dim]
   float* max = nullptr;  ///< [num_seqs][num_heads][num_splits]
   float* sum = nullptr;
-  int num_splits = 1;
+  int num_splits = 1;    ///< the grid's splits per sequence (and the partials' stride)
   int split_size = 0;    ///< keys per split; num_splits * split_size covers every context
+  /// When set, the split size is read from this device int instead (a graph replays
+  /// the same launch while each step chooses its own size; see decode_split.hpp).
+  const std::int32_t* split_size_dev = nullptr;
 };
 
 /// Floats a decode_partials needs for these sizes (out + max + sum).
 std::int64_t decode_partials_floats(int num_seqs, int num_heads, int head_dim, int num_splits);
 
-/// Decode (flash-decoding): sequence s has one query token, query_start[s]. Its keys
+/// Which decode kernel runs.
+enum class decode_kernel {
+  /// One block per (sequence, kv head, split) computing every query head of that kv
+  /// head: each K/V row is read once per group.
+  grouped,
+  /// One block per (sequence, query head, split): each K/V row is read once per query
+  /// head (kept for comparison).
+  per_head,
+};
+
+/// Decode (flash-decoding): sequence s has one query token, query_start[s] (any
+/// sequence with one query token: a decode, or a one-token prompt chunk). Its keys
 /// are cut into splits, each block reduces one split, a second kernel merges them.
 /// The grid depends only on num_seqs and num_splits, so it can be captured in a graph.
-status attention_decode(const attention_args& args, const decode_partials& partials, cudaStream_t stream);
+status attention_decode(const attention_args& args, const decode_partials& partials, cudaStream_t stream,
+                        decode_kernel kernel = decode_kernel::grouped);
 
 /// Query tokens per prefill tile.
 inline constexpr int prefill_tile_tokens = 16;
 
 /// Prefill / mixed batches (FlashAttention-style online softmax over key tiles, no
-/// score matrix). tiles[3*i..3*i+2] = {sequence, first token, end token} with at most
+/// score matrix). Only the tiles listed are computed: a mixed step lists the tiles of its
+/// multi-token sequences and sends its one-token rows to attention_decode. tiles[3*i..3*i+2] = {sequence, first token, end token} with at most
 /// prefill_tile_tokens tokens of one sequence.
 status attention_prefill(const attention_args& args, const std::int32_t* tiles, int num_tiles,
                          cudaStream_t stream);

@@ -1,6 +1,8 @@
 // llama_runner set-up: weight upload (fused QKV and gate/up), workspace, KV sizing.
 #include "kernels/cuda/llama_runner.hpp"
 
+#include "kernels/cuda/decode_split.hpp"
+
 #include <algorithm>
 #include <cstring>
 
@@ -24,9 +26,10 @@ int round_up_to_graph_size(int n) {
 llama_runner::llama_runner(const cpu::llama_shape& shape, const runner_options& options)
     : shape_(shape), options_(options) {
   block_table_stride_ = (options.max_context + options.block_size - 1) / options.block_size;
-  // Flash-decoding splits: 512 keys each, at most 16 (longer contexts get longer splits).
-  partials_view_.num_splits = std::clamp((options.max_context + 511) / 512, 1, 16);
-  partials_view_.split_size = (options.max_context + partials_view_.num_splits - 1) / partials_view_.num_splits;
+}
+
+int llama_runner::decode_splits(int num_seqs) const {
+  return decode_grid_splits(num_seqs, shape_.num_kv_heads, num_sms_);
 }
 
 llama_runner::~llama_runner() {
@@ -52,6 +55,7 @@ status llama_runner::try_create(const cpu::llama_shape& shape, const cpu::llama_
   out.reset(new llama_runner(shape, options));
   llama_runner& r = *out;
   INFLIGHT_CUDA_CHECK(cudaSetDevice(options.device));
+  INFLIGHT_CUDA_CHECK(cudaDeviceGetAttribute(&r.num_sms_, cudaDevAttrMultiProcessorCount, options.device));
   INFLIGHT_CUDA_CHECK(cudaStreamCreateWithFlags(&r.stream_, cudaStreamNonBlocking));
   INFLIGHT_TRY_STATUS(blas::try_create(r.stream_, blas_workspace_bytes, r.blas_));
   INFLIGHT_TRY_STATUS(r.upload(weights));
@@ -155,7 +159,9 @@ llama_runner::batch_layout llama_runner::layout() const {
   b.logit_rows = b.slots + cap_.tokens;
   b.query_start = b.logit_rows + cap_.seqs;
   b.tiles = b.query_start + cap_.seqs + 1;
-  b.tables = b.tiles + 3ll * cap_.tiles;
+  b.params = b.tiles + 3ll * cap_.tiles;
+  b.decode_seqs = b.params + 4;
+  b.tables = b.decode_seqs + cap_.seqs;
   b.size = b.tables + std::int64_t(cap_.seqs) * block_table_stride_;
   return b;
 }
@@ -176,13 +182,13 @@ status llama_runner::allocate_workspace(capacity cap) {
   INFLIGHT_TRY_STATUS(hidden_.try_allocate(t * h * el));
   INFLIGHT_TRY_STATUS(logits_in_.try_allocate(s * d * el));
   INFLIGHT_TRY_STATUS(logits_.try_allocate(s * std::size_t(shape_.vocab_size) * sizeof(float)));
-  const auto num_partials = decode_partials_floats(cap.seqs, shape_.num_heads, shape_.head_dim,
-                                                   partials_view_.num_splits);
+  // Decode steps of up to cap.seqs sequences, graphs padded to a batch size included.
+  partial_seq_splits_ = 0;
+  for (int n = 1; n <= cap.seqs; ++n) {
+    partial_seq_splits_ = std::max(partial_seq_splits_, std::int64_t(n) * decode_splits(n));
+  }
+  const auto num_partials = decode_partials_floats(int(partial_seq_splits_), shape_.num_heads, shape_.head_dim, 1);
   INFLIGHT_TRY_STATUS(partials_.try_allocate(std::size_t(num_partials) * sizeof(float)));
-  const std::int64_t rows = std::int64_t(cap.seqs) * shape_.num_heads * partials_view_.num_splits;
-  partials_view_.out = partials_.as<float>();
-  partials_view_.max = partials_view_.out + rows * shape_.head_dim;
-  partials_view_.sum = partials_view_.max + rows;
   INFLIGHT_TRY_STATUS(sampled_tokens_.try_allocate(s * sizeof(std::int32_t)));
   INFLIGHT_TRY_STATUS(sampled_logprobs_.try_allocate(s * sizeof(float)));
   INFLIGHT_TRY_STATUS(results_host_.try_allocate(2 * s * sizeof(float), true));

@@ -7,8 +7,11 @@
 /// Device batch buffer (int32, fixed offsets so a captured graph reads the same
 /// addresses every step; one host-to-device copy per step):
 ///
-///   | token_ids | positions | slots | logit_rows | query_start | tiles (3 per tile) | block tables [seqs x stride] |
-///     cap_tokens  cap_tokens  cap_tok  cap_seqs     cap_seqs+1    3*cap_tiles          copied up to the used rows
+///   | token_ids | positions | slots | logit_rows | query_start | tiles (3 per tile) | params | decode_seqs | block tables [seqs x stride] |
+///     cap_tokens  cap_tokens  cap_tok  cap_seqs     cap_seqs+1    3*cap_tiles          4        cap_seqs      copied up to the used rows
+///
+/// params[0] is the decode split size of the step (decode_split.hpp); decode_seqs lists
+/// the one-token sequences of a mixed step (they run in the decode kernel).
 ///
 /// KV cache: per layer K then V, each [num_blocks + 1][block_size][num_kv_heads][head_dim];
 /// the extra last block absorbs the K/V writes of the padding rows of a graph batch.
@@ -37,6 +40,7 @@ struct runner_options {
   int max_num_seqs = 64;                ///< sequences per step (more grows the workspace)
   int max_num_tokens = 512;             ///< tokens per step (more grows the workspace)
   bool use_graphs = true;
+  decode_kernel decode = decode_kernel::grouped;
 };
 
 /// Padded batch sizes of the decode graphs.
@@ -80,7 +84,7 @@ class llama_runner {
 
   /// Offsets (in int32) of the sections of the batch buffer at the current capacity.
   struct batch_layout {
-    std::int64_t ids, positions, slots, logit_rows, query_start, tiles, tables, size;
+    std::int64_t ids, positions, slots, logit_rows, query_start, tiles, params, decode_seqs, tables, size;
   };
 
   llama_runner(const cpu::llama_shape& shape, const runner_options& options);
@@ -99,6 +103,8 @@ class llama_runner {
   status launch_graph(int padded_seqs);
   status run_row_logits(const cpu::ragged_batch_view& batch, float* host_out);
   void destroy_graphs();
+  /// Splits of the decode grid for a step of num_seqs sequences (graphs: padded).
+  int decode_splits(int num_seqs) const;
   int qkv_dim() const { return (shape_.num_heads + 2 * shape_.num_kv_heads) * shape_.head_dim; }
 
   cpu::llama_shape shape_;
@@ -120,10 +126,12 @@ class llama_runner {
   // Named logit rows: | scored token indices | pair positions | pair row ids | and the values.
   device_buffer rows_dev_, row_logits_dev_;
   std::vector<std::int32_t> rows_host_;
-  decode_partials partials_view_;
+  std::int64_t partial_seq_splits_ = 0;  ///< (sequence, split) pairs the partials hold
+  int num_sms_ = 1;
   // The staged step.
   std::vector<int> logit_rows_;  ///< device logits row of each requested logit
   int staged_tiles_ = 0;
+  int staged_decode_rows_ = 0;  ///< one-token sequences of a mixed step (decode_seqs)
   bool last_used_graph_ = false;
   std::map<int, cudaGraphExec_t> graphs_;
 };

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "kernels/cuda/decode_split.hpp"
 #include "kernels/cuda/llama_runner.hpp"
 
 namespace inflight::kernels::cuda {
@@ -88,8 +89,22 @@ status llama_runner::stage_batch(const cpu::ragged_batch_view& b, int padded_seq
     std::copy_n(b.logit_indices, b.num_logits, h + lay.logit_rows);
     for (int k = 0; k < b.num_logits; ++k) logit_rows_[std::size_t(k)] = k;
   }
+  // A mixed step: sequences of one query token (decodes, one-token chunks) take the
+  // decode kernel, the others prefill tiles. A decode step (every sequence one token)
+  // takes the decode kernel over all rows.
+  const bool is_decode = b.num_tokens == b.num_seqs;
   staged_tiles_ = 0;
+  staged_decode_rows_ = 0;
+  std::int64_t total_context = 0;
+  int max_context = 1;
   for (int s = 0; s < b.num_seqs; ++s) {
+    if (b.query_start[s + 1] - b.query_start[s] == 1) {
+      const int ctx = b.positions[b.query_start[s]] + 1;
+      total_context += ctx;
+      max_context = std::max(max_context, ctx);
+      if (!is_decode) h[lay.decode_seqs + staged_decode_rows_++] = s;
+      continue;
+    }
     for (int first = b.query_start[s]; first < b.query_start[s + 1]; first += prefill_tile_tokens) {
       std::int32_t* tile = h + lay.tiles + 3 * staged_tiles_++;
       tile[0] = s;
@@ -97,6 +112,11 @@ status llama_runner::stage_batch(const cpu::ragged_batch_view& b, int padded_seq
       tile[2] = std::min(first + prefill_tile_tokens, b.query_start[s + 1]);
     }
   }
+  // The decode split size from these rows' contexts (the grid's splits are fixed by the
+  // row count, which a replayed graph shares; padding rows have one key each).
+  const int decode_rows = is_decode ? rows : staged_decode_rows_;
+  h[lay.params] = decode_split_size(total_context + (is_decode ? rows - b.num_seqs : 0), max_context,
+                                    shape_.num_kv_heads, num_sms_, decode_splits(std::max(1, decode_rows)));
   const int copy_width = std::min(b.block_table_stride, block_table_stride_);
   for (int s = 0; s < rows; ++s) {
     std::int32_t* row = h + lay.tables + std::int64_t(s) * block_table_stride_;
@@ -150,10 +170,19 @@ status llama_runner::run_layer(int l, int n, int num_seqs, int num_tiles, bool i
   a.num_kv_heads = shape_.num_kv_heads;
   a.head_dim = hd;
   a.scale = 1.0f / std::sqrt(float(hd));
-  if (is_decode) {
-    INFLIGHT_TRY_STATUS(attention_decode(a, partials_view_, stream_));
-  } else {
-    INFLIGHT_TRY_STATUS(attention_prefill(a, dev + lay.tiles, num_tiles, stream_));
+  const int decode_rows = is_decode ? num_seqs : staged_decode_rows_;
+  if (!is_decode && num_tiles > 0) INFLIGHT_TRY_STATUS(attention_prefill(a, dev + lay.tiles, num_tiles, stream_));
+  if (decode_rows > 0) {
+    decode_partials part;
+    part.num_splits = decode_splits(decode_rows);
+    part.split_size_dev = dev + lay.params;
+    const std::int64_t rows = std::int64_t(decode_rows) * shape_.num_heads * part.num_splits;
+    part.out = partials_.as<float>();
+    part.max = part.out + rows * hd;
+    part.sum = part.max + rows;
+    a.num_seqs = decode_rows;
+    if (!is_decode) a.decode_seqs = dev + lay.decode_seqs;
+    INFLIGHT_TRY_STATUS(attention_decode(a, part, stream_, options_.decode));
   }
   INFLIGHT_TRY_STATUS(blas_.linear(dt, attn_.as(), w.wo.as(), delta_.as(), false, n, qd, d));
   INFLIGHT_TRY_STATUS(add_rmsnorm(dt, xb_.as(), x_.as<float>(), delta_.as(), w.ffn_norm.as<float>(), nullptr, n, d,

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "kernels/cpu/llama.hpp"
+#include "kernels/cuda/decode_split.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 
 using namespace inflight;
@@ -96,7 +97,42 @@ void check_case(const attention_case& c, kc::dtype dt, std::mt19937& rng, int sp
     INFO("prefill kernel");
     require_close(download(d_out, want.size(), dt), want, tolerance(dt));
   }
-  if (!std::all_of(c.queries.begin(), c.queries.end(), [](int n) { return n == 1; })) return;
+  const bool all_decode = std::all_of(c.queries.begin(), c.queries.end(), [](int n) { return n == 1; });
+  if (!all_decode) {
+    // As the runner splits a mixed step: the one-token sequences through the decode
+    // kernel (decode_seqs), the tiles of the others through the prefill kernel.
+    std::vector<std::int32_t> multi_tiles, decode_seqs;
+    for (std::size_t i = 0; i < r.tiles.size(); i += 3) {
+      if (c.queries[std::size_t(r.tiles[i])] > 1) multi_tiles.insert(multi_tiles.end(), r.tiles.begin() + i, r.tiles.begin() + i + 3);
+    }
+    for (std::size_t s = 0; s < c.queries.size(); ++s) {
+      if (c.queries[s] == 1) decode_seqs.push_back(std::int32_t(s));
+    }
+    if (decode_seqs.empty()) return;
+    REQUIRE(cudaMemset(d_out.as(), 0, d_out.bytes()) == cudaSuccess);
+    auto d_multi = upload_i32(multi_tiles), d_decode = upload_i32(decode_seqs);
+    require_ok(kc::attention_prefill(a, d_multi.as<std::int32_t>(), int(multi_tiles.size() / 3), nullptr));
+    const int max_ctx = *std::max_element(c.contexts.begin(), c.contexts.end());
+    kc::decode_partials part;
+    part.split_size = 64;
+    part.num_splits = (max_ctx + 63) / 64;
+    kc::device_buffer d_part;
+    const int rows_n = int(decode_seqs.size());
+    require_ok(d_part.try_allocate(std::size_t(kc::decode_partials_floats(rows_n, c.num_heads, c.head_dim, part.num_splits)) * 4));
+    const std::int64_t rows = std::int64_t(rows_n) * c.num_heads * part.num_splits;
+    part.out = d_part.as<float>();
+    part.max = part.out + rows * c.head_dim;
+    part.sum = part.max + rows;
+    kc::attention_args ad = a;
+    ad.num_seqs = rows_n;
+    ad.decode_seqs = d_decode.as<std::int32_t>();
+    for (const auto kernel : {kc::decode_kernel::grouped, kc::decode_kernel::per_head}) {
+      require_ok(kc::attention_decode(ad, part, nullptr, kernel));
+      INFO("mixed step: prefill tiles + decode rows");
+      require_close(download(d_out, want.size(), dt), want, tolerance(dt));
+    }
+    return;
+  }
   const int max_ctx = *std::max_element(c.contexts.begin(), c.contexts.end());
   kc::decode_partials part;
   part.split_size = split_size > 0 ? split_size : 512;
@@ -108,10 +144,23 @@ void check_case(const attention_case& c, kc::dtype dt, std::mt19937& rng, int sp
   part.out = d_part.as<float>();
   part.max = part.out + rows * c.head_dim;
   part.sum = part.max + rows;
-  REQUIRE(cudaMemset(d_out.as(), 0, d_out.bytes()) == cudaSuccess);
-  require_ok(kc::attention_decode(a, part, nullptr));
-  INFO("decode kernel, split size " << part.split_size);
-  require_close(download(d_out, want.size(), dt), want, tolerance(dt));
+  // The split size read from the device (as a replayed graph does): a host value that
+  // would cut the contexts wrongly must be ignored.
+  auto d_split = upload_i32({part.split_size});
+  for (const auto kernel : {kc::decode_kernel::grouped, kc::decode_kernel::per_head}) {
+    for (const bool from_device : {false, true}) {
+      kc::decode_partials p = part;
+      if (from_device) {
+        p.split_size_dev = d_split.as<std::int32_t>();
+        p.split_size = 1;
+      }
+      REQUIRE(cudaMemset(d_out.as(), 0, d_out.bytes()) == cudaSuccess);
+      require_ok(kc::attention_decode(a, p, nullptr, kernel));
+      INFO("decode kernel " << (kernel == kc::decode_kernel::grouped ? "grouped" : "per_head") << ", split size "
+                            << part.split_size << (from_device ? " (from the device)" : ""));
+      require_close(download(d_out, want.size(), dt), want, tolerance(dt));
+    }
+  }
 }
 
 }  // namespace
@@ -120,7 +169,8 @@ TEST_CASE("decode attention matches the CPU over GQA ratios, block sizes and spl
   require_device();
   std::mt19937 rng(11);
   for (const auto dt : {kc::dtype::bf16, kc::dtype::f16}) {
-    for (const int group : {1, 4, 8}) {
+    // Groups past 8 take several blocks per kv head; 3 and 6 leave heads of a block unused.
+    for (const int group : {1, 2, 3, 4, 6, 8, 16}) {
       for (const int head_dim : {64, 128, 80, 256, 6}) {
         for (const int block_size : {16, 5, 32}) {
           DYNAMIC_SECTION(name_of(dt) << " group " << group << " head_dim " << head_dim << " block " << block_size) {
@@ -146,6 +196,31 @@ TEST_CASE("decode attention over 8k contexts", "[gpu]") {
   attention_case c{16, 32, 8, 128, {8192, 8191, 4097, 1}, {1, 1, 1, 1}};
   check_case(c, kc::dtype::bf16, rng, 512);
   check_case(c, kc::dtype::bf16, rng, 8192);  // one split: no merge across splits
+  check_case(c, kc::dtype::bf16, rng, 64);    // 128 splits of the smallest size
+}
+
+TEST_CASE("decode attention with the runner's split plan for 1 to 256 sequences", "[gpu]") {
+  require_device();
+  int num_sms = 0;
+  REQUIRE(cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
+  std::mt19937 rng(15);
+  for (const int num_seqs : {1, 3, 64, 256}) {
+    DYNAMIC_SECTION(num_seqs << " sequences") {
+      attention_case c{16, 32, 8, 128, {}, {}};
+      std::int64_t total = 0;
+      for (int s = 0; s < num_seqs; ++s) {
+        c.contexts.push_back(1 + int(rng() % (num_seqs == 1 ? 6000 : 900)));
+        c.queries.push_back(1);
+        total += c.contexts.back();
+      }
+      const int max_ctx = *std::max_element(c.contexts.begin(), c.contexts.end());
+      const int grid = kc::decode_grid_splits(num_seqs, c.num_kv_heads, num_sms);
+      const int size = kc::decode_split_size(total, max_ctx, c.num_kv_heads, num_sms, grid);
+      INFO("grid splits " << grid << ", split size " << size);
+      REQUIRE(std::int64_t(grid) * size >= max_ctx);
+      check_case(c, kc::dtype::bf16, rng, size);
+    }
+  }
 }
 
 TEST_CASE("prefill attention matches the CPU over ragged chunks", "[gpu]") {

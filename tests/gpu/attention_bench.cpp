@@ -1,0 +1,194 @@
+// Decode attention against its floor: the time of one decode attention call (split
+// kernel + merge) for Llama-3.1-8B and Llama-3.2-1B head shapes, each kernel beside the
+// time the device needs to read the step's K/V rows once at the copy bandwidth measured
+// in the same run. Not a test: prints figures.
+//
+//   inflight_gpu_attention_bench [repeats]
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/decode_split.hpp"
+#include "kernels/cuda/device_buffer.hpp"
+#include "kernels/cuda/kernels.hpp"
+
+namespace kc = inflight::kernels::cuda;
+
+namespace {
+
+void check(const kc::status& st) {
+  if (!st.is_ok()) {
+    std::fprintf(stderr, "%s\n", st.describe().c_str());
+    std::exit(1);
+  }
+}
+
+void check(cudaError_t rc, const char* what) {
+  if (rc != cudaSuccess) {
+    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(rc));
+    std::exit(1);
+  }
+}
+
+struct bench_case {
+  std::string name;
+  int num_heads, num_kv_heads, head_dim;
+  std::vector<int> contexts;
+};
+
+/// Device copy bandwidth (bytes read + written per second) over a 2 GiB copy.
+double copy_bandwidth() {
+  const std::size_t bytes = 1ull << 30;
+  kc::device_buffer a, b;
+  check(a.try_allocate(bytes));
+  check(b.try_allocate(bytes));
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  check(cudaMemcpy(b.as(), a.as(), bytes, cudaMemcpyDeviceToDevice), "copy");
+  float best = 1e30f;
+  for (int i = 0; i < 10; ++i) {
+    cudaEventRecord(start);
+    cudaMemcpyAsync(b.as(), a.as(), bytes, cudaMemcpyDeviceToDevice);
+    cudaEventRecord(stop);
+    check(cudaEventSynchronize(stop), "copy");
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    best = std::min(best, ms);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return 2.0 * double(bytes) / (double(best) * 1e-3);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int repeats = argc > 1 ? std::max(1, std::atoi(argv[1])) : 50;
+  int num_sms = 0;
+  check(cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, 0), "no CUDA device");
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0), "device properties");
+  const double bandwidth = copy_bandwidth();
+  std::printf("device: %s, %d SMs, copy bandwidth %.0f GB/s (read + write)\n", prop.name, num_sms, bandwidth / 1e9);
+
+  std::mt19937 rng(7);
+  std::vector<bench_case> cases = {
+      {"8B 1 x 2000", 32, 8, 128, std::vector<int>(1, 2000)},
+      {"8B 16 x 2000", 32, 8, 128, std::vector<int>(16, 2000)},
+      {"8B 64 x 2000", 32, 8, 128, std::vector<int>(64, 2000)},
+      {"8B 1 x 8000", 32, 8, 128, std::vector<int>(1, 8000)},
+      {"8B 1 x 32000", 32, 8, 128, std::vector<int>(1, 32000)},
+      {"1B 256 x 200..1300", 32, 8, 64, {}},
+      {"1B 64 x 2000", 32, 8, 64, std::vector<int>(64, 2000)},
+  };
+  for (int s = 0; s < 256; ++s) cases[5].contexts.push_back(200 + int(rng() % 1100));
+
+  std::printf("%-20s %-24s %8s %8s %10s %8s\n", "case", "kernel", "splits", "us", "floor us", "x floor");
+  const int block_size = 16;
+  for (const auto& c : cases) {
+    const int num_seqs = int(c.contexts.size());
+    const int max_ctx = *std::max_element(c.contexts.begin(), c.contexts.end());
+    const std::int64_t total = std::accumulate(c.contexts.begin(), c.contexts.end(), std::int64_t(0));
+    const int stride = (max_ctx + block_size - 1) / block_size;
+    const int num_blocks = stride * num_seqs;
+    const std::int64_t kv_dim = std::int64_t(c.num_kv_heads) * c.head_dim;
+    std::vector<std::int32_t> blocks(static_cast<std::size_t>(num_blocks));
+    std::iota(blocks.begin(), blocks.end(), 0);
+    std::shuffle(blocks.begin(), blocks.end(), rng);
+    std::vector<std::int32_t> positions, query_start = {0};
+    for (int s = 0; s < num_seqs; ++s) {
+      positions.push_back(c.contexts[std::size_t(s)] - 1);
+      query_start.push_back(s + 1);
+    }
+    const std::size_t cache_elems = std::size_t(num_blocks) * block_size * std::size_t(kv_dim);
+    const std::size_t q_elems = std::size_t(num_seqs) * c.num_heads * c.head_dim;
+    kc::device_buffer k, v, q, out, pos, qs, tables, part_buf, split_dev;
+    check(k.try_allocate(cache_elems * 2));
+    check(v.try_allocate(cache_elems * 2));
+    check(q.try_allocate(q_elems * 2));
+    check(out.try_allocate(q_elems * 2));
+    check(cudaMemset(k.as(), 0, k.bytes()), "memset");
+    check(cudaMemset(v.as(), 0, v.bytes()), "memset");
+    check(cudaMemset(q.as(), 0, q.bytes()), "memset");
+    auto up = [](kc::device_buffer& b, const std::vector<std::int32_t>& h) {
+      check(b.try_allocate(h.size() * 4));
+      check(cudaMemcpy(b.as(), h.data(), h.size() * 4, cudaMemcpyHostToDevice), "upload");
+    };
+    up(pos, positions);
+    up(qs, query_start);
+    up(tables, blocks);  // row s = blocks [s*stride, (s+1)*stride)
+
+    kc::attention_args a;
+    a.dt = kc::dtype::bf16;
+    a.out = out.as();
+    a.q = q.as();
+    a.q_stride = c.num_heads * c.head_dim;
+    a.k_cache = k.as();
+    a.v_cache = v.as();
+    a.positions = pos.as<std::int32_t>();
+    a.query_start = qs.as<std::int32_t>();
+    a.block_tables = tables.as<std::int32_t>();
+    a.block_table_stride = stride;
+    a.num_tokens = num_seqs;
+    a.num_seqs = num_seqs;
+    a.block_size = block_size;
+    a.num_heads = c.num_heads;
+    a.num_kv_heads = c.num_kv_heads;
+    a.head_dim = c.head_dim;
+    a.scale = 1.0f / std::sqrt(float(c.head_dim));
+    const double floor_us = double(total) * double(kv_dim) * 2 * 2 / (bandwidth / 2) * 1e6;
+
+    struct variant {
+      const char* name;
+      kc::decode_kernel kernel;
+      bool planned;  // the per-step plan; else the former fixed plan: 16 splits of a model's 8,192 positions
+    };
+    for (const variant var : {variant{"per_head, fixed splits", kc::decode_kernel::per_head, false},
+                              variant{"per_head, planned splits", kc::decode_kernel::per_head, true},
+                              variant{"grouped, planned splits", kc::decode_kernel::grouped, true}}) {
+      kc::decode_partials part;
+      if (var.planned) {
+        part.num_splits = kc::decode_grid_splits(num_seqs, c.num_kv_heads, num_sms);
+        part.split_size = kc::decode_split_size(total, max_ctx, c.num_kv_heads, num_sms, part.num_splits);
+      } else {
+        part.num_splits = 16;
+        part.split_size = (std::max(8192, max_ctx) + 15) / 16;
+      }
+      const std::int64_t rows = std::int64_t(num_seqs) * c.num_heads * part.num_splits;
+      check(part_buf.try_allocate(std::size_t(kc::decode_partials_floats(num_seqs, c.num_heads, c.head_dim,
+                                                                           part.num_splits)) * 4));
+      part.out = part_buf.as<float>();
+      part.max = part.out + rows * c.head_dim;
+      part.sum = part.max + rows;
+      for (int i = 0; i < 5; ++i) check(kc::attention_decode(a, part, nullptr, var.kernel));
+      cudaEvent_t start, stop;
+      cudaEventCreate(&start);
+      cudaEventCreate(&stop);
+      std::vector<float> times;
+      for (int r = 0; r < repeats; ++r) {
+        cudaEventRecord(start);
+        check(kc::attention_decode(a, part, nullptr, var.kernel));
+        cudaEventRecord(stop);
+        check(cudaEventSynchronize(stop), "decode");
+        float ms = 0;
+        cudaEventElapsedTime(&ms, start, stop);
+        times.push_back(ms * 1000.0f);
+      }
+      cudaEventDestroy(start);
+      cudaEventDestroy(stop);
+      std::sort(times.begin(), times.end());
+      const double us = times[times.size() / 2];
+      const int used = (max_ctx + part.split_size - 1) / part.split_size;
+      std::printf("%-20s %-24s %8d %8.1f %10.1f %8.2f\n", c.name.c_str(), var.name, used, us, floor_us, us / floor_us);
+    }
+  }
+  return 0;
+}
