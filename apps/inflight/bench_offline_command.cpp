@@ -125,7 +125,7 @@ void print_table(const std::vector<policy_result>& results) {
                 per_step_ms(snap.engine_seconds - snap.backend_seconds, snap.num_steps), ratio);
   }
   std::printf("(E2E and TTFT in seconds; batch = mean sequences per step; KV%% = mean KV usage; step ms = engine time "
-              "per step; outside = the part of it outside the backend)\n");
+              "per step; outside = ms of it outside the backend)\n");
 }
 
 bench::metric_stats tagged(const engine_run& run, const std::string& tag, bool itl) {

@@ -2,6 +2,7 @@
 // step's logits, for tests/gpu/hf_reference.py to compare with Hugging Face transformers.
 //
 //   inflight_forward_dump --model DIR --backend cpu|cuda --steps N --prompt-ids 1,2,3 [--prompt-ids ...]
+// DIR is a Hugging Face model folder; no tokenizer is needed (token ids in).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -15,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/backend/cpu_backend.hpp"
-#include "core/model/model_loader.hpp"
+#include "core/model/hf_model.hpp"
 #ifdef INFLIGHT_HAS_CUDA
 #include "actors/backend/cuda_backend.hpp"
 #endif
@@ -79,22 +80,23 @@ int main(int argc, char** argv) {
     std::cerr << "usage: inflight_forward_dump --model PATH --backend cpu|cuda --steps N --prompt-ids 1,2,3 ...\n";
     return 2;
   }
-  model_settings ms;
-  ms.path = o.model;
-  auto model = load_model(ms);
-  if (!model) {
-    std::cerr << "error: " << model.error().message << "\n";
+  // Token ids in, logits out: the weights alone, no tokenizer (a folder written by
+  // `inflight make-model --format hf` has none).
+  auto folder = try_load_hf_model(o.model);
+  if (!folder) {
+    std::cerr << "error: " << folder.error().message << "\n";
     return 1;
   }
+  const auto weights = std::make_shared<const model_weights>(std::move(folder->weights));
   std::size_t longest = 0;
   for (const auto& p : o.prompts) longest = std::max(longest, p.size());
   const int blocks_per_seq = int((longest + std::size_t(o.steps) + 15) / 16);
-  auto forward = make_forward(o, model->weights, blocks_per_seq);
+  auto forward = make_forward(o, weights, blocks_per_seq);
   if (!forward) {
     std::cerr << "error: " << forward.error().message << "\n";
     return 1;
   }
-  const int vocab = model->weights->config.vocab_size;
+  const int vocab = weights->config.vocab_size;
   nlohmann::json out{{"backend", o.backend}, {"results", nlohmann::json::array()}};
   for (const auto& prompt : o.prompts) {
     std::vector<token_id> tokens = prompt;
