@@ -27,8 +27,15 @@ std::optional<api_error> completion_call::try_start() {
   const char* param = request_.n > 1 ? "n" : request_.is_chat ? "messages" : "prompt";
   if (auto e = check_queue_capacity(engine_.settings().server, num_choices, num_prompt_tokens, param)) return e;
   choices_.resize(static_cast<std::size_t>(num_choices));
-  if (request_.stream && request_.tools.parses_output())
-    for (int i = 0; i < num_choices; ++i) choices_[i].tool_writer.emplace(model_.tool_style.format, meta_, i);
+  if (request_.tools.parses_output()) {
+    for (int i = 0; i < num_choices; ++i) {
+      if (is_ws()) {
+        choices_[i].ws_tools.emplace(model_.tool_style.format);
+      } else if (request_.stream) {
+        choices_[i].tool_writer.emplace(model_.tool_style.format, meta_, i);
+      }
+    }
+  }
   auto self = shared_from_this();
   for (int i = 0; i < num_choices; ++i) {
     auto req = request_.choice_request(i);
@@ -99,7 +106,7 @@ void completion_call::emit_delta(int index, const std::string& text, const std::
   if (is_ws()) {
     c.text += text;  // read for tool calls at the end
     // Every token is a message, text or not: index + len(token_ids) is the next index.
-    emit_({200, dump_json(ws_token_message(ws_id_, text, token_ids, c.num_sent_tokens, lp)), false});
+    emit_({200, dump_json(ws_token(c, text, token_ids, lp, false)), false});
     c.num_sent_tokens += int(token_ids.size());
     return;
   }
@@ -127,6 +134,30 @@ void completion_call::emit_delta(int index, const std::string& text, const std::
   } else {
     emit_({200, sse_event(completion_chunk(meta_, index, text, lp, finish_reason)), false});
   }
+}
+
+json completion_call::ws_token(choice_state& c, const std::string& text, const std::vector<token_id>& token_ids,
+                               const json& logprobs, bool is_final) {
+  if (!c.ws_tools) return ws_token_message(ws_id_, text, token_ids, c.num_sent_tokens, logprobs);
+  tool_call_stream::delta d = c.ws_tools->push(text);
+  if (is_final) {
+    tool_call_stream::delta rest = c.ws_tools->finish();
+    d.content += rest.content;
+    d.calls.insert(d.calls.end(), rest.calls.begin(), rest.calls.end());
+  }
+  json msg = ws_token_message(ws_id_, d.content, token_ids, c.num_sent_tokens, logprobs);
+  if (d.calls.empty()) return msg;
+  json calls = json::array();
+  for (const auto& piece : d.calls) {
+    std::string id;
+    if (piece.name) {  // a call's first piece: it gets its id, which done repeats
+      id = make_response_id("call_");
+      c.ws_call_ids.push_back(id);
+    }
+    calls.push_back(tool_call_delta(piece.index, id, piece.name, piece.arguments)["tool_calls"][0]);
+  }
+  msg["tool_calls"] = std::move(calls);
+  return msg;
 }
 
 /// Streaming with tools: content and call pieces as the writer finds them.
@@ -190,9 +221,15 @@ void completion_call::on_finish(int index, const finish_event& ev) {
   if (!emit_) return;
   flush_held(index);  // the finish follows every token, paused or not
   if (is_ws()) {
-    // Text released at the end (held bytes) comes before the done message.
-    if (!ev.text.empty())
+    // Text released at the end (held bytes, held call markup) comes before the done message.
+    c.text += ev.text;
+    if (c.ws_tools) {
+      c.num_sent_tokens = ev.completion_tokens;
+      const json msg = ws_token(c, ev.text, {}, nullptr, true);
+      if (!msg["text"].get_ref<const std::string&>().empty() || msg.contains("tool_calls")) emit_({200, dump_json(msg), false});
+    } else if (!ev.text.empty()) {
       emit_({200, dump_json(ws_token_message(ws_id_, ev.text, {}, ev.completion_tokens, nullptr)), false});
+    }
   } else if (ev.reason == finish_reason::error) {
     if (request_.stream) emit_({200, sse_event(error_body(finish_error(ev))), false});
   } else {
@@ -214,6 +251,9 @@ void completion_call::emit_ws_end() {
   if (const choice_result r = chat_result(c); !r.tool_calls.is_null()) {
     msg["finish_reason"] = r.finish_reason;
     msg["tool_calls"] = r.tool_calls;
+    // The ids the token messages gave the calls as they streamed.
+    for (std::size_t k = 0; k < msg["tool_calls"].size() && k < c.ws_call_ids.size(); ++k)
+      msg["tool_calls"][k]["id"] = c.ws_call_ids[k];
     msg["content"] = r.is_content_null ? json(nullptr) : json(r.text);
   }
   emit_({200, dump_json(msg), true});

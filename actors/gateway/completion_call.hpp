@@ -63,8 +63,14 @@ class completion_call final : public gateway_call, public std::enable_shared_fro
     std::vector<sampled_token> held_tokens;
     std::vector<token_id> held_ids;
     std::optional<tool_chunk_writer> tool_writer;  ///< chat with tools, streaming: calls read as they come
+    std::optional<tool_call_stream> ws_tools;      ///< the same over the WebSocket (token messages)
+    std::vector<std::string> ws_call_ids;          ///< ids of the calls streamed, reused in done
   };
 
+  /// A WebSocket token message; with tools, its text is the content part and call pieces
+  /// ride along as `tool_calls` (OpenAI's delta.tool_calls entries).
+  nlohmann::json ws_token(choice_state& c, const std::string& text, const std::vector<token_id>& token_ids,
+                          const nlohmann::json& logprobs, bool is_final);
   void on_token(int index, const token_event& ev);
   void on_finish(int index, const finish_event& ev);
   void emit_start();

@@ -20,6 +20,7 @@ const json person_schema = json::parse(R"({"type": "object", "properties": {"nam
 struct ws_result {
   std::string text;
   json logprobs = json::array();
+  json tool_calls = json::array();  ///< the streamed pieces, reassembled as OpenAI clients do
   json done;
 };
 
@@ -42,6 +43,20 @@ ws_result ws_generate(int port, json msg) {
     r.text += m["text"].get<std::string>();
     if (m.contains("logprobs"))
       for (const auto& l : m["logprobs"]) r.logprobs.push_back(l);
+    for (const auto& piece : m.value("tool_calls", json::array())) {
+      const auto k = piece["index"].get<std::size_t>();
+      if (k == r.tool_calls.size()) {  // a call's first piece: id, type and name
+        CHECK(piece.contains("id"));
+        CHECK(piece["type"] == "function");
+        r.tool_calls.push_back({{"id", piece["id"]}, {"type", "function"},
+                                {"function", {{"name", piece["function"]["name"]}, {"arguments", ""}}}});
+      } else {
+        REQUIRE(k + 1 == r.tool_calls.size());  // later pieces continue the last call
+        CHECK_FALSE(piece.contains("id"));
+      }
+      r.tool_calls[k]["function"]["arguments"] =
+          r.tool_calls[k]["function"]["arguments"].get<std::string>() + piece["function"]["arguments"].get<std::string>();
+    }
   }
 }
 
@@ -91,7 +106,7 @@ TEST_CASE("gateway ws: a chat generate with logprobs matches /v1/chat/completion
   }
 }
 
-TEST_CASE("gateway ws: a chat generate with forced tools ends with the HTTP route's tool calls", "[gateway][ws][tools]") {
+TEST_CASE("gateway ws: a chat generate with forced tools streams the HTTP route's tool calls", "[gateway][ws][tools]") {
   if (!has_stories()) return;
   served s(stories_deployment());
   const json tools = json::parse(R"([{"type": "function", "function": {"name": "get_weather",
@@ -114,8 +129,12 @@ TEST_CASE("gateway ws: a chat generate with forced tools ends with the HTTP rout
   CHECK(call["type"] == "function");
   CHECK(call["function"] == expected["function"]);  // name and arguments text; ids are fresh
   CHECK(call["id"].get<std::string>().rfind("call_", 0) == 0);
-  // The token messages carried what the model wrote: the call's own text.
-  CHECK(ws.text.find("get_weather") != std::string::npos);
+  // The token messages streamed the call in pieces (its markup never as text), which
+  // reassemble into done's call, id included.
+  CHECK(ws.text.find("get_weather") == std::string::npos);
+  REQUIRE(ws.tool_calls.size() == 1);
+  CHECK(ws.tool_calls[0] == call);
+  CHECK(json::parse(ws.tool_calls[0]["function"]["arguments"].get<std::string>()).contains("city"));
 }
 
 TEST_CASE("gateway ws: a request too large for the whole waiting queue is refused as over HTTP", "[gateway][ws][errors]") {
