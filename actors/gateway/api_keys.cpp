@@ -4,6 +4,7 @@
 #include <openssl/sha.h>
 
 #include <cctype>
+#include <cstdint>
 #include <fstream>
 
 namespace inflight::gateway {
@@ -91,6 +92,70 @@ std::optional<std::string_view> bearer_token(std::string_view authorization) {
   auto token = trim(s.substr(scheme.size()));
   if (token.empty()) return std::nullopt;
   return token;
+}
+
+namespace {
+
+/// Each entry of a comma-separated header list, spaces around it trimmed.
+template <class F>
+void for_each_entry(std::string_view list, F&& f) {
+  while (!list.empty()) {
+    const auto comma = list.find(',');
+    const auto entry = trim(list.substr(0, comma));
+    if (!entry.empty() && f(entry)) return;
+    if (comma == std::string_view::npos) return;
+    list.remove_prefix(comma + 1);
+  }
+}
+
+int base64url_value(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '-') return 62;
+  if (c == '_') return 63;
+  return -1;
+}
+
+/// RFC 4648 section 5 without padding; nullopt for another character, a length that
+/// leaves 1 character over, or stray bits in the last one.
+std::optional<std::string> decode_base64url(std::string_view text) {
+  if (text.size() % 4 == 1) return std::nullopt;
+  std::string out;
+  out.reserve(text.size() * 3 / 4);
+  std::uint32_t bits = 0;
+  int num_bits = 0;
+  for (const char c : text) {
+    const int v = base64url_value(c);
+    if (v < 0) return std::nullopt;
+    bits = (bits << 6) | std::uint32_t(v);
+    num_bits += 6;
+    if (num_bits >= 8) {
+      num_bits -= 8;
+      out.push_back(static_cast<char>((bits >> num_bits) & 0xffu));
+    }
+  }
+  if ((bits & ((1u << num_bits) - 1u)) != 0) return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> ws_protocol_key(std::string_view header) {
+  std::optional<std::string> key;
+  for_each_entry(header, [&](std::string_view entry) {
+    if (!entry.starts_with(ws_key_protocol_prefix)) return false;
+    key = decode_base64url(entry.substr(ws_key_protocol_prefix.size()));
+    return true;
+  });
+  if (key && key->empty()) return std::nullopt;
+  return key;
+}
+
+bool offers_ws_protocol(std::string_view header) {
+  bool found = false;
+  for_each_entry(header, [&](std::string_view entry) { return found = entry == ws_protocol; });
+  return found;
 }
 
 }  // namespace inflight::gateway

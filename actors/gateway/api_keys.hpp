@@ -47,4 +47,18 @@ class api_keys {
 /// spaces around trimmed); nullopt for another scheme or no key.
 std::optional<std::string_view> bearer_token(std::string_view authorization);
 
+/// A browser's WebSocket cannot send an Authorization header, so the web UI offers two
+/// subprotocols: `inflight` (which the server echoes) and `inflight.key.` followed by the
+/// key in base64url without padding (a subprotocol is an HTTP token: a key's own
+/// characters might not be allowed there). The key is used only when the upgrade has no
+/// Authorization header.
+inline constexpr std::string_view ws_protocol = "inflight";
+inline constexpr std::string_view ws_key_protocol_prefix = "inflight.key.";
+
+/// The key carried by a Sec-WebSocket-Protocol header value (a comma-separated list):
+/// nullopt when no entry has the prefix, or its base64url text is not valid.
+std::optional<std::string> ws_protocol_key(std::string_view header);
+/// Whether the header's list offers `ws_protocol`.
+bool offers_ws_protocol(std::string_view header);
+
 }  // namespace inflight::gateway

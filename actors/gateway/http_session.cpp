@@ -7,6 +7,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
+#include "actors/gateway/api_keys.hpp"
 #include "actors/gateway/engine_events.hpp"
 #include "actors/gateway/events_session.hpp"
 #include "actors/gateway/sse.hpp"
@@ -113,8 +114,20 @@ void http_session::handle(request_t&& req) {
   const std::string path(target_path(std::string_view(req.target().data(), req.target().size())));
   const std::string method(req.method_string());
   auto kind = classify(method, path);
-  // A WebSocket upgrade is checked here too: refused with a 401 before it is upgraded.
-  if (auto denied = check_api_key(state_, path, authorization_of(req))) return send_reply(error_reply(*denied));
+  // A WebSocket upgrade is checked here too: refused with a 401 before it is upgraded. A
+  // browser's upgrade has no Authorization header; its key comes as a subprotocol.
+  auto authorization = authorization_of(req);
+  std::string from_protocol;
+  if (!authorization && kind == route_kind::websocket) {
+    const auto it = req.find(http::field::sec_websocket_protocol);
+    if (it != req.end()) {
+      if (auto key = ws_protocol_key(std::string_view(it->value().data(), it->value().size()))) {
+        from_protocol = "Bearer " + *key;
+        authorization = from_protocol;
+      }
+    }
+  }
+  if (auto denied = check_api_key(state_, path, authorization)) return send_reply(error_reply(*denied));
   if (kind == route_kind::websocket && beast::websocket::is_upgrade(req)) {
     stream_.tcp().expires_never();
     std::make_shared<ws_session>(std::move(stream_), state_)->run(std::move(req));

@@ -4,6 +4,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "actors/gateway/api_keys.hpp"
 #include "actors/gateway/completion_call.hpp"
 #include "actors/gateway/score_request.hpp"
 #include "actors/gateway/ws_message.hpp"
@@ -30,8 +31,15 @@ void ws_session::run(http::request<http::string_body> req) {
   timeout.idle_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(state_.settings().idle_timeout_s * 1e3));
   timeout.keep_alive_pings = true;  // a ping at half the idle timeout; no pong in time closes
   ws_.set_option(timeout);
-  ws_.set_option(websocket::stream_base::decorator(
-      [](websocket::response_type& res) { res.set(http::field::server, "inflight"); }));
+  // A client that offers the `inflight` subprotocol (the web UI, which also carries its
+  // key in one) gets it back: a browser fails a handshake that answers none of its offers.
+  const auto offered = req.find(http::field::sec_websocket_protocol);
+  const bool echo_protocol =
+      offered != req.end() && offers_ws_protocol(std::string_view(offered->value().data(), offered->value().size()));
+  ws_.set_option(websocket::stream_base::decorator([echo_protocol](websocket::response_type& res) {
+    res.set(http::field::server, "inflight");
+    if (echo_protocol) res.set(http::field::sec_websocket_protocol, std::string(ws_protocol));
+  }));
   ws_.read_message_max(static_cast<std::uint64_t>(state_.settings().max_body_bytes));
   writer_.start(weak_from_this(), write_handlers());
   state_.add_session(shared_from_this());

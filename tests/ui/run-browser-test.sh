@@ -2,7 +2,8 @@
 # ctest entry: the web UI in Debian's chromium (tests/ui/browser-test.mjs) against
 # `inflight serve` with the default deployment (random weights; no ../shared needed),
 # a context long enough for the "stop mid-stream" request and a KV cache small enough to
-# fill visibly under the load. Screenshots: WORK_DIR/*.png.
+# fill visibly under the load; then the page against a server with an API key
+# (tests/ui/browser-keys-test.mjs). Screenshots: WORK_DIR/*.png.
 # Skipped (77) without chromium, node or puppeteer-core (scripts/setup-ui-tests.sh),
 # failed when CI=true.
 #   run-browser-test.sh INFLIGHT_BIN WORK_DIR
@@ -37,6 +38,23 @@ done
 [ -n "$port" ] || { echo "browser test: no port printed"; cat "$WORK/serve.log"; exit 1; }
 
 node "$here/browser-test.mjs" "http://127.0.0.1:$port/" "$WORK"
+kill -TERM "$pid"
+wait "$pid"
+
+# The same page behind an API key ('/' and '=' need the key's base64url form).
+key='sk-ui/test=1'
+"$INFLIGHT_BIN" serve --config "$SOURCE_DIR/config/default.toml" --set server.port=0 --api-key "$key" \
+  --set server.shutdown_grace_s=0.5 >"$WORK/serve-keys.log" 2>&1 &
+pid=$!
+port=""
+for _ in $(seq 1 600); do
+  port=$(sed -n 's/^inflight: listening on http:\/\/[0-9.]*:\([0-9]*\).*/\1/p' "$WORK/serve-keys.log")
+  [ -n "$port" ] && break
+  kill -0 "$pid" 2>/dev/null || { echo "browser test: inflight serve exited early:"; cat "$WORK/serve-keys.log"; exit 1; }
+  sleep 0.1
+done
+[ -n "$port" ] || { echo "browser test: no port printed"; cat "$WORK/serve-keys.log"; exit 1; }
+node "$here/browser-keys-test.mjs" "http://127.0.0.1:$port/" "$key" "$WORK"
 kill -TERM "$pid"
 wait "$pid"
 trap - EXIT

@@ -34,5 +34,34 @@ $('load').onclick = () => {
   else load.start($('load-shape').value, engineInfo);
 };
 
+// The API key, when the server wants one: kept in this browser (localStorage) and sent
+// with the socket, the feed and every API call of the page.
+const KEY_STORE = 'inflight.apiKey';
+
+async function keyAccepted(key) {
+  const res = await fetch('/v1/models', { headers: key ? { Authorization: `Bearer ${key}` } : {}, cache: 'no-store' });
+  return res.status !== 401;
+}
+
+async function connect(key) {
+  if (!(await keyAccepted(key))) {
+    $('key-form').hidden = false;
+    $('key-status').textContent = key ? 'that API key was refused' : 'this server needs an API key';
+    $('ws-status').dataset.state = 'closed';
+    $('ws-status').textContent = 'no API key';
+    return;
+  }
+  $('key-form').hidden = true;
+  if (key) localStorage.setItem(KEY_STORE, key);
+  socket.start(key);
+  view.start(key);
+}
+
+$('key-form').onsubmit = (ev) => {
+  ev.preventDefault();
+  connect($('api-key').value.trim());
+};
+connect(localStorage.getItem(KEY_STORE) || '');
+
 // For tests and the console: what the page has seen and drawn.
 window.inflightUi = { socket, playground, view, load };

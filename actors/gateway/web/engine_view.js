@@ -1,4 +1,5 @@
-// The live engine view, fed by GET /v1/engine/events (docs/http-api.md):
+// The live engine view, fed by GET /v1/engine/events (docs/http-api.md), read with
+// fetch() so that it can carry the API key (an EventSource cannot send headers):
 // - a timeline, one column per step and one row per sequence: prompt chunks and decodes
 //   in two colours, joins, finishes and preemptions marked;
 // - aligned under it: the token budget's fill per step (prompt / decode tokens), KV
@@ -44,7 +45,8 @@ export class EngineView {
       c.addEventListener('mouseleave', () => this.unhover());
     }
     window.addEventListener('resize', () => { this.isDirty = true; });
-    this.connect();
+    this.key = '';
+    this.abort = null;
     const frame = () => {
       if (this.isDirty) this.draw();
       requestAnimationFrame(frame);
@@ -63,23 +65,67 @@ export class EngineView {
     this.frozenEnd = -1;         // while the pointer is on the view it stops scrolling
   }
 
-  connect() {
-    this.source = new EventSource('/v1/engine/events');
+  /// Reads the feed (again) with `key` ('' = none).
+  start(key) {
+    this.key = key;
+    this.abort?.abort();
+    this.connect();
+  }
+
+  async connect() {
+    const controller = new AbortController();
+    this.abort = controller;
     const status = $('feed-status');
-    this.source.onopen = () => { status.dataset.state = 'open'; status.textContent = 'feed: live'; };
-    this.source.onerror = () => {
-      status.dataset.state = 'closed';
-      status.textContent = 'feed: reconnecting…';
-      // EventSource retries a dropped stream itself, but not a refused one (503: too many readers).
-      if (this.source.readyState === EventSource.CLOSED) setTimeout(() => this.connect(), 2000);
-    };
-    this.source.addEventListener('engine', (ev) => {
-      this.engine = JSON.parse(ev.data);
+    try {
+      const headers = this.key ? { Authorization: `Bearer ${this.key}` } : {};
+      const res = await fetch('/v1/engine/events', { headers, signal: controller.signal, cache: 'no-store' });
+      if (!res.ok) throw new Error(`the feed answered ${res.status}`);
+      status.dataset.state = 'open';
+      status.textContent = 'feed: live';
+      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += value.replace(/\r\n/g, '\n');
+        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+          this.dispatchEvent(buffer.slice(0, end));
+          buffer = buffer.slice(end + 2);
+        }
+      }
+    } catch (e) {
+      if (controller.signal.aborted) return;  // start() replaced this reader
+    }
+    if (controller.signal.aborted) return;
+    // The stream ended or was refused (503: too many readers): try again shortly.
+    status.dataset.state = 'closed';
+    status.textContent = 'feed: reconnecting…';
+    setTimeout(() => { if (this.abort === controller) this.connect(); }, 2000);
+  }
+
+  /// One server-sent event (its lines, without the blank line that ended it).
+  dispatchEvent(block) {
+    let name = 'message';
+    const data = [];
+    for (const line of block.split('\n')) {
+      if (line.startsWith(':')) continue;  // a comment: keep-alive
+      const colon = line.indexOf(':');
+      const field = colon < 0 ? line : line.slice(0, colon);
+      let value = colon < 0 ? '' : line.slice(colon + 1);
+      if (value.startsWith(' ')) value = value.slice(1);
+      if (field === 'event') name = value;
+      else if (field === 'data') data.push(value);
+    }
+    if (data.length === 0) return;
+    const payload = JSON.parse(data.join('\n'));
+    if (name === 'engine') {
+      this.engine = payload;
       this.reset();
       this.isDirty = true;
       this.onEngine(this.engine);
-    });
-    this.source.addEventListener('step', (ev) => this.ingest(JSON.parse(ev.data)));
+    } else if (name === 'step') {
+      this.ingest(payload);
+    }
   }
 
   rowFor(id, step) {

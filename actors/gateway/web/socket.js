@@ -1,5 +1,14 @@
 // One WebSocket to /v1/ws (docs/websocket.md) that multiplexes every request of the
 // page, the playground's and the load's, by id. Reconnects when the server goes away.
+// With an API key, the key travels as a subprotocol (a browser's WebSocket cannot send
+// an Authorization header): `inflight` and `inflight.key.<the key in base64url>`.
+
+/// The key in base64url without padding (a subprotocol must be an HTTP token).
+export function base64url(text) {
+  let binary = '';
+  for (const byte of new TextEncoder().encode(text)) binary += String.fromCharCode(byte);
+  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
 
 export class EngineSocket {
   constructor(onStatus) {
@@ -7,12 +16,24 @@ export class EngineSocket {
     this.handlers = new Map();  // id -> {onToken, onDone, onError}
     this.queue = [];            // frames sent before the socket opened
     this.nextId = 1;
+    this.key = '';
+    this.ws = null;
+  }
+
+  /// Connects (again) with `key` ('' = none).
+  start(key) {
+    this.key = key;
+    if (this.ws) {
+      this.ws.onclose = null;
+      this.ws.close();
+    }
     this.connect();
   }
 
   connect() {
     const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
-    this.ws = new WebSocket(`${scheme}//${location.host}/v1/ws`);
+    const protocols = this.key ? ['inflight', `inflight.key.${base64url(this.key)}`] : [];
+    this.ws = new WebSocket(`${scheme}//${location.host}/v1/ws`, protocols);
     this.onStatus('connecting');
     this.ws.onopen = () => {
       this.onStatus('open');
@@ -37,7 +58,7 @@ export class EngineSocket {
 
   send(obj) {
     const frame = JSON.stringify(obj);
-    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(frame);
+    if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(frame);
     else this.queue.push(frame);
   }
 

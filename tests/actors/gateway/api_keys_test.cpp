@@ -85,3 +85,22 @@ TEST_CASE("api keys: from the settings and a key file", "[gateway][auth]") {
   REQUIRE(none.has_value());
   CHECK(none->is_open());
 }
+
+TEST_CASE("api keys: a browser's key as a WebSocket subprotocol (base64url, no padding)", "[gateway][auth]") {
+  // "sk-ui/test=1" in base64url is "c2stdWkvdGVzdD0x"; "ab" is "YWI" (no padding).
+  CHECK(ws_protocol_key("inflight, inflight.key.c2stdWkvdGVzdD0x") == std::optional<std::string>("sk-ui/test=1"));
+  CHECK(ws_protocol_key(" inflight.key.YWI ,inflight") == std::optional<std::string>("ab"));
+  CHECK(ws_protocol_key("inflight") == std::nullopt);                 // no key entry
+  CHECK(ws_protocol_key("") == std::nullopt);
+  CHECK(ws_protocol_key("inflight.key.") == std::nullopt);            // an empty key
+  CHECK(ws_protocol_key("inflight.key.YWI=") == std::nullopt);        // padding is not base64url here
+  CHECK(ws_protocol_key("inflight.key.YW+") == std::nullopt);         // '+' is base64, not base64url
+  CHECK(ws_protocol_key("inflight.key.Y") == std::nullopt);           // one character left over
+  CHECK(ws_protocol_key("inflight.key.YWJ") == std::nullopt);         // stray low bits in the last character
+  CHECK(ws_protocol_key("x-inflight.key.YWI") == std::nullopt);       // the prefix starts the entry
+  CHECK(offers_ws_protocol("chat, inflight"));
+  CHECK(offers_ws_protocol("inflight"));
+  CHECK_FALSE(offers_ws_protocol("inflight.key.YWI"));
+  CHECK_FALSE(offers_ws_protocol("inflights, chat"));
+  CHECK_FALSE(offers_ws_protocol(""));
+}

@@ -181,6 +181,41 @@ TEST_CASE("edge keys: a WebSocket upgrade without the key is refused with a 401 
   CHECK(done["type"] == "done");
 }
 
+TEST_CASE("edge keys: a browser's WebSocket carries its key as a subprotocol, echoed as inflight",
+          "[gateway][auth][ws]") {
+  auto d = dummy_deployment();
+  d.server.api_keys = {"sk-ui/test=1"};
+  served s(d);
+  const net::ip::tcp::endpoint ep(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(s.port));
+  const std::string good = "inflight, inflight.key.c2stdWkvdGVzdD0x";  // base64url of the key
+  const std::string wrong = "inflight, inflight.key.c2stdWkvdGVzdD0y";  // "sk-ui/test=2"
+  const headers_t upgrade = {{"Upgrade", "websocket"},
+                             {"Connection", "Upgrade"},
+                             {"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="},
+                             {"Sec-WebSocket-Version", "13"}};
+  auto with_wrong = upgrade;
+  with_wrong.emplace_back("Sec-WebSocket-Protocol", wrong);
+  check_unauthorized(call(s.port, http::verb::get, "/v1/ws", with_wrong));
+  // An Authorization header, when present, is the one that counts.
+  auto header_wins = upgrade;
+  header_wins.emplace_back("Sec-WebSocket-Protocol", good);
+  header_wins.emplace_back("Authorization", "Bearer sk-nope");
+  check_unauthorized(call(s.port, http::verb::get, "/v1/ws", header_wins));
+  // Plain HTTP routes do not read the subprotocol.
+  check_unauthorized(call(s.port, http::verb::get, "/v1/models", {{"Sec-WebSocket-Protocol", good}}));
+  // The right key: upgraded, the answer names the `inflight` subprotocol, a generation runs.
+  net::io_context ioc;
+  websocket::stream<beast::tcp_stream> ws(ioc);
+  ws.next_layer().connect(ep);
+  ws.set_option(websocket::stream_base::decorator(
+      [&](websocket::request_type& req) { req.set(http::field::sec_websocket_protocol, good); }));
+  websocket::response_type res;
+  ws.handshake(res, "127.0.0.1", "/v1/ws");
+  CHECK(res[http::field::sec_websocket_protocol] == "inflight");
+  ws.write(net::buffer(json{{"type", "generate"}, {"id", 1}, {"prompt", "Hi"}, {"max_tokens", 2}}.dump()));
+  CHECK(read_until_done(ws)["type"] == "done");
+}
+
 TEST_CASE("edge tls: HTTPS and WSS with a throwaway certificate, keys checked inside TLS", "[gateway][tls]") {
   const auto dir = tls_dir("edge");
   make_self_signed(dir, "server");
