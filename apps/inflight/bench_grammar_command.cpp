@@ -21,6 +21,7 @@ struct grammar_options {
   std::uint64_t seed = 0;
   std::string result_json;
   bool no_share_copies = false;
+  bool no_leo = false;
 };
 
 // The project's targets at a 150k vocabulary.
@@ -60,6 +61,7 @@ void run_bench_grammar(const grammar_options& o) {
               "p50 us", "p99 us", "", "", "", "JSON");
   bench::grammar_bench_options bo{o.num_compiles, o.num_walks, o.max_steps};
   bo.share_copies = !o.no_share_copies;
+  bo.leo = !o.no_leo;
   std::mt19937_64 rng(o.seed);
   std::vector<double> all_compile, all_mask, all_index;
   int walks = 0, finished = 0, valid = 0;
@@ -115,6 +117,8 @@ void add_bench_grammar_command(CLI::App& bench) {
   cmd->add_option("--result-json", o->result_json, "write the figures to this file");
   cmd->add_flag("--no-share-copies", o->no_share_copies,
                 "classify every copy of a bounded repetition alone (the token index without sharing, to compare)");
+  cmd->add_flag("--no-leo", o->no_leo,
+                "build the token index with the plain Earley completions (no one-step tail calls), to compare");
   cmd->callback([o] { run_bench_grammar(*o); });
 }
 

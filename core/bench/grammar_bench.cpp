@@ -86,7 +86,7 @@ result<schema_timings> measure_schema(const named_schema& schema, const std::sha
     if (!compiled) compiled = std::make_shared<const grammar>(std::move(*g));
   }
   for (const auto& el : compiled->elements()) out.num_positions += el.kind == element_kind::bytes;
-  auto index = std::make_shared<const token_index>(compiled, vocab, std::nullopt, o.share_copies);
+  auto index = std::make_shared<const token_index>(compiled, vocab, std::nullopt, o.share_copies, o.leo);
   const auto t0 = clock_type::now();
   index->warm_up();
   out.index_build_s = seconds_since(t0);

@@ -25,6 +25,7 @@ struct grammar_bench_options {
   double structural_bias = 0.5;
   /// Copies of a bounded repetition share token-index lists (off: each copy classified alone).
   bool share_copies = true;
+  bool leo = true;  ///< the Earley parser's one-step tail-call completions
 };
 
 /// What one schema measured; times in seconds.

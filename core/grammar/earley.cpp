@@ -14,7 +14,8 @@ std::size_t slot_of(std::uint64_t key, std::size_t mask) {
 
 }  // namespace
 
-earley_parser::earley_parser(const grammar& g) : g_(&g), predicted_stamp_(g.rules().size(), 0) {
+earley_parser::earley_parser(const grammar& g, bool leo)
+    : g_(&g), leo_enabled_(leo), predicted_stamp_(g.rules().size(), 0) {
   rehash(64);
 }
 
@@ -38,6 +39,8 @@ void earley_parser::rehash(std::size_t capacity) {
 
 void earley_parser::begin_set() {
   set_start_.push_back(static_cast<std::uint32_t>(items_.size()));
+  if (leo_.size() < set_start_.size()) leo_.resize(set_start_.size());
+  leo_[set_start_.size() - 1].clear();
   waiting_start_.push_back(static_cast<std::uint32_t>(waiting_.size()));
   touched_.push_back(false);
   num_in_table_ = 0;
@@ -141,6 +144,11 @@ void earley_parser::close_last_set() {
       if (has_context_ && it.origin == 0 && el.index == context_rule_) touched_.back() = true;
       // A rule that began in this set is nullable: its callers stepped over it when predicting.
       if (it.origin == cur) continue;
+      // A deterministic tail call: only the top of its chain of completions is added.
+      if (leo_enabled_ && tail_completion(it.origin, el.index)) {
+        add(leo_top(it.origin, el.index));
+        continue;
+      }
       const auto from = waiting_.begin() + waiting_start_[it.origin];
       const auto to = waiting_.begin() + waiting_start_[it.origin + 1];
       auto lo = std::lower_bound(from, to, el.index, [](const waiting_item& w, std::uint32_t r) { return w.rule < r; });
@@ -148,6 +156,42 @@ void earley_parser::close_last_set() {
       for (; lo != to && lo->rule == el.index; ++lo) add({lo->item.pos + 1, lo->item.origin});
     }
   }
+}
+
+std::optional<earley_item> earley_parser::tail_completion(std::uint32_t origin, std::uint32_t rule) const {
+  const auto from = waiting_.begin() + waiting_start_[origin];
+  const auto to = waiting_.begin() + waiting_start_[origin + 1];
+  auto lo = std::lower_bound(from, to, rule, [](const waiting_item& w, std::uint32_t r) { return w.rule < r; });
+  if (lo == to || lo->rule != rule) return std::nullopt;
+  if (std::next(lo) != to && std::next(lo)->rule == rule) return std::nullopt;  // several callers
+  const earley_item next{lo->item.pos + 1, lo->item.origin};
+  if (g_->elements()[next.pos].kind != element_kind::end) return std::nullopt;
+  return next;
+}
+
+earley_item earley_parser::leo_top(std::uint32_t origin, std::uint32_t rule) {
+  leo_path_.clear();
+  std::uint32_t o = origin, r = rule;
+  earley_item top{};
+  for (;;) {
+    const auto& memo = leo_[o];
+    const auto hit = std::find_if(memo.begin(), memo.end(), [r](const auto& m) { return m.first == r; });
+    if (hit != memo.end()) {
+      top = hit->second;
+      break;
+    }
+    const earley_item done = *tail_completion(o, r);  // the caller's rule, complete
+    leo_path_.push_back({o, r});
+    const std::uint32_t caller_rule = g_->elements()[done.pos].index;
+    top = done;
+    // The context rule's completion at origin 0 is where start_at() mode looks: keep it.
+    if (has_context_ && done.origin == 0 && caller_rule == context_rule_) break;
+    if (!tail_completion(done.origin, caller_rule)) break;
+    o = done.origin;
+    r = caller_rule;
+  }
+  for (const auto& [po, pr] : leo_path_) leo_[po].push_back({pr, top});
+  return top;
 }
 
 bool earley_parser::try_advance(std::uint8_t byte) {

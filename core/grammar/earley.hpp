@@ -10,11 +10,19 @@
 /// the set where the item's rule was predicted. Nullable rules use Aycock-Horspool's fix
 /// (predicting a nullable rule also steps over it), so a set is closed in one pass.
 ///
+/// Completions of deterministic tail calls are taken in one step (Leo's optimization):
+/// when the rule completed has exactly one caller waiting in its origin set and that
+/// caller's reference is the last element of its alternative, the caller completes too,
+/// and so on up; only the topmost completion is added. A bounded repetition lowers into
+/// a right-recursive chain of optional copies, so this keeps a byte inside copy k at a
+/// constant number of items instead of k completions.
+///
 /// The token cache also runs this parser from a single grammar position (start_at()),
 /// with the static callers of transparent rules below it as "virtual" sets: completing
 /// the first rule that is not transparent marks the set as having touched the context.
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -30,7 +38,9 @@ struct earley_item {
 
 class earley_parser {
  public:
-  explicit earley_parser(const grammar& g);
+  /// `leo` false completes every tail call one by one (the plain algorithm, for tests
+  /// that compare the two).
+  explicit earley_parser(const grammar& g, bool leo = true);
 
   /// One set: the root's alternatives, closed.
   void start_at_root();
@@ -65,12 +75,20 @@ class earley_parser {
   };
 
   void add(earley_item item);
+  /// The one caller of `rule` waiting in set `origin`, advanced past the reference, when
+  /// that makes an end item (a tail call); nullopt when there are none, several, or the
+  /// caller continues after the reference.
+  std::optional<earley_item> tail_completion(std::uint32_t origin, std::uint32_t rule) const;
+  /// The topmost completion of the chain of tail calls that completing `rule` from set
+  /// `origin` starts (tail_completion(origin, rule) must exist); memoized per set.
+  earley_item leo_top(std::uint32_t origin, std::uint32_t rule);
   void close_last_set();
   void begin_set();
   void index_last_set();
   void rehash(std::size_t capacity);
 
   const grammar* g_;
+  bool leo_enabled_ = true;
   std::vector<earley_item> items_;
   std::vector<std::uint32_t> set_start_;
   // Per set, its items waiting for a rule, sorted by rule: completing a rule looks up
@@ -78,6 +96,9 @@ class earley_parser {
   std::vector<waiting_item> waiting_;
   std::vector<std::uint32_t> waiting_start_;
   std::vector<bool> touched_;
+  // Per set: rule -> the topmost completion of its tail-call chain (leo_top's memo).
+  std::vector<std::vector<std::pair<std::uint32_t, earley_item>>> leo_;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> leo_path_;  // scratch of leo_top
   // start_at() mode: completing `context_rule_` at origin 0 touches the context.
   bool has_context_ = false;
   std::uint32_t context_rule_ = 0;

@@ -48,8 +48,8 @@ bool grammar_vocab::is_eos(token_id id) const {
 }
 
 token_index::token_index(std::shared_ptr<const grammar> g, std::shared_ptr<const grammar_vocab> vocab,
-                         std::optional<grammar_spec> source, bool share_copies)
-    : grammar_(std::move(g)), vocab_(std::move(vocab)), source_(std::move(source)) {
+                         std::optional<grammar_spec> source, bool share_copies, bool leo)
+    : leo_(leo), grammar_(std::move(g)), vocab_(std::move(vocab)), source_(std::move(source)) {
   const auto& elements = grammar_->elements();
   slot_of_pos_.assign(elements.size(), 0);
   std::uint32_t num_slots = 0;
@@ -174,7 +174,7 @@ position_tokens token_index::compute(std::uint32_t pos, std::size_t min_len) con
   if (min_len >= 2 && v.sorted_at_least(min_len).empty()) return {};
   const auto& sorted = v.sorted();
   const auto& lcp = v.lcp();
-  earley_parser parser(*grammar_);
+  earley_parser parser(*grammar_, leo_);
   parser.start_at(pos);
   const byte_set& first = grammar_->byte_sets()[grammar_->elements()[pos].index];
 

@@ -85,8 +85,10 @@ class token_index {
   /// `source`: what `g` was compiled from, when it came from a grammar_spec.
   /// `share_copies`: share lists between the copies of a bounded repetition (see the
   /// header comment); off only to check that sharing changes nothing.
+  /// `leo`: the Earley parser's one-step tail-call completions (earley.hpp); off only to
+  /// compare build times.
   token_index(std::shared_ptr<const grammar> g, std::shared_ptr<const grammar_vocab> vocab,
-              std::optional<grammar_spec> source = std::nullopt, bool share_copies = true);
+              std::optional<grammar_spec> source = std::nullopt, bool share_copies = true, bool leo = true);
 
   const grammar& grammar_ref() const { return *grammar_; }
   const grammar_vocab& vocab() const { return *vocab_; }
@@ -115,6 +117,7 @@ class token_index {
   position_tokens compute(std::uint32_t pos, std::size_t min_len = 0) const;
   position_tokens compute_shared(std::uint32_t pos, shared_from from) const;
 
+  bool leo_ = true;
   std::shared_ptr<const grammar> grammar_;
   std::shared_ptr<const grammar_vocab> vocab_;
   std::optional<grammar_spec> source_;
