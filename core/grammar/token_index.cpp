@@ -81,10 +81,18 @@ void token_index::find_shared_copies() {
 const position_tokens& token_index::tokens_at(std::uint32_t pos) const {
   const std::uint32_t slot = slot_of_pos_[pos];
   std::call_once(once_[slot], [&] {
-    lists_[slot] = shared_[slot].min_len == 0 ? compute(pos) : compute_shared(pos, shared_[slot]);
+    const shared_from& from = shared_[slot];
+    if (from.min_len == 0) {
+      lists_[slot] = std::make_shared<const position_tokens>(compute(pos));
+    } else if (vocab_->sorted_at_least(from.min_len).empty()) {
+      tokens_at(from.rep);  // every token is short: the outermost copy's lists as they are
+      lists_[slot] = lists_[slot_of_pos_[from.rep]];
+    } else {
+      lists_[slot] = std::make_shared<const position_tokens>(compute_shared(pos, from));
+    }
     ++num_computed_;
   });
-  return lists_[slot];
+  return *lists_[slot];
 }
 
 std::size_t token_index::num_shared() const {

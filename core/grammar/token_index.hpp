@@ -125,7 +125,9 @@ class token_index {
   std::vector<shared_from> shared_;         // per slot
   bool is_root_called_ = false;
   std::unique_ptr<std::once_flag[]> once_;
-  mutable std::vector<position_tokens> lists_;  // per slot
+  // Per slot; a copy deep enough that no token is longer than its depth points at its
+  // outermost copy's lists (the same lists, one storage).
+  mutable std::vector<std::shared_ptr<const position_tokens>> lists_;
   mutable std::atomic<std::size_t> num_computed_{0};
 };
 

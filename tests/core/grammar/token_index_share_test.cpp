@@ -98,6 +98,40 @@ TEST_CASE("token index: a maxLength string's copies share lists, and every list 
   CHECK(c.num_differing_from_rep > 0);
 }
 
+TEST_CASE("token index: copies deeper than the longest token hold the outermost copy's lists themselves",
+          "[core][grammar]") {
+  auto vocab = vocab_with_long_tokens();  // the longest token has 42 bytes
+  std::size_t longest = 0;
+  for (token_id id = 0; id < vocab->size(); ++id) longest = std::max(longest, vocab->bytes(id).size());
+  REQUIRE(longest == 42);
+  auto g = must(grammar_from_json_schema(R"({"type": "string", "maxLength": 60})"));
+  REQUIRE(g->repeats().size() == 1);
+  const auto& chain = g->repeats()[0];
+  const std::size_t outer = chain.begins.size() - 1;
+  token_index index(g, vocab);
+  const auto& elements = g->elements();
+  int num_same = 0, num_own = 0;
+  for (std::size_t k = 1; k < outer; ++k) {
+    for (std::uint32_t pos = chain.begins[k]; pos < chain.ends[k]; ++pos) {
+      if (elements[pos].kind != element_kind::bytes) continue;
+      const position_tokens* own = &index.tokens_at(pos);
+      const position_tokens* rep = &index.tokens_at(chain.begins[outer] + (pos - chain.begins[k]));
+      INFO("copy " << k << ", position " << pos);
+      if (k + 1 > longest) {  // every token is at most k bytes: the same lists, one storage
+        CHECK(own == rep);
+        ++num_same;
+      } else {
+        CHECK(own != rep);
+        ++num_own;
+      }
+    }
+  }
+  CHECK(num_same > 0);
+  CHECK(num_own > 0);
+  const compared c = compare_all_positions(g, vocab);  // and they are the right lists
+  CHECK(c.num_shared > 0);
+}
+
 TEST_CASE("token index: shared lists equal unshared ones for nested, GBNF and regex repetitions", "[core][grammar]") {
   auto vocab = vocab_with_long_tokens();
   const std::vector<std::shared_ptr<const grammar>> grammars = {
