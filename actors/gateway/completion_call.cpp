@@ -154,7 +154,7 @@ json completion_call::ws_token(choice_state& c, const std::string& text, const s
       id = make_response_id("call_");
       c.ws_call_ids.push_back(id);
     }
-    calls.push_back(tool_call_delta(piece.index, id, piece.name, piece.arguments)["tool_calls"][0]);
+    calls.push_back(tool_call_piece(piece.index, id, piece.name, piece.arguments));
   }
   msg["tool_calls"] = std::move(calls);
   return msg;

@@ -125,6 +125,11 @@ json tool_call_json(const std::string& id, const std::string& name, const std::s
 
 json tool_call_delta(int index, const std::string& id, const std::optional<std::string>& name,
                      const std::string& arguments) {
+  return {{"tool_calls", json::array({tool_call_piece(index, id, name, arguments)})}};
+}
+
+json tool_call_piece(int index, const std::string& id, const std::optional<std::string>& name,
+                     const std::string& arguments) {
   json call = {{"index", index}};
   if (!id.empty()) {
     call["id"] = id;
@@ -134,7 +139,7 @@ json tool_call_delta(int index, const std::string& id, const std::optional<std::
   if (name) function["name"] = *name;
   function["arguments"] = arguments;
   call["function"] = std::move(function);
-  return {{"tool_calls", json::array({std::move(call)})}};
+  return call;
 }
 
 json chat_role_delta() { return {{"role", "assistant"}, {"content", ""}, {"refusal", nullptr}}; }

@@ -59,8 +59,11 @@ struct choice_result {
 
 /// One entry of message.tool_calls: {id, type: "function", function: {name, arguments}}.
 nlohmann::json tool_call_json(const std::string& id, const std::string& name, const std::string& arguments);
-/// A streaming delta with one piece of call `index`: the first piece carries id, type and
-/// name (`id` not empty), later ones a piece of the arguments.
+/// One piece of call `index` as delta.tool_calls lists it: the first piece carries id,
+/// type and name (`id` not empty), later ones a piece of the arguments.
+nlohmann::json tool_call_piece(int index, const std::string& id, const std::optional<std::string>& name,
+                               const std::string& arguments);
+/// A streaming delta with that one piece: {"tool_calls": [piece]}.
 nlohmann::json tool_call_delta(int index, const std::string& id, const std::optional<std::string>& name,
                                const std::string& arguments);
 /// The first delta of a chat stream: {"role": "assistant", "content": "", "refusal": null}.

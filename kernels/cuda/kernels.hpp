@@ -107,6 +107,18 @@ struct decode_partials {
 /// Floats a decode_partials needs for these sizes (out + max + sum).
 std::int64_t decode_partials_floats(int num_seqs, int num_heads, int head_dim, int num_splits);
 
+/// The partials of `num_rows` rows and `num_splits` splits laid out from `base` (at least
+/// decode_partials_floats(num_rows, num_heads, head_dim, num_splits) floats).
+inline decode_partials decode_partials_at(float* base, int num_rows, int num_heads, int head_dim, int num_splits) {
+  const std::int64_t rows = std::int64_t(num_rows) * num_heads * num_splits;
+  decode_partials p;
+  p.num_splits = num_splits;
+  p.out = base;
+  p.max = base + rows * head_dim;
+  p.sum = p.max + rows;
+  return p;
+}
+
 /// Which decode kernel runs.
 enum class decode_kernel {
   /// One block per (sequence, kv head, split) computing every query head of that kv

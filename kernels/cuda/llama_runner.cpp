@@ -1,10 +1,10 @@
 // llama_runner set-up: weight upload (fused QKV and gate/up), workspace, KV sizing.
 #include "kernels/cuda/llama_runner.hpp"
 
-#include "kernels/cuda/decode_split.hpp"
-
 #include <algorithm>
 #include <cstring>
+
+#include "kernels/cuda/decode_split.hpp"
 
 namespace inflight::kernels::cuda {
 namespace {

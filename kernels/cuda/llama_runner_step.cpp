@@ -173,13 +173,9 @@ status llama_runner::run_layer(int l, int n, int num_seqs, int num_tiles, bool i
   const int decode_rows = is_decode ? num_seqs : staged_decode_rows_;
   if (!is_decode && num_tiles > 0) INFLIGHT_TRY_STATUS(attention_prefill(a, dev + lay.tiles, num_tiles, stream_));
   if (decode_rows > 0) {
-    decode_partials part;
-    part.num_splits = decode_splits(decode_rows);
+    decode_partials part = decode_partials_at(partials_.as<float>(), decode_rows, shape_.num_heads, hd,
+                                              decode_splits(decode_rows));
     part.split_size_dev = dev + lay.params;
-    const std::int64_t rows = std::int64_t(decode_rows) * shape_.num_heads * part.num_splits;
-    part.out = partials_.as<float>();
-    part.max = part.out + rows * hd;
-    part.sum = part.max + rows;
     a.num_seqs = decode_rows;
     if (!is_decode) a.decode_seqs = dev + lay.decode_seqs;
     INFLIGHT_TRY_STATUS(attention_decode(a, part, stream_, options_.decode));

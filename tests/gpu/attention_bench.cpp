@@ -156,20 +156,15 @@ int main(int argc, char** argv) {
     for (const variant var : {variant{"per_head, fixed splits", kc::decode_kernel::per_head, false},
                               variant{"per_head, planned splits", kc::decode_kernel::per_head, true},
                               variant{"grouped, planned splits", kc::decode_kernel::grouped, true}}) {
-      kc::decode_partials part;
+      int num_splits = 16, split_size = (std::max(8192, max_ctx) + 15) / 16;
       if (var.planned) {
-        part.num_splits = kc::decode_grid_splits(num_seqs, c.num_kv_heads, num_sms);
-        part.split_size = kc::decode_split_size(total, max_ctx, c.num_kv_heads, num_sms, part.num_splits);
-      } else {
-        part.num_splits = 16;
-        part.split_size = (std::max(8192, max_ctx) + 15) / 16;
+        num_splits = kc::decode_grid_splits(num_seqs, c.num_kv_heads, num_sms);
+        split_size = kc::decode_split_size(total, max_ctx, c.num_kv_heads, num_sms, num_splits);
       }
-      const std::int64_t rows = std::int64_t(num_seqs) * c.num_heads * part.num_splits;
-      check(part_buf.try_allocate(std::size_t(kc::decode_partials_floats(num_seqs, c.num_heads, c.head_dim,
-                                                                           part.num_splits)) * 4));
-      part.out = part_buf.as<float>();
-      part.max = part.out + rows * c.head_dim;
-      part.sum = part.max + rows;
+      check(part_buf.try_allocate(
+          std::size_t(kc::decode_partials_floats(num_seqs, c.num_heads, c.head_dim, num_splits)) * 4));
+      kc::decode_partials part = kc::decode_partials_at(part_buf.as<float>(), num_seqs, c.num_heads, c.head_dim, num_splits);
+      part.split_size = split_size;
       for (int i = 0; i < 5; ++i) check(kc::attention_decode(a, part, nullptr, var.kernel));
       cudaEvent_t start, stop;
       cudaEventCreate(&start);

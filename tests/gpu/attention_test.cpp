@@ -113,16 +113,11 @@ void check_case(const attention_case& c, kc::dtype dt, std::mt19937& rng, int sp
     auto d_multi = upload_i32(multi_tiles), d_decode = upload_i32(decode_seqs);
     require_ok(kc::attention_prefill(a, d_multi.as<std::int32_t>(), int(multi_tiles.size() / 3), nullptr));
     const int max_ctx = *std::max_element(c.contexts.begin(), c.contexts.end());
-    kc::decode_partials part;
-    part.split_size = 64;
-    part.num_splits = (max_ctx + 63) / 64;
+    const int rows_n = int(decode_seqs.size()), num_splits = (max_ctx + 63) / 64;
     kc::device_buffer d_part;
-    const int rows_n = int(decode_seqs.size());
-    require_ok(d_part.try_allocate(std::size_t(kc::decode_partials_floats(rows_n, c.num_heads, c.head_dim, part.num_splits)) * 4));
-    const std::int64_t rows = std::int64_t(rows_n) * c.num_heads * part.num_splits;
-    part.out = d_part.as<float>();
-    part.max = part.out + rows * c.head_dim;
-    part.sum = part.max + rows;
+    require_ok(d_part.try_allocate(std::size_t(kc::decode_partials_floats(rows_n, c.num_heads, c.head_dim, num_splits)) * 4));
+    kc::decode_partials part = kc::decode_partials_at(d_part.as<float>(), rows_n, c.num_heads, c.head_dim, num_splits);
+    part.split_size = 64;
     kc::attention_args ad = a;
     ad.num_seqs = rows_n;
     ad.decode_seqs = d_decode.as<std::int32_t>();
@@ -134,16 +129,13 @@ void check_case(const attention_case& c, kc::dtype dt, std::mt19937& rng, int sp
     return;
   }
   const int max_ctx = *std::max_element(c.contexts.begin(), c.contexts.end());
-  kc::decode_partials part;
-  part.split_size = split_size > 0 ? split_size : 512;
-  part.num_splits = (max_ctx + part.split_size - 1) / part.split_size + 1;  // one more than needed: must be skipped
+  const int size = split_size > 0 ? split_size : 512;
+  const int num_splits = (max_ctx + size - 1) / size + 1;  // one more than needed: must be skipped
   kc::device_buffer d_part;
-  const auto floats = kc::decode_partials_floats(a.num_seqs, c.num_heads, c.head_dim, part.num_splits);
+  const auto floats = kc::decode_partials_floats(a.num_seqs, c.num_heads, c.head_dim, num_splits);
   require_ok(d_part.try_allocate(std::size_t(floats) * 4));
-  const std::int64_t rows = std::int64_t(a.num_seqs) * c.num_heads * part.num_splits;
-  part.out = d_part.as<float>();
-  part.max = part.out + rows * c.head_dim;
-  part.sum = part.max + rows;
+  kc::decode_partials part = kc::decode_partials_at(d_part.as<float>(), a.num_seqs, c.num_heads, c.head_dim, num_splits);
+  part.split_size = size;
   // The split size read from the device (as a replayed graph does): a host value that
   // would cut the contexts wrongly must be ignored.
   auto d_split = upload_i32({part.split_size});

@@ -102,7 +102,7 @@ TEST_CASE("engine events: the page, its files and the feed are served, and none 
     auto js = get(s.port, "/ui/engine_view.js");
     CHECK(js.status == 200);
     CHECK(js.content_type == "text/javascript; charset=utf-8");
-    CHECK(js.body.find("EventSource('/v1/engine/events')") != std::string::npos);
+    CHECK(js.body.find("fetch('/v1/engine/events'") != std::string::npos);  // read with fetch: it carries the key
     CHECK(get(s.port, "/ui/style.css").content_type == "text/css; charset=utf-8");
     CHECK(get(s.port, "/ui/no-such-file.js").status == 404);
     auto post = http_call(s.port, http::verb::post, "/v1/engine/events", "{}");
