@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <optional>
 
+#include "core/metrics/prometheus_merge.hpp"
+
 namespace inflight {
 namespace {
 
@@ -13,19 +15,6 @@ std::string number(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.9g", v);
   return buf;
-}
-
-std::string escape_label(const std::string& v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
 }
 
 void header(std::string& out, const std::string& name, const std::string& help, const char* type) {
@@ -198,7 +187,7 @@ std::uint64_t engine_metrics::num_finished(const std::string& reason) const {
 }
 
 std::string engine_metrics::render(const std::string& model_name, const engine_gauges& g) const {
-  const std::string labels = "model_name=\"" + escape_label(model_name) + "\"";
+  const std::string labels = "model_name=\"" + escape_label_value(model_name) + "\"";
   std::string out;
   auto gauge = [&](const std::string& name, const std::string& help, double v) {
     header(out, "inflight:" + name, help, "gauge");

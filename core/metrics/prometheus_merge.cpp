@@ -24,18 +24,6 @@ struct merged {
   }
 };
 
-std::string escape_label_value(std::string_view v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
 
 /// The metric name of a sample line: up to '{' or a space.
 std::string_view sample_name(std::string_view line) {
@@ -141,6 +129,19 @@ std::string merge_metrics_pages(const std::vector<metrics_page>& pages) {
     const auto& f = m.families.at(name);
     for (const auto& line : f.header) out += line + "\n";
     for (const auto& line : f.samples) out += line + "\n";
+  }
+  return out;
+}
+
+std::string escape_label_value(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
   }
   return out;
 }

@@ -18,6 +18,9 @@ struct metrics_page {
   std::string label_value;
 };
 
+/// A label value escaped for the text format: backslash, double quote and newline.
+std::string escape_label_value(std::string_view value);
+
 /// `sample` (one sample line) with `name="value"` as its first label.
 std::string add_label(std::string_view sample, std::string_view name, std::string_view value);
 

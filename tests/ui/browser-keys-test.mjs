@@ -4,17 +4,10 @@
 // engine feed (fetch with the Authorization header). A reload reuses the stored key.
 //   node browser-keys-test.mjs URL KEY OUT_DIR
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import puppeteer from 'puppeteer-core';
+import { HANG_MS, check, withPage } from './browser-util.mjs';
 
 const [url, key, outDir] = process.argv.slice(2);
-const HANG_MS = 180_000;
-
-function check(condition, message) {
-  if (!condition) throw new Error(`check failed: ${message}`);
-  console.log(`ok: ${message}`);
-}
 
 async function useKey(page, value) {
   await page.$eval('#api-key', (el, v) => { el.value = v; }, value);
@@ -23,21 +16,11 @@ async function useKey(page, value) {
 
 async function run() {
   fs.mkdirSync(outDir, { recursive: true });
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'inflight-chromium-'));
-  const browser = await puppeteer.launch({
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    userDataDir: profile,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-           '--disable-component-update', '--disable-sync'],
-  });
   const errors = [];
-  try {
-    const page = await browser.newPage();
+  await withPage(async (page) => {
     // The refused probes (401) are expected; anything else is an error.
     page.on('console', (m) => { if (m.type() === 'error' && !/401/.test(m.text())) errors.push(`console: ${m.text()}`); });
     page.on('pageerror', (e) => errors.push(`page error: ${e.message}`));
-    await page.setViewport({ width: 1600, height: 1000 });
     await page.goto(url, { waitUntil: 'load', timeout: HANG_MS });
 
     await page.waitForSelector('#key-form:not([hidden])', { timeout: HANG_MS });
@@ -70,10 +53,7 @@ async function run() {
     await page.waitForSelector('#ws-status[data-state="open"]', { timeout: HANG_MS });
     check(await page.$eval('#key-form', (el) => el.hidden), 'a reload connects with the stored key');
     check(errors.length === 0, `no console errors${errors.length ? `: ${errors.join('; ')}` : ''}`);
-  } finally {
-    await browser.close();
-    fs.rmSync(profile, { recursive: true, force: true });
-  }
+  });
 }
 
 run().then(() => console.log('browser keys test: passed'), (e) => {

@@ -6,19 +6,12 @@
 // page reaches, with generous limits that only catch hangs.
 //   node browser-test.mjs URL OUT_DIR
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import puppeteer from 'puppeteer-core';
+import { HANG_MS, check, withPage } from './browser-util.mjs';
 
 const [url, outDir] = process.argv.slice(2);
-const HANG_MS = 180_000;
 const LONG_MAX_TOKENS = 30000;  // the server's context and KV blocks hold it (run-browser-test.sh): a stream of
 // tens of seconds on any machine, so the stop always lands mid-stream
-
-function check(condition, message) {
-  if (!condition) throw new Error(`check failed: ${message}`);
-  console.log(`ok: ${message}`);
-}
 
 async function setParam(page, name, value) {
   await page.$eval(`#p-${name}`, (el, v) => {
@@ -38,21 +31,11 @@ async function send(page, prompt) {
 
 async function run() {
   fs.mkdirSync(outDir, { recursive: true });
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'inflight-chromium-'));
-  const browser = await puppeteer.launch({
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    userDataDir: profile,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-           '--disable-component-update', '--disable-sync'],
-  });
   const errors = [];
-  try {
-    const page = await browser.newPage();
+  await withPage(async (page) => {
     page.on('console', (m) => { if (m.type() === 'error') errors.push(`console: ${m.text()}`); });
     page.on('pageerror', (e) => errors.push(`page error: ${e.message}`));
     page.on('requestfailed', (r) => errors.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
-    await page.setViewport({ width: 1600, height: 1000 });
     await page.goto(url, { waitUntil: 'load', timeout: HANG_MS });
 
     await page.waitForSelector('#ws-status[data-state="open"]', { timeout: HANG_MS });
@@ -145,10 +128,7 @@ async function run() {
     await page.waitForFunction(() => document.getElementById('s-running').textContent === '0', { timeout: HANG_MS });
     await page.screenshot({ path: path.join(outDir, '5-after-load.png'), fullPage: true });
     check(errors.length === 0, `no console errors${errors.length ? `: ${errors.join('; ')}` : ''}`);
-  } finally {
-    await browser.close();
-    fs.rmSync(profile, { recursive: true, force: true });
-  }
+  });
 }
 
 run().then(() => console.log('browser test: passed'), (e) => {
