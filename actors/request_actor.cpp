@@ -27,16 +27,15 @@ using self_ptr = request_actor::stateful_pointer<request_state>;
 
 void on_token(self_ptr self, const token_message& msg) {
   auto& st = self->state;
-  const double now = engine_now();
-  if (!st.first_scheduled_s) st.first_scheduled_s = msg.first_scheduled_s;
-  if (!st.first_token_s) {
-    st.first_token_s = now;
-    st.ctx.metrics->time_to_first_token.observe(now - st.ctx.arrival_s);
-    st.ctx.metrics->request_queue_time.observe(std::max(0.0, msg.first_scheduled_s - st.ctx.arrival_s));
+  const auto& times = msg.times;
+  const double at = times.last_token.value_or(engine_now());
+  if (!st.last_token_s) {
+    st.ctx.metrics->time_to_first_token.observe(std::max(0.0, at - times.arrival));
+    st.ctx.metrics->request_queue_time.observe(std::max(0.0, times.first_scheduled.value_or(at) - times.arrival));
   } else {
-    st.ctx.metrics->inter_token_latency.observe(now - *st.last_token_s);
+    st.ctx.metrics->inter_token_latency.observe(std::max(0.0, at - *st.last_token_s));
   }
-  st.last_token_s = now;
+  st.last_token_s = at;
   ++st.ctx.metrics->generation_tokens_total;
   const int index = st.num_tokens++;
   if (st.is_stopping) return;
@@ -61,21 +60,30 @@ void on_token(self_ptr self, const token_message& msg) {
 
 void on_finished(self_ptr self, const seq_event& ev) {
   auto& st = self->state;
-  const double now = engine_now();
+  const auto& times = ev.times;
+  const double finished = times.finished.value_or(engine_now());
   finish_event out;
   out.reason = ev.reason;
   out.cause = ev.cause;
-  if (!st.is_stopping) out.text = st.stream->finish();
+  if (st.is_stopping) {
+    // A stop string ended the text; whatever ended the sequence after it (max_tokens in
+    // the same step, or a finish the engine had not yet seen our stop for) is not the
+    // reason the client sees.
+    out.reason = finish_reason::stop;
+    out.cause.reset();
+  } else {
+    out.text = st.stream->finish();
+  }
   out.prompt_tokens = int(st.ctx.request.prompt.size());
   out.completion_tokens = st.num_tokens;
   out.cached_tokens = ev.num_cached_tokens;
-  out.timings = make_timings(st.ctx.arrival_s, st.first_scheduled_s, st.first_token_s, now, st.num_tokens);
+  out.timings = make_timings(times.arrival, times.first_scheduled, times.first_token, finished, st.num_tokens);
   out.row_logits = ev.row_logits;
   out.embedding = ev.embedding;
   auto& m = *st.ctx.metrics;
-  m.e2e_request_latency.observe(now - st.ctx.arrival_s);
+  m.e2e_request_latency.observe(std::max(0.0, finished - times.arrival));
   m.prompt_tokens_total += std::uint64_t(out.prompt_tokens);
-  m.count_finished(metrics_label(ev.reason));
+  m.count_finished(metrics_label(out.reason));
   st.ctx.sink->on_finish(out);
   --*st.ctx.num_live;
   self->quit();
@@ -88,23 +96,10 @@ request_actor::behavior_type request_fn(self_ptr self, request_context ctx, sche
   const token_id prev = ctx.request.prompt.empty() ? -1 : ctx.request.prompt.back();
   st.stream.emplace(*ctx.tok, ctx.request.stop, prev);
   st.scheduler = scheduler;
-  if (ctx.request.timeout_s > 0) {
-    self->delayed_send(self, std::chrono::microseconds(std::int64_t(ctx.request.timeout_s * 1e6)),
-                       deadline_atom::value);
-  }
   st.ctx = std::move(ctx);
   return {
       [self](token_atom, const token_message& msg) { on_token(self, msg); },
       [self](finished_atom, const seq_event& ev) { on_finished(self, ev); },
-      [self](deadline_atom) {
-        seq_event ev;
-        ev.id = self->state.ctx.id;
-        ev.type = seq_event::kind::finished;
-        ev.reason = finish_reason::aborted;
-        ev.cause = error{errc::timeout, "request deadline of " + std::to_string(self->state.ctx.request.timeout_s) +
-                                            " s exceeded (server.request_timeout_s)"};
-        self->send(self->state.scheduler, finish_atom::value, self->state.ctx.id, ev);
-      },
       [self](cancel_atom) { self->send(self->state.scheduler, cancel_atom::value, self->state.ctx.id); },
   };
 }

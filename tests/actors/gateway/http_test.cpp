@@ -166,6 +166,17 @@ TEST_CASE("gateway http: n choices, several prompts, logprobs and stop strings",
   REQUIRE(stopped.status == 200);
   CHECK(stopped.body_json()["choices"][0]["text"] == full.substr(0, cut));
   CHECK(stopped.body_json()["choices"][0]["finish_reason"] == "stop");
+  // The stop string completes with the last token max_tokens allows: the engine ends
+  // the sequence for length in that very step, and the client still sees "stop".
+  int num_to_stop = 1;
+  while (engine_text(*s.eng, stories_tokens(*s.eng, "Once upon a time"), num_to_stop).find("Lily") == std::string::npos)
+    ++num_to_stop;
+  auto at_limit = post_json(s.port, "/v1/completions",
+                            {{"prompt", "Once upon a time"}, {"max_tokens", num_to_stop}, {"temperature", 0},
+                             {"stop", {"Lily"}}});
+  REQUIRE(at_limit.status == 200);
+  CHECK(at_limit.body_json()["choices"][0]["text"] == full.substr(0, cut));
+  CHECK(at_limit.body_json()["choices"][0]["finish_reason"] == "stop");
   CHECK(engine_idle(s.port));
 }
 
