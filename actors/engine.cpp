@@ -103,7 +103,8 @@ result<std::unique_ptr<engine>> engine::start(const deployment& d, loaded_model 
   p->model = std::move(model);
   configure_compute_runtime(p->cfg);
   auto owned_backend = std::make_shared<std::unique_ptr<backend>>(std::move(*be));
-  auto owned_sched = std::make_shared<std::optional<scheduler>>(std::move(*sched));
+  auto owned_sched = std::make_shared<std::optional<step_loop>>(
+      step_loop(std::move(*sched), step_loop_options{d.server.max_queue_time_s, p->gate}));
   auto owned_kv = std::make_shared<std::optional<kv_manager>>(std::move(*kv));
   std::promise<std::optional<error>> is_ready;  // set: the warm-up failed
   p->system_thread = std::thread([raw = p.get(), &is_ready, owned_backend, owned_sched, owned_kv] {
@@ -115,7 +116,7 @@ result<std::unique_ptr<engine>> engine::start(const deployment& d, loaded_model 
     {
       caf::scoped_actor self{*q.sys};
       self->request(q.exec, caf::infinite, warm_up_atom::value)
-          .receive([&](step_outcome& out) { failure = std::move(out.failure); },
+          .receive([&](warm_up_reply& out) { failure = std::move(out.failure); },
                    [&](caf::error& e) { failure = error{errc::backend_error, to_string(e)}; });
     }
     if (failure) {
@@ -127,8 +128,7 @@ result<std::unique_ptr<engine>> engine::start(const deployment& d, loaded_model 
       return;
     }
     q.kv = q.sys->spawn(kv_allocator_fn, owned_kv);
-    q.sched = q.sys->spawn(scheduler_fn, owned_sched, q.exec, q.kv, q.metrics, q.gauges,
-                           scheduler_actor_options{q.gate, q.settings.server.max_queue_time_s});
+    q.sched = q.sys->spawn(scheduler_fn, owned_sched, q.exec, q.kv, q.metrics, q.gauges);
     is_ready.set_value(std::nullopt);
     std::unique_lock lock(q.stop_mutex);
     q.stop_cv.wait(lock, [&] { return q.is_stop_requested; });
@@ -188,18 +188,18 @@ result<request_id> engine::submit(generate_request request, std::shared_ptr<requ
                                                   std::to_string(g->vocab().size()) + " tokens; the model has " +
                                                   std::to_string(vocab));
   }
-  // Entered here, left by the scheduler actor when the request starts or finishes.
+  // Entered here, left by the step loop when the request starts or finishes.
   if (auto ok = p.gate->try_enter(int(request.prompt.size())); !ok) {
     if (ok.error().code == errc::queue_full) ++p.metrics->requests_refused_total;
     return std::unexpected(ok.error());
   }
   const request_id id = p.next_id++;
   seq_request seq{.id = id, .prompt = request.prompt, .params = request.params, .priority = request.priority,
-                  .cache_salt = request.cache_salt, .seed = request.seed, .targets = request.targets};
+                  .cache_salt = request.cache_salt, .seed = request.seed, .targets = request.targets,
+                  .arrival = engine_now(), .timeout_s = request.timeout_s};
   seq.score_rows = request.score_rows;
   seq.pooling = request.pooling;
-  request_context ctx{id, std::move(request), std::move(sink), p.model.tok, p.model.eos_ids, p.metrics, p.num_live,
-                      engine_now()};
+  request_context ctx{id, std::move(request), std::move(sink), p.model.tok, p.model.eos_ids, p.metrics, p.num_live};
   ++*p.num_live;
   caf::anon_send(p.sched, submit_atom::value, std::move(seq), std::move(ctx));
   return id;

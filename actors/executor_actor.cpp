@@ -6,19 +6,9 @@ executor_actor::behavior_type executor_fn(executor_actor::stateful_pointer<execu
                                           std::shared_ptr<std::unique_ptr<backend>> be) {
   self->state.be = std::move(*be);
   return {
-      [self](execute_atom, const step_plan& plan) -> step_outcome {
-        step_outcome out;
-        auto r = self->state.be->execute(plan);
-        if (r) {
-          out.result = std::move(*r);
-        } else {
-          out.result.step_id = plan.step_id;
-          out.failure = std::move(r.error());
-        }
-        return out;
-      },
-      [self](warm_up_atom) -> step_outcome {
-        step_outcome out;
+      [self](execute_atom, const step_plan& plan) -> step_reply { return self->state.be->execute(plan); },
+      [self](warm_up_atom) -> warm_up_reply {
+        warm_up_reply out;
         if (auto ok = self->state.be->warm_up(); !ok) out.failure = std::move(ok.error());
         return out;
       },

@@ -23,20 +23,19 @@ using execute_atom = caf::atom_constant<caf::atom("execute")>;
 using step_atom = caf::atom_constant<caf::atom("step")>;
 using token_atom = caf::atom_constant<caf::atom("token")>;
 using finished_atom = caf::atom_constant<caf::atom("finished")>;
-using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
 using abort_atom = caf::atom_constant<caf::atom("abort")>;
 using grant_atom = caf::atom_constant<caf::atom("grant")>;
-using expire_atom = caf::atom_constant<caf::atom("expire")>;
 using warm_up_atom = caf::atom_constant<caf::atom("warmup")>;
 /// A full cache report (actors/cache_feed.hpp): the scheduler actor asks the kv
 /// allocator for every cached hash and publishes them.
 using full_report_atom = caf::atom_constant<caf::atom("fullreport")>;
 
 /// The executor's reply: a result, or the backend's error.
-struct step_outcome {
-  step_result result;
-  std::optional<error> failure;  ///< set: the step failed
+using step_reply = result<step_result>;
+/// warm_up_atom's reply: the backend's error, if any.
+struct warm_up_reply {
+  std::optional<error> failure;
 };
 
 /// The kv-allocator's answer to a step's kv_request (an error: refused, nothing changed).
@@ -52,19 +51,18 @@ struct request_context {
   std::vector<token_id> eos_ids;
   std::shared_ptr<engine_metrics> metrics;
   std::shared_ptr<std::atomic<int>> num_live;  ///< requests not yet finished
-  double arrival_s = 0.0;
 };
 
-/// A token for a request actor, with when its sequence was first scheduled.
+/// A token for a request actor, with its sequence's times after it (core's clock).
 struct token_message {
   sampled_token token;
-  double first_scheduled_s = 0.0;
+  seq_timestamps times;
 };
 
 /// warm_up_atom: backend::warm_up() once, before the scheduler exists (the reply's
 /// `failure` is set when it failed).
-using executor_actor = caf::typed_actor<caf::replies_to<execute_atom, step_plan>::with<step_outcome>,
-                                        caf::replies_to<warm_up_atom>::with<step_outcome>>;
+using executor_actor = caf::typed_actor<caf::replies_to<execute_atom, step_plan>::with<step_reply>,
+                                        caf::replies_to<warm_up_atom>::with<warm_up_reply>>;
 
 /// Every full-block hash the prefix cache holds.
 struct cached_blocks {
@@ -78,13 +76,11 @@ using kv_allocator_actor = caf::typed_actor<caf::replies_to<grant_atom, kv_reque
 
 using request_actor = caf::typed_actor<caf::reacts_to<token_atom, token_message>,
                                        caf::reacts_to<finished_atom, seq_event>,
-                                       caf::reacts_to<deadline_atom>,
                                        caf::reacts_to<cancel_atom>>;
 
 using scheduler_actor = caf::typed_actor<caf::reacts_to<submit_atom, seq_request, request_context>,
                                          caf::reacts_to<cancel_atom, seq_id>,
                                          caf::reacts_to<finish_atom, seq_id, seq_event>,
-                                         caf::reacts_to<expire_atom, seq_id>,
                                          caf::reacts_to<step_atom>,
                                          caf::reacts_to<drain_atom>,
                                          caf::reacts_to<abort_atom>,
@@ -96,7 +92,8 @@ double engine_now();
 }  // namespace inflight
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::step_plan)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::step_outcome)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::step_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::warm_up_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::kv_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::kv_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::token_message)

@@ -1,6 +1,7 @@
 #pragma once
 /// One actor per request: turns token ids into text deltas (stop strings, incremental
-/// UTF-8), enforces the deadline, records the timeline and feeds the sink.
+/// UTF-8), observes the latency metrics from the timestamps core's scheduler puts on
+/// each token and finish, and feeds the sink. (The deadline is the step loop's.)
 
 #include <memory>
 #include <optional>
@@ -16,7 +17,7 @@ struct request_state {
   std::optional<text_stream> stream;
   scheduler_actor scheduler;
   int num_tokens = 0;
-  std::optional<double> first_scheduled_s, first_token_s, last_token_s;
+  std::optional<double> last_token_s;  ///< core's time of the last token seen
   bool is_stopping = false;
   static inline const char* name = "request";
 };
@@ -24,7 +25,7 @@ struct request_state {
 request_actor::behavior_type request_fn(request_actor::stateful_pointer<request_state> self, request_context ctx,
                                         scheduler_actor scheduler);
 
-/// Timings from a request's timeline (seconds on the engine clock).
+/// Timings from a request's timeline (seconds on the scheduler's clock).
 request_timings make_timings(double arrival, std::optional<double> first_scheduled, std::optional<double> first_token,
                              double finished, int num_tokens);
 

@@ -1,7 +1,8 @@
 #pragma once
-/// The scheduler actor: owns the queues (core `scheduler`) and runs the iteration
-/// loop. Per step: plan -> one kv-allocator round trip -> executor -> apply -> route
-/// tokens to request actors.
+/// The scheduler actor: owns core's step_loop (the scheduler, queue expiry, deadlines,
+/// the admission gate's releases) and carries its phases' messages. Per step:
+/// open -> one kv-allocator round trip -> executor -> apply -> route tokens to request
+/// actors. What a step does is step_loop's; this actor sends, receives and publishes.
 
 #include <atomic>
 #include <mutex>
@@ -12,7 +13,7 @@
 #include "actors/cache_feed.hpp"
 #include "actors/messages.hpp"
 #include "actors/step_feed.hpp"
-#include "core/sched/admission_gate.hpp"
+#include "core/sched/step_loop.hpp"
 
 namespace inflight {
 
@@ -26,34 +27,21 @@ struct shared_gauges {
   cache_feed caches;  ///< cache and load reports for routers (actors/cache_feed.hpp)
 };
 
-/// What the scheduler actor enforces around the core scheduler.
-struct scheduler_actor_options {
-  std::shared_ptr<admission_gate> gate;  ///< requests not yet started; engine::submit enters, the actor leaves
-  double max_queue_time_s = 0.0;         ///< a request not started after this fails with queue_timeout (0 = none)
-};
-
 struct scheduler_state {
-  struct route {
-    request_actor actor;
-    std::optional<double> first_scheduled_s;  ///< none: still waiting to start (inside the admission gate)
-    int num_prompt_tokens = 0;
-  };
-  std::optional<scheduler> sched;
+  std::optional<step_loop> loop;
   executor_actor executor;
   kv_allocator_actor kv;
   std::shared_ptr<engine_metrics> metrics;
   std::shared_ptr<shared_gauges> gauges;
-  scheduler_actor_options options;
-  std::unordered_map<seq_id, route> routes;
-  bool is_accepting = true;
-  engine_snapshot totals;
+  std::unordered_map<seq_id, request_actor> routes;  ///< each live sequence's request actor
+  engine_snapshot totals;  ///< time and batch sums; the step counts are the loop's
   step_recorder recorder;
   static inline const char* name = "scheduler";
 };
 
 scheduler_actor::behavior_type scheduler_fn(scheduler_actor::stateful_pointer<scheduler_state> self,
-                                            std::shared_ptr<std::optional<scheduler>> sched, executor_actor executor,
+                                            std::shared_ptr<std::optional<step_loop>> loop, executor_actor executor,
                                             kv_allocator_actor kv, std::shared_ptr<engine_metrics> metrics,
-                                            std::shared_ptr<shared_gauges> gauges, scheduler_actor_options options);
+                                            std::shared_ptr<shared_gauges> gauges);
 
 }  // namespace inflight

@@ -275,6 +275,9 @@ sim::sim_config run_config(const simulate_options& o, const deployment& base, co
   // plans for); without the flags, the deployment's [scheduler] defaults apply.
   c.targets = {o.slo_ttft_ms, o.slo_tpot_ms};
   c.scheduler.default_targets = {base.scheduler.ttft_target_ms, base.scheduler.tpot_target_ms};
+  // The server's limits, as a served request meets them.
+  c.max_queue_time_s = base.server.max_queue_time_s;
+  c.request_timeout_s = base.server.request_timeout_s;
   return c;
 }
 

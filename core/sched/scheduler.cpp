@@ -80,6 +80,10 @@ result<void> scheduler::submit(seq_request request) {
   if (!(request.targets.ttft_ms >= 0.0 && request.targets.tpot_ms >= 0.0) ||
       !std::isfinite(request.targets.ttft_ms) || !std::isfinite(request.targets.tpot_ms))
     return make_error(errc::invalid_argument, who + ": latency targets must be finite and not negative");
+  if (!(request.timeout_s >= 0.0) || !std::isfinite(request.timeout_s))
+    return make_error(errc::invalid_argument, who + ": the timeout must be finite and not negative");
+  if (request.arrival && !std::isfinite(*request.arrival))
+    return make_error(errc::invalid_argument, who + ": the arrival time must be finite");
   sequence seq;
   seq.id = request.id;
   seq.targets = resolve_targets(request.targets, config_.default_targets);
@@ -91,7 +95,8 @@ result<void> scheduler::submit(seq_request request) {
   seq.seed = request.seed.value_or(mix_seed(config_.seed, seq.id));
   seq.cache_salt = std::move(request.cache_salt);
   if (seq.params.grammar && !seq.is_prefill_only()) seq.matcher.emplace(seq.params.grammar);
-  seq.times.arrival = now();
+  seq.times.arrival = request.arrival.value_or(now());
+  seq.timeout_s = request.timeout_s;
   hash_full_blocks(seq);
   waiting_.push_back(seq.id);
   seqs_.emplace(seq.id, std::move(seq));
@@ -114,6 +119,8 @@ seq_event scheduler::finish_sequence(sequence& seq, finish_reason reason, std::o
   event.cause = std::move(cause);
   event.num_generated_tokens = seq.num_generated_tokens();
   event.num_cached_tokens = seq.num_cached_tokens;
+  seq.times.finished = now();
+  event.times = seq.times;
   const seq_id id = seq.id;  // `seq` dangles after the erase below
   queue_release(seq, /*is_finished=*/true);
   erase_id(running_, id);
@@ -368,6 +375,7 @@ bool scheduler::append_token(sequence& seq, const sampled_token& token,
   event.type = seq_event::kind::token;
   event.token = token;
   event.num_generated_tokens = seq.num_generated_tokens();
+  event.times = seq.times;
   events.push_back(std::move(event));
   auto reason = check_stop(seq, token.token);
   if (!reason) return false;

@@ -53,6 +53,10 @@ struct seq_event {
   /// kind::finished of an embedding sequence: its pooled final hidden state (not
   /// normalised; mean pooling already divided by the prompt length).
   std::vector<float> embedding{};
+  /// The sequence's times on the scheduler's clock after this event (a token event: its
+  /// last_token is this token's time; a finished event: finished is set). Request timings
+  /// (TTFT, TPOT, queue time, E2E) come from these.
+  seq_timestamps times{};
 };
 
 struct scheduler_counters {
@@ -125,6 +129,8 @@ class scheduler {
   const std::string& last_rejection() const { return last_rejection_; }
   const scheduler_config& config() const { return config_; }
   const std::string& policy_name() const { return policy_.name(); }
+  /// Seconds on the scheduler's clock (the injected one).
+  double now() const { return clock_(); }
   /// A live (not finished) sequence, or nullptr.
   const sequence* find(seq_id id) const;
   const std::vector<seq_id>& running() const { return running_; }
@@ -189,7 +195,6 @@ class scheduler {
   seq_event finish_prefill_only(sequence& seq, const seq_row_logits* rows);
   seq_event finish_sequence(sequence& seq, finish_reason reason, std::optional<error> cause);
   std::optional<finish_reason> check_stop(const sequence& seq, token_id token) const;
-  double now() const { return clock_(); }
 
   scheduler_config config_;
   kv_snapshot kv_;

@@ -60,6 +60,12 @@ struct seq_request {
   /// Latency targets for an SLO-aware policy; 0 = the deployment's default
   /// (scheduler_config::default_targets).
   slo_targets targets{};
+  /// When the request arrived, on the scheduler's clock: the edge's stamp, so that its
+  /// timings include the way in. None: when it is submitted.
+  std::optional<double> arrival{};
+  /// The request's deadline, in seconds after its arrival (server.request_timeout_s):
+  /// past it the step loop finishes it aborted with errc::timeout. 0 = none.
+  double timeout_s = 0.0;
 };
 
 /// Times on the scheduler's clock, in seconds.
@@ -91,6 +97,7 @@ struct sequence {
   seq_timestamps times;
   int num_preemptions = 0;
   slo_targets targets;          ///< the request's, or the deployment's defaults
+  double timeout_s = 0.0;       ///< seq_request::timeout_s: the deadline after arrival (0 = none)
   std::optional<finish_reason> finish;
   std::vector<token_id> score_rows;  ///< prefill-only scoring (seq_request::score_rows)
   std::optional<pooling_kind> pooling;  ///< prefill-only embedding (seq_request::pooling)

@@ -29,9 +29,9 @@ struct request_trace {
 class simulation {
  public:
   simulation(const std::vector<bench::bench_prompt>& prompts, const step_cost_model& cost, step_loop loop,
-             std::shared_ptr<double> clock, slo_targets targets)
-      : prompts_(prompts), cost_(cost), loop_(std::move(loop)), clock_(std::move(clock)), targets_(targets),
-        traces_(prompts.size()) {
+             std::shared_ptr<double> clock, const sim_config& config)
+      : prompts_(prompts), cost_(cost), loop_(std::move(loop)), clock_(std::move(clock)), targets_(config.targets),
+        timeout_s_(config.request_timeout_s), traces_(prompts.size()) {
     order_.resize(prompts.size());
     std::iota(order_.begin(), order_.end(), std::size_t(0));
     std::stable_sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) { return arrival(a) < arrival(b); });
@@ -54,6 +54,7 @@ class simulation {
   step_loop loop_;
   std::shared_ptr<double> clock_;  // what the scheduler reads
   slo_targets targets_;            // of every request
+  double timeout_s_ = 0.0;         // of every request
   std::vector<request_trace> traces_;
   std::vector<std::size_t> order_;  // prompt indices by arrival
   std::size_t next_ = 0;            // into order_
@@ -96,14 +97,9 @@ void simulation::submit_arrived() {
     r.params.max_tokens = p.output_len > 0 ? p.output_len : 16;
     r.params.ignore_eos = true;
     r.targets = targets_;
+    r.timeout_s = timeout_s_;
     *clock_ = arrival(i);
-    if (auto ok = loop_.submit(std::move(r)); !ok) {
-      auto& t = traces_[i];
-      t.is_finished = true;
-      t.finished_s = arrival(i);
-      t.reason = finish_reason::error;
-      t.error = ok.error().message;
-    }
+    if (auto refused = loop_.submit(std::move(r))) record({*refused});
   }
   *clock_ = now_;
 }
@@ -129,10 +125,6 @@ result<bool> simulation::run_step() {
 
 /// The executor: the cost model's time passes, every sampled sequence gets the dummy token.
 result<step_result> simulation::execute(const step_plan& plan) {
-  for (const auto& s : plan.seqs) {
-    auto& t = traces_[std::size_t(s.id - 1)];
-    if (t.first_scheduled_s < 0) t.first_scheduled_s = now_;
-  }
   const double seconds = cost_.step_seconds(shape_of(plan));
   if (!(seconds >= 0.0) || !std::isfinite(seconds)) {
     cost_error_ = error{errc::invalid_argument, "the cost model (" + cost_.describe() + ") gave a step time of " +
@@ -150,15 +142,17 @@ result<step_result> simulation::execute(const step_plan& plan) {
   return r;
 }
 
+/// The request timings are core's: each event carries its sequence's times.
 void simulation::record(const std::vector<seq_event>& events) {
   for (const auto& e : events) {
     auto& t = traces_[std::size_t(e.id - 1)];
+    if (e.times.first_scheduled) t.first_scheduled_s = *e.times.first_scheduled;
     if (e.type == seq_event::kind::token) {
-      t.token_times_s.push_back(now_);
+      t.token_times_s.push_back(e.times.last_token.value_or(now_));
       continue;
     }
     t.is_finished = true;
-    t.finished_s = now_;
+    t.finished_s = e.times.finished.value_or(now_);
     t.reason = e.reason;
     t.num_output_tokens = e.num_generated_tokens;
     t.num_cached_tokens = e.num_cached_tokens;
@@ -214,9 +208,9 @@ result<sim_result> simulate(const std::vector<bench::bench_prompt>& prompts, pol
   }
   auto clock = std::make_shared<double>(0.0);
   auto loop = step_loop::try_create(config.scheduler, config.num_kv_blocks, config.block_size, std::move(pol),
-                                    [clock] { return *clock; });
+                                    [clock] { return *clock; }, {.max_queue_time_s = config.max_queue_time_s});
   if (!loop) return std::unexpected(loop.error());
-  simulation sim(prompts, cost, std::move(*loop), clock, config.targets);
+  simulation sim(prompts, cost, std::move(*loop), clock, config);
   if (auto ok = sim.run(); !ok) return std::unexpected(ok.error());
   return sim.finish(config);
 }

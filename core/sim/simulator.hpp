@@ -32,6 +32,11 @@ struct sim_config {
   /// Latency targets every simulated request carries (what an SLO-aware policy plans
   /// for); 0 = none, then the scheduler's default_targets apply.
   slo_targets targets;
+  /// As the engine: a request not started this long after its arrival fails with
+  /// queue_timeout (server.max_queue_time_s), and one running longer than
+  /// request_timeout_s is aborted (server.request_timeout_s); 0 = no limit.
+  double max_queue_time_s = 0.0;
+  double request_timeout_s = 0.0;
 };
 
 /// The token every simulated step samples.

@@ -60,11 +60,16 @@ class sched_rig {
 
   result<step_plan> schedule() { return loop_.plan(); }
   result<step_outcome> step(const step_loop::executor_fn& execute) { return loop_.step(execute); }
-  result<void> submit(seq_request r) { return loop_.submit(std::move(r)); }
-  result<seq_event> finish(seq_id id, finish_reason reason, std::optional<error> cause = {}) {
-    return loop_.finish(id, reason, std::move(cause));
+  /// The loop's refusal event as an error.
+  result<void> submit(seq_request r) {
+    if (auto refused = loop_.submit(std::move(r))) return std::unexpected(refused->cause.value_or(error{}));
+    return {};
   }
-  result<seq_event> cancel(seq_id id) { return loop_.cancel(id); }
+  result<seq_event> finish(seq_id id, finish_reason reason, std::optional<error> cause = {}) {
+    if (auto ev = loop_.finish(id, reason, std::move(cause))) return std::move(*ev);
+    return make_error(errc::not_found, "sequence " + std::to_string(id) + " is not live");
+  }
+  result<seq_event> cancel(seq_id id) { return finish(id, finish_reason::cancelled); }
   result<std::vector<seq_event>> apply(const step_result& r) { return loop_.apply(r); }
   std::vector<seq_event> fail_step(const error& cause) { return loop_.fail_step(cause); }
 

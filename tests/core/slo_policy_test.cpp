@@ -179,14 +179,14 @@ TEST_CASE("slo: the engine passes each request's targets, times and the step's t
   c.default_targets = {250.0, 40.0};
   auto loop = step_loop::try_create(c, 32, 16, load_policy("slo", fixed_estimate), [now] { return *now; });
   REQUIRE(loop.has_value());
-  REQUIRE(loop->submit(request(1, 20, 4, {100.0, 0.0})).has_value());  // own TTFT target, default TPOT
-  REQUIRE(loop->submit(request(2, 20, 4)).has_value());                // both defaults
+  REQUIRE(!loop->submit(request(1, 20, 4, {100.0, 0.0})));  // own TTFT target, default TPOT
+  REQUIRE(!loop->submit(request(2, 20, 4)));                // both defaults
   const sequence* one = loop->sched().find(1);
   REQUIRE(one != nullptr);
   CHECK(one->targets.ttft_ms == 100.0);
   CHECK(one->targets.tpot_ms == 40.0);
   CHECK(loop->sched().find(2)->targets.ttft_ms == 250.0);
-  CHECK(!loop->submit(request(3, 20, 4, {-1.0, 0.0})).has_value());
+  CHECK(loop->submit(request(3, 20, 4, {-1.0, 0.0})).has_value());  // refused: its finished event
   fake_backend backend(32, 16, 32);
   *now = 10.05;
   auto out = loop->step([&](const step_plan& plan) { return backend.execute(plan); });
@@ -202,8 +202,8 @@ TEST_CASE("slo: a shed request finishes with a 429 error saying it was shed, is 
   REQUIRE(loop.has_value());
   fake_backend backend(32, 16, 32);
   auto execute = [&](const step_plan& plan) { return backend.execute(plan); };
-  REQUIRE(loop->submit(request(1, 40, 4, {100.0, 0.0})).has_value());
-  REQUIRE(loop->submit(request(2, 40, 4, {5000.0, 0.0})).has_value());
+  REQUIRE(!loop->submit(request(1, 40, 4, {100.0, 0.0})));
+  REQUIRE(!loop->submit(request(2, 40, 4, {5000.0, 0.0})));
   auto first = loop->step(execute);  // request 1 gets 16 of its 40 prompt tokens (budget 16)
   REQUIRE(first.has_value());
   REQUIRE(first->has_run());
@@ -255,8 +255,8 @@ TEST_CASE("slo: the engine validates sheds: an unknown id is refused, a shed seq
   REQUIRE(pol.has_value());
   auto loop = step_loop::try_create(make_config(64, 4), 32, 16, std::move(*pol), counting_clock());
   REQUIRE(loop.has_value());
-  REQUIRE(loop->submit(request(1, 20, 2)).has_value());
-  REQUIRE(loop->submit(request(2, 20, 2)).has_value());
+  REQUIRE(!loop->submit(request(1, 20, 2)));
+  REQUIRE(!loop->submit(request(2, 20, 2)));
   fake_backend backend(32, 16, 32);
   auto out = loop->step([&](const step_plan& plan) { return backend.execute(plan); });
   REQUIRE(out.has_value());
