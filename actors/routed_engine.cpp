@@ -295,6 +295,9 @@ std::string routed_engine::render_own_metrics() const {
   per_engine("inflight:router_engine_up", "gauge", "Whether the router reaches the engine.", [&](std::size_t i) {
     return engines_[i] && engines_[i]->is_connected() ? 1 : 0;
   });
+  per_engine("inflight:router_engine_connects_total", "counter",
+             "Connections the router opened or tried to open to each engine (growing: the engine was lost).",
+             [&](std::size_t i) { return generations_[i]; });
   per_engine("inflight:router_requests_routed_total", "counter", "Requests sent to each engine.",
              [&](std::size_t i) { return router_.num_routed(static_cast<int>(i)); });
   per_engine("inflight:router_indexed_blocks", "gauge",
