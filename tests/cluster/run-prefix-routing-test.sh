@@ -14,41 +14,21 @@ here=$(cd "$(dirname "$0")" && pwd)
 SOURCE_DIR=$(cd "$here/../.." && pwd)
 source "$SOURCE_DIR/tests/gateway/serve-lib.sh"
 
+CLUSTER_TEST="prefix routing test"
+source "$here/cluster-lib.sh"
+
 need curl python3
 need_file "$SHARED_DIR/models/stories260K/stories260K.bin"
 mkdir -p "$WORK"
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; }
-trap cleanup EXIT
-fail() { echo "prefix routing test: $*" >&2; exit 1; }
+engine_args=(--config "$SOURCE_DIR/config/cpu-small.toml" $(model_flags))
 
-# start_engine LOG: an engine process; sets ENGINE_PID and ENGINE_PORT.
-start_engine() {
-  local log=$1
-  : >"$log"
-  "$INFLIGHT_BIN" serve --role engine --config "$SOURCE_DIR/config/cpu-small.toml" --port 0 $(model_flags) \
-    >"$log" 2>&1 &
-  pids+=($!)
-  ENGINE_PID=$!
-  for _ in $(seq 1 600); do
-    local p
-    p=$(sed -n 's/^inflight: serving the engine on tcp:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$log")
-    if [ -n "$p" ]; then ENGINE_PORT=$p; return 0; fi
-    kill -0 "$ENGINE_PID" 2>/dev/null || { cat "$log" >&2; fail "engine exited early"; }
-    sleep 0.1
-  done
-  cat "$log" >&2
-  fail "the engine printed no port"
-}
-
-start_engine "$WORK/engine-a.log"; port_a=$ENGINE_PORT pid_a=$ENGINE_PID
-start_engine "$WORK/engine-b.log"; port_b=$ENGINE_PORT pid_b=$ENGINE_PID
+start_engine "$WORK/engine-a.log" 0 "${engine_args[@]}"; port_a=$ENGINE_PORT pid_a=$ENGINE_PID
+start_engine "$WORK/engine-b.log" 0 "${engine_args[@]}"; port_b=$ENGINE_PORT pid_b=$ENGINE_PID
 engines="127.0.0.1:$port_a,127.0.0.1:$port_b"
 
-start_router() {
-  start_server "$1" --role router --engines "$engines" --route-policy prefix
-  pids+=("$SERVER_PID")
-  base="http://127.0.0.1:$PORT"
+start_prefix_router() {
+  start_router "$1" "${engine_args[@]}" --set server.port=0 --engines "$engines" --route-policy prefix
+  base=$ROUTER_URL
 }
 
 # A long shared prefix (about 30 blocks of 16 tokens) and a short distinct ending.
@@ -81,7 +61,7 @@ wait_indexed() {
   fail "the router's prefix index stayed empty"
 }
 
-start_router "$WORK/router.log"
+start_prefix_router "$WORK/router.log"
 grep -q "router: routing policy prefix" "$WORK/router.log"
 complete "The end."
 wait_indexed
@@ -112,10 +92,10 @@ for line in sys.stdin:
         name = line.split()[2]
         assert name not in seen, "family " + name + " appears twice"
         seen.add(name)' || fail "a metric family appears twice on the router's /metrics"
-stop_server
+stop_process "$ROUTER_PID" "the router"
 
 # A router that starts now learns the whole cache from the engines' full reports.
-start_router "$WORK/router-late.log"
+start_prefix_router "$WORK/router-late.log"
 wait_indexed
 [ "$(value router_indexed_blocks "$home")" -gt 0 ] && [ "$(value router_indexed_blocks "$other")" = 0 ] ||
   fail "the late router's index does not match the engines' caches"
@@ -123,13 +103,9 @@ before=$(value prefix_cache_hits_total "$home")
 complete "Lily was happy."
 [ "$(value router_requests_routed_total "$home")" = 1 ] || fail "the late router did not route to the engine holding the prefix"
 [ "$(value prefix_cache_hits_total "$home")" -gt "$before" ] || fail "the late router's request missed the cache"
-stop_server
+stop_process "$ROUTER_PID" "the router"
 
-for p in "$pid_a" "$pid_b"; do
-  kill -TERM "$p"
-  rc=0
-  wait "$p" || rc=$?
-  [ "$rc" = 0 ] || fail "an engine exited with $rc after SIGTERM"
-done
+stop_process "$pid_a" "engine a"
+stop_process "$pid_b" "engine b"
 trap - EXIT
 echo "prefix routing test: shared prefixes stay on their engine, engine metrics on the router, late router: ok"

@@ -13,41 +13,21 @@ here=$(cd "$(dirname "$0")" && pwd)
 SOURCE_DIR=$(cd "$here/../.." && pwd)
 source "$SOURCE_DIR/tests/gateway/serve-lib.sh"
 
+CLUSTER_TEST="router test"
+source "$here/cluster-lib.sh"
+
 need curl python3
 need_file "$SHARED_DIR/models/stories260K/stories260K.bin"
 mkdir -p "$WORK"
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; }
-trap cleanup EXIT
+engine_args=(--config "$SOURCE_DIR/config/cpu-small.toml" $(model_flags))
 
-# start_engine LOG PORT: an engine process; sets ENGINE_PID and ENGINE_PORT.
-start_engine() {
-  local log=$1 port=$2
-  : >"$log"
-  "$INFLIGHT_BIN" serve --role engine --config "$SOURCE_DIR/config/cpu-small.toml" --port "$port" $(model_flags) \
-    >"$log" 2>&1 &
-  pids+=($!)
-  ENGINE_PID=$!
-  for _ in $(seq 1 600); do
-    local p
-    p=$(sed -n 's/^inflight: serving the engine on tcp:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$log")
-    if [ -n "$p" ]; then ENGINE_PORT=$p; return 0; fi
-    kill -0 "$ENGINE_PID" 2>/dev/null || { echo "router test: engine exited early:" >&2; cat "$log" >&2; exit 1; }
-    sleep 0.1
-  done
-  echo "router test: the engine printed no port" >&2
-  cat "$log" >&2
-  exit 1
-}
+start_engine "$WORK/engine-a.log" 0 "${engine_args[@]}"; port_a=$ENGINE_PORT pid_a=$ENGINE_PID
+start_engine "$WORK/engine-b.log" 0 "${engine_args[@]}"; port_b=$ENGINE_PORT pid_b=$ENGINE_PID
 
-start_engine "$WORK/engine-a.log" 0; port_a=$ENGINE_PORT pid_a=$ENGINE_PID
-start_engine "$WORK/engine-b.log" 0; port_b=$ENGINE_PORT pid_b=$ENGINE_PID
-
-# The router: the HTTP gateway in front of both (start_server from serve-lib.sh).
-start_server "$WORK/router.log" --role router --engines "127.0.0.1:$port_a,127.0.0.1:$port_b" \
-  --route-policy round_robin
-pids+=("$SERVER_PID")
-base="http://127.0.0.1:$PORT"
+# The router: the HTTP gateway in front of both.
+start_router "$WORK/router.log" "${engine_args[@]}" --set server.port=0 \
+  --engines "127.0.0.1:$port_a,127.0.0.1:$port_b" --route-policy round_robin
+base=$ROUTER_URL
 grep -q "router: routing policy round_robin" "$WORK/router.log"
 
 expected=$(greedy_text "Once upon a time" 24 | head -c -1 | sed '1s/^Once upon a time//')
@@ -93,7 +73,7 @@ done
 curl -sSf "$base/health" >/dev/null
 
 # The engine comes back on its port: the router takes it back within a few seconds.
-start_engine "$WORK/engine-a2.log" "$port_a"
+start_engine "$WORK/engine-a2.log" "$port_a" "${engine_args[@]}"
 pid_a=$ENGINE_PID
 for _ in $(seq 1 100); do
   [ "$(metric router_engine_up "$port_a")" = 1 ] && break
@@ -104,13 +84,9 @@ before=$(metric router_requests_routed_total "$port_a")
 for _ in 1 2 3 4; do [ "$(complete false)" = "$expected" ]; done
 [ "$(metric router_requests_routed_total "$port_a")" -gt "$before" ] || { echo "router test: nothing routed to the restarted engine"; exit 1; }
 
-stop_server
+stop_process "$ROUTER_PID" "the router"
 grep -q "^inflight: shut down" "$WORK/router.log"
-for p in "$pid_a" "$pid_b"; do
-  kill -TERM "$p"
-  rc=0
-  wait "$p" || rc=$?
-  [ "$rc" = 0 ] || { echo "router test: an engine exited with $rc after SIGTERM"; exit 1; }
-done
+stop_process "$pid_a" "engine a"
+stop_process "$pid_b" "engine b"
 trap - EXIT
 echo "router test: routing, SSE, kill -9, rejoin and shutdown: ok"

@@ -18,13 +18,13 @@ SOURCE_DIR=$(cd "$here/../.." && pwd)
 SHARED_DIR=unused
 source "$SOURCE_DIR/tests/gateway/serve-lib.sh"
 
+CLUSTER_TEST="secure cluster test"
+FAIL_LOGS=$WORK
+source "$here/cluster-lib.sh"
+
 need curl openssl python3
 rm -rf "$WORK"
 mkdir -p "$WORK"
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; }
-trap cleanup EXIT
-fail() { echo "secure cluster test: $*" >&2; for f in "$WORK"/*.log; do echo "--- $f" >&2; cat "$f" >&2; done; exit 1; }
 
 # --- throwaway certificates (docs/deployment.md makes them the same way) ---------------
 cd "$WORK"
@@ -94,43 +94,13 @@ reconnect_interval_s = 0.2
 TOML
 }
 
-# start_engine LOG: an engine with mutual TLS; sets ENGINE_PID and ENGINE_PORT.
-start_engine() {
-  "$INFLIGHT_BIN" serve --role engine --config engine.toml >"$1" 2>&1 &
-  ENGINE_PID=$!
-  pids+=($ENGINE_PID)
-  ENGINE_PORT=""
-  for _ in $(seq 1 600); do
-    ENGINE_PORT=$(sed -n 's/^inflight: serving the engine on tcp:\/\/127.0.0.1:\([0-9]*\) .*mutual TLS.*/\1/p' "$1")
-    [ -n "$ENGINE_PORT" ] && return 0
-    kill -0 "$ENGINE_PID" 2>/dev/null || fail "the engine exited early"
-    sleep 0.1
-  done
-  fail "the engine printed no port (with mutual TLS)"
-}
-start_engine engine.log
+start_engine engine.log - --config engine.toml
+grep -q "serving the engine on tcp://127.0.0.1:$ENGINE_PORT .*mutual TLS" engine.log || fail "the engine does not speak mutual TLS"
 engine_pid=$ENGINE_PID engine_port=$ENGINE_PORT
-
-# start_router NAME [FLAGS...]: sets ROUTER_PID and ROUTER_URL.
-start_router() {
-  local name=$1
-  shift
-  "$INFLIGHT_BIN" serve --role router --config "$name.toml" "$@" >"$name.log" 2>&1 &
-  ROUTER_PID=$!
-  pids+=($ROUTER_PID)
-  ROUTER_URL=""
-  for _ in $(seq 1 600); do
-    ROUTER_URL=$(sed -n 's/^inflight: listening on \(https\{0,1\}:\/\/127.0.0.1:[0-9]*\) .*/\1/p' "$name.log")
-    [ -n "$ROUTER_URL" ] && return 0
-    kill -0 "$ROUTER_PID" 2>/dev/null || fail "router $name exited early"
-    sleep 0.1
-  done
-  fail "router $name printed no address"
-}
 
 router_toml router router true "$engine_port" 'api_keys = ["sk-from-toml"]
 api_key_file = "keys.txt"' >router.toml
-start_router router --api-key sk-from-flag --ssl-certfile https.pem --ssl-keyfile https.key
+start_router router.log --config router.toml --api-key sk-from-flag --ssl-certfile https.pem --ssl-keyfile https.key
 router_pid=$ROUTER_PID
 base=$ROUTER_URL
 case "$base" in https://*) ;; *) fail "the router does not serve HTTPS: $base" ;; esac
@@ -213,7 +183,7 @@ good_completion() {
 for bad in rogue plain rogue plain; do
   if [ $bad = rogue ]; then router_toml $bad rogue true "$engine_port" "" >$bad.toml
   else router_toml $bad router false "$engine_port" "" >$bad.toml; fi
-  start_router $bad
+  start_router $bad.log --config $bad.toml
   bad_pid=$ROUTER_PID
   for _ in 1 2 3; do
     code=$(curl -sS -o $bad-completion.json -w '%{http_code}' -H 'content-type: application/json' \
@@ -225,8 +195,7 @@ for bad in rogue plain rogue plain; do
   done
   up=$(curl -sS "$ROUTER_URL/metrics" | sed -n "s/^inflight:router_engine_up{engine=\"127.0.0.1:$engine_port\"} //p")
   [ "$up" = 0 ] || fail "router $bad shows the engine up"
-  kill -TERM "$bad_pid"
-  wait "$bad_pid" || fail "router $bad exited with $? after SIGTERM"
+  stop_process "$bad_pid" "router $bad"
 done
 # The good router never lost its engine.
 up=$(curl -sS --cacert https.pem -H "$(auth sk-from-toml)" "$base/metrics" |
@@ -236,9 +205,7 @@ up=$(curl -sS --cacert https.pem -H "$(auth sk-from-toml)" "$base/metrics" |
 code=$(good_completion after.json)
 [ "$code" = 200 ] || fail "the router lost its engine: $code $(cat after.json)"
 
-kill -TERM "$router_pid"
-wait "$router_pid" || fail "the router exited with $? after SIGTERM"
-kill -TERM "$engine_pid"
-wait "$engine_pid" || fail "the engine exited with $? after SIGTERM"
+stop_process "$router_pid" "the router"
+stop_process "$engine_pid" "the engine"
 trap - EXIT
 echo "secure cluster test: mutual TLS, HTTPS, WSS, API keys, [router] and shutdown: ok"
