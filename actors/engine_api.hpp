@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/config/deployment.hpp"
 #include "core/error.hpp"
@@ -40,9 +41,13 @@ class engine_api {
   virtual const deployment& settings() const = 0;
   virtual engine_metrics& metrics() = 0;
   virtual std::string render_metrics() const = 0;
-  /// The one receiver of step summaries (nullptr stops them); a router has none to give.
+  /// The one receiver of step summaries (nullptr stops them). A router's come from every
+  /// engine behind it, each summary naming its engine (step_summary::engine).
   virtual void set_step_sink(std::shared_ptr<step_sink> sink) = 0;
   virtual bool has_step_sink() const = 0;
+  /// The engines behind a router ("host:port", in its configured order); empty for an
+  /// engine in this process.
+  virtual std::vector<std::string> engine_addresses() const { return {}; }
 };
 
 }  // namespace inflight

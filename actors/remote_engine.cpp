@@ -10,6 +10,7 @@
 
 #include "actors/cache_feed.hpp"
 #include "actors/messages.hpp"
+#include "actors/step_feed.hpp"
 #include "core/grammar/token_index.hpp"
 #include "core/grammar/tokenizer_vocab.hpp"
 
@@ -59,10 +60,22 @@ class report_sink final : public cache_sink {
   caf::actor host_;
 };
 
+/// Hands the engine's step summaries to the host actor, in order (called on the engine's
+/// scheduler thread, only while a router watches them).
+class step_forward_sink final : public step_sink {
+ public:
+  explicit step_forward_sink(caf::actor host) : host_(std::move(host)) {}
+  void on_step(const step_summary& step) override { caf::anon_send(host_, step_summary_atom::value, step); }
+
+ private:
+  caf::actor host_;
+};
+
 struct host_state {
   engine* eng = nullptr;
   std::shared_ptr<grammar_cache> grammars;
   std::set<caf::actor> subscribers;  ///< routers that get the engine's reports
+  std::set<caf::actor> step_subscribers;  ///< routers that get the engine's step summaries
   std::shared_ptr<std::atomic<bool>> is_closed = std::make_shared<std::atomic<bool>>(false);
   /// Requests running for each gateway actor: tag -> engine id.
   std::map<caf::actor_addr, std::map<std::uint64_t, request_id>> running;
@@ -80,12 +93,21 @@ wire_submit_reply refused(error e) { return {0, std::move(e)}; }
 caf::behavior host_actor(caf::stateful_actor<host_state>* self, engine* eng, std::shared_ptr<grammar_cache> grammars) {
   self->state.eng = eng;
   self->state.grammars = std::move(grammars);
-  self->set_down_handler([self](caf::down_msg& dm) {
+  // The engine summarises its steps only while some router watches them.
+  const auto update_step_sink = [self] {
+    auto& st = self->state;
+    if (st.step_subscribers.empty()) st.eng->set_step_sink(nullptr);
+    else if (!st.eng->has_step_sink())
+      st.eng->set_step_sink(std::make_shared<step_forward_sink>(caf::actor_cast<caf::actor>(self)));
+  };
+  self->set_down_handler([self, update_step_sink](caf::down_msg& dm) {
     self->state.cancel_all(dm.source);
     self->state.subscribers.erase(caf::actor_cast<caf::actor>(dm.source));
+    if (self->state.step_subscribers.erase(caf::actor_cast<caf::actor>(dm.source)) > 0) update_step_sink();
   });
   self->set_exit_handler([self](caf::exit_msg& msg) {
     self->state.is_closed->store(true);
+    if (!self->state.step_subscribers.empty()) self->state.eng->set_step_sink(nullptr);
     while (!self->state.running.empty()) self->state.cancel_all(self->state.running.begin()->first);
     self->quit(msg.reason);
   });
@@ -129,6 +151,24 @@ caf::behavior host_actor(caf::stateful_actor<host_state>* self, engine* eng, std
         if (self->current_sender() != nullptr) return;  // only the engine's own sink (no actor) reports
         for (const auto& router : self->state.subscribers) self->send(router, engine_report_atom::value, report);
       },
+      [self, update_step_sink](step_subscribe_atom, bool is_on) {
+        auto router = caf::actor_cast<caf::actor>(self->current_sender());
+        if (!router) return;
+        auto& st = self->state;
+        const bool is_monitored = st.running.contains(router.address()) || st.subscribers.contains(router) ||
+                                  st.step_subscribers.contains(router);
+        if (is_on) {
+          if (!is_monitored) self->monitor(router);
+          st.step_subscribers.insert(router);
+        } else {
+          st.step_subscribers.erase(router);
+        }
+        update_step_sink();
+      },
+      [self](step_summary_atom, const step_summary& step) {
+        if (self->current_sender() != nullptr) return;  // only the engine's own sink (no actor) sends steps
+        for (const auto& router : self->state.step_subscribers) self->send(router, step_summary_atom::value, step);
+      },
       [self](forget_atom, const caf::actor_addr& client, std::uint64_t tag) {
         auto it = self->state.running.find(client);
         if (it == self->state.running.end()) return;
@@ -152,6 +192,7 @@ struct client_entry {
 struct client_state {
   caf::actor host;
   remote_engine::report_handler on_report;
+  std::shared_ptr<remote_engine::step_handler_slot> on_step;
   std::string address;
   caf::timespan timeout{};
   std::shared_ptr<std::atomic<bool>> is_down;
@@ -170,10 +211,12 @@ struct client_state {
 
 caf::behavior client_actor(caf::stateful_actor<client_state>* self, caf::actor host, std::string address,
                            caf::timespan timeout, std::shared_ptr<std::atomic<bool>> is_down,
-                           remote_engine::report_handler on_report) {
+                           remote_engine::report_handler on_report,
+                           std::shared_ptr<remote_engine::step_handler_slot> on_step) {
   auto& st = self->state;
   st.host = std::move(host);
   st.on_report = std::move(on_report);
+  st.on_step = std::move(on_step);
   if (st.on_report) self->send(st.host, subscribe_atom::value);
   st.address = std::move(address);
   st.timeout = timeout;
@@ -240,6 +283,10 @@ caf::behavior client_actor(caf::stateful_actor<client_state>* self, caf::actor h
       [self](engine_report_atom, const engine_report& report) {
         if (self->current_sender() == self->state.host.address() && self->state.on_report)
           self->state.on_report(report);
+      },
+      [self](step_subscribe_atom, bool is_on) { self->send(self->state.host, step_subscribe_atom::value, is_on); },
+      [self](step_summary_atom, const step_summary& step) {
+        if (self->current_sender() == self->state.host.address()) self->state.on_step->call(step);
       },
       [self](metrics_atom) {
         auto rp = self->make_response_promise<std::string>();
@@ -315,8 +362,26 @@ result<std::unique_ptr<remote_engine>> remote_engine::connect(caf::actor_system&
                                           : net.middleman().remote_actor(host, port);
   if (!remote) return make_error(errc::unavailable, "no engine at " + address + ": " + net.render(remote.error()));
   auto is_down = std::make_shared<std::atomic<bool>>(false);
-  auto client = net.spawn(client_actor, *remote, address, seconds(timeout_s), is_down, std::move(on_report));
-  return std::unique_ptr<remote_engine>(new remote_engine(net, std::move(client), std::move(is_down), address, timeout_s));
+  auto on_step = std::make_shared<step_handler_slot>();
+  auto client = net.spawn(client_actor, *remote, address, seconds(timeout_s), is_down, std::move(on_report), on_step);
+  return std::unique_ptr<remote_engine>(
+      new remote_engine(net, std::move(client), std::move(is_down), std::move(on_step), address, timeout_s));
+}
+
+void remote_engine::step_handler_slot::set(step_handler handler) {
+  std::lock_guard lock(mutex_);
+  handler_ = std::move(handler);
+}
+
+void remote_engine::step_handler_slot::call(const step_summary& step) {
+  std::lock_guard lock(mutex_);
+  if (handler_) handler_(step);
+}
+
+void remote_engine::set_step_handler(step_handler handler) {
+  const bool is_on = static_cast<bool>(handler);
+  on_step_->set(std::move(handler));
+  caf::anon_send(client_, step_subscribe_atom::value, is_on);
 }
 
 remote_engine::~remote_engine() { caf::anon_send_exit(client_, caf::exit_reason::user_shutdown); }

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -72,6 +73,19 @@ class remote_engine {
   /// Receives the engine's cache and load reports, in order, on an actor thread of the
   /// network side: must be thread-safe and must not block.
   using report_handler = std::function<void(const engine_report&)>;
+  /// Receives the engine's step summaries (actors/step_feed.hpp), in order, on an actor
+  /// thread of the network side: must be thread-safe and must not block.
+  using step_handler = std::function<void(const step_summary&)>;
+  /// Where the client actor finds the step handler (set from any thread).
+  class step_handler_slot {
+   public:
+    void set(step_handler handler);
+    void call(const step_summary& step);
+
+   private:
+    std::mutex mutex_;
+    step_handler handler_;
+  };
 
   /// Connects to the engine_host at `host`:`port`; requests to it give up after
   /// `timeout_s`. With `on_report`, subscribes to the engine's reports: a full one
@@ -97,18 +111,22 @@ class remote_engine {
   /// The engine's own /metrics text (Prometheus); errc::unavailable when it does not
   /// answer within `timeout_s`.
   result<std::string> metrics_text(double timeout_s);
+  /// Subscribes to the engine's step summaries (the engine summarises its steps only
+  /// while some router does), or, with an empty handler, stops.
+  void set_step_handler(step_handler handler);
   /// False once the engine went away (a new connect() is needed).
   bool is_connected() const { return !is_down_->load(); }
   const std::string& address() const { return address_; }
 
  private:
   remote_engine(caf::actor_system& net, caf::actor client, std::shared_ptr<std::atomic<bool>> is_down,
-                std::string address, double timeout_s)
-      : net_(net), client_(std::move(client)), is_down_(std::move(is_down)), address_(std::move(address)),
-        timeout_s_(timeout_s) {}
+                std::shared_ptr<step_handler_slot> on_step, std::string address, double timeout_s)
+      : net_(net), client_(std::move(client)), is_down_(std::move(is_down)), on_step_(std::move(on_step)),
+        address_(std::move(address)), timeout_s_(timeout_s) {}
   caf::actor_system& net_;
   caf::actor client_;
   std::shared_ptr<std::atomic<bool>> is_down_;
+  std::shared_ptr<step_handler_slot> on_step_;
   std::string address_;
   double timeout_s_;
 };

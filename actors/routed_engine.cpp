@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "actors/step_feed.hpp"
 #include "core/kv/block_hash.hpp"
 #include "core/metrics/prometheus_merge.hpp"
 
@@ -309,6 +310,27 @@ std::string routed_engine::render_own_metrics() const {
   return out;
 }
 
+void routed_engine::watch_steps(std::size_t i, const std::shared_ptr<step_sink>& sink) {
+  if (!engines_[i]) return;
+  if (!sink) return engines_[i]->set_step_handler({});
+  engines_[i]->set_step_handler([sink, address = options_.engines[i]](const step_summary& step) {
+    step_summary named = step;
+    named.engine = address;
+    sink->on_step(named);
+  });
+}
+
+void routed_engine::set_step_sink(std::shared_ptr<step_sink> sink) {
+  std::lock_guard lock(mutex_);
+  step_sink_ = std::move(sink);
+  for (std::size_t i = 0; i < engines_.size(); ++i) watch_steps(i, step_sink_);
+}
+
+bool routed_engine::has_step_sink() const {
+  std::lock_guard lock(mutex_);
+  return step_sink_ != nullptr;
+}
+
 void routed_engine::shutdown(double grace_s) {
   std::unique_lock lock(mutex_);
   is_stopping_ = true;
@@ -364,6 +386,7 @@ void routed_engine::reconnect_loop() {
       if (!remote) continue;
       std::lock_guard lock(mutex_);
       engines_[i] = std::move(*remote);
+      if (step_sink_) watch_steps(i, step_sink_);  // a page watches: this engine's steps too
       router_.set_load(static_cast<int>(i), {});  // until its first report
       router_.set_available(static_cast<int>(i), true);
     }

@@ -65,8 +65,11 @@ class routed_engine final : public engine_api {
   /// The router's own metrics, then each engine's under engine="host:port", merged
   /// family by family (core/metrics/prometheus_merge.hpp).
   std::string render_metrics() const override;
-  void set_step_sink(std::shared_ptr<step_sink>) override {}
-  bool has_step_sink() const override { return false; }
+  /// Subscribes to every connected engine's steps (and each engine that connects while
+  /// the sink is set); each summary goes to `sink` with its engine's address.
+  void set_step_sink(std::shared_ptr<step_sink> sink) override;
+  bool has_step_sink() const override;
+  std::vector<std::string> engine_addresses() const override { return options_.engines; }
 
   /// Engines connected now.
   int num_connected() const;
@@ -99,6 +102,8 @@ class routed_engine final : public engine_api {
   /// connection is dropped); a block size that differs is said once on stderr.
   void on_report(int i, std::uint64_t generation, const engine_report& report);
   std::string render_own_metrics() const;
+  /// Engine `i`'s summaries, named, into `sink` (none: unsubscribes). Under mutex_.
+  void watch_steps(std::size_t i, const std::shared_ptr<step_sink>& sink);
   void on_finished(const std::shared_ptr<live_request>& live, const finish_event& ev);
   void reconnect_loop();
   /// Runs `job` on the worker thread; false once closing.
@@ -117,6 +122,7 @@ class routed_engine final : public engine_api {
   std::vector<std::uint64_t> generations_;   // of each engine's connection
   std::vector<bool> is_block_size_reported_;
   std::shared_ptr<report_target> report_target_ = std::make_shared<report_target>();
+  std::shared_ptr<step_sink> step_sink_;  // the live step feed's, while someone watches
   std::unordered_map<request_id, std::shared_ptr<live_request>> live_;
   request_id next_id_ = 1;
   std::uint64_t num_retried_ = 0;

@@ -10,6 +10,7 @@ void announce_wire_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<error>("inflight::error");
   cfg.add_message_type<wire_submit_reply>("inflight::wire_submit_reply");
   cfg.add_message_type<engine_report>("inflight::engine_report");
+  cfg.add_message_type<step_summary>("inflight::step_summary");
 }
 
 }  // namespace inflight

@@ -17,6 +17,7 @@
 
 #include "actors/engine.hpp"
 #include "core/grammar/grammar_cache.hpp"
+#include "core/metrics/step_summary.hpp"
 #include "core/route/engine_report.hpp"
 
 namespace inflight {
@@ -45,11 +46,16 @@ struct wire_submit_reply {
 ///   router -> engine:   (subscribe_atom): a full report follows, then the deltas
 ///                       (metrics_atom) -> std::string, Prometheus' text format
 ///   engine -> router:   (engine_report_atom, engine_report), in the order they were made
+/// and, while a page watches the router's live step feed, to the engine's steps:
+///   router -> engine:   (step_subscribe_atom, bool): on or off
+///   engine -> router:   (step_summary_atom, step_summary), one per step, in order
 using remote_submit_atom = caf::atom_constant<caf::atom("rsubmit")>;
 using health_atom = caf::atom_constant<caf::atom("health")>;
 using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;
 using engine_report_atom = caf::atom_constant<caf::atom("engreport")>;
 using metrics_atom = caf::atom_constant<caf::atom("metrics")>;
+using step_subscribe_atom = caf::atom_constant<caf::atom("stepsub")>;
+using step_summary_atom = caf::atom_constant<caf::atom("stepsum")>;
 
 /// Registers every type below with `cfg` (call before the actor system starts, on both sides).
 void announce_wire_types(caf::actor_system_config& cfg);
@@ -158,6 +164,24 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, engine_report& x) {
   return f(caf::meta::type_name("engine_report"), x.is_full, x.added, x.evicted, x.num_waiting, x.num_running,
            x.num_free_blocks, x.num_total_blocks, x.block_size);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_seq& x) {
+  return f(caf::meta::type_name("step_seq"), x.id, x.num_prefill_tokens, x.num_decode_tokens, x.position);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_finish& x) {
+  return f(caf::meta::type_name("step_finish"), x.id, x.reason);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_summary& x) {
+  return f(caf::meta::type_name("step_summary"), x.first_step_id, x.last_step_id, x.num_steps, x.start_s, x.end_s,
+           x.busy_s, x.token_budget, x.num_prefill_tokens, x.num_decode_tokens, x.max_step_tokens, x.max_step_seqs,
+           x.num_fused_steps, x.seqs, x.num_seqs_dropped, x.joined, x.finished, x.preempted, x.num_joined,
+           x.num_finished, x.num_preemptions, x.kv_usage, x.max_kv_usage, x.num_waiting, x.num_running, x.engine);
 }
 
 }  // namespace inflight

@@ -1,5 +1,7 @@
 #include "actors/gateway/engine_events.hpp"
 
+#include <algorithm>
+
 #include "actors/messages.hpp"
 
 namespace inflight::gateway {
@@ -32,7 +34,7 @@ std::string event_text(const char* name, const std::string& id, const json& payl
 
 }  // namespace
 
-std::string engine_event_text(gateway_state& state) {
+std::string engine_event_text(gateway_state& state, const std::string& engine) {
   const auto& d = state.eng().settings();
   const auto snap = state.eng().snapshot();
   json payload = {
@@ -51,6 +53,10 @@ std::string engine_event_text(gateway_state& state) {
       {"steps", snap.num_steps},
       {"t", engine_now()},
   };
+  if (const auto engines = state.eng().engine_addresses(); !engines.empty()) {
+    payload["engine"] = engine;
+    payload["engines"] = engines;
+  }
   return event_text("engine", {}, payload);
 }
 
@@ -89,9 +95,22 @@ api_error ui_disabled(std::string_view path) {
   return not_found("the web UI is off (server.enable_ui = false): no " + std::string(path), "ui_disabled");
 }
 
-api_result<std::shared_ptr<step_subscription>> try_subscribe_engine_events(gateway_state& state) {
+api_result<std::shared_ptr<step_subscription>> try_subscribe_engine_events(gateway_state& state,
+                                                                           const std::optional<std::string>& engine) {
   if (!state.settings().enable_ui) return std::unexpected(ui_disabled("/v1/engine/events"));
-  return state.steps().try_subscribe();
+  const auto engines = state.eng().engine_addresses();
+  if (engines.empty()) {
+    if (engine) return std::unexpected(bad_request("engine: this server runs its engine in its own process", "engine"));
+    return state.steps().try_subscribe();
+  }
+  if (!engine) return state.steps().try_subscribe(engines.front());
+  if (std::find(engines.begin(), engines.end(), *engine) == engines.end()) {
+    std::string known;
+    for (const auto& e : engines) known += (known.empty() ? "" : ", ") + e;
+    return std::unexpected(
+        bad_request("engine: '" + *engine + "' is not an engine of this router (" + known + ")", "engine"));
+  }
+  return state.steps().try_subscribe(*engine);
 }
 
 }  // namespace inflight::gateway

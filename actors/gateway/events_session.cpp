@@ -54,7 +54,7 @@ void events_session::run(unsigned http_version) {
       .on_gone = [this] { close(); },  // a write failed, or the reader stopped reading
   });
   // The body ends when the connection closes: no length, no chunking.
-  writer_.push(sse_response_head(http_version, false, true) + engine_event_text(state_));
+  writer_.push(sse_response_head(http_version, false, true) + engine_event_text(state_, subscription_->engine()));
   watch();
   arm_heartbeat();
 }

@@ -134,7 +134,8 @@ void http_session::handle(request_t&& req) {
     phase_ = phase::closed;  // the socket now belongs to the WebSocket session
     return;
   }
-  if (kind == route_kind::engine_events) return start_engine_events();
+  if (kind == route_kind::engine_events)
+    return start_engine_events(query_param(std::string_view(req.target().data(), req.target().size()), "engine"));
   if (kind == route_kind::completion || kind == route_kind::chat || kind == route_kind::rerank ||
       kind == route_kind::score || kind == route_kind::embeddings) {
     if (state_.is_shutting_down())
@@ -146,8 +147,8 @@ void http_session::handle(request_t&& req) {
   send_reply(answer(state_, method, path, req.body()));
 }
 
-void http_session::start_engine_events() {
-  auto subscription = try_subscribe_engine_events(state_);
+void http_session::start_engine_events(const std::optional<std::string>& engine) {
+  auto subscription = try_subscribe_engine_events(state_, engine);
   if (!subscription) return send_reply(error_reply(subscription.error()));
   stream_.tcp().expires_never();
   std::make_shared<events_session>(std::move(stream_), state_, std::move(*subscription))->run(exchange_.version);

@@ -61,7 +61,8 @@ class http_session final : public session_base, public std::enable_shared_from_t
   void on_read(boost::beast::error_code ec);
   void handle(request_t&& req);
   void start_generation(route_kind kind, const std::string& body);
-  void start_engine_events();
+  /// GET /v1/engine/events; `engine`: its ?engine= parameter.
+  void start_engine_events(const std::optional<std::string>& engine);
   void start_scoring(route_kind kind, const std::string& body);
   void start_embedding(const std::string& body);
   /// Runs a call: on success the watch starts; on failure its error is the reply.

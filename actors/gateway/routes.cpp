@@ -18,6 +18,51 @@ http_reply error_reply(const api_error& e) {
 
 std::string_view target_path(std::string_view target) { return target.substr(0, target.find('?')); }
 
+namespace {
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::optional<std::string> percent_decode(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '+') {
+      out += ' ';
+    } else if (text[i] == '%') {
+      if (i + 2 >= text.size()) return std::nullopt;
+      const int hi = hex_value(text[i + 1]), lo = hex_value(text[i + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> query_param(std::string_view target, std::string_view name) {
+  const auto q = target.find('?');
+  if (q == std::string_view::npos) return std::nullopt;
+  std::string_view rest = target.substr(q + 1);
+  while (!rest.empty()) {
+    const auto amp = rest.find('&');
+    const std::string_view pair = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view{} : rest.substr(amp + 1);
+    const auto eq = pair.find('=');
+    const auto key = percent_decode(pair.substr(0, eq));
+    if (!key || *key != name) continue;
+    return eq == std::string_view::npos ? std::optional<std::string>("") : percent_decode(pair.substr(eq + 1));
+  }
+  return std::nullopt;
+}
+
 route_kind classify(std::string_view method, std::string_view path) {
   if (method == "POST" && path == "/v1/completions") return route_kind::completion;
   if (method == "POST" && path == "/v1/chat/completions") return route_kind::chat;

@@ -37,6 +37,9 @@ enum class route_kind {
 
 /// The path of a request target, without its query string.
 std::string_view target_path(std::string_view target);
+/// The value of query parameter `name` in a request target, percent-decoded ('+' is a
+/// space); none when absent (or not well formed).
+std::optional<std::string> query_param(std::string_view target, std::string_view name);
 
 route_kind classify(std::string_view method, std::string_view path);
 

@@ -4,8 +4,9 @@
 
 namespace inflight::gateway {
 
-step_subscription::step_subscription(std::shared_ptr<step_fanout> owner, std::size_t capacity, std::size_t max_seqs)
-    : owner_(std::move(owner)), queue_(capacity, max_seqs) {}
+step_subscription::step_subscription(std::shared_ptr<step_fanout> owner, std::size_t capacity, std::size_t max_seqs,
+                                     std::string engine)
+    : owner_(std::move(owner)), engine_(std::move(engine)), queue_(capacity, max_seqs) {}
 
 step_subscription::~step_subscription() { owner_->unsubscribe(this); }
 
@@ -23,7 +24,7 @@ void step_subscription::set_wake(std::function<void()> wake) {
 
 step_fanout::step_fanout(engine_api& eng, const server_settings& settings) : engine_(eng), settings_(settings) {}
 
-api_result<std::shared_ptr<step_subscription>> step_fanout::try_subscribe() {
+api_result<std::shared_ptr<step_subscription>> step_fanout::try_subscribe(std::string engine) {
   std::lock_guard install(install_mutex_);
   std::shared_ptr<step_subscription> sub;
   {
@@ -34,7 +35,7 @@ api_result<std::shared_ptr<step_subscription>> step_fanout::try_subscribe() {
                                          "too_many_subscribers"));
     }
     sub.reset(new step_subscription(shared_from_this(), std::size_t(settings_.events_queue_size),
-                                    std::size_t(settings_.events_max_seqs)));
+                                    std::size_t(settings_.events_max_seqs), std::move(engine)));
     subscribers_.push_back(sub.get());
     if (subscribers_.size() > 1) return sub;
   }
@@ -62,6 +63,7 @@ void step_fanout::on_step(const step_summary& step) {
   {
     std::lock_guard lock(mutex_);
     for (auto* sub : subscribers_) {
+      if (sub->engine_ != step.engine) continue;
       sub->queue_.push(step);
       if (sub->is_wake_armed_ && sub->wake_) {
         sub->is_wake_armed_ = false;

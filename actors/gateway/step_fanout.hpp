@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "actors/engine.hpp"
@@ -32,12 +33,17 @@ class step_subscription {
   /// Called (on the engine's thread; it must only post) when a step arrives after a
   /// take() that found nothing.
   void set_wake(std::function<void()> wake);
+  /// The engine whose steps this subscriber gets: a router's engine ("host:port"), or
+  /// empty for the engine in this process.
+  const std::string& engine() const { return engine_; }
 
  private:
   friend class step_fanout;
-  step_subscription(std::shared_ptr<step_fanout> owner, std::size_t capacity, std::size_t max_seqs);
+  step_subscription(std::shared_ptr<step_fanout> owner, std::size_t capacity, std::size_t max_seqs,
+                    std::string engine);
 
   std::shared_ptr<step_fanout> owner_;
+  const std::string engine_;
   // Guarded by owner_->mutex_.
   step_queue queue_;
   std::function<void()> wake_;
@@ -48,8 +54,11 @@ class step_fanout final : public step_sink, public std::enable_shared_from_this<
  public:
   step_fanout(engine_api& eng, const server_settings& settings);
 
-  /// A new subscriber, or 503 (code too_many_subscribers) at server.events_max_subscribers.
-  api_result<std::shared_ptr<step_subscription>> try_subscribe();
+  /// A new subscriber to the steps of `engine` (step_summary::engine: a router's
+  /// "host:port", empty in one process; steps of other engines never reach its queue, so
+  /// its aggregated events never mix engines), or 503 (code too_many_subscribers) at
+  /// server.events_max_subscribers.
+  api_result<std::shared_ptr<step_subscription>> try_subscribe(std::string engine = {});
   int num_subscribers() const;
   void on_step(const step_summary& step) override;
 

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <string>
 #include <vector>
 
 #include "core/sched/sequence.hpp"
@@ -61,6 +62,9 @@ struct step_summary {
   double max_kv_usage = 0.0;
   int num_waiting = 0;           ///< after the last step
   int num_running = 0;
+  /// The engine that ran these steps: its address behind a router ("host:port"), empty
+  /// in one process. Steps of different engines are never merged.
+  std::string engine;
 
   int num_tokens() const { return num_prefill_tokens + num_decode_tokens; }
 };

@@ -61,6 +61,52 @@ metric() { curl -sS "$base/metrics" | sed -n "s/^inflight:$1{engine=\"127.0.0.1:
 [ "$(metric router_requests_routed_total "$port_a")" -ge 2 ] && [ "$(metric router_requests_routed_total "$port_b")" -ge 2 ] || {
   echo "router test: round_robin did not use both engines:"; curl -sS "$base/metrics" | grep router_; exit 1; }
 
+# The live step feed behind the router: one engine's steps at a time (?engine=, by
+# default the first), the engine event naming it and every engine.
+# feed_finishes FILE: the engine event's "engine", how many engines it lists, and the
+# number of finishes its steps carry.
+feed_finishes() {
+  python3 - "$1" <<'PY'
+import json, sys
+engine, engines, finished = None, 0, 0
+for block in open(sys.argv[1]).read().split("\n\n"):
+    lines = block.split("\n")
+    name = next((l[7:] for l in lines if l.startswith("event: ")), None)
+    data = "".join(l[6:] for l in lines if l.startswith("data: "))
+    if not data:
+        continue
+    payload = json.loads(data)
+    if name == "engine":
+        engine, engines = payload.get("engine"), len(payload.get("engines", []))
+    elif name == "step":
+        finished += payload["num_finished"]
+print(engine, engines, finished)
+PY
+}
+# watch_feed QUERY ENGINE_PORT: reads the feed while 4 completions run (round robin: 2 on
+# each engine), until the 2 of ENGINE_PORT finished there (30 s at most); checks the rest.
+watch_feed() {
+  local out="$WORK/feed$2.txt"
+  curl -sS -N "$base/v1/engine/events$1" >"$out" &
+  local feed=$!
+  for _ in $(seq 1 100); do grep -q '^event: engine' "$out" && break; sleep 0.1; done
+  for _ in 1 2 3 4; do [ "$(complete false)" = "$expected" ] || fail "a completion failed while the feed was read"; done
+  local seen=""
+  for _ in $(seq 1 300); do
+    seen=$(feed_finishes "$out")
+    [ "$seen" = "127.0.0.1:$2 2 2" ] && break
+    sleep 0.1
+  done
+  kill "$feed" 2>/dev/null || true
+  wait "$feed" 2>/dev/null || true
+  [ "$seen" = "127.0.0.1:$2 2 2" ] || {
+    cat "$out" >&2; fail "the feed of engine $2 gave '$seen' (engine, engines listed, finishes): expected its 2 finishes only"; }
+}
+watch_feed "" "$port_a"
+watch_feed "?engine=127.0.0.1%3A$port_b" "$port_b"
+code=$(curl -sS -o "$WORK/feed-bad.json" -w '%{http_code}' "$base/v1/engine/events?engine=127.0.0.1:1")
+[ "$code" = 400 ] || fail "a feed of an engine the router does not know answered $code"
+
 # kill -9 one engine: the router carries on with the other.
 kill -9 "$pid_a"
 wait "$pid_a" 2>/dev/null || true

@@ -18,6 +18,7 @@ const playground = new Playground(socket);
 let engineInfo = null;
 const view = new EngineView((engine) => {
   engineInfo = engine;
+  showEngineChoice(engine);
   $('model-name').textContent = engine.model;
   $('policy-name').textContent = engine.policy;
   $('budget').textContent = String(engine.budget);
@@ -33,6 +34,18 @@ $('load').onclick = () => {
   if (load.isRunning) load.stop();
   else load.start($('load-shape').value, engineInfo);
 };
+
+// Behind a router the feed shows one engine's steps at a time: a choice of them.
+function showEngineChoice(engine) {
+  const engines = engine.engines || [];
+  $('feed-engine-label').hidden = engines.length < 2;
+  const select = $('feed-engine');
+  if (select.options.length !== engines.length || engines.some((e, i) => select.options[i].value !== e)) {
+    select.replaceChildren(...engines.map((e) => new Option(e, e)));
+  }
+  select.value = engine.engine || '';
+}
+$('feed-engine').onchange = () => view.start(view.key, $('feed-engine').value);
 
 // The API key, when the server wants one: kept in this browser (localStorage) and sent
 // with the socket, the feed and every API call of the page.

@@ -65,9 +65,11 @@ export class EngineView {
     this.frozenEnd = -1;         // while the pointer is on the view it stops scrolling
   }
 
-  /// Reads the feed (again) with `key` ('' = none).
-  start(key) {
+  /// Reads the feed (again) with `key` ('' = none); behind a router, the steps of
+  /// `engine` ("host:port"; none: the router's first).
+  start(key, engine = this.engineAddress) {
     this.key = key;
+    this.engineAddress = engine;
     this.abort?.abort();
     this.connect();
   }
@@ -78,7 +80,8 @@ export class EngineView {
     const status = $('feed-status');
     try {
       const headers = this.key ? { Authorization: `Bearer ${this.key}` } : {};
-      const res = await fetch('/v1/engine/events', { headers, signal: controller.signal, cache: 'no-store' });
+      const query = this.engineAddress ? `?engine=${encodeURIComponent(this.engineAddress)}` : '';
+      const res = await fetch(`/v1/engine/events${query}`, { headers, signal: controller.signal, cache: 'no-store' });
       if (!res.ok) throw new Error(`the feed answered ${res.status}`);
       status.dataset.state = 'open';
       status.textContent = 'feed: live';

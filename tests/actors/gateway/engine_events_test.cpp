@@ -3,6 +3,7 @@
 #include <set>
 #include <thread>
 
+#include "actors/gateway/routes.hpp"
 #include "tests/actors/gateway/gateway_fixture.hpp"
 
 using namespace inflight;
@@ -90,6 +91,19 @@ bool has_finished(const json& step, std::size_t count, std::vector<json>& finish
 
 }  // namespace
 
+TEST_CASE("engine events: query parameters are found and percent-decoded", "[gateway][ui]") {
+  using gateway::query_param;
+  CHECK(query_param("/v1/engine/events?engine=10.0.0.1%3A9000", "engine") == "10.0.0.1:9000");
+  CHECK(query_param("/x?a=1&engine=h:1&b=2", "engine") == "h:1");
+  CHECK(query_param("/x?a=1&b=2", "engine") == std::nullopt);
+  CHECK(query_param("/x", "engine") == std::nullopt);
+  CHECK(query_param("/x?engine", "engine") == "");
+  CHECK(query_param("/x?en%67ine=a+b", "engine") == "a b");
+  CHECK(query_param("/x?engine=%zz", "engine") == std::nullopt);  // not well formed
+  CHECK(query_param("/x?engine=%4", "engine") == std::nullopt);
+  CHECK(query_param("/x?engines=1", "engine") == std::nullopt);
+}
+
 TEST_CASE("engine events: the page, its files and the feed are served, and none when the UI is off", "[gateway][ui]") {
   if (!has_stories()) return;
   {
@@ -102,12 +116,16 @@ TEST_CASE("engine events: the page, its files and the feed are served, and none 
     auto js = get(s.port, "/ui/engine_view.js");
     CHECK(js.status == 200);
     CHECK(js.content_type == "text/javascript; charset=utf-8");
-    CHECK(js.body.find("fetch('/v1/engine/events'") != std::string::npos);  // read with fetch: it carries the key
+    CHECK(js.body.find("fetch(`/v1/engine/events") != std::string::npos);  // read with fetch: it carries the key
     CHECK(get(s.port, "/ui/style.css").content_type == "text/css; charset=utf-8");
     CHECK(get(s.port, "/ui/no-such-file.js").status == 404);
     auto post = http_call(s.port, http::verb::post, "/v1/engine/events", "{}");
     CHECK(post.status == 405);
     CHECK(post.headers["Allow"] == "GET");
+    // ?engine= names an engine behind a router: this server has its own.
+    auto engine = get(s.port, "/v1/engine/events?engine=10.0.0.1%3A9000");
+    CHECK(engine.status == 400);
+    CHECK(engine.body_json()["error"]["param"] == "engine");
   }
   auto d = events_deployment();
   d.server.enable_ui = false;

@@ -103,3 +103,40 @@ TEST_CASE("step fanout: the engine summarises steps only while someone subscribe
   }
   CHECK_FALSE(eng->has_step_sink());  // the last reader left: the scheduler stops summarising
 }
+
+TEST_CASE("step fanout: a reader gets only its engine's steps, so aggregation never mixes engines", "[gateway][ui]") {
+  if (shared_file("models/stories260K/stories260K.bin").empty()) return;
+  auto eng = start_engine(stories_deployment());
+  server_settings settings;
+  settings.events_queue_size = 4;
+  auto fanout = std::make_shared<gateway::step_fanout>(*eng, settings);
+  auto a = fanout->try_subscribe("10.0.0.1:9000");
+  auto b = fanout->try_subscribe("10.0.0.2:9000");
+  auto local = fanout->try_subscribe();
+  REQUIRE(a.has_value());
+  REQUIRE(b.has_value());
+  REQUIRE(local.has_value());
+  CHECK((*a)->engine() == "10.0.0.1:9000");
+  CHECK((*local)->engine().empty());
+  // Interleaved steps of two engines, more than a queue holds: each reader's merged
+  // entries hold only its own engine's steps, all of them.
+  for (std::uint64_t i = 1; i <= 40; ++i) {
+    auto s = decode_step(i);
+    s.engine = i % 2 == 1 ? "10.0.0.1:9000" : "10.0.0.2:9000";
+    fanout->on_step(s);
+  }
+  const auto count = [](const std::vector<step_summary>& entries, const std::string& engine) {
+    int n = 0;
+    for (const auto& e : entries) {
+      CHECK(e.engine == engine);
+      n += e.num_steps;
+    }
+    return n;
+  };
+  CHECK(count((*a)->take(), "10.0.0.1:9000") == 20);
+  CHECK(count((*b)->take(), "10.0.0.2:9000") == 20);
+  CHECK((*local)->take().empty());
+  fanout->on_step(decode_step(41));  // the engine in this process
+  CHECK(count((*local)->take(), "") == 1);
+  CHECK((*a)->take().empty());
+}
