@@ -2,9 +2,12 @@
 // engine holding the longest leading run of its prompt's KV blocks (from the router's
 // exact per-engine index), so shared prefixes are computed once per engine instead of
 // once per request; ties go to the less-loaded engine. Two guards:
-//   - imbalance: when the busiest available engine's load (4 x waiting + running) is
-//     over `balance_abs_threshold` above the idlest one's and over
-//     `balance_rel_threshold` times it, the request goes to the least-loaded engine;
+//   - imbalance: when the busiest available engine holds more than
+//     `balance_abs_threshold` requests (waiting + running) above the idlest one and more
+//     than `balance_rel_threshold` times as many, the request goes to the least-loaded
+//     engine. Requests, as SGLang's router counts its workers' queues: not least_load's
+//     weighted 4 x waiting + running, under which the same 32 meant only 8 waiting
+//     requests and a burst spread each shared prefix over every engine;
 //   - a weak match: when the best engine holds less than `cache_threshold` of the
 //     prompt's blocks (or the prompt has no full block), the cache does not decide and
 //     the request goes to the least-loaded engine.
@@ -52,7 +55,7 @@ bool is_imbalanced(const state& st, const inflight_route_view* view) {
   for (std::size_t i = 0; i < view->num_engines; ++i) {
     const auto& e = view->engines[i];
     if (!e.is_available) continue;
-    const auto load = inflight_route_load(&e);
+    const auto load = std::int64_t(e.num_waiting) + std::int64_t(e.num_running);
     lo = any ? std::min(lo, load) : load;
     hi = any ? std::max(hi, load) : load;
     any = true;

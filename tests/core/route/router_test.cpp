@@ -111,12 +111,20 @@ TEST_CASE("route: prefix's imbalance guard sends to the shortest queue", "[core]
   router r(load("prefix", {{"balance_abs_threshold", "8"}, {"balance_rel_threshold", "1.5"}}), 2, block_size);
   const auto request = prompt(100, 16);
   r.add_blocks(0, blocks_of(request));
-  r.set_load(0, {2, 0, 10, 10});   // 8: within 8 of engine 1's 0, not imbalanced
+  // The guard counts requests (waiting + running), as SGLang's router does.
+  r.set_load(0, {5, 3, 10, 10});   // 8 requests: within 8 of engine 1's 0, not imbalanced
   r.set_load(1, {0, 0, 10, 10});
   CHECK(choose(r, request) == 0);
-  r.set_load(0, {3, 0, 10, 10});   // 12 > 0 + 8 and 12 > 1.5 x 0: imbalanced
+  r.set_load(0, {3, 6, 10, 10});   // 9 > 0 + 8 and 9 > 1.5 x 0: imbalanced
   r.set_load(1, {0, 0, 10, 10});
   CHECK(choose(r, request) == 1);
+  // Weighted (4 x waiting + running) 36 against 9 would be imbalanced; 9 requests
+  // against 3 are not. (A fresh router: the send above made engine 1 hold the prompt too.)
+  router fresh(load("prefix", {{"balance_abs_threshold", "8"}, {"balance_rel_threshold", "1.5"}}), 2, block_size);
+  fresh.add_blocks(0, blocks_of(request));
+  fresh.set_load(0, {9, 0, 10, 10});
+  fresh.set_load(1, {2, 1, 10, 10});
+  CHECK(choose(fresh, request) == 0);
 }
 
 TEST_CASE("route: policies refuse bad settings, the loader refuses bad names and files", "[core][route]") {
