@@ -11,6 +11,10 @@
 #   bench-20M, 4 otherwise), PROFILE (use this profile instead of measuring one), THREADS
 #   (engine.threads of both, default 1: with 2 compute threads on a 2-core machine the
 #   engine's own threads preempt the compute team and the steps are far slower than alone).
+#   PROFILE=engine: instead of timing the backend alone over a grid, record the steps of
+#   the real engine (`bench offline --record-steps`) on each workload with another seed
+#   (1: other requests than the validation's), every policy, and fit them together
+#   (`bench profile --refit`); simulate then adds no engine overhead of its own.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 shape=${1:?shape (bench-20M or bench-110M)}
@@ -29,7 +33,23 @@ wait_idle() {
 }
 mkdir -p "$out"
 profile=${PROFILE:-$out/cpu-$shape.json}
-if [ -z "${PROFILE:-}" ]; then
+if [ "${PROFILE:-}" = engine ]; then
+  profile=$out/engine-$shape.json
+  recorded=()
+  for w in $workloads; do
+    rec=(--config "$config" --set engine.threads="$threads" --shape "$shape" --workload "$w" --policy all --seed 1
+         --record-steps "$out/steps-$shape-$w.json")
+    case $w in
+      variance) rec+=(--num-prompts "$prompts") ;;
+      latency) rec+=(--num-prompts "$prompts" --request-rate "$rate") ;;
+    esac
+    wait_idle
+    $quiet "$bin" bench offline "${rec[@]}" > "$out/steps-$shape-$w.txt" 2>&1
+    tail -1 "$out/steps-$shape-$w.txt"
+    recorded+=("$out/steps-$shape-$w.json")
+  done
+  "$bin" bench profile --refit "$(IFS=,; echo "${recorded[*]}")" -o "$profile" | tail -2
+elif [ -z "${PROFILE:-}" ]; then
   wait_idle
   $quiet "$bin" bench profile --config "$config" --set engine.threads="$threads" --shape "$shape" --repeats 5 \
     -o "$profile" > "$out/profile-$shape.txt"

@@ -71,6 +71,34 @@ class timeline_sink final : public request_sink {
 
 /// One subscriber of the step feed on its own thread, woken by the engine as the SSE
 /// session is, encoding each event to its wire text.
+/// Every step the engine runs, as a step profile's sample: its shape (each sequence's
+/// tokens and context) and its time from plan to applied result. Called on the
+/// scheduler's thread.
+class step_sampler final : public step_sink {
+ public:
+  void on_step(const step_summary& step) override {
+    if (step.num_steps != 1 || step.num_seqs_dropped > 0 || step.seqs.empty()) return;  // not one whole step
+    sim::profile_sample sample;
+    sample.prefill_seqs = 0;
+    sample.seconds = step.end_s - step.start_s;
+    if (!(sample.seconds > 0.0)) return;
+    for (const auto& q : step.seqs) {
+      const int tokens = q.num_prefill_tokens + q.num_decode_tokens;
+      sample.seqs.push_back({tokens, q.position + tokens});
+    }
+    std::lock_guard lock(mutex_);
+    samples_.push_back(std::move(sample));
+  }
+  std::vector<sim::profile_sample> take() {
+    std::lock_guard lock(mutex_);
+    return std::move(samples_);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<sim::profile_sample> samples_;
+};
+
 class feed_reader {
  public:
   feed_reader(engine& eng, const server_settings& settings)
@@ -143,14 +171,19 @@ generate_request make_request(const bench::bench_prompt& p, std::shared_ptr<cons
 
 result<engine_run> run_engine_workload(const deployment& d, const loaded_model& model,
                                        const std::vector<bench::bench_prompt>& prompts,
-                                       bool with_step_feed,
+                                       step_watch watch,
                                        const std::vector<std::shared_ptr<const token_index>>& grammars) {
   if (!grammars.empty() && grammars.size() != prompts.size())
     return make_error(errc::invalid_argument, "one grammar per prompt (or none)");
   auto eng = engine::start(d, model);
   if (!eng) return std::unexpected(eng.error());
   std::optional<feed_reader> feed;
-  if (with_step_feed) {
+  std::shared_ptr<step_sampler> sampler;
+  if (watch == step_watch::record) {
+    sampler = std::make_shared<step_sampler>();
+    (*eng)->set_step_sink(sampler);
+  }
+  if (watch == step_watch::feed) {
     feed.emplace(**eng, d.server);
     if (auto started = feed->start(); !started) {
       (*eng)->shutdown(0.0);
@@ -181,6 +214,7 @@ result<engine_run> run_engine_workload(const deployment& d, const loaded_model& 
   run.mask_seconds = (*eng)->metrics().grammar_mask_seconds.counts();
   if (feed) std::tie(run.num_feed_events, run.num_feed_bytes) = feed->stop();
   (*eng)->shutdown(0.0);
+  if (sampler) run.steps = sampler->take();
   for (std::size_t i = 0; i < sinks.size(); ++i) {
     run.records.push_back(sinks[i]->record(start));
     run.records.back().index = int(i);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "actors/engine.hpp"
+#include "core/sim/step_profile.hpp"
 #include "core/grammar/token_index.hpp"
 #include "core/bench/bench_metrics.hpp"
 #include "core/bench/dataset.hpp"
@@ -18,16 +19,25 @@ struct engine_run {
   long long num_feed_events = 0;  ///< with a step-feed reader: `step` events it encoded
   long long num_feed_bytes = 0;   ///< and their size in bytes
   histogram_counts mask_seconds;  ///< the engine's grammar_mask_seconds at the end (one per constrained sequence-step)
+  /// With step recording: every step's shape and time inside the engine, plan to applied
+  /// result (a step profile's samples of source "engine", core/sim/step_profile.hpp).
+  std::vector<sim::profile_sample> steps;
+};
+
+/// How run_engine_workload watches the engine's steps (one step sink at a time).
+enum class step_watch {
+  none,
+  feed,    ///< one reader of the step feed, encoding every event as GET /v1/engine/events would
+  record,  ///< every step's shape and time into engine_run::steps
 };
 
 /// Starts an engine for `d` on `model`, submits `prompts` (greedy, ignore EOS) at their
-/// arrival times (< 0 counts as 0), waits for all, shuts the engine down. With
-/// `with_step_feed`, one reader subscribes to the step feed for the whole run and encodes
-/// every event as GET /v1/engine/events would send it (the cost of one UI watching).
+/// arrival times (< 0 counts as 0), waits for all, shuts the engine down, watching its
+/// steps as `watch` says (a feed reader: the cost of one UI watching).
 /// `grammars`, when not empty, holds one compiled constraint per prompt (null = none).
 result<engine_run> run_engine_workload(const deployment& d, const loaded_model& model,
                                        const std::vector<bench::bench_prompt>& prompts,
-                                       bool with_step_feed = false,
+                                       step_watch watch = step_watch::none,
                                        const std::vector<std::shared_ptr<const token_index>>& grammars = {});
 
 }  // namespace inflight::app

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
+#include <fstream>
 #include <random>
 #include <sstream>
 
@@ -14,12 +15,15 @@
 #include "apps/inflight/bench_report.hpp"
 #include "apps/inflight/bench_structured.hpp"
 #include "apps/inflight/commands.hpp"
+#include "apps/inflight/host_info.hpp"
 #include "config/deployment_loader.hpp"
 #include "core/sched/policy.hpp"
 #include "core/bench/arrival.hpp"
 #include "core/bench/policy_budget.hpp"
 #include "core/grammar/tokenizer_vocab.hpp"
+#include "core/model/model_weights.hpp"
 #include "core/model/shapes.hpp"
+#include "core/sim/step_profile.hpp"
 
 namespace inflight::app {
 namespace {
@@ -42,6 +46,7 @@ struct offline_options {
   std::string prefix_caching;  // on | off | both ("" = the deployment's)
   std::string result_json;
   bool step_feed = false;  // overhead: each row also with one step-feed reader
+  std::string record_steps;  // a step profile of every step the engine ran (source "engine")
   int generations = 0;     // embed: generation requests running alongside the inputs
   int repeat = 1;          // structured: constrained / unconstrained pairs per policy
 };
@@ -172,12 +177,13 @@ void print_prefix_caching(const std::vector<policy_result>& results) {
 }
 
 policy_result run_policy(const deployment& d, const loaded_model& model, const std::string& policy,
-                         const std::vector<bench::bench_prompt>& prompts, bool with_step_feed = false,
+                         const std::vector<bench::bench_prompt>& prompts, step_watch watch = step_watch::none,
                          const std::vector<std::shared_ptr<const token_index>>& grammars = {}) {
   std::fprintf(stderr, "bench offline: %s, %zu requests, budget %d, max_num_seqs %d, prefix caching %s%s...\n",
                policy.c_str(), prompts.size(), d.engine.max_num_batched_tokens, d.engine.max_num_seqs,
-               d.engine.enable_prefix_caching ? "on" : "off", with_step_feed ? ", step feed read" : "");
-  auto run = run_engine_workload(d, model, prompts, with_step_feed, grammars);
+               d.engine.enable_prefix_caching ? "on" : "off",
+               watch == step_watch::feed ? ", step feed read" : watch == step_watch::record ? ", steps recorded" : "");
+  auto run = run_engine_workload(d, model, prompts, watch, grammars);
   if (!run) fail(policy + ": " + run.error().message);
   policy_result r{policy, {}, d.engine.max_num_batched_tokens, std::move(*run), {}};
   r.summary = bench::summarize(r.run.records, r.run.duration_s, {50, 90, 99}, {});
@@ -199,7 +205,8 @@ void run_overhead(const offline_options& o, const deployment& base, const loaded
     for (std::size_t n : {std::size_t(1), prompts.size()}) {
       const std::vector<bench::bench_prompt> part(prompts.begin(), prompts.begin() + std::ptrdiff_t(n));
       for (const bool feed : feeds) {
-        const auto r = run_policy(policy_deployment(base, policy, o, part), model, policy, part, feed);
+        const auto r = run_policy(policy_deployment(base, policy, o, part), model, policy, part,
+                                  feed ? step_watch::feed : step_watch::none);
         const auto& s = r.run.snapshot;
         const double outside = s.engine_seconds - s.backend_seconds;
         std::printf("%-13s %6zu %5s %8llu %12.3f %12.3f %12.3f %8.1f%% %10.0f\n", policy.c_str(), n,
@@ -223,7 +230,7 @@ void run_structured(const offline_options& o, const deployment& base, const load
   for (const auto& policy : o.policies) {
     const auto d = policy_deployment(base, policy, o, prompts);
     for (int rep = 0; rep < o.repeat; ++rep) {  // pairs back to back: both halves see the same machine load
-      auto constrained = run_policy(d, model, policy, prompts, false, compiled->per_prompt);
+      auto constrained = run_policy(d, model, policy, prompts, step_watch::none, compiled->per_prompt);
       const auto plain_prompts = matched_unconstrained(prompts, constrained.run.records);
       auto plain = run_policy(d, model, policy, plain_prompts);
       const std::string label = o.repeat > 1 ? policy + "#" + std::to_string(rep + 1) : policy;
@@ -246,6 +253,38 @@ void run_structured(const offline_options& o, const deployment& base, const load
   if (o.result_json.empty()) return;
   write_json_file(o.result_json, {{"workload", o.workload}, {"size", o.size}, {"cap", o.cap}, {"seed", o.seed},
                                   {"compile_s", to_json(compile)}, {"index_build_s", to_json(index)}, {"runs", runs}});
+}
+
+/// --record-steps: every step of every run as a step profile (source "engine"), fitted as
+/// `bench profile` fits its grid.
+void write_recorded_steps(const offline_options& o, const deployment& d, const loaded_model& model,
+                          std::vector<sim::profile_sample> steps) {
+  sim::step_profile profile;
+  auto& origin = profile.origin;
+  origin.source = "engine";
+  origin.model = o.shape.empty() ? model.name : o.shape;
+  origin.device = d.engine.backend == "cpu" ? "cpu: " + cpu_model_name() : d.engine.backend;
+  origin.backend = d.engine.backend + " (steps recorded in the engine: " + o.workload + ")";
+  origin.threads = d.engine.threads;
+  std::string dtypes;
+  for (const auto dtype : weight_dtypes_of(*model.weights)) dtypes += (dtypes.empty() ? "" : "+") + std::string(to_string(dtype));
+  origin.weight_dtype = dtypes;
+  origin.kv_dtype = d.engine.kv_dtype == "auto" ? (d.engine.backend == "cpu" ? "f32" : d.model.dtype) : d.engine.kv_dtype;
+  origin.measured_at = utc_now();
+  origin.repeats = 1;
+  profile.samples = std::move(steps);
+  // A workload's steps need not vary every kind of work apart: what they do not
+  // determine is held at 0 (and named); merging recordings (bench profile --refit) fits it.
+  auto fit = sim::fit_profile(profile.samples, {64, 256}, /*pin_undetermined=*/true);
+  if (!fit) fail("--record-steps: " + fit.error().message);
+  for (const auto& name : fit->pinned)
+    std::fprintf(stderr, "bench offline: --record-steps: these steps do not determine %s: held at 0\n", name.c_str());
+  profile.fit = *fit;
+  std::ofstream out(o.record_steps, std::ios::binary);
+  if (!out || !(out << sim::to_json_text(profile))) fail("cannot write " + o.record_steps);
+  std::fprintf(stderr, "bench offline: %zu steps recorded in %s (fit error mean %.1f%%, max %.1f%%)\n",
+               profile.samples.size(), o.record_steps.c_str(), 100.0 * fit->mean_relative_error,
+               100.0 * fit->max_relative_error);
 }
 
 /// --prefix-caching: the settings to run each policy with ({} = the deployment's).
@@ -271,8 +310,12 @@ void run_offline(offline_options o) {
                             o.result_json, o.generations}, base, *model);
   }
   const auto prompts = offline_prompts(o, model->weights->config.vocab_size);
+  if (!o.record_steps.empty() && (o.workload == "overhead" || o.workload == "structured" || o.step_feed))
+    fail("--record-steps: not with the overhead or structured workloads, nor with --step-feed");
   if (o.workload == "overhead") return run_overhead(o, base, *model, prompts);
   if (o.workload == "structured") return run_structured(o, base, *model, prompts);
+  const auto watch = o.record_steps.empty() ? step_watch::none : step_watch::record;
+  std::vector<sim::profile_sample> recorded;
   std::vector<std::string> modes = {""};
   if (o.prefix_caching == "both") modes = {"off", "on"};
   else if (!o.prefix_caching.empty()) modes = {o.prefix_caching};
@@ -281,14 +324,18 @@ void run_offline(offline_options o) {
     for (const auto& mode : modes) {  // off and on back to back, so both see the same machine load
       auto d = policy_deployment(base, policy, o, prompts);
       if (!mode.empty()) d.engine.enable_prefix_caching = mode == "on";
-      results.push_back(run_policy(d, *model, policy, prompts));
+      results.push_back(run_policy(d, *model, policy, prompts, watch));
       results.back().caching = mode;
+      auto& steps = results.back().run.steps;
+      recorded.insert(recorded.end(), std::make_move_iterator(steps.begin()), std::make_move_iterator(steps.end()));
+      steps.clear();
     }
   }
   std::printf("workload %s (%s%s), %zu requests, model %s, KV blocks %d, max_num_seqs %d\n", o.workload.c_str(),
               o.size.c_str(), o.cap ? (", cap " + std::to_string(o.cap)).c_str() : "", prompts.size(),
               model->name.c_str(), results.front().run.snapshot.num_blocks, base.engine.max_num_seqs);
   print_table(results);
+  if (!o.record_steps.empty()) write_recorded_steps(o, base, *model, std::move(recorded));
   if (o.workload == "interference") print_interference(results, o.chunk);
   if (!o.prefix_caching.empty() || o.workload.starts_with("prefix")) print_prefix_caching(results);
   if (o.result_json.empty()) return;
@@ -335,6 +382,9 @@ void add_bench_offline_command(CLI::App& bench) {
   cmd->add_option("--repeat", o->repeat, "structured: constrained / unconstrained pairs per policy (the median ratio is printed)")
       ->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_flag("--step-feed", o->step_feed, "overhead: also run each row with one reader of the step feed");
+  cmd->add_option("--record-steps", o->record_steps,
+                  "write every step the engine ran (shape, time from plan to applied result) as a step profile for "
+                  "inflight simulate --cost-model profile:FILE (merge several with bench profile --refit A,B)");
   cmd->add_option("--prefix-caching", o->prefix_caching,
                   "on | off | both (each policy with caching off, then on; rerank: on, then off; "
                   "default: the deployment's)")

@@ -10,6 +10,7 @@
 
 #include "actors/backend/backend_factory.hpp"
 #include "apps/inflight/commands.hpp"
+#include "apps/inflight/host_info.hpp"
 #include "core/model/model_loader.hpp"
 #include "core/sim/step_profile.hpp"
 
@@ -27,7 +28,7 @@ struct profile_options {
   std::vector<int> knots = {64, 256};
   int repeats = 3;
   std::string output = "profile.json";
-  std::string refit;  // a profile whose samples are fitted again (no measuring)
+  std::vector<std::string> refit;  // profiles whose samples are fitted again, together (no measuring)
 };
 
 /// The grid: every (prefill tokens x prefill seqs, decode seqs, context), the
@@ -108,25 +109,6 @@ void time_grid(backend& be, std::vector<sim::profile_sample>& grid, int repeats)
   }
 }
 
-std::string cpu_model_name() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) != 0) continue;
-    const auto colon = line.find(':');
-    if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
-  }
-  return "unknown";
-}
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
-
 /// KV blocks the grid needs with every sequence in blocks of its own.
 int blocks_needed(const profile_options& o, int block_size) {
   const int max_prefill = o.prefills.empty() ? 0 : *std::max_element(o.prefills.begin(), o.prefills.end());
@@ -159,11 +141,17 @@ sim::profile_origin origin_of(const profile_options& o, const deployment& d, con
 
 /// Fits the samples, prints them beside the fit, and writes the profile.
 void fit_and_write(sim::step_profile profile, const profile_options& o) {
-  auto fit = sim::fit_profile(profile.samples, o.knots);
+  // Recorded steps vary only as their workloads did: what they leave undetermined is 0.
+  auto fit = sim::fit_profile(profile.samples, o.knots, /*pin_undetermined=*/profile.origin.source == "engine");
   if (!fit) fail(fit.error().message);
   profile.fit = *fit;
-  std::printf("%8s %5s %6s %8s %11s %11s %7s\n", "prefill", "x seq", "decode", "context", "ms", "fit ms", "error");
+  if (profile.origin.source == "engine") {  // thousands of recorded steps: their count, not each
+    std::printf("%zu steps recorded inside the engine\n", profile.samples.size());
+  } else {
+    std::printf("%8s %5s %6s %8s %11s %11s %7s\n", "prefill", "x seq", "decode", "context", "ms", "fit ms", "error");
+  }
   for (const auto& s : profile.samples) {
+    if (profile.origin.source == "engine") break;
     const double predicted = fit->predict(sim::sample_shape(s));
     std::printf("%8d %5d %6d %8d %11.3f %11.3f %6.1f%%\n", s.prefill_tokens, s.prefill_tokens ? s.prefill_seqs : 0,
                 s.decode_seqs, s.context, s.seconds * 1e3, predicted * 1e3, 100.0 * (predicted - s.seconds) / s.seconds);
@@ -174,6 +162,7 @@ void fit_and_write(sim::step_profile profile, const profile_options& o) {
   std::printf(" + %.4f ms/seq + %.3g ms/KV token + %.3g ms/attention pair; relative error mean %.1f%%, max %.1f%%\n",
               fit->per_seq_s * 1e3, fit->per_kv_token_s * 1e3, fit->per_attention_pair_s * 1e3,
               100.0 * fit->mean_relative_error, 100.0 * fit->max_relative_error);
+  for (const auto& name : fit->pinned) std::printf("not determined by these steps, held at 0: %s\n", name.c_str());
   std::ofstream out(o.output, std::ios::binary);
   if (!out || !(out << sim::to_json_text(profile))) fail("cannot write " + o.output);
   std::printf("wrote %s\n", o.output.c_str());
@@ -181,8 +170,17 @@ void fit_and_write(sim::step_profile profile, const profile_options& o) {
 
 void run_bench_profile(const profile_options& o) {
   if (!o.refit.empty()) {
-    auto profile = sim::load_step_profile(o.refit);
+    auto profile = sim::load_step_profile(o.refit.front());
     if (!profile) fail(profile.error().message);
+    for (std::size_t i = 1; i < o.refit.size(); ++i) {  // the union of their samples
+      auto more = sim::load_step_profile(o.refit[i]);
+      if (!more) fail(more.error().message);
+      if (more->origin.model != profile->origin.model || more->origin.source != profile->origin.source ||
+          more->origin.device != profile->origin.device || more->origin.threads != profile->origin.threads)
+        fail("--refit: " + o.refit[i] + " was measured on another model, device, thread count or source than " +
+             o.refit.front());
+      profile->samples.insert(profile->samples.end(), more->samples.begin(), more->samples.end());
+    }
     return fit_and_write(std::move(*profile), o);
   }
   deployment d = load_deployment_or_fail(o.config_path, o.overrides);
@@ -232,7 +230,10 @@ void add_bench_profile_command(CLI::App& bench) {
   cmd->add_option("--knots", o->knots, "step tokens where the fit's per-token slope may change")
       ->delimiter(',')->capture_default_str();
   cmd->add_option("--repeats", o->repeats, "passes through the grid, each timing every point once (the median is kept)")->capture_default_str();
-  cmd->add_option("--refit", o->refit, "fit the samples of this profile again (e.g. with other --knots); no measuring");
+  cmd->add_option("--refit", o->refit,
+                  "fit the samples of these profiles again, together (e.g. with other --knots, or steps recorded by "
+                  "several `bench offline --record-steps` runs); no measuring")
+      ->delimiter(',');
   cmd->add_option("--output,-o", o->output, "the profile file to write")->capture_default_str();
   cmd->callback([o] { run_bench_profile(*o); });
 }

@@ -49,7 +49,7 @@ struct simulate_options {
   double bandwidth_efficiency = sim::roofline_options{}.bandwidth_efficiency;
   double compute_efficiency = sim::roofline_options{}.compute_efficiency;
   double step_overhead_ms = sim::roofline_options{}.step_overhead_s * 1e3;
-  double engine_overhead_ms = default_engine_overhead_ms;
+  double engine_overhead_ms = -1.0;  // < 0: by the profile's source (default_engine_overhead_ms, or 0)
   double slo_ttft_ms = 0.0, slo_tpot_ms = 0.0, slo_e2e_ms = 0.0;
   std::string prefix_caching;  // on | off ("" = the deployment's)
   std::string sweep;           // key=v1,v2,...
@@ -223,8 +223,11 @@ sim_setup make_profile_setup(const simulate_options& o, const deployment& d, con
     std::fprintf(stderr, "simulate: warning: --shape %s, but the profile was measured on %s\n", s.shape.c_str(),
                  measured.c_str());
   s.device = profile->origin.device;
-  if (!(o.engine_overhead_ms >= 0.0)) fail("--engine-overhead-ms: a number >= 0");
-  auto cost = sim::profile_cost_model::try_create(std::move(*profile), o.engine_overhead_ms / 1e3);
+  // Steps recorded inside the engine hold the engine's own time already.
+  double overhead_ms = o.engine_overhead_ms;
+  if (overhead_ms < 0.0) overhead_ms = profile->origin.source == "engine" ? 0.0 : default_engine_overhead_ms;
+  if (!std::isfinite(overhead_ms)) fail("--engine-overhead-ms: a number >= 0");
+  auto cost = sim::profile_cost_model::try_create(std::move(*profile), overhead_ms / 1e3);
   if (!cost) fail(cost.error().message);
   s.num_kv_blocks = o.num_kv_blocks;
   if (s.num_kv_blocks == 0) {
@@ -444,8 +447,8 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--step-overhead-ms", o->step_overhead_ms, "roofline: fixed time added to every step")
       ->capture_default_str();
   cmd->add_option("--engine-overhead-ms", o->engine_overhead_ms,
-                  "profile: time per step outside the backend, added to the profile's")
-      ->capture_default_str();
+                  "profile: time per step outside the backend, added to the profile's (default 0.3 for a grid "
+                  "profile, 0 for steps recorded in the engine)");
   cmd->add_option("--slo-ttft", o->slo_ttft_ms, "goodput: TTFT limit in ms (also every request's TTFT target)");
   cmd->add_option("--slo-tpot", o->slo_tpot_ms, "goodput: TPOT limit in ms (also every request's TPOT target)");
   cmd->add_option("--slo-e2e", o->slo_e2e_ms, "goodput: end-to-end latency limit in ms");

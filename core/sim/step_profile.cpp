@@ -30,9 +30,9 @@ std::vector<double> features(const step_shape& shape, const std::vector<int>& kn
 }
 
 /// Solves the square system a x = b by Gaussian elimination with partial pivoting;
-/// an error (naming the unknown) when a pivot vanishes.
+/// an error (naming the unknown, whose index goes to `*failed`) when a pivot vanishes.
 result<std::vector<double>> solve(std::vector<std::vector<double>> a, std::vector<double> b,
-                                  const std::vector<std::string>& names) {
+                                  const std::vector<std::string>& names, std::size_t* failed = nullptr) {
   const std::size_t n = b.size();
   for (std::size_t col = 0; col < n; ++col) {
     std::size_t pivot = col;
@@ -40,6 +40,7 @@ result<std::vector<double>> solve(std::vector<std::vector<double>> a, std::vecto
       if (std::abs(a[r][col]) > std::abs(a[pivot][col])) pivot = r;
     }
     if (!(std::abs(a[pivot][col]) > 1e-9)) {
+      if (failed != nullptr) *failed = col;
       return make_error(errc::invalid_argument, "profile fit: the samples do not determine the coefficient " +
                                                     names[col] + " (add grid points that vary it)");
     }
@@ -75,9 +76,16 @@ result<void> check_samples(const std::vector<profile_sample>& samples, const std
       return make_error(errc::invalid_argument, "profile fit: knots must be positive and ascending");
   }
   for (const auto& s : samples) {
-    if (s.prefill_tokens < 0 || s.decode_seqs < 0 || s.context < 0 || (s.decode_seqs > 0 && s.context < 1) ||
-        (s.prefill_tokens > 0 && s.prefill_seqs < 1) || s.prefill_tokens + s.decode_seqs == 0)
+    if (!s.seqs.empty()) {
+      for (const auto& q : s.seqs) {
+        if (q.num_tokens < 1 || q.num_context_tokens < q.num_tokens)
+          return make_error(errc::invalid_argument,
+                            "profile fit: a recorded step has a sequence without tokens or with less context than tokens");
+      }
+    } else if (s.prefill_tokens < 0 || s.decode_seqs < 0 || s.context < 0 || (s.decode_seqs > 0 && s.context < 1) ||
+               (s.prefill_tokens > 0 && s.prefill_seqs < 1) || s.prefill_tokens + s.decode_seqs == 0) {
       return make_error(errc::invalid_argument, "profile fit: a sample is not a step (no tokens, or a context < 1)");
+    }
     if (!(s.seconds > 0.0) || !std::isfinite(s.seconds))
       return make_error(errc::invalid_argument, "profile fit: a sample's time is not a positive number");
   }
@@ -87,6 +95,7 @@ result<void> check_samples(const std::vector<profile_sample>& samples, const std
 }  // namespace
 
 step_shape sample_shape(const profile_sample& s) {
+  if (!s.seqs.empty()) return step_shape{s.seqs};
   step_shape shape;
   if (s.prefill_tokens > 0) {
     for (int i = 0; i < s.prefill_seqs; ++i) shape.seqs.push_back({s.prefill_tokens, s.prefill_tokens});
@@ -111,10 +120,11 @@ double profile_fit::predict(const step_shape& shape) const {
   return std::max(0.0, v);
 }
 
-result<profile_fit> fit_profile(const std::vector<profile_sample>& samples, const std::vector<int>& knots) {
+result<profile_fit> fit_profile(const std::vector<profile_sample>& samples, const std::vector<int>& knots,
+                                bool pin_undetermined) {
   if (auto ok = check_samples(samples, knots); !ok) return std::unexpected(ok.error());
-  const auto names = coefficient_names(knots);
-  const std::size_t n = names.size();
+  const auto all_names = coefficient_names(knots);
+  const std::size_t n = all_names.size();
   if (samples.size() < n) {
     return make_error(errc::invalid_argument, "profile fit: " + std::to_string(samples.size()) + " samples for " +
                                                   std::to_string(n) + " coefficients");
@@ -131,25 +141,46 @@ result<profile_fit> fit_profile(const std::vector<profile_sample>& samples, cons
     rows.push_back(std::move(f));
   }
   for (auto& v : scale) v = v > 0.0 ? v : 1.0;
-  std::vector<std::vector<double>> ata(n, std::vector<double>(n, 0.0));
-  std::vector<double> atb(n, 0.0);
-  for (const auto& f : rows) {
-    for (std::size_t i = 0; i < n; ++i) {
-      atb[i] += f[i] / scale[i];  // the weighted target is seconds / seconds = 1
-      for (std::size_t j = 0; j < n; ++j) ata[i][j] += f[i] / scale[i] * f[j] / scale[j];
+  // The coefficients solved for; with pin_undetermined, one the samples do not determine
+  // leaves the system (it is 0) and the rest is solved again.
+  std::vector<std::size_t> live(n);
+  for (std::size_t c = 0; c < n; ++c) live[c] = c;
+  std::vector<double> x(n, 0.0);
+  std::vector<std::string> pinned;
+  for (;;) {
+    const std::size_t m = live.size();
+    std::vector<std::string> names;
+    for (auto c : live) names.push_back(all_names[c]);
+    std::vector<std::vector<double>> ata(m, std::vector<double>(m, 0.0));
+    std::vector<double> atb(m, 0.0);
+    for (const auto& f : rows) {
+      for (std::size_t i = 0; i < m; ++i) {
+        const double fi = f[live[i]] / scale[live[i]];
+        atb[i] += fi;  // the weighted target is seconds / seconds = 1
+        for (std::size_t j = 0; j < m; ++j) ata[i][j] += fi * f[live[j]] / scale[live[j]];
+      }
     }
+    std::size_t failed = 0;
+    auto solved = solve(std::move(ata), std::move(atb), names, &failed);
+    if (solved) {
+      for (std::size_t i = 0; i < m; ++i) x[live[i]] = (*solved)[i];
+      break;
+    }
+    if (!pin_undetermined || live[failed] == 0) return std::unexpected(solved.error());  // never the fixed time
+    pinned.push_back(all_names[live[failed]]);
+    live.erase(live.begin() + std::ptrdiff_t(failed));
   }
-  auto x = solve(std::move(ata), std::move(atb), names);
-  if (!x) return std::unexpected(x.error());
   profile_fit fit;
   fit.knots = knots;
-  for (std::size_t c = 0; c < n; ++c) (*x)[c] /= scale[c];
-  fit.fixed_s = (*x)[0];
-  fit.per_token_s = (*x)[1];
-  fit.per_token_above_s.assign(x->begin() + 2, x->begin() + 2 + std::ptrdiff_t(knots.size()));
-  fit.per_seq_s = (*x)[2 + knots.size()];
-  fit.per_kv_token_s = (*x)[3 + knots.size()];
-  fit.per_attention_pair_s = (*x)[4 + knots.size()];
+  fit.pinned = std::move(pinned);
+  for (std::size_t c = 0; c < n; ++c) x[c] /= scale[c];
+  auto* xs = &x;
+  fit.fixed_s = (*xs)[0];
+  fit.per_token_s = (*xs)[1];
+  fit.per_token_above_s.assign(xs->begin() + 2, xs->begin() + 2 + std::ptrdiff_t(knots.size()));
+  fit.per_seq_s = (*xs)[2 + knots.size()];
+  fit.per_kv_token_s = (*xs)[3 + knots.size()];
+  fit.per_attention_pair_s = (*xs)[4 + knots.size()];
   double sum = 0.0;
   for (const auto& s : samples) {
     const double e = std::abs(fit.predict(sample_shape(s)) - s.seconds) / s.seconds;
@@ -164,6 +195,12 @@ std::string to_json_text(const step_profile& p) {
   const auto& o = p.origin;
   nlohmann::json samples = nlohmann::json::array();
   for (const auto& s : p.samples) {
+    if (!s.seqs.empty()) {  // a recorded step: [tokens, context] per sequence
+      nlohmann::json seqs = nlohmann::json::array();
+      for (const auto& q : s.seqs) seqs.push_back({q.num_tokens, q.num_context_tokens});
+      samples.push_back({{"seqs", std::move(seqs)}, {"seconds", s.seconds}});
+      continue;
+    }
     samples.push_back({{"prefill_tokens", s.prefill_tokens},
                        {"prefill_seqs", s.prefill_seqs},
                        {"decode_seqs", s.decode_seqs},
@@ -182,6 +219,7 @@ std::string to_json_text(const step_profile& p) {
       {"kv_dtype", o.kv_dtype},
       {"measured_at", o.measured_at},
       {"repeats", o.repeats},
+      {"source", o.source},
       {"fit",
        {{"knots", f.knots},
         {"fixed_s", f.fixed_s},
@@ -191,7 +229,8 @@ std::string to_json_text(const step_profile& p) {
         {"per_kv_token_s", f.per_kv_token_s},
         {"per_attention_pair_s", f.per_attention_pair_s},
         {"mean_relative_error", f.mean_relative_error},
-        {"max_relative_error", f.max_relative_error}}},
+        {"max_relative_error", f.max_relative_error},
+        {"pinned", f.pinned}}},
       {"samples", std::move(samples)}};
   return doc.dump(2) + "\n";
 }
@@ -211,7 +250,6 @@ result<T> field(const nlohmann::json& j, const char* key) {
 }
 
 result<profile_origin> parse_origin(const nlohmann::json& j) {
-  profile_origin o;
   auto device = field<std::string>(j, "device");
   auto backend = field<std::string>(j, "backend");
   auto threads = field<int>(j, "threads");
@@ -228,7 +266,13 @@ result<profile_origin> parse_origin(const nlohmann::json& j) {
   if (!kv) return std::unexpected(kv.error());
   if (!at) return std::unexpected(at.error());
   if (!repeats) return std::unexpected(repeats.error());
-  return profile_origin{*device, *backend, *threads, *model, *weight, *kv, *at, *repeats};
+  profile_origin origin{*device, *backend, *threads, *model, *weight, *kv, *at, *repeats};
+  // Written since recorded steps exist; a profile without it was measured on a grid.
+  origin.source = j.value("source", std::string("grid"));
+  if (origin.source != "grid" && origin.source != "engine")
+    return make_error(errc::corrupt_file,
+                      "step profile: 'source' is \"" + origin.source + "\", not \"grid\" or \"engine\"");
+  return origin;
 }
 
 result<profile_fit> parse_fit(const nlohmann::json& doc) {
@@ -244,6 +288,11 @@ result<profile_fit> parse_fit(const nlohmann::json& doc) {
     return make_error(errc::corrupt_file, "step profile: 'per_token_above_s' needs one value per knot");
   f.knots = *knots;
   f.per_token_above_s = *above;
+  if (j.contains("pinned")) {  // written since fits may pin coefficients
+    auto pinned = field<std::vector<std::string>>(j, "pinned");
+    if (!pinned) return std::unexpected(pinned.error());
+    f.pinned = *pinned;
+  }
   std::vector<double> values;
   for (const char* key : {"fixed_s", "per_token_s", "per_seq_s", "per_kv_token_s", "per_attention_pair_s",
                           "mean_relative_error", "max_relative_error"}) {
@@ -266,6 +315,19 @@ result<std::vector<profile_sample>> parse_samples(const nlohmann::json& doc) {
   std::vector<profile_sample> out;
   for (const auto& j : *it) {
     if (!j.is_object()) return make_error(errc::corrupt_file, "step profile: a sample is not an object");
+    if (j.contains("seqs")) {  // a recorded step
+      auto seqs = field<std::vector<std::pair<int, int>>>(j, "seqs");
+      auto s = field<double>(j, "seconds");
+      if (!seqs) return std::unexpected(seqs.error());
+      if (!s) return std::unexpected(s.error());
+      if (seqs->empty()) return make_error(errc::corrupt_file, "step profile: a recorded step has no sequences");
+      profile_sample r;
+      r.prefill_seqs = 0;
+      r.seconds = *s;
+      for (const auto& [tokens, context] : *seqs) r.seqs.push_back({tokens, context});
+      out.push_back(std::move(r));
+      continue;
+    }
     auto p = field<int>(j, "prefill_tokens");
     auto n = field<int>(j, "prefill_seqs");
     auto d = field<int>(j, "decode_seqs");

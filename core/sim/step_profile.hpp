@@ -30,16 +30,19 @@
 
 namespace inflight::sim {
 
-/// One timed point of the grid.
+/// One timed point of the grid, or one step recorded inside the engine.
 struct profile_sample {
   int prefill_tokens = 0;  ///< tokens of each prefilling sequence (from position 0; 0 = none)
   int prefill_seqs = 1;    ///< prefilling sequences (when prefill_tokens > 0)
   int decode_seqs = 0;     ///< decode sequences beside it
   int context = 0;         ///< context of each decode sequence (its new token included)
   double seconds = 0.0;    ///< the step's time (median of the repeats)
+  /// A recorded step's own shape (source "engine"): when set, the grid fields above are
+  /// unused (0).
+  std::vector<seq_extent> seqs{};
 };
 
-/// The step shape of a grid point.
+/// The step shape of a sample: its recorded shape, or the grid point's.
 step_shape sample_shape(const profile_sample& s);
 
 /// The coefficients of the fit (seconds, per unit of work).
@@ -53,6 +56,9 @@ struct profile_fit {
   double per_attention_pair_s = 0.0;
   double mean_relative_error = 0.0;  ///< over the samples fitted
   double max_relative_error = 0.0;
+  /// Coefficients the samples did not determine, held at 0 (fit_profile's
+  /// pin_undetermined): their work did not vary apart from the others' in these steps.
+  std::vector<std::string> pinned;
 
   /// The fit's step time, never below 0. A token segment whose fitted slope is negative
   /// (noise, or fewer samples above a knot) counts as flat: beyond the grid a negative
@@ -70,6 +76,10 @@ struct profile_origin {
   std::string kv_dtype;      ///< e.g. "f32"
   std::string measured_at;   ///< UTC, ISO 8601
   int repeats = 0;           ///< timed repeats per grid point
+  /// "grid": backend steps timed alone over a grid (`bench profile`); "engine": steps
+  /// recorded inside the running engine (`bench offline --record-steps`), from plan to
+  /// applied result, so the engine's own time per step is in them.
+  std::string source = "grid";
 };
 
 struct step_profile {
@@ -80,8 +90,11 @@ struct step_profile {
 
 /// Fits the model above to `samples` with the slope changing at `knots`. An error when a
 /// sample is not a step (no tokens, a time <= 0) or the samples do not determine every
-/// coefficient (too few, or no variation in one kind of work).
-result<profile_fit> fit_profile(const std::vector<profile_sample>& samples, const std::vector<int>& knots);
+/// coefficient (too few, or no variation in one kind of work); with `pin_undetermined`,
+/// such a coefficient (never the fixed time) is held at 0 and named in `pinned` instead:
+/// for steps recorded in an engine, which vary only as its workload makes them.
+result<profile_fit> fit_profile(const std::vector<profile_sample>& samples, const std::vector<int>& knots,
+                                bool pin_undetermined = false);
 
 /// The profile as JSON text (format "inflight-step-profile", version 1).
 std::string to_json_text(const step_profile& profile);

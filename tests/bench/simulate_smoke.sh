@@ -48,6 +48,21 @@ psim() { "$inflight" simulate --plugin-dir "$plugins" --workload variance --num-
 out=$(psim --cost-model "profile:$dir/tiny_profile.json") || { cat "$dir/simulate_smoke.err"; fail "simulate with a profile exited $?"; }
 echo "$out" | grep -q "profile: bench-20M" || fail "the header does not name the profile"
 out=$(psim --cost-model "profile:$src/profiles/cpu-bench-20M.json") || fail "the shipped profile did not load"
+# Steps recorded inside the engine (bench offline --record-steps): a profile of source
+# "engine", whose time per step already holds the engine's own (no overhead added).
+"$inflight" bench offline --shape bench-20M --workload interference --policy fcfs,splitfuse \
+  --record-steps "$dir/recorded.json" > "$dir/record.out" 2>&1 || { cat "$dir/record.out"; fail "bench offline --record-steps failed"; }
+grep -q '"source": "engine"' "$dir/recorded.json" || fail "the recorded profile does not say its source"
+grep -q '"seqs": \[' "$dir/recorded.json" || fail "the recorded profile has no step shapes"
+out=$(psim --cost-model "profile:$dir/recorded.json") || { cat "$dir/simulate_smoke.err"; fail "simulate with recorded steps exited $?"; }
+echo "$out" | grep -q "+ 0.000 ms engine overhead per step" || fail "recorded steps got an engine overhead added"
+"$inflight" bench profile --refit "$dir/recorded.json,$dir/recorded.json" -o "$dir/merged.json" > "$dir/refit.out" 2>&1 ||
+  { cat "$dir/refit.out"; fail "bench profile --refit of two recorded profiles exited $?"; }
+n1=$(grep -c '"seconds"' "$dir/recorded.json"); n2=$(grep -c '"seconds"' "$dir/merged.json")
+[ "$n2" -eq $(( 2 * n1 )) ] || fail "the merged profile holds $n2 steps, not twice $n1"
+if "$inflight" bench profile --refit "$dir/recorded.json,$dir/tiny_profile.json" -o "$dir/mixed.json" > /dev/null 2>&1; then
+  fail "a grid profile and recorded steps were merged"
+fi
 echo '{"format": "inflight-step-profile", "version": 1}' > "$dir/bad_profile.json"
 if psim --cost-model "profile:$dir/bad_profile.json" > /dev/null; then fail "a bad profile was accepted"; fi
 grep -q "bad_profile.json: step profile: 'device' is missing" "$dir/simulate_smoke.err" || fail "no clear message for a bad profile"

@@ -211,3 +211,79 @@ TEST_CASE("step profile: a negative token slope counts as flat", "[core][sim]") 
   CHECK(f.predict(small) == Approx(1e-3 + 64 * 20e-6));
   CHECK(f.predict(big) == Approx(f.predict(small)));
 }
+
+TEST_CASE("step profile: steps recorded inside the engine fit by their own shapes and round-trip", "[core][sim]") {
+  const auto truth = known_fit();
+  // Ragged steps as an engine runs them: decodes at different contexts beside a prompt chunk
+  // that starts past 0 (a chunked prefill), which no grid point has.
+  std::vector<sim::profile_sample> steps;
+  for (int i = 0; i < 60; ++i) {
+    sim::profile_sample s;
+    s.prefill_seqs = 0;
+    const int chunk = 16 * (1 + i % 20), start = 64 * (i % 5);
+    if (i % 3 != 0) s.seqs.push_back({chunk, start + chunk});
+    for (int d = 0; d < 1 + (i * 7) % 40; ++d) s.seqs.push_back({1, 20 + (d * 37 + i * 11) % 900});
+    s.seconds = truth.predict(sim::sample_shape(s));
+    steps.push_back(std::move(s));
+  }
+  CHECK(sim::sample_shape(steps[1]).seqs.front().num_context_tokens == 64 + 32);  // its own shape, not a grid's
+  auto fit = sim::fit_profile(steps, truth.knots);
+  REQUIRE(fit.has_value());
+  CHECK(fit->max_relative_error < 1e-6);
+  CHECK(fit->per_attention_pair_s == Approx(truth.per_attention_pair_s).epsilon(1e-4));
+  sim::step_profile p;
+  p.origin = {"cpu: test", "cpu (steps recorded in the engine: variance)", 1, "bench-20M", "f32", "f32",
+              "2026-01-01T00:00:00Z", 1};
+  p.origin.source = "engine";
+  p.samples = steps;
+  p.fit = *fit;
+  auto back = sim::parse_step_profile(sim::to_json_text(p));
+  REQUIRE(back.has_value());
+  CHECK(back->origin.source == "engine");
+  REQUIRE(back->samples.size() == steps.size());
+  REQUIRE(back->samples[1].seqs.size() == steps[1].seqs.size());
+  CHECK(back->samples[1].seqs[0].num_tokens == steps[1].seqs[0].num_tokens);
+  CHECK(back->samples[1].seqs.back().num_context_tokens == steps[1].seqs.back().num_context_tokens);
+  CHECK(back->samples[7].seconds == steps[7].seconds);
+  // A profile written before the source existed was measured on a grid.
+  auto doc = nlohmann::json::parse(sim::to_json_text(sample_profile()));
+  doc.erase("source");
+  auto old = sim::parse_step_profile(doc.dump());
+  REQUIRE(old.has_value());
+  CHECK(old->origin.source == "grid");
+  doc["source"] = "guess";
+  CHECK_FALSE(sim::parse_step_profile(doc.dump()).has_value());
+  // A recorded step with a sequence of no tokens is refused.
+  steps[2].seqs[0].num_tokens = 0;
+  CHECK_FALSE(sim::fit_profile(steps, truth.knots).has_value());
+}
+
+TEST_CASE("step profile: a coefficient the recorded steps do not determine is held at 0 when asked", "[core][sim]") {
+  // Whole 512-token prompts from position 0, one per step, and decodes at one context:
+  // the attention pairs move with the tokens and sequences, never apart.
+  auto truth = known_fit();
+  truth.per_attention_pair_s = 0.0;
+  std::vector<sim::profile_sample> steps;
+  for (int i = 0; i < 40; ++i) {
+    sim::profile_sample s;
+    s.prefill_seqs = 0;
+    if (i % 4 == 0) s.seqs.push_back({512, 512});
+    for (int d = 0; d < 1 + i % 9; ++d) s.seqs.push_back({1, 600});
+    s.seconds = truth.predict(sim::sample_shape(s));
+    steps.push_back(std::move(s));
+  }
+  auto strict = sim::fit_profile(steps, {});
+  REQUIRE_FALSE(strict.has_value());
+  CHECK(strict.error().message.find("do not determine") != std::string::npos);
+  auto pinned = sim::fit_profile(steps, {}, /*pin_undetermined=*/true);
+  REQUIRE(pinned.has_value());
+  REQUIRE_FALSE(pinned->pinned.empty());
+  CHECK(pinned->max_relative_error < 0.01);  // the steps it was fitted on are still predicted
+  sim::step_profile p;
+  p.origin.source = "engine";
+  p.samples = steps;
+  p.fit = *pinned;
+  auto back = sim::parse_step_profile(sim::to_json_text(p));
+  REQUIRE(back.has_value());
+  CHECK(back->fit.pinned == pinned->pinned);
+}
