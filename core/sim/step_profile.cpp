@@ -231,8 +231,14 @@ std::string to_json_text(const step_profile& p) {
         {"mean_relative_error", f.mean_relative_error},
         {"max_relative_error", f.max_relative_error},
         {"pinned", f.pinned}}},
-      {"samples", std::move(samples)}};
-  return doc.dump(2) + "\n";
+  };
+  // One line per sample: a profile of steps recorded in an engine holds thousands.
+  std::string text = doc.dump(2);
+  text.resize(text.size() - 2);  // "\n}": the object goes on
+  text += ",\n  \"samples\": [";
+  for (std::size_t i = 0; i < samples.size(); ++i) text += (i ? ",\n    " : "\n    ") + samples[i].dump();
+  text += samples.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  return text;
 }
 
 namespace {

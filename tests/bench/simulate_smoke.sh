@@ -53,7 +53,7 @@ out=$(psim --cost-model "profile:$src/profiles/cpu-bench-20M.json") || fail "the
 "$inflight" bench offline --shape bench-20M --workload interference --policy fcfs,splitfuse \
   --record-steps "$dir/recorded.json" > "$dir/record.out" 2>&1 || { cat "$dir/record.out"; fail "bench offline --record-steps failed"; }
 grep -q '"source": "engine"' "$dir/recorded.json" || fail "the recorded profile does not say its source"
-grep -q '"seqs": \[' "$dir/recorded.json" || fail "the recorded profile has no step shapes"
+grep -q '"seqs":\[\[' "$dir/recorded.json" || fail "the recorded profile has no step shapes"
 out=$(psim --cost-model "profile:$dir/recorded.json") || { cat "$dir/simulate_smoke.err"; fail "simulate with recorded steps exited $?"; }
 echo "$out" | grep -q "+ 0.000 ms engine overhead per step" || fail "recorded steps got an engine overhead added"
 "$inflight" bench profile --refit "$dir/recorded.json,$dir/recorded.json" -o "$dir/merged.json" > "$dir/refit.out" 2>&1 ||
