@@ -82,7 +82,10 @@ queries=$(value prefix_cache_queries_total "$home")
 [ "$hits" -ge $(( 5 * 6 * 16 )) ] && [ $(( 2 * hits )) -gt "$queries" ] ||
   fail "engine $home hit only $hits prompt tokens in its cache (of $queries)"
 [ "$(value prefix_cache_queries_total "$other")" = 0 ] || fail "engine $other computed prompt tokens"
-curl -sS "$base/metrics" | grep -q "^inflight:num_requests_running{engine=\"127.0.0.1:$home\",model_name=" ||
+# The page first, then the search: grep -q stops reading at its match, and curl would fail
+# writing the rest of a page longer than the pipe holds.
+page=$(curl -sS "$base/metrics")
+grep -q "^inflight:num_requests_running{engine=\"127.0.0.1:$home\",model_name=" <<<"$page" ||
   fail "/metrics lacks the engines' own gauges under the engine label"
 curl -sS "$base/metrics" | python3 -c '
 import sys
