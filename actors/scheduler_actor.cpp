@@ -1,7 +1,7 @@
 #include "actors/scheduler_actor.hpp"
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 
 #include "actors/request_actor.hpp"
 
