@@ -30,6 +30,7 @@ std::optional<api_error> prefill_fanout::try_submit(int num_items, const make_fn
 }
 
 void prefill_fanout::cancel() {
+  emit_ = nullptr;  // the call is over: the finishes still on their way emit nothing
   if (is_cancelled_) return;
   is_cancelled_ = true;
   for (std::size_t i = 0; i < ids_.size(); ++i)
@@ -37,10 +38,9 @@ void prefill_fanout::cancel() {
 }
 
 void prefill_fanout::fail(api_error e) {
-  cancel();
-  if (!emit_) return;
   auto emit = std::exchange(emit_, nullptr);
-  emit(std::unexpected(std::move(e)));
+  cancel();
+  if (emit) emit(std::unexpected(std::move(e)));
 }
 
 void prefill_fanout::emit(nlohmann::json body) {

@@ -34,7 +34,8 @@ class prefill_fanout {
   /// names `invalid_param` when the engine refused an item as invalid_argument.
   std::optional<api_error> try_submit(int num_items, const make_fn& make, const finish_fn& on_finish,
                                       const std::string& invalid_param = {});
-  /// Cancels the items still running (the client went away, or the call failed).
+  /// Cancels the items still running (the client went away, or the call failed) and ends
+  /// the call: nothing is emitted after it, whatever finishes are still on their way.
   void cancel();
   /// Counts item `index`'s finish. True when the caller should use the event: the
   /// item finished normally and the call has not ended; an engine error, a

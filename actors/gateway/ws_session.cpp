@@ -103,14 +103,17 @@ void ws_session::handle_generate(const ws_message& msg) {
   auto parsed = try_parse_ws_generate(msg.body, state_.model());
   if (!parsed) return send_error(msg.id, parsed.error());
   auto ex = ws_.get_executor();
+  const std::uint64_t serial = next_serial_++;
   auto call = std::make_shared<completion_call>(
       state_, std::move(*parsed), [ex](std::function<void()> task) { net::post(ex, std::move(task)); },
-      [self = shared_from_this(), key = msg.key](call_output out) { self->on_generation_output(key, std::move(out)); },
+      [self = shared_from_this(), key = msg.key, serial](call_output out) {
+        self->on_generation_output(key, serial, std::move(out));
+      },
       msg.id);
   // The call's events are posted: they run after it is registered here.
   if (auto err = call->try_start()) return send_error(msg.id, *err);
   if (writer_.is_paused()) call->pause();
-  live_.emplace(msg.key, live_request{msg.id, std::move(call), true});
+  live_.emplace(msg.key, live_request{msg.id, std::move(call), true, serial});
 }
 
 template <class Call, class Request>
@@ -118,11 +121,12 @@ void ws_session::start_json_call(const ws_message& msg, Request request) {
   const std::string& key = msg.key;
   auto ex = ws_.get_executor();
   auto self = shared_from_this();
+  const std::uint64_t serial = next_serial_++;
   auto call = std::make_shared<Call>(
       state_, std::move(request), [ex](std::function<void()> task) { net::post(ex, std::move(task)); },
-      [self, key](api_result<json> out) { self->on_call_done(key, std::move(out)); });
+      [self, key, serial](api_result<json> out) { self->on_call_done(key, serial, std::move(out)); });
   if (auto err = call->try_start()) return send_error(msg.id, *err);
-  live_.emplace(key, live_request{msg.id, std::move(call), false});
+  live_.emplace(key, live_request{msg.id, std::move(call), false, serial});
 }
 
 void ws_session::handle_rerank(const ws_message& msg) {
@@ -139,16 +143,21 @@ void ws_session::handle_embed(const ws_message& msg) {
   start_json_call<embed_call>(msg, std::move(*parsed));
 }
 
-void ws_session::on_generation_output(const std::string& key, call_output out) {
-  if (!live_.contains(key)) return;
+ws_session::live_request* ws_session::find_live(const std::string& key, std::uint64_t serial) {
+  auto it = live_.find(key);
+  return it == live_.end() || it->second.serial != serial ? nullptr : &it->second;
+}
+
+void ws_session::on_generation_output(const std::string& key, std::uint64_t serial, call_output out) {
+  if (find_live(key, serial) == nullptr) return;
   if (phase_ == phase::open) writer_.push(std::move(out.bytes));
   if (out.is_last) end_live(key);
 }
 
-void ws_session::on_call_done(const std::string& key, api_result<json> out) {
-  auto it = live_.find(key);
-  if (it == live_.end()) return;
-  const json id = it->second.id;
+void ws_session::on_call_done(const std::string& key, std::uint64_t serial, api_result<json> out) {
+  const auto* live = find_live(key, serial);
+  if (live == nullptr) return;
+  const json id = live->id;
   if (!out) {
     send_error(id, out.error());
   } else {

@@ -9,6 +9,7 @@
 /// costs memory per live request, not per token, and never blocks the engine. A bad
 /// frame gets an error message; the socket stays up.
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -50,7 +51,13 @@ class ws_session final : public session_base, public std::enable_shared_from_thi
     nlohmann::json id;
     std::shared_ptr<gateway_call> call;
     bool is_generation = false;  ///< its done message comes from the call, cancelled or not
+    /// This session's number for the call: output of an earlier call under the same id
+    /// (one cancelled, whose events were still on their way) never reaches a later one.
+    std::uint64_t serial = 0;
   };
+
+  /// The live request under `key`, when it is the call numbered `serial`.
+  live_request* find_live(const std::string& key, std::uint64_t serial);
 
   void on_accept(boost::beast::error_code ec);
   void do_read();
@@ -63,8 +70,8 @@ class ws_session final : public session_base, public std::enable_shared_from_thi
   /// Registers a rerank or embed call under `msg`'s id and starts it.
   template <class Call, class Request>
   void start_json_call(const ws_message& msg, Request request);
-  void on_generation_output(const std::string& key, call_output out);
-  void on_call_done(const std::string& key, api_result<nlohmann::json> out);
+  void on_generation_output(const std::string& key, std::uint64_t serial, call_output out);
+  void on_call_done(const std::string& key, std::uint64_t serial, api_result<nlohmann::json> out);
   void handle_cancel(const std::string& key);
   void end_live(const std::string& key);
 
@@ -78,6 +85,7 @@ class ws_session final : public session_base, public std::enable_shared_from_thi
   boost::beast::flat_buffer read_buffer_;
   gateway_state& state_;
   std::map<std::string, live_request> live_;
+  std::uint64_t next_serial_ = 1;
   session_writer writer_;  ///< one message per write; over its limits the generations pause
   phase phase_ = phase::accepting;
   bool is_stopping_ = false;  ///< the server asked to close once every request has ended
