@@ -39,6 +39,7 @@ result<std::unique_ptr<backend>> make_backend(const engine_settings& s, std::sha
     o.max_num_seqs = s.max_num_seqs;
     o.max_num_batched_tokens = s.max_num_batched_tokens;
     o.per_head_decode = s.cuda_decode_attention == "per_head";
+    o.device_grammar_mask = s.cuda_grammar_mask == "device";
     auto be = cuda_backend::create(std::move(weights), o);
     if (!be) return std::unexpected(be.error());
     return std::unique_ptr<backend>(std::move(*be));

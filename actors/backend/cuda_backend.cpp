@@ -52,12 +52,18 @@ result<std::unique_ptr<cuda_backend>> cuda_backend::create(std::shared_ptr<const
   if (auto st = kernels::cuda::llama_runner::try_create(to_kernel_shape(c), view, ro, runner); !st.is_ok()) {
     return std::unexpected(to_error(st));
   }
-  return std::unique_ptr<cuda_backend>(new cuda_backend(std::move(weights), std::move(runner)));
+  return std::unique_ptr<cuda_backend>(new cuda_backend(std::move(weights), std::move(runner), o.device_grammar_mask));
 }
 
 cuda_backend::cuda_backend(std::shared_ptr<const model_weights> weights,
-                           std::unique_ptr<kernels::cuda::llama_runner> runner)
-    : weights_(std::move(weights)), runner_(std::move(runner)) {}
+                           std::unique_ptr<kernels::cuda::llama_runner> runner, bool device_grammar_mask)
+    : weights_(std::move(weights)), runner_(std::move(runner)), device_grammar_mask_(device_grammar_mask) {}
+
+cuda_backend::row_path cuda_backend::path_of(const seq_step& s) const {
+  if (is_raw_greedy(s)) return row_path::greedy;
+  if (device_grammar_mask_ && is_masked_greedy(s)) return row_path::masked_greedy;
+  return row_path::host;
+}
 
 result<void> cuda_backend::run(const step_plan& plan) {
   if (std::ranges::any_of(plan.seqs, [](const seq_step& s) { return s.hidden != hidden_output::none; })) {
@@ -90,12 +96,38 @@ result<step_result> cuda_backend::execute(const step_plan& plan) {
   const auto start = std::chrono::steady_clock::now();
   if (auto ok = run(plan); !ok) return std::unexpected(ok.error());
   const auto vocab = std::size_t(weights_->config.vocab_size);
-  // The GPU's arg-max answers raw-greedy rows exactly as core's sampler would; every other
-  // row (penalties, logit_bias, a grammar mask, temperature, top logprobs) goes through
-  // core's one sampling pipeline on the host.
-  const bool needs_host_rows = std::ranges::any_of(plan.seqs, [](const seq_step& s) {
-    return s.do_sample && !is_raw_greedy(s);
+  // The GPU's arg-max answers raw-greedy rows exactly as core's sampler would, and, with
+  // device_grammar_mask, greedy rows under a grammar mask; every other row (penalties,
+  // logit_bias, temperature, top logprobs) goes through core's one sampling pipeline on
+  // the host.
+  const bool needs_host_rows = std::ranges::any_of(plan.seqs, [this](const seq_step& s) {
+    return s.do_sample && path_of(s) == row_path::host;
   });
+  masked_rows_.clear();
+  masked_words_.clear();
+  const std::size_t words = (vocab + 63) / 64;
+  {
+    int k = 0;
+    for (const auto& s : plan.seqs) {
+      if (!s.do_sample) continue;
+      if (path_of(s) == row_path::masked_greedy) {
+        masked_rows_.push_back(k);
+        const std::size_t n = std::min(words, s.allowed_tokens.size());
+        masked_words_.insert(masked_words_.end(), s.allowed_tokens.begin(), s.allowed_tokens.begin() + std::ptrdiff_t(n));
+        masked_words_.resize(masked_words_.size() + (words - n), 0);  // tokens past the grammar's: not allowed
+      }
+      ++k;
+    }
+  }
+  masked_tokens_.assign(masked_rows_.size(), 0);
+  masked_logprobs_.assign(masked_rows_.size(), 0.0f);
+  if (!masked_rows_.empty()) {
+    if (auto st = runner_->masked_greedy(masked_rows_, masked_words_.data(), int(words), masked_tokens_.data(),
+                                         masked_logprobs_.data());
+        !st.is_ok()) {
+      return std::unexpected(to_error(st));
+    }
+  }
   if (needs_host_rows) {
     logits_.resize(std::size_t(batch_.num_logits()) * vocab);
     if (auto st = runner_->copy_logits(logits_.data(), batch_.num_logits()); !st.is_ok()) {
@@ -104,13 +136,18 @@ result<step_result> cuda_backend::execute(const step_plan& plan) {
   }
   step_result out;
   out.step_id = plan.step_id;
-  std::size_t row = 0;
+  std::size_t row = 0, masked = 0;
   for (const auto& s : plan.seqs) {
     if (!s.do_sample) continue;
     sampled_token token;
-    if (is_raw_greedy(s)) {
+    const auto path = path_of(s);
+    if (path == row_path::greedy) {
       token.token = greedy_tokens_[row];
       token.logprob = greedy_logprobs_[row];
+    } else if (path == row_path::masked_greedy) {
+      token.token = masked_tokens_[masked];
+      token.logprob = masked_logprobs_[masked];
+      ++masked;
     } else {
       const std::span<const float> logits_row(logits_.data() + row * vocab, vocab);
       token = sample(logits_row, s);

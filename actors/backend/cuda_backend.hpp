@@ -2,9 +2,10 @@
 /// The CUDA backend: core's backend interface over kernels/cuda (bf16 weights and
 /// activations, fp32 accumulation, cuBLAS GEMMs, paged attention, decode graphs).
 /// Raw-greedy rows (is_raw_greedy) are sampled on the GPU (only token ids and logprobs
-/// come back); rows that need penalties, logit_bias, a grammar mask, temperature sampling
-/// or top logprobs are copied to the host and go through core's sampler, so seeded draws
-/// and constrained outputs match the CPU backend's.
+/// come back), and with device_grammar_mask so are greedy rows whose only processor is a
+/// grammar mask (their bitmask goes up); rows that need penalties, logit_bias, a grammar
+/// mask otherwise, temperature sampling or top logprobs are copied to the host and go
+/// through core's sampler, so seeded draws and constrained outputs match the CPU backend's.
 /// Built only where nvcc is found (INFLIGHT_HAS_CUDA).
 
 #ifdef INFLIGHT_HAS_CUDA
@@ -30,6 +31,10 @@ struct cuda_backend_options {
   bool use_graphs = true;               ///< CUDA graphs for decode-only steps
   bool per_head_decode = false;         ///< the per-query-head decode kernel instead of the grouped one
   bool use_fp16 = false;                ///< fp16 instead of bf16 storage
+  /// Greedy rows under a grammar mask (is_masked_greedy) sampled on the device from an
+  /// uploaded bitmask instead of copying their logits to the host (not yet verified on
+  /// a GPU: off by default, engine.cuda_grammar_mask = "device").
+  bool device_grammar_mask = false;
   int device = 0;
 };
 
@@ -52,7 +57,11 @@ class cuda_backend final : public backend {
   bool last_step_used_graph() const { return runner_->last_used_graph(); }
 
  private:
-  cuda_backend(std::shared_ptr<const model_weights> weights, std::unique_ptr<kernels::cuda::llama_runner> runner);
+  cuda_backend(std::shared_ptr<const model_weights> weights, std::unique_ptr<kernels::cuda::llama_runner> runner,
+               bool device_grammar_mask);
+  /// Where a sampled row is sampled.
+  enum class row_path { greedy, masked_greedy, host };
+  row_path path_of(const seq_step& s) const;
   result<void> run(const step_plan& plan);
 
   std::shared_ptr<const model_weights> weights_;
@@ -60,6 +69,11 @@ class cuda_backend final : public backend {
   ragged_batch batch_;  // the current step, flattened
   std::vector<std::int32_t> greedy_tokens_;
   std::vector<float> greedy_logprobs_, logits_, row_logits_;
+  bool device_grammar_mask_ = false;
+  std::vector<int> masked_rows_;               // logit rows sampled under a mask on the device
+  std::vector<std::uint64_t> masked_words_;    // their masks, padded to the vocabulary
+  std::vector<std::int32_t> masked_tokens_;
+  std::vector<float> masked_logprobs_;
 };
 
 }  // namespace inflight

@@ -116,6 +116,9 @@ struct engine_settings {
   /// cuda: decode attention kernel, grouped (one block per kv head reads each K/V row
   /// once for its query heads) | per_head (one block per query head; for comparison)
   std::string cuda_decode_attention = "grouped";
+  /// cuda: where greedy rows under a grammar mask are sampled: "host" (their logits copied
+  /// to core's sampler) or "device" (their bitmask uploaded; not yet verified on a GPU).
+  std::string cuda_grammar_mask = "host";
   int max_num_seqs = 64;
   int max_num_batched_tokens = 512;
   bool enable_prefix_caching = true;  ///< reuse the K/V of cached prompt prefixes

@@ -270,6 +270,12 @@ bool is_raw_greedy(const seq_step& step) {
   return p.temperature < min_temperature && !has_logit_processors(p, step.allowed_tokens) && p.logprobs == 0;
 }
 
+bool is_masked_greedy(const seq_step& step) {
+  const sampling_params& p = step.params;
+  return p.temperature < min_temperature && !step.allowed_tokens.empty() && !p.has_penalties() &&
+         p.logit_bias.empty() && p.logprobs == 0;
+}
+
 bool is_stop_token(token_id token, const sampling_params& params, std::span<const token_id> eos_ids) {
   if (std::ranges::find(params.stop_token_ids, token) != params.stop_token_ids.end()) return true;
   return !params.ignore_eos && std::ranges::find(eos_ids, token) != eos_ids.end();

@@ -59,6 +59,11 @@ sampled_token sample(std::span<const float> logits, const seq_step& step);
 /// logprob is asked (greedy, no processor, no top logprobs): a backend may pick it on the
 /// device without running sample(), with the same answer.
 bool is_raw_greedy(const seq_step& step);
+/// A greedy row whose only processor is its grammar mask, without top logprobs: sample()
+/// takes the arg-max among the allowed tokens (greedy_allowed_token) and the unmasked
+/// row's logprob, which a backend may compute where its logits are (the cuda backend's
+/// engine.cuda_grammar_mask = "device").
+bool is_masked_greedy(const seq_step& step);
 
 /// True when `token` ends generation: one of params.stop_token_ids, or one of `eos_ids`
 /// unless params.ignore_eos.

@@ -157,4 +157,13 @@ status classifier_rows(dtype dt, float* out, const void* normed, const void* cla
 status greedy_sample(const float* logits, int num_rows, int vocab, std::int32_t* tokens, float* logprobs,
                      cudaStream_t stream);
 
+/// Greedy sampling under a grammar's mask: for k < num_rows, logits row rows[k] among the
+/// tokens that masks[k * words ..] allows (bit i % 64 of word i / 64; tokens past
+/// words * 64 are not allowed), ties to the lowest id, none allowed = token 0;
+/// logprobs[k] is the chosen token's log-softmax over the whole row. CPU twin: core's
+/// sample() of a greedy row whose only processor is the mask (greedy_allowed_token).
+status masked_greedy_sample(const float* logits, const std::int32_t* rows, int num_rows, int vocab,
+                            const std::uint64_t* masks, int words, std::int32_t* tokens, float* logprobs,
+                            cudaStream_t stream);
+
 }  // namespace inflight::kernels::cuda

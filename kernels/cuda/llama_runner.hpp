@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "kernels/cpu/llama.hpp"
@@ -65,6 +66,12 @@ class llama_runner {
                  float* row_logits = nullptr);
   /// Copies the logits rows of the last forward ([num_logits x vocab] fp32) to `host`.
   status copy_logits(float* host, int num_logits);
+  /// Greedy sampling of logit rows ks[j] of the last forward under grammar masks
+  /// (host memory, `words` 64-bit words per row, row j at masks + j * words), on the
+  /// device: tokens[j] and logprobs[j] come back, not the rows (kernels.hpp:
+  /// masked_greedy_sample).
+  status masked_greedy(std::span<const int> ks, const std::uint64_t* masks, int words, std::int32_t* tokens,
+                       float* logprobs);
 
   int num_kv_blocks() const { return num_blocks_; }
   int block_size() const { return options_.block_size; }
@@ -125,6 +132,7 @@ class llama_runner {
   device_buffer sampled_tokens_, sampled_logprobs_, batch_dev_, batch_host_, results_host_;
   // Named logit rows: | scored token indices | pair positions | pair row ids | and the values.
   device_buffer rows_dev_, row_logits_dev_;
+  device_buffer mask_dev_, mask_out_dev_;  ///< masked_greedy: row ids and masks in, tokens and logprobs out
   std::vector<std::int32_t> rows_host_;
   std::int64_t partial_seq_splits_ = 0;  ///< (sequence, split) pairs the partials hold
   int num_sms_ = 1;

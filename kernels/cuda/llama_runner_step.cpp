@@ -1,7 +1,9 @@
 // llama_runner steps: batch staging, the layer sequence, and decode graphs.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "kernels/cuda/decode_split.hpp"
 #include "kernels/cuda/llama_runner.hpp"
@@ -294,6 +296,36 @@ status llama_runner::run_row_logits(const cpu::ragged_batch_view& b, float* host
                                       scored + s + n, n, shape_.dim, stream_));
   INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(host_out, row_logits_dev_.as(), std::size_t(n) * sizeof(float),
                                       cudaMemcpyDeviceToHost, stream_));
+  return status::ok();
+}
+
+status llama_runner::masked_greedy(std::span<const int> ks, const std::uint64_t* masks, int words,
+                                   std::int32_t* tokens, float* logprobs) {
+  const int n = int(ks.size());
+  if (n == 0) return status::ok();
+  if (words < 1) return bad_batch("masked_greedy: a mask needs at least one word");
+  // One upload: the rows' device ids (padded to 8 bytes), then the masks.
+  const std::size_t rows_bytes = (std::size_t(n) * sizeof(std::int32_t) + 7) / 8 * 8;
+  const std::size_t masks_bytes = std::size_t(n) * std::size_t(words) * sizeof(std::uint64_t);
+  std::vector<std::byte> staged(rows_bytes + masks_bytes);
+  auto* ids = reinterpret_cast<std::int32_t*>(staged.data());
+  for (int j = 0; j < n; ++j) {
+    const int k = ks[std::size_t(j)];
+    if (k < 0 || k >= int(logit_rows_.size())) return bad_batch("masked_greedy: no such logits row in the last step");
+    ids[j] = logit_rows_[std::size_t(k)];
+  }
+  std::memcpy(staged.data() + rows_bytes, masks, masks_bytes);
+  if (mask_dev_.bytes() < staged.size()) INFLIGHT_TRY_STATUS(mask_dev_.try_allocate(staged.size()));
+  if (mask_out_dev_.bytes() < 2 * std::size_t(n) * 4) INFLIGHT_TRY_STATUS(mask_out_dev_.try_allocate(2 * std::size_t(n) * 4));
+  INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(mask_dev_.as(), staged.data(), staged.size(), cudaMemcpyHostToDevice, stream_));
+  auto* out_tokens = mask_out_dev_.as<std::int32_t>();
+  auto* out_logprobs = reinterpret_cast<float*>(out_tokens + n);
+  INFLIGHT_TRY_STATUS(masked_greedy_sample(logits_.as<float>(), mask_dev_.as<std::int32_t>(), n, shape_.vocab_size,
+                                           reinterpret_cast<const std::uint64_t*>(mask_dev_.as<std::byte>() + rows_bytes),
+                                           words, out_tokens, out_logprobs, stream_));
+  INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(tokens, out_tokens, std::size_t(n) * 4, cudaMemcpyDeviceToHost, stream_));
+  INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(logprobs, out_logprobs, std::size_t(n) * 4, cudaMemcpyDeviceToHost, stream_));
+  INFLIGHT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   return status::ok();
 }
 

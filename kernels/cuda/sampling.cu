@@ -1,5 +1,8 @@
 // Greedy sampling on the GPU: arg-max (ties to the lowest id) and its log-softmax, so
-// only a token id and a float per row cross back to the host.
+// only a token id and a float per row cross back to the host. The masked variant takes a
+// grammar's allowed-token bitmask per row (bit i of word i / 64 set: token i allowed) and
+// picks among the allowed tokens only, as core's sampler does on the host
+// (greedy_allowed_token); its logprob stays that of the unmasked row.
 #include <cfloat>
 
 #include "kernels/cuda/device_common.cuh"
@@ -28,14 +31,24 @@ __device__ best warp_best(best v) {
   return v;
 }
 
-__global__ void greedy_kernel(const float* logits, int vocab, std::int32_t* tokens, float* logprobs) {
+/// Block b samples logits row rows[b] (b itself without `rows`); with `masks`, only the
+/// tokens its row of `words` 64-bit words allows (none allowed: token 0, as on the host).
+template <bool Masked>
+__global__ void greedy_kernel(const float* logits, int vocab, const std::int32_t* rows, const std::uint64_t* masks,
+                              int words, std::int32_t* tokens, float* logprobs) {
   __shared__ float values[32];
   __shared__ int indices[32];
   __shared__ float scratch[32];
-  const float* row = logits + std::int64_t(blockIdx.x) * vocab;
+  const float* row = logits + std::int64_t(rows != nullptr ? rows[blockIdx.x] : int(blockIdx.x)) * vocab;
+  const std::uint64_t* mask = Masked ? masks + std::int64_t(blockIdx.x) * words : nullptr;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   best mine{-FLT_MAX, vocab};
-  for (int i = threadIdx.x; i < vocab; i += blockDim.x) mine = better(mine, best{row[i], i});
+  for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
+    if constexpr (Masked) {
+      if (i / 64 >= words || ((mask[i / 64] >> (i % 64)) & 1u) == 0) continue;
+    }
+    mine = better(mine, best{row[i], i});
+  }
   mine = warp_best(mine);
   if (lane == 0) {
     values[warp] = mine.value;
@@ -60,7 +73,16 @@ __global__ void greedy_kernel(const float* logits, int vocab, std::int32_t* toke
 status greedy_sample(const float* logits, int num_rows, int vocab, std::int32_t* tokens, float* logprobs,
                      cudaStream_t stream) {
   if (num_rows <= 0) return status::ok();
-  greedy_kernel<<<num_rows, threads, 0, stream>>>(logits, vocab, tokens, logprobs);
+  greedy_kernel<false><<<num_rows, threads, 0, stream>>>(logits, vocab, nullptr, nullptr, 0, tokens, logprobs);
+  INFLIGHT_CUDA_CHECK_LAUNCH();
+  return status::ok();
+}
+
+status masked_greedy_sample(const float* logits, const std::int32_t* rows, int num_rows, int vocab,
+                            const std::uint64_t* masks, int words, std::int32_t* tokens, float* logprobs,
+                            cudaStream_t stream) {
+  if (num_rows <= 0) return status::ok();
+  greedy_kernel<true><<<num_rows, threads, 0, stream>>>(logits, vocab, rows, masks, words, tokens, logprobs);
   INFLIGHT_CUDA_CHECK_LAUNCH();
   return status::ok();
 }

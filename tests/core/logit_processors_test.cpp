@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -206,6 +207,30 @@ TEST_CASE("sample(row, seq_step) is the pipeline over the step's fields, and is_
   auto drawn_row = plain;
   drawn_row.params.temperature = 1.0f;
   CHECK(!is_raw_greedy(drawn_row));
+
+  // is_masked_greedy: the rows a backend may sample where its logits are, given the mask.
+  CHECK(is_masked_greedy(masked));
+  CHECK(!is_masked_greedy(plain));  // no mask: raw greedy
+  for (auto other : {biased, penalised, with_logprobs, drawn_row}) {
+    other.allowed_tokens = {1};
+    CHECK(!is_masked_greedy(other));
+  }
+  // What such a backend must reproduce: the arg-max among the allowed tokens (ties to the
+  // lowest id), the unmasked row's logprob, token 0 when nothing is allowed.
+  const auto wide = random_row(300, 9);
+  auto under_mask = plain;
+  under_mask.allowed_tokens = mask_of(wide.size(), {7, 130, 131, 299});
+  const auto got = sample(wide, under_mask);
+  token_id want = 7;
+  for (token_id id : {130, 131, 299})
+    if (wide[std::size_t(id)] > wide[std::size_t(want)]) want = id;
+  CHECK(got.token == want);
+  double total = 0.0;
+  const float top = *std::max_element(wide.begin(), wide.end());
+  for (float v : wide) total += std::exp(double(v - top));
+  CHECK(got.logprob == Approx(wide[std::size_t(want)] - top - std::log(total)).margin(1e-5));
+  under_mask.allowed_tokens = {0, 0};  // nothing allowed, and shorter than the row
+  CHECK(sample(wide, under_mask).token == 0);
 }
 
 TEST_CASE("try_validate checks logit_bias entries", "[core][sampling]") {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <random>
 
 #include "actors/backend/cpu_backend.hpp"
 #include "actors/backend/cuda_backend.hpp"
@@ -201,6 +202,54 @@ TEST_CASE("cuda backend: greedy rows with a logit_bias or a grammar mask go thro
     CHECK(got->tokens[0].token != best);
     if (pass == 1) CHECK((got->tokens[0].token == a || got->tokens[0].token == b));
   }
+}
+
+TEST_CASE("cuda backend: greedy rows under a grammar mask sampled on the device match core's sampler", "[gpu]") {
+  test::gpu::require_device();
+  const auto w = load_stories();
+  if (!w) return;
+  cuda_backend_options o;
+  o.num_kv_blocks = 32;
+  o.device_grammar_mask = true;
+  auto gpu = cuda_backend::create(w, o);
+  REQUIRE(gpu.has_value());
+  // Three sampled rows in one step: a raw-greedy one and two under masks (one of them
+  // shorter than the vocabulary, one allowing nothing).
+  step_plan plan;
+  for (int i = 0; i < 4; ++i) {
+    seq_step st;
+    st.id = seq_id(i + 1);
+    st.tokens = {1, 403 + i, 407, 300};
+    st.block_table = {i * 2, i * 2 + 1};
+    st.do_sample = i != 3;  // the fourth is a prompt chunk: no row
+    st.params = greedy();
+    plan.seqs.push_back(st);
+  }
+  auto logits = (*gpu)->forward(plan);
+  REQUIRE(logits.has_value());
+  const std::size_t vocab = logits->size() / 3;
+  std::mt19937 rng(5);
+  auto& masked = plan.seqs[1].allowed_tokens;
+  masked.assign((vocab + 63) / 64, 0);
+  for (int k = 0; k < 40; ++k) {
+    const auto id = std::size_t(rng() % vocab);
+    masked[id >> 6] |= std::uint64_t{1} << (id & 63);
+  }
+  plan.seqs[2].allowed_tokens.assign(1, 0);  // allows nothing (and is shorter than the vocabulary)
+  REQUIRE(is_raw_greedy(plan.seqs[0]));
+  REQUIRE(is_masked_greedy(plan.seqs[1]));
+  REQUIRE(is_masked_greedy(plan.seqs[2]));
+  auto got = (*gpu)->execute(plan);
+  REQUIRE(got.has_value());
+  REQUIRE(got->tokens.size() == 3);
+  for (std::size_t r = 0; r < 3; ++r) {
+    INFO("row " << r);
+    const std::vector<float> row(logits->begin() + std::ptrdiff_t(r * vocab), logits->begin() + std::ptrdiff_t((r + 1) * vocab));
+    const auto want = sample(row, plan.seqs[r]);
+    CHECK(got->tokens[r].token == want.token);
+    CHECK(got->tokens[r].logprob == Approx(want.logprob).margin(1e-4));
+  }
+  CHECK(got->tokens[2].token == 0);
 }
 
 TEST_CASE("cuda backend rejects plans outside its cache", "[gpu]") {
