@@ -87,11 +87,12 @@ async function run() {
     check(drawn.maxSeqs >= 2, `the timeline drew a step with ${drawn.maxSeqs} sequences`);
     check(drawn.fusedColumns >= 1, `it drew ${drawn.fusedColumns} steps with a prompt chunk fused with decodes`);
     // The same, read back from the canvas pixels: a column holding both colours. The
-    // pointer on the timeline first: the view stops scrolling while it is there.
+    // pointer on the timeline first: the view stops scrolling while it is there. On a
+    // slow machine the fused columns may have scrolled away by then: the pointer leaves,
+    // the next fused step is drawn, and the view is read again (the deadline only bounds
+    // a failing run).
     const box = await (await page.$('#timeline')).boundingBox();
-    await page.mouse.move(box.x + 2, box.y + 2);
-    await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
-    const pixels = await page.evaluate(() => {
+    const scan = () => page.evaluate(() => {
       const canvas = document.getElementById('timeline');
       const ctx = canvas.getContext('2d');
       const { width, height } = canvas;
@@ -112,6 +113,18 @@ async function run() {
       }
       return { numFused, fusedX, dpr: window.devicePixelRatio };
     });
+    const nextFrame = () => page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+    let pixels = { numFused: 0, fusedX: -1, dpr: 1 };
+    const scanDeadline = Date.now() + HANG_MS;
+    for (;;) {
+      await page.mouse.move(box.x + 2, box.y + 2);
+      await nextFrame();
+      pixels = await scan();
+      if (pixels.numFused >= 1 || Date.now() > scanDeadline) break;
+      await page.mouse.move(5, 5);
+      const seen = await page.evaluate(() => window.inflightUi.view.drawn.fusedColumns);
+      await page.waitForFunction((n) => window.inflightUi.view.drawn.fusedColumns > n, { timeout: HANG_MS }, seen);
+    }
     check(pixels.numFused >= 1, `${pixels.numFused} pixel columns of the timeline show a prompt chunk beside decodes`);
 
     // Hovering that column shows its composition.
