@@ -10,6 +10,7 @@
 
 #include "actors/backend/cpu_backend.hpp"
 #include "apps/inflight/commands.hpp"
+#include "apps/inflight/host_info.hpp"
 #include "core/model/dummy_model.hpp"
 #include "core/model/llama2c.hpp"
 #include "core/model/model_loader.hpp"
@@ -75,12 +76,6 @@ double weight_bytes(const model_weights& w) {
     n += 4.0 * double(l.attn_norm.size() + l.ffn_norm.size() + l.bq.size() + l.bk.size() + l.bv.size());
   }
   return n;
-}
-
-std::string dtype_list(const model_weights& w) {
-  std::string out;
-  for (const auto dtype : weight_dtypes_of(w)) out += (out.empty() ? "" : "+") + std::string(to_string(dtype));
-  return out;
 }
 
 /// Bytes a decode step reads from the KV cache: every cached position's K and V in every layer.
@@ -191,7 +186,7 @@ void run_bench_forward(const bench_forward_options& o) {
   const auto& c = weights->config;
   std::printf("model: dim %d, %d layers, %d heads (%d kv), vocab %d; %d threads, %s kernels\n", c.dim, c.num_layers,
               c.num_heads, c.num_kv_heads, c.vocab_size, (*be)->num_threads(), kernels::cpu::to_string((*be)->isa()));
-  std::printf("weights: %s, %.1f MB; KV cache: %s\n", dtype_list(*weights).c_str(), weight_bytes(*weights) / 1e6,
+  std::printf("weights: %s, %.1f MB; KV cache: %s\n", weight_dtype_list(*weights).c_str(), weight_bytes(*weights) / 1e6,
               o.kv_dtype.c_str());
   const double bandwidth = o.floor ? measure_read_bandwidth((*be)->num_threads()) : 0.0;
   if (o.floor) {

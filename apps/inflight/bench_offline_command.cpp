@@ -21,7 +21,6 @@
 #include "core/bench/arrival.hpp"
 #include "core/bench/policy_budget.hpp"
 #include "core/grammar/tokenizer_vocab.hpp"
-#include "core/model/model_weights.hpp"
 #include "core/model/shapes.hpp"
 #include "core/sim/step_profile.hpp"
 
@@ -266,10 +265,8 @@ void write_recorded_steps(const offline_options& o, const deployment& d, const l
   origin.device = d.engine.backend == "cpu" ? "cpu: " + cpu_model_name() : d.engine.backend;
   origin.backend = d.engine.backend + " (steps recorded in the engine: " + o.workload + ")";
   origin.threads = d.engine.threads;
-  std::string dtypes;
-  for (const auto dtype : weight_dtypes_of(*model.weights)) dtypes += (dtypes.empty() ? "" : "+") + std::string(to_string(dtype));
-  origin.weight_dtype = dtypes;
-  origin.kv_dtype = d.engine.kv_dtype == "auto" ? (d.engine.backend == "cpu" ? "f32" : d.model.dtype) : d.engine.kv_dtype;
+  origin.weight_dtype = weight_dtype_list(*model.weights);
+  origin.kv_dtype = kv_dtype_of(d);
   origin.measured_at = utc_now();
   origin.repeats = 1;
   profile.samples = std::move(steps);

@@ -125,10 +125,8 @@ sim::profile_origin origin_of(const profile_options& o, const deployment& d, con
   origin.model = o.shape.empty() ? model.name : o.shape;
   origin.backend = be.name();
   origin.device = be.name();
-  origin.kv_dtype = d.engine.kv_dtype == "auto" ? (be.name() == "cpu" ? "f32" : d.model.dtype) : d.engine.kv_dtype;
-  std::string dtypes;
-  for (const auto dtype : weight_dtypes_of(*model.weights)) dtypes += (dtypes.empty() ? "" : "+") + std::string(to_string(dtype));
-  origin.weight_dtype = dtypes;
+  origin.kv_dtype = kv_dtype_of(d);
+  origin.weight_dtype = weight_dtype_list(*model.weights);
   if (const auto* cpu = dynamic_cast<const cpu_backend*>(&be)) {
     origin.device = "cpu: " + cpu_model_name();
     origin.backend = std::string("cpu (") + kernels::cpu::to_string(cpu->isa()) + " kernels)";

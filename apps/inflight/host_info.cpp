@@ -24,4 +24,15 @@ std::string utc_now() {
   return text;
 }
 
+std::string weight_dtype_list(const model_weights& weights) {
+  std::string out;
+  for (const auto dtype : weight_dtypes_of(weights)) out += (out.empty() ? "" : "+") + std::string(to_string(dtype));
+  return out;
+}
+
+std::string kv_dtype_of(const deployment& d) {
+  if (d.engine.kv_dtype != "auto") return d.engine.kv_dtype;
+  return d.engine.backend == "cpu" ? "f32" : d.model.dtype;
+}
+
 }  // namespace inflight::app

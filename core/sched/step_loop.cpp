@@ -65,12 +65,16 @@ std::optional<seq_event> step_loop::finish(seq_id id, finish_reason reason, std:
   return std::move(*ev);
 }
 
-std::vector<seq_event> step_loop::abort_all(const error& cause) {
-  drain();
+std::vector<seq_id> step_loop::live_ids() const {
   std::vector<seq_id> ids(sched_.running().begin(), sched_.running().end());
   ids.insert(ids.end(), sched_.waiting().begin(), sched_.waiting().end());
+  return ids;
+}
+
+std::vector<seq_event> step_loop::abort_all(const error& cause) {
+  drain();
   std::vector<seq_event> events;
-  for (seq_id id : ids) {
+  for (seq_id id : live_ids()) {
     if (auto ev = finish(id, finish_reason::aborted, cause)) events.push_back(std::move(*ev));
   }
   return events;
@@ -81,9 +85,7 @@ std::vector<seq_event> step_loop::abort_all(const error& cause) {
 std::vector<seq_event> step_loop::expire() {
   std::vector<seq_event> events;
   const double now = sched_.now();
-  std::vector<seq_id> ids(sched_.running().begin(), sched_.running().end());
-  ids.insert(ids.end(), sched_.waiting().begin(), sched_.waiting().end());
-  for (seq_id id : ids) {
+  for (seq_id id : live_ids()) {
     const sequence* seq = sched_.find(id);
     if (!seq) continue;
     const double waited = now - seq->times.arrival;
@@ -106,15 +108,13 @@ std::vector<seq_event> step_loop::expire() {
 std::optional<double> step_loop::next_deadline() const {
   std::optional<double> first;
   const auto consider = [&](double t) { first = first ? std::min(*first, t) : t; };
-  const auto check = [&](seq_id id) {
+  for (seq_id id : live_ids()) {
     const sequence* seq = sched_.find(id);
-    if (!seq) return;
+    if (!seq) continue;
     if (seq->timeout_s > 0) consider(seq->times.arrival + seq->timeout_s);
     if (options_.max_queue_time_s > 0 && !seq->times.first_scheduled)
       consider(seq->times.arrival + options_.max_queue_time_s);
-  };
-  for (seq_id id : sched_.running()) check(id);
-  for (seq_id id : sched_.waiting()) check(id);
+  }
   return first;
 }
 

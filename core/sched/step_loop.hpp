@@ -148,6 +148,8 @@ class step_loop {
   const kv_request& last_request() const { return last_request_; }
 
  private:
+  /// The live sequences: running, then waiting.
+  std::vector<seq_id> live_ids() const;
   std::vector<seq_event> expire();
   std::vector<seq_event> failed(const error& cause);
   /// Every event leaving the loop passes here: a request that finished before it ran
