@@ -20,6 +20,13 @@ result<policy> try_load_policy(const scheduler_settings& s, const std::string& n
   return policy::try_load(*dir, name, settings);
 }
 
+result<route_policy> try_load_route_policy(const scheduler_settings& s, const std::string& name,
+                                           const route_settings& settings) {
+  auto dir = try_policy_plugin_dir(s);
+  if (!dir) return std::unexpected(dir.error());
+  return route_policy::try_load(*dir, name, settings);
+}
+
 std::vector<std::string> expand_policies(const std::vector<std::string>& asked, const scheduler_settings& s,
                                          const std::string& command) {
   std::vector<std::string> out;

@@ -6,12 +6,18 @@
 #include <vector>
 
 #include "core/config/deployment.hpp"
+#include "core/route/route_policy.hpp"
 #include "core/sched/policy.hpp"
 
 namespace inflight::app {
 
 /// Loads `name` from the plugin dir of `s` with its [scheduler.<name>] settings.
 result<policy> try_load_policy(const scheduler_settings& s, const std::string& name);
+
+/// Loads the routing policy `name` from the plugin dir of `s` (simulate's replicas; the
+/// router takes the same directory).
+result<route_policy> try_load_route_policy(const scheduler_settings& s, const std::string& name,
+                                           const route_settings& settings);
 
 /// The policies to run: `all` stands for every policy in the plugin directory (static
 /// first, the baseline of the ratio column; then by name). One that does not load is

@@ -52,7 +52,15 @@ bench::prompt_format format_of(const serve_options& o) {
   fail("--prompt-format must be ids or text");
 }
 
-std::vector<bench::bench_prompt> load_prompts(const serve_options& o) {
+/// The prompts, and the random stream as their draw left it: the arrival times come from
+/// there, as in `bench offline` and `simulate`, so that the same seed gives the three
+/// the same requests at the same times.
+struct drawn_prompts {
+  std::vector<bench::bench_prompt> prompts;
+  std::mt19937_64 rng;
+};
+
+drawn_prompts load_prompts(const serve_options& o) {
   std::mt19937_64 rng(o.seed);
   result<std::vector<bench::bench_prompt>> prompts = make_error(errc::invalid_argument, "unknown dataset '" + o.dataset + "'");
   if (!o.workload.empty()) {
@@ -74,14 +82,13 @@ std::vector<bench::bench_prompt> load_prompts(const serve_options& o) {
     prompts = bench::random_dataset(r, rng);
   }
   if (!prompts) fail(prompts.error().message);
-  return std::move(*prompts);
+  return {std::move(*prompts), rng};
 }
 
 /// Send times: the arrival process at a finite rate; otherwise the workload's own
 /// schedule (interference, prefix-chat) or all at once.
 std::vector<double> send_times(const std::vector<bench::bench_prompt>& prompts, double rate, double burstiness,
-                               std::uint64_t seed) {
-  std::mt19937_64 rng(seed + 1);
+                               std::mt19937_64 rng) {
   auto t = bench::arrival_times(int(prompts.size()), {rate, burstiness}, rng);
   if (!t) fail(t.error().message);
   if (std::isinf(rate)) {
@@ -150,12 +157,13 @@ histogram_counts observed_between(const result<std::string>& before, const resul
 /// same prompts unconstrained with the lengths it produced. Mask and compile times are
 /// the server's (inflight's /metrics, read around the constrained run and the warm-up
 /// before it: a request per schema, then one untimed unconstrained pass).
-void run_structured_serve(client_target target, const std::vector<bench::bench_prompt>& prompts,
-                          const serve_options& o, const std::vector<double>& percentiles) {
+void run_structured_serve(client_target target, const drawn_prompts& drawn, const serve_options& o,
+                          const std::vector<double>& percentiles) {
+  const auto& prompts = drawn.prompts;
   serve_run_options ro;
   ro.max_concurrency = o.max_concurrency;
   ro.default_output_len = o.output_len;
-  ro.send_times_s = send_times(prompts, o.request_rate, o.burstiness, o.seed);
+  ro.send_times_s = send_times(prompts, o.request_rate, o.burstiness, drawn.rng);
   ro.label = "constrained";
   target.keep_text = true;
   const auto before = http_get(target, "/metrics");
@@ -230,10 +238,11 @@ void run_bench_serve(const serve_options& o) {
     if (auto ok = check_gnuplot(); !ok) fail(ok.error().message);
   }
   const auto sweep = parse_sweep(o.sweep);
-  const auto prompts = load_prompts(o);
+  const auto drawn = load_prompts(o);
+  const auto& prompts = drawn.prompts;
   if (o.workload == "structured") {
     if (!sweep.name.empty()) fail("--sweep does not apply to the structured workload");
-    return run_structured_serve(*target, prompts, o, *percentiles);
+    return run_structured_serve(*target, drawn, o, *percentiles);
   }
   const std::vector<double> steps = sweep.name.empty() ? std::vector<double>{0.0} : sweep.values;
   std::vector<plot_run> runs;
@@ -247,7 +256,7 @@ void run_bench_serve(const serve_options& o) {
     ro.label = "bench serve";
     if (sweep.name == "request-rate") rate = value, ro.label = "rate=" + std::to_string(value).substr(0, 6);
     if (sweep.name == "concurrency") ro.max_concurrency = int(value), ro.label = "concurrency=" + std::to_string(int(value));
-    ro.send_times_s = send_times(prompts, rate, o.burstiness, o.seed);
+    ro.send_times_s = send_times(prompts, rate, o.burstiness, drawn.rng);
     const auto before = http_get(*target, "/metrics");
     auto run = run_serving(*target, prompts, ro);
     const auto after = http_get(*target, "/metrics");

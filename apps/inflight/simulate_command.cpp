@@ -52,16 +52,21 @@ struct simulate_options {
   double engine_overhead_ms = -1.0;  // < 0: by the profile's source (default_engine_overhead_ms, or 0)
   double slo_ttft_ms = 0.0, slo_tpot_ms = 0.0, slo_e2e_ms = 0.0;
   std::string prefix_caching;  // on | off ("" = the deployment's)
-  std::string sweep;           // key=v1,v2,...
+  std::vector<std::string> sweeps;  // key=v1,v2,... each; several: every combination
+  int replicas = 1;
+  std::vector<std::string> route_policies;  // empty: the deployment's router.policy
+  std::vector<std::string> route_settings;  // key=value
+  std::vector<std::string> targets;         // METRIC-pNN=MS, e.g. ttft-p99=1000
   std::string json_path;
 };
 
-/// One value of --sweep: what it changes.
+/// One combination of --sweep values: what it changes.
 struct sweep_point {
-  std::string label = "-";
+  std::vector<std::string> labels;  ///< one per --sweep, in order
   std::optional<double> request_rate;
   std::optional<int> max_num_batched_tokens;
   std::optional<int> max_num_seqs;
+  std::optional<int> replicas;
 };
 
 std::vector<std::string> split(const std::string& text, char separator) {
@@ -94,24 +99,70 @@ int parse_count(const std::string& text, const std::string& what) {
   return int(v);
 }
 
-/// --sweep KEY=V1,V2: request-rate, max_num_batched_tokens or max_num_seqs ('-' or '_').
-std::vector<sweep_point> parse_sweep(const std::string& text) {
-  if (text.empty()) return {sweep_point{}};
-  const auto eq = text.find('=');
-  if (eq == std::string::npos || eq + 1 == text.size()) fail("--sweep: expected KEY=V1,V2,..., got '" + text + "'");
-  std::string key = text.substr(0, eq);
-  std::replace(key.begin(), key.end(), '-', '_');
-  std::vector<sweep_point> points;
-  for (const auto& value : split(text.substr(eq + 1), ',')) {
-    sweep_point p;
-    p.label = value;
-    if (key == "request_rate") p.request_rate = parse_number(value, "--sweep request-rate");
-    else if (key == "max_num_batched_tokens") p.max_num_batched_tokens = parse_count(value, "--sweep " + key);
-    else if (key == "max_num_seqs") p.max_num_seqs = parse_count(value, "--sweep " + key);
-    else fail("--sweep: unknown key '" + text.substr(0, eq) + "' (request-rate, max_num_batched_tokens, max_num_seqs)");
-    points.push_back(p);
+/// A --sweep's key as given (the column's name).
+std::string sweep_key(const std::string& text) { return text.substr(0, text.find('=')); }
+
+/// --sweep KEY=V1,V2 (request-rate, max_num_batched_tokens, max_num_seqs or replicas; '-'
+/// or '_'), repeatable: one point per combination of the values, the first --sweep
+/// outermost.
+std::vector<sweep_point> parse_sweeps(const std::vector<std::string>& texts) {
+  std::vector<sweep_point> points = {sweep_point{}};
+  std::vector<std::string> seen;
+  for (const auto& text : texts) {
+    const auto eq = text.find('=');
+    if (eq == std::string::npos || eq + 1 == text.size()) fail("--sweep: expected KEY=V1,V2,..., got '" + text + "'");
+    std::string key = text.substr(0, eq);
+    std::replace(key.begin(), key.end(), '-', '_');
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) fail("--sweep: '" + sweep_key(text) + "' twice");
+    seen.push_back(key);
+    std::vector<sweep_point> next;
+    for (const auto& base : points) {
+      for (const auto& value : split(text.substr(eq + 1), ',')) {
+        sweep_point p = base;
+        p.labels.push_back(value);
+        if (key == "request_rate") p.request_rate = parse_number(value, "--sweep request-rate");
+        else if (key == "max_num_batched_tokens") p.max_num_batched_tokens = parse_count(value, "--sweep " + key);
+        else if (key == "max_num_seqs") p.max_num_seqs = parse_count(value, "--sweep " + key);
+        else if (key == "replicas") p.replicas = parse_count(value, "--sweep replicas");
+        else
+          fail("--sweep: unknown key '" + sweep_key(text) +
+               "' (request-rate, max_num_batched_tokens, max_num_seqs, replicas)");
+        next.push_back(std::move(p));
+      }
+    }
+    points = std::move(next);
   }
   return points;
+}
+
+/// --target METRIC-pNN=MS: a row meets it when that percentile is at most MS.
+struct latency_target {
+  std::string text;                                   ///< as given
+  const bench::metric_stats bench::bench_summary::*metric = nullptr;
+  double percentile = 99;
+  double limit_ms = 0;
+};
+
+std::vector<latency_target> parse_targets(const std::vector<std::string>& texts) {
+  std::vector<latency_target> targets;
+  for (const auto& text : texts) {
+    const auto dash = text.find("-p"), eq = text.find('=');
+    if (dash == std::string::npos || eq == std::string::npos || eq < dash)
+      fail("--target: expected METRIC-pNN=MS (e.g. ttft-p99=1000), got '" + text + "'");
+    latency_target t;
+    t.text = text;
+    const auto name = text.substr(0, dash);
+    if (name == "ttft") t.metric = &bench::bench_summary::ttft_ms;
+    else if (name == "tpot") t.metric = &bench::bench_summary::tpot_ms;
+    else if (name == "itl") t.metric = &bench::bench_summary::itl_ms;
+    else if (name == "e2e") t.metric = &bench::bench_summary::e2el_ms;
+    else fail("--target: unknown metric '" + name + "' (ttft, tpot, itl, e2e)");
+    t.percentile = parse_number(text.substr(dash + 2, eq - dash - 2), "--target's percentile");
+    if (t.percentile > 100) fail("--target: percentile above 100 in '" + text + "'");
+    t.limit_ms = parse_number(text.substr(eq + 1), "--target's limit (ms)");
+    targets.push_back(t);
+  }
+  return targets;
 }
 
 /// The SLOs given (milliseconds on the command line); none = no goodput.
@@ -251,6 +302,8 @@ sim_setup make_setup(const simulate_options& o, const deployment& d) {
 struct run_row {
   std::string policy;
   sweep_point point;
+  int replicas = 1;
+  std::string route = "-";  ///< the routing policy, with several replicas
   double request_rate = INFINITY;
   int budget = 0;
   int max_num_seqs = 0;
@@ -274,6 +327,11 @@ sim::sim_config run_config(const simulate_options& o, const deployment& base, co
   c.num_kv_blocks = setup.num_kv_blocks;
   c.block_size = base.engine.block_size;
   c.objectives = objectives(o);
+  for (const auto& t : parse_targets(o.targets)) {
+    if (std::find(c.percentiles.begin(), c.percentiles.end(), t.percentile) == c.percentiles.end())
+      c.percentiles.push_back(t.percentile);
+  }
+  std::sort(c.percentiles.begin(), c.percentiles.end());
   // Every request carries the goodput SLO as its latency targets (what the slo policy
   // plans for); without the flags, the deployment's [scheduler] defaults apply.
   c.targets = {o.slo_ttft_ms, o.slo_tpot_ms};
@@ -284,13 +342,30 @@ sim::sim_config run_config(const simulate_options& o, const deployment& base, co
   return c;
 }
 
+route_settings parse_route_settings(const std::vector<std::string>& texts) {
+  route_settings settings;
+  for (const auto& kv : texts) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) fail("--route-setting '" + kv + "': expected key=value");
+    settings.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  return settings;
+}
+
+/// The routing policy of a run on several replicas, from the plugin directory.
+route_policy load_route_policy(const simulate_options& o, const deployment& base, const std::string& name) {
+  auto route = try_load_route_policy(base.scheduler, name, parse_route_settings(o.route_settings));
+  if (!route) fail("--route-policy " + name + ": " + route.error().message);
+  return std::move(*route);
+}
+
 run_row run_one(const simulate_options& o, const deployment& base, const sim_setup& setup, const std::string& policy,
-                const sweep_point& point) {
-  run_row row{policy, point, point.request_rate.value_or(o.request_rate), 0, 0, {}};
-  if (!point.request_rate && !point.max_num_batched_tokens && !point.max_num_seqs) {
+                const sweep_point& point, int replicas, const std::string& route) {
+  run_row row{policy, point, replicas, replicas > 1 ? route : "-", point.request_rate.value_or(o.request_rate), 0, 0, {}};
+  if (point.labels.empty()) {
     char rate[32];
     std::snprintf(rate, sizeof rate, "%g", row.request_rate);  // no sweep: the column shows the rate
-    row.point.label = rate;
+    row.point.labels = {rate};
   }
   const auto prompts = sim_prompts(o, row.request_rate, setup.model.vocab_size);
   const auto c = run_config(o, base, setup, policy, point, prompts);
@@ -298,11 +373,18 @@ run_row run_one(const simulate_options& o, const deployment& base, const sim_set
   // As bench offline: on interference, splitfuse chunks the long prompts (256 tokens).
   if (o.workload == "interference" && !settings.policy_settings.contains("splitfuse"))
     settings.policy_settings["splitfuse"] = "{\"max_chunk_tokens\": 256}";
-  auto pol = try_load_policy(settings, policy);
-  if (!pol) fail(policy + ": " + pol.error().message);
-  std::fprintf(stderr, "simulate: %s, %zu requests, rate %g, budget %d, max_num_seqs %d...\n", policy.c_str(),
-               prompts.size(), row.request_rate, c.scheduler.max_num_batched_tokens, c.scheduler.max_num_seqs);
-  auto r = sim::simulate(prompts, std::move(*pol), c, *setup.cost);
+  std::vector<inflight::policy> policies;  // one instance per replica
+  for (int i = 0; i < replicas; ++i) {
+    auto pol = try_load_policy(settings, policy);
+    if (!pol) fail(policy + ": " + pol.error().message);
+    policies.push_back(std::move(*pol));
+  }
+  std::optional<route_policy> router;
+  if (replicas > 1) router.emplace(load_route_policy(o, base, route));
+  std::fprintf(stderr, "simulate: %s, %zu requests, rate %g, budget %d, max_num_seqs %d, %d replica(s)%s...\n",
+               policy.c_str(), prompts.size(), row.request_rate, c.scheduler.max_num_batched_tokens,
+               c.scheduler.max_num_seqs, replicas, replicas > 1 ? (", routed by " + route).c_str() : "");
+  auto r = sim::simulate(prompts, std::move(policies), std::move(router), c, *setup.cost);
   if (!r) fail(policy + ": " + r.error().message);
   if (const auto line = failure_line(r->summary); !line.empty())
     std::fprintf(stderr, "simulate: %s: %s\n", policy.c_str(), line.c_str());
@@ -319,11 +401,31 @@ double pct(const bench::metric_stats& m, double p) {
   return 0.0;
 }
 
-void print_table(const std::vector<run_row>& rows, const std::string& sweep_key) {
-  const int key_width = std::max(7, int(sweep_key.size()));
-  std::printf("%-13s %*s %6s %5s %5s %7s %9s %7s %24s %24s %24s %24s %6s %5s %7s %5s\n", "policy", key_width,
-              sweep_key.c_str(), "budget", "done", "shed", "req/s", "out tok/s", "good/s", "TTFT p50/p90/p99", "TPOT p50/p90/p99", "ITL p50/p90/p99",
-              "E2E p50/p90/p99", "batch", "KV%", "preempt", "hit%");
+/// Whether a run meets every --target.
+bool meets(const run_row& row, const std::vector<latency_target>& targets) {
+  const auto& s = row.result.summary;
+  if (s.num_completed == 0) return false;
+  for (const auto& t : targets) {
+    if (pct(s.*(t.metric), t.percentile) > t.limit_ms) return false;
+  }
+  return true;
+}
+
+/// `show_route`: the replicas (unless a sweep column shows them) and the routing policy.
+void print_table(const std::vector<run_row>& rows, const std::vector<std::string>& keys,
+                 const std::vector<latency_target>& targets, bool show_route) {
+  const bool show_replicas = show_route && std::find(keys.begin(), keys.end(), "replicas") == keys.end();
+  std::vector<int> widths;
+  for (const auto& k : keys) widths.push_back(std::max(7, int(k.size())));
+  std::printf("%-13s", "policy");
+  for (std::size_t i = 0; i < keys.size(); ++i) std::printf(" %*s", widths[i], keys[i].c_str());
+  if (show_replicas) std::printf(" %8s", "replicas");
+  if (show_route) std::printf(" %-12s", "route");
+  std::printf(" %6s %5s %5s %7s %9s %7s %24s %24s %24s %24s %6s %5s %7s %5s", "budget", "done", "shed", "req/s",
+              "out tok/s", "good/s", "TTFT p50/p90/p99", "TPOT p50/p90/p99", "ITL p50/p90/p99", "E2E p50/p90/p99",
+              "batch", "KV%", "preempt", "hit%");
+  if (!targets.empty()) std::printf(" %5s", "meets");
+  std::printf("\n");
   for (const auto& row : rows) {
     const auto& r = row.result;
     const auto& s = r.summary;
@@ -335,19 +437,48 @@ void print_table(const std::vector<run_row>& rows, const std::string& sweep_key)
       std::snprintf(text, sizeof text, "%.1f/%.1f/%.1f", pct(m, 50), pct(m, 90), pct(m, 99));
       return std::string(text);
     };
-    std::printf("%-13s %*s %6d %5d %5llu %7.2f %9.1f %7s %24s %24s %24s %24s %6.1f %5.1f %7llu %5.1f\n",
-                row.policy.c_str(), key_width, row.point.label.c_str(), row.budget, s.num_completed,
-                (unsigned long long)r.counters.num_shed, s.request_throughput, s.output_throughput, good,
-                triple(s.ttft_ms).c_str(), triple(s.tpot_ms).c_str(), triple(s.itl_ms).c_str(),
+    std::printf("%-13s", row.policy.c_str());
+    for (std::size_t i = 0; i < keys.size(); ++i) std::printf(" %*s", widths[i], row.point.labels.at(i).c_str());
+    if (show_replicas) std::printf(" %8d", row.replicas);
+    if (show_route) std::printf(" %-12s", row.route.c_str());
+    std::printf(" %6d %5d %5llu %7.2f %9.1f %7s %24s %24s %24s %24s %6.1f %5.1f %7llu %5.1f", row.budget,
+                s.num_completed, (unsigned long long)r.counters.num_shed, s.request_throughput, s.output_throughput,
+                good, triple(s.ttft_ms).c_str(), triple(s.tpot_ms).c_str(), triple(s.itl_ms).c_str(),
                 triple(s.e2el_ms).c_str(), r.batch_size_sum / steps, 100.0 * r.kv_usage_sum / steps,
                 (unsigned long long)r.counters.num_preemptions, 100.0 * s.prefix_cache_hit_rate());
+    if (!targets.empty()) std::printf(" %5s", meets(row, targets) ? "yes" : "no");
+    std::printf("\n");
   }
   std::printf("(virtual time; latencies in ms; done = requests completed; shed = requests the policy shed; good/s = "
               "requests meeting every SLO per second; batch = mean sequences per step; KV%% = mean KV usage; hit%% = "
-              "prompt tokens from the prefix cache)\n");
+              "prompt tokens from the prefix cache%s)\n",
+              targets.empty() ? "" : "; meets = every --target met and a request completed");
+  if (targets.empty()) return;
+  // The cheapest answer: the fewest replicas, then the first row in the table's order.
+  std::string wanted;
+  for (const auto& t : targets) wanted += (wanted.empty() ? "" : ", ") + t.text;
+  const run_row* best = nullptr;
+  int num_met = 0;
+  for (const auto& row : rows) {
+    if (!meets(row, targets)) continue;
+    ++num_met;
+    if (best == nullptr || row.replicas < best->replicas) best = &row;
+  }
+  if (best == nullptr) {
+    std::printf("targets %s: met by no run\n", wanted.c_str());
+    return;
+  }
+  std::string where = "policy " + best->policy;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i] != "replicas") where += ", " + keys[i] + " " + best->point.labels.at(i);
+  }
+  if (best->replicas > 1) where += ", routed by " + best->route;
+  std::printf("targets %s: met by %d of %zu runs; the fewest replicas: %d (%s)\n", wanted.c_str(), num_met,
+              rows.size(), best->replicas, where.c_str());
 }
 
-nlohmann::json to_json(const run_row& row, const std::string& sweep_key) {
+nlohmann::json to_json(const run_row& row, const std::vector<std::string>& keys,
+                       const std::vector<latency_target>& targets) {
   const auto& r = row.result;
   nlohmann::json records = nlohmann::json::array();
   for (const auto& rec : r.records) records.push_back(app::to_json(rec));
@@ -364,8 +495,28 @@ nlohmann::json to_json(const run_row& row, const std::string& sweep_key) {
                       {"preemptions", r.counters.num_preemptions},
                       {"shed", r.counters.num_shed},
                       {"prefix_cache_hit_rate", r.summary.prefix_cache_hit_rate()},
+                      {"replicas", row.replicas},
                       {"requests", std::move(records)}};
-  if (!sweep_key.empty()) j["sweep"] = {{"key", sweep_key}, {"value", row.point.label}};
+  if (row.replicas > 1) {
+    nlohmann::json per = nlohmann::json::array();
+    for (const auto& rep : r.replicas)
+      per.push_back({{"routed", rep.num_routed},
+                     {"num_steps", rep.num_steps},
+                     {"busy_s", rep.busy_s},
+                     {"preemptions", rep.counters.num_preemptions},
+                     {"prefix_cache_queries", rep.counters.num_prefix_cache_queries},
+                     {"prefix_cache_hits", rep.counters.num_prefix_cache_hits}});
+    j["route_policy"] = row.route;
+    j["refused_route_choices"] = r.num_refused_route_choices;
+    j["per_replica"] = std::move(per);
+    j["replica_of"] = r.replica_of;
+  }
+  if (!keys.empty()) {
+    nlohmann::json sweep = nlohmann::json::object();
+    for (std::size_t i = 0; i < keys.size(); ++i) sweep[keys[i]] = row.point.labels.at(i);
+    j["sweep"] = std::move(sweep);
+  }
+  if (!targets.empty()) j["meets_targets"] = meets(row, targets);
   return j;
 }
 
@@ -374,25 +525,37 @@ void run_simulate(simulate_options o) {
   if (!o.plugin_dir.empty()) base.scheduler.plugin_dir = o.plugin_dir;
   if (!o.prefix_caching.empty()) base.engine.enable_prefix_caching = o.prefix_caching == "on";
   (void)objectives(o);  // checked before anything runs
-  const auto points = parse_sweep(o.sweep);
-  const std::string sweep_key = o.sweep.empty() ? "" : o.sweep.substr(0, o.sweep.find('='));
+  const auto targets = parse_targets(o.targets);
+  const auto points = parse_sweeps(o.sweeps);
+  std::vector<std::string> keys;
+  for (const auto& text : o.sweeps) keys.push_back(sweep_key(text));
+  if (o.replicas < 1) fail("--replicas: at least 1");
+  if (o.route_policies.empty()) o.route_policies = {base.router.policy};
+  (void)parse_route_settings(o.route_settings);
   const auto setup = make_setup(o, base);
   o.policies = expand_policies(o.policies, base.scheduler, "simulate");
   std::vector<run_row> rows;
+  bool show_replicas = false;
   for (const auto& point : points) {
-    for (const auto& policy : o.policies) rows.push_back(run_one(o, base, setup, policy, point));
+    const int replicas = point.replicas.value_or(o.replicas);
+    show_replicas = show_replicas || replicas > 1;
+    // One replica needs no router: one run, whatever --route-policy lists.
+    const std::vector<std::string> routes = replicas > 1 ? o.route_policies : std::vector<std::string>{"-"};
+    for (const auto& route : routes) {
+      for (const auto& policy : o.policies) rows.push_back(run_one(o, base, setup, policy, point, replicas, route));
+    }
   }
   const auto& first = rows.front().result;
   std::printf("simulate: workload %s (%s), %zu requests, %s on %s, KV blocks %d x %d, %s\n", o.workload.c_str(),
               o.size.c_str(), first.records.size(), setup.shape.c_str(), setup.device.c_str(), setup.num_kv_blocks,
               base.engine.block_size, setup.cost->describe().c_str());
-  print_table(rows, sweep_key.empty() ? "rate" : sweep_key);
+  print_table(rows, keys.empty() ? std::vector<std::string>{"rate"} : keys, targets, show_replicas);
   if (o.json_path.empty()) return;
   nlohmann::json doc = {{"workload", o.workload},  {"size", o.size},          {"seed", o.seed},
                         {"shape", setup.shape},    {"gpu", setup.device},            {"cost_model", setup.cost->describe()},
                         {"num_kv_blocks", setup.num_kv_blocks}, {"block_size", base.engine.block_size}};
   doc["runs"] = nlohmann::json::array();
-  for (const auto& row : rows) doc["runs"].push_back(to_json(row, sweep_key));
+  for (const auto& row : rows) doc["runs"].push_back(to_json(row, keys, targets));
   write_json_file(o.json_path, doc);
 }
 
@@ -454,8 +617,20 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--slo-e2e", o->slo_e2e_ms, "goodput: end-to-end latency limit in ms");
   cmd->add_option("--prefix-caching", o->prefix_caching, "on | off (default: the deployment's)")
       ->check(CLI::IsMember({"on", "off"}));
-  cmd->add_option("--sweep", o->sweep,
-                  "one run per value: request-rate=1,2,4 | max_num_batched_tokens=256,512 | max_num_seqs=...");
+  cmd->add_option("--sweep", o->sweeps,
+                  "one run per value: request-rate=1,2,4 | max_num_batched_tokens=256,512 | max_num_seqs=... | "
+                  "replicas=1,2,4; repeatable: every combination");
+  cmd->add_option("--replicas", o->replicas, "engine replicas behind a router, each with its own KV pool")
+      ->capture_default_str();
+  cmd->add_option("--route-policy", o->route_policies,
+                  "with several replicas: round_robin | least_load | prefix (routing policies in the plugin "
+                  "directory), comma-separated to compare (default: the deployment's router.policy)")
+      ->delimiter(',');
+  cmd->add_option("--route-setting", o->route_settings,
+                  "a setting of the routing policy, key=value (repeatable), as serve --route-setting");
+  cmd->add_option("--target", o->targets,
+                  "a latency target each run is checked against, METRIC-pNN=MS with METRIC ttft, tpot, itl or e2e "
+                  "(repeatable), e.g. --target ttft-p99=1000: a 'meets' column and the fewest replicas meeting all");
   cmd->add_option("--json", o->json_path, "write every request and the summaries to this file");
   cmd->callback([o] { run_simulate(*o); });
 }

@@ -142,6 +142,8 @@ class step_loop {
   const scheduler& sched() const { return sched_; }
   /// The loop's own KV manager (step(); not the phases' caller's).
   const kv_manager& kv() const { return *kv_; }
+  /// Its prefix cache's change since the last call (what an engine reports to routers).
+  cache_delta take_cache_delta() { return kv_ ? kv_->take_cache_delta() : cache_delta{}; }
   const step_totals& totals() const { return totals_; }
   const step_loop_options& options() const { return options_; }
   /// The kv request of the last step.

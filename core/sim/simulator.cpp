@@ -5,6 +5,7 @@
 #include <memory>
 #include <numeric>
 
+#include "core/route/router.hpp"
 #include "core/sched/step_loop.hpp"
 
 namespace inflight::sim {
@@ -26,12 +27,27 @@ struct request_trace {
   int num_cached_tokens = 0;
 };
 
+/// One engine replica: its own step loop (scheduler, policy, KV pool) on its own clock.
+struct replica {
+  replica(step_loop l, std::shared_ptr<double> c) : loop(std::move(l)), clock(std::move(c)) {}
+  step_loop loop;
+  std::shared_ptr<double> clock;     // what its scheduler reads
+  bool is_busy = false;              // a step runs until free_at
+  double free_at = 0.0;
+  std::vector<std::size_t> settled;  // prompts that finished in the step: the router releases them at its end
+  replica_stats stats;
+};
+
 class simulation {
  public:
-  simulation(const std::vector<bench::bench_prompt>& prompts, const step_cost_model& cost, step_loop loop,
-             std::shared_ptr<double> clock, const sim_config& config)
-      : prompts_(prompts), cost_(cost), loop_(std::move(loop)), clock_(std::move(clock)), targets_(config.targets),
-        timeout_s_(config.request_timeout_s), traces_(prompts.size()) {
+  simulation(const std::vector<bench::bench_prompt>& prompts, const step_cost_model& cost,
+             std::vector<replica> replicas, std::optional<route_policy> route, const sim_config& config)
+      : prompts_(prompts), cost_(cost), replicas_(std::move(replicas)), targets_(config.targets),
+        timeout_s_(config.request_timeout_s), traces_(prompts.size()), replica_of_(prompts.size(), 0) {
+    if (route) {
+      router_.emplace(std::move(*route), int(replicas_.size()), config.block_size);
+      blocks_.resize(prompts.size());
+    }
     order_.resize(prompts.size());
     std::iota(order_.begin(), order_.end(), std::size_t(0));
     std::stable_sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) { return arrival(a) < arrival(b); });
@@ -43,109 +59,193 @@ class simulation {
 
  private:
   double arrival(std::size_t i) const { return std::max(0.0, prompts_[i].arrival_s); }
-  void submit_arrived();
-  result<bool> run_step();
-  result<step_result> execute(const step_plan& plan);
-  void record(const std::vector<seq_event>& events);
+  result<void> report(int k, bool is_full);
+  result<void> end_steps();
+  result<void> route_arrived();
+  void submit(int k, std::size_t i);
+  result<void> start_steps();
+  result<bool> run_step(int k);
+  result<step_result> execute(replica& r, const step_plan& plan);
+  void record(const std::vector<seq_event>& events, std::vector<std::size_t>* settled);
+  void release(int k, std::size_t i);
   bench::request_record record_of(std::size_t i) const;
 
   const std::vector<bench::bench_prompt>& prompts_;
   const step_cost_model& cost_;
-  step_loop loop_;
-  std::shared_ptr<double> clock_;  // what the scheduler reads
+  std::vector<replica> replicas_;
+  std::optional<router> router_;   // with more than one replica
   slo_targets targets_;            // of every request
   double timeout_s_ = 0.0;         // of every request
   std::vector<request_trace> traces_;
+  std::vector<int> replica_of_;    // per prompt
+  std::vector<std::vector<block_hash>> blocks_;  // per prompt, as the router hashes it
   std::vector<std::size_t> order_;  // prompt indices by arrival
   std::size_t next_ = 0;            // into order_
   double now_ = 0.0;
   std::optional<error> cost_error_;
-  double busy_s_ = 0.0;
-  std::uint64_t num_steps_ = 0;
   double batch_size_sum_ = 0.0, kv_usage_sum_ = 0.0;
 };
 
 result<void> simulation::run() {
-  int num_idle = 0;
+  for (std::size_t k = 0; k < replicas_.size(); ++k) {
+    if (auto ok = report(int(k), true); !ok) return ok;  // as a router subscribing
+  }
   for (;;) {
-    submit_arrived();
-    if (!loop_.needs_step()) {
-      if (next_ == order_.size()) return {};
-      now_ = arrival(order_[next_]);
-      continue;
+    if (auto ok = end_steps(); !ok) return ok;
+    if (auto ok = route_arrived(); !ok) return ok;
+    if (auto ok = start_steps(); !ok) return ok;
+    double next = INFINITY;
+    if (next_ < order_.size()) next = arrival(order_[next_]);
+    for (const auto& r : replicas_) {
+      if (r.is_busy) next = std::min(next, r.free_at);
     }
-    auto ran = run_step();
-    if (!ran) return std::unexpected(ran.error());
-    if (*ran || !loop_.sched().has_work()) {
-      num_idle = 0;
-    } else if (++num_idle > max_idle_steps) {
-      return make_error(errc::internal, "policy '" + loop_.sched().policy_name() +
-                                            "': work is waiting but no step runs (the engine stalled)");
-    }
+    if (!std::isfinite(next)) return {};  // nothing runs and nothing more arrives
+    now_ = std::max(now_, next);
   }
 }
 
-/// Submits every request that has arrived by now, stamped with its own arrival time.
-void simulation::submit_arrived() {
+/// Replica k's load and its prefix cache's change (the whole cache when `is_full`), to the router.
+result<void> simulation::report(int k, bool is_full) {
+  auto& r = replicas_[std::size_t(k)];
+  auto delta = r.loop.take_cache_delta();
+  if (!router_) return {};
+  const auto& sched = r.loop.sched();
+  engine_report rep;
+  rep.is_full = is_full;
+  rep.added = is_full ? r.loop.kv().cached_hashes() : std::move(delta.added);
+  if (!is_full) rep.evicted = std::move(delta.evicted);
+  rep.num_waiting = sched.num_waiting();
+  rep.num_running = sched.num_running();
+  rep.num_free_blocks = r.loop.kv().num_free_blocks();
+  rep.num_total_blocks = sched.kv().num_blocks;
+  rep.block_size = sched.kv().block_size;
+  return router_->apply_report(k, rep);
+}
+
+/// Every replica whose step has ended by now: the router releases the requests that
+/// finished in the step, and the replica reports.
+result<void> simulation::end_steps() {
+  for (std::size_t k = 0; k < replicas_.size(); ++k) {
+    auto& r = replicas_[k];
+    if (!r.is_busy || r.free_at > now_) continue;
+    r.is_busy = false;
+    for (auto i : r.settled) release(int(k), i);
+    r.settled.clear();
+    if (auto ok = report(int(k), false); !ok) return ok;
+  }
+  return {};
+}
+
+/// Every request that has arrived by now goes to a replica: the router's choice, from
+/// what the replicas last reported. A busy replica's step was planned already: the
+/// request waits in its queue for the next plan, at the step's end.
+result<void> simulation::route_arrived() {
   while (next_ < order_.size() && arrival(order_[next_]) <= now_) {
     const std::size_t i = order_[next_++];
-    const auto& p = prompts_[i];
-    seq_request r;
-    r.id = seq_id(i + 1);
-    r.prompt = p.prompt_ids;
-    r.params.temperature = 0.0f;
-    r.params.max_tokens = p.output_len > 0 ? p.output_len : 16;
-    r.params.ignore_eos = true;
-    r.targets = targets_;
-    r.timeout_s = timeout_s_;
-    *clock_ = arrival(i);
-    if (auto refused = loop_.submit(std::move(r))) record({*refused});
+    int k = 0;
+    if (router_) {
+      extend_block_hashes(blocks_[i], prompts_[i].prompt_ids, router_->block_size(), {});
+      auto chosen = router_->choose(blocks_[i], int(prompts_[i].prompt_ids.size()));
+      if (!chosen) return std::unexpected(chosen.error());
+      k = *chosen;
+    }
+    replica_of_[i] = k;
+    auto& r = replicas_[std::size_t(k)];
+    ++r.stats.num_routed;
+    submit(k, i);  // to a busy replica: its queue, for the plan at its step's end
   }
-  *clock_ = now_;
+  return {};
 }
 
-/// One step of the loop; false when nothing ran (only blocks went back).
-result<bool> simulation::run_step() {
-  *clock_ = now_;
-  auto out = loop_.step([this](const step_plan& plan) { return execute(plan); });
+/// Submits prompt i to replica k, stamped with its own arrival time.
+void simulation::submit(int k, std::size_t i) {
+  auto& r = replicas_[std::size_t(k)];
+  const auto& p = prompts_[i];
+  seq_request q;
+  q.id = seq_id(i + 1);
+  q.prompt = p.prompt_ids;
+  q.params.temperature = 0.0f;
+  q.params.max_tokens = p.output_len > 0 ? p.output_len : 16;
+  q.params.ignore_eos = true;
+  q.targets = targets_;
+  q.timeout_s = timeout_s_;
+  *r.clock = arrival(i);
+  if (auto refused = r.loop.submit(std::move(q))) {
+    record({*refused}, nullptr);
+    release(k, i);
+  }
+  *r.clock = now_;
+}
+
+/// Each idle replica with work starts a step; one that runs nothing while work waits,
+/// several times at the same moment, has stalled.
+result<void> simulation::start_steps() {
+  for (std::size_t k = 0; k < replicas_.size(); ++k) {
+    auto& r = replicas_[k];
+    int num_idle = 0;
+    while (!r.is_busy && r.loop.needs_step()) {
+      auto ran = run_step(int(k));
+      if (!ran) return std::unexpected(ran.error());
+      if (*ran || !r.loop.sched().has_work()) {
+        num_idle = 0;
+      } else if (++num_idle > max_idle_steps) {
+        return make_error(errc::internal, "policy '" + r.loop.sched().policy_name() +
+                                              "': work is waiting but no step runs (the engine stalled)");
+      }
+    }
+  }
+  return {};
+}
+
+/// One step of replica k's loop; false when nothing ran (only blocks went back, or the
+/// policy shed requests).
+result<bool> simulation::run_step(int k) {
+  auto& r = replicas_[std::size_t(k)];
+  *r.clock = now_;
+  auto out = r.loop.step([this, &r](const step_plan& plan) { return execute(r, plan); });
   if (!out) return std::unexpected(out.error());
   if (cost_error_) return std::unexpected(*cost_error_);
   if (out->failure) return std::unexpected(*out->failure);
   if (!out->has_run()) {
-    record(out->events);  // requests the policy shed
+    std::vector<std::size_t> shed;
+    record(out->events, &shed);
+    for (auto i : shed) release(k, i);
     return false;
   }
-  now_ = *clock_;
-  ++num_steps_;
+  r.is_busy = true;
+  r.free_at = *r.clock;
+  ++r.stats.num_steps;
   batch_size_sum_ += out->shape.num_seqs();
-  kv_usage_sum_ += loop_.sched().kv_usage();
-  record(out->events);
+  kv_usage_sum_ += r.loop.sched().kv_usage();
+  record(out->events, &r.settled);
   return true;
 }
 
 /// The executor: the cost model's time passes, every sampled sequence gets the dummy token.
-result<step_result> simulation::execute(const step_plan& plan) {
+result<step_result> simulation::execute(replica& r, const step_plan& plan) {
   const double seconds = cost_.step_seconds(shape_of(plan));
   if (!(seconds >= 0.0) || !std::isfinite(seconds)) {
     cost_error_ = error{errc::invalid_argument, "the cost model (" + cost_.describe() + ") gave a step time of " +
                                                     std::to_string(seconds) + " s"};
     return std::unexpected(*cost_error_);
   }
-  busy_s_ += seconds;
-  *clock_ = now_ + seconds;  // apply() stamps the step's tokens at its end
-  step_result r;
-  r.step_id = plan.step_id;
-  r.backend_seconds = seconds;
+  r.stats.busy_s += seconds;
+  *r.clock = now_ + seconds;  // apply() stamps the step's tokens at its end
+  step_result out;
+  out.step_id = plan.step_id;
+  out.backend_seconds = seconds;
   for (const auto& s : plan.seqs) {
-    if (s.do_sample) r.tokens.push_back({s.id, dummy_token, 0.0f, {}});
+    if (s.do_sample) out.tokens.push_back({s.id, dummy_token, 0.0f, {}});
   }
-  return r;
+  return out;
 }
 
-/// The request timings are core's: each event carries its sequence's times.
-void simulation::record(const std::vector<seq_event>& events) {
+/// The request timings are core's: each event carries its sequence's times. Finished
+/// prompts go to `settled`, when given.
+void simulation::record(const std::vector<seq_event>& events, std::vector<std::size_t>* settled) {
   for (const auto& e : events) {
-    auto& t = traces_[std::size_t(e.id - 1)];
+    const auto i = std::size_t(e.id - 1);
+    auto& t = traces_[i];
     if (e.times.first_scheduled) t.first_scheduled_s = *e.times.first_scheduled;
     if (e.type == seq_event::kind::token) {
       t.token_times_s.push_back(e.times.last_token.value_or(now_));
@@ -157,7 +257,13 @@ void simulation::record(const std::vector<seq_event>& events) {
     t.num_output_tokens = e.num_generated_tokens;
     t.num_cached_tokens = e.num_cached_tokens;
     if (e.cause) t.error = e.cause->message;
+    if (settled) settled->push_back(i);
   }
+}
+
+/// Prompt i no longer runs on replica k: its blocks are no longer pending there.
+void simulation::release(int k, std::size_t i) {
+  if (router_) router_->release(k, blocks_[i]);
 }
 
 bench::request_record simulation::record_of(std::size_t i) const {
@@ -178,6 +284,18 @@ bench::request_record simulation::record_of(std::size_t i) const {
   return r;
 }
 
+void add(scheduler_counters& sum, const scheduler_counters& c) {
+  sum.num_steps += c.num_steps;
+  sum.num_submitted += c.num_submitted;
+  sum.num_finished += c.num_finished;
+  sum.num_preemptions += c.num_preemptions;
+  sum.num_rejected_decisions += c.num_rejected_decisions;
+  sum.num_prefix_cache_queries += c.num_prefix_cache_queries;
+  sum.num_prefix_cache_hits += c.num_prefix_cache_hits;
+  sum.num_constrained_steps += c.num_constrained_steps;
+  sum.num_shed += c.num_shed;
+}
+
 sim_result simulation::finish(const sim_config& config) {
   sim_result out;
   for (std::size_t i = 0; i < traces_.size(); ++i) {
@@ -185,14 +303,20 @@ sim_result simulation::finish(const sim_config& config) {
     out.first_scheduled_s.push_back(traces_[i].first_scheduled_s);
   }
   out.duration_s = now_;
-  out.busy_s = busy_s_;
-  out.num_steps = num_steps_;
   out.batch_size_sum = batch_size_sum_;
   out.kv_usage_sum = kv_usage_sum_;
-  out.counters = loop_.sched().counters();
-  out.num_kv_blocks = config.num_kv_blocks;
-  out.num_free_blocks_at_end = loop_.kv().num_free_blocks();
-  out.num_kv_sequences_at_end = loop_.kv().num_known_sequences();
+  for (auto& r : replicas_) {
+    r.stats.counters = r.loop.sched().counters();
+    out.busy_s += r.stats.busy_s;
+    out.num_steps += r.stats.num_steps;
+    add(out.counters, r.stats.counters);
+    out.num_kv_blocks += config.num_kv_blocks;
+    out.num_free_blocks_at_end += r.loop.kv().num_free_blocks();
+    out.num_kv_sequences_at_end += r.loop.kv().num_known_sequences();
+    out.replicas.push_back(r.stats);
+  }
+  out.replica_of = replica_of_;
+  if (router_) out.num_refused_route_choices = router_->num_refused_choices();
   out.summary = bench::summarize(out.records, out.duration_s, config.percentiles, config.objectives);
   return out;
 }
@@ -201,16 +325,32 @@ sim_result simulation::finish(const sim_config& config) {
 
 result<sim_result> simulate(const std::vector<bench::bench_prompt>& prompts, policy pol, const sim_config& config,
                             const step_cost_model& cost) {
+  std::vector<policy> one;
+  one.push_back(std::move(pol));
+  return simulate(prompts, std::move(one), std::nullopt, config, cost);
+}
+
+result<sim_result> simulate(const std::vector<bench::bench_prompt>& prompts, std::vector<policy> policies,
+                            std::optional<route_policy> route, const sim_config& config, const step_cost_model& cost) {
   if (prompts.empty()) return make_error(errc::invalid_argument, "simulate: the workload has no requests");
+  if (policies.empty()) return make_error(errc::invalid_argument, "simulate: no replica (no policy instance)");
+  if (policies.size() > 1 && !route)
+    return make_error(errc::invalid_argument, "simulate: several replicas need a routing policy");
   for (const auto& p : prompts) {
     if (p.prompt_ids.empty() && !p.prompt_text.empty())
       return make_error(errc::invalid_argument, "simulate: prompts must be token ids, not text");
   }
-  auto clock = std::make_shared<double>(0.0);
-  auto loop = step_loop::try_create(config.scheduler, config.num_kv_blocks, config.block_size, std::move(pol),
-                                    [clock] { return *clock; }, {.max_queue_time_s = config.max_queue_time_s});
-  if (!loop) return std::unexpected(loop.error());
-  simulation sim(prompts, cost, std::move(*loop), clock, config);
+  std::vector<replica> replicas;
+  for (auto& pol : policies) {
+    auto clock = std::make_shared<double>(0.0);
+    step_loop_options options;
+    options.max_queue_time_s = config.max_queue_time_s;
+    auto loop = step_loop::try_create(config.scheduler, config.num_kv_blocks, config.block_size, std::move(pol),
+                                      [clock] { return *clock; }, options);
+    if (!loop) return std::unexpected(loop.error());
+    replicas.emplace_back(std::move(*loop), std::move(clock));
+  }
+  simulation sim(prompts, cost, std::move(replicas), std::move(route), config);
   if (auto ok = sim.run(); !ok) return std::unexpected(ok.error());
   return sim.finish(config);
 }

@@ -9,14 +9,29 @@
 ///   loop: submit every request that has arrived by `now`
 ///         nothing to do -> now = next arrival
 ///         else one step: now += cost(step's shape); its tokens and finishes happen at `now`
+///
+/// Several replicas of the engine behind a router: each replica has its own scheduler,
+/// policy instance and KV pool and steps on its own, and the router (core/route: the
+/// same router and routing-policy plugins as `serve --role router`) picks each
+/// request's replica when it arrives, from what the replicas last reported. A replica
+/// reports at the end of each of its steps (the engine reports after each grant, that
+/// is one step sooner at most): its load and its prefix cache's change. A request the
+/// router sends to a replica in the middle of a step waits for the next plan, at the
+/// step's end, as it does in a stepping engine.
+///
+///   loop: every replica whose step ended by `now` reports; route every arrival by `now`;
+///         each idle replica with work starts a step (busy until now + its cost);
+///         now = the next arrival or step end
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/bench/bench_metrics.hpp"
 #include "core/bench/dataset.hpp"
 #include "core/error.hpp"
+#include "core/route/route_policy.hpp"
 #include "core/sched/policy.hpp"
 #include "core/sched/scheduler.hpp"
 #include "core/sim/cost_model.hpp"
@@ -42,6 +57,14 @@ struct sim_config {
 /// The token every simulated step samples.
 inline constexpr token_id dummy_token = 1;
 
+/// One replica's share of a run.
+struct replica_stats {
+  std::uint64_t num_routed = 0;  ///< requests sent to it
+  std::uint64_t num_steps = 0;
+  double busy_s = 0.0;           ///< virtual seconds inside its steps
+  scheduler_counters counters;
+};
+
 struct sim_result {
   /// One per prompt, in workload order, on the virtual clock (start_s = arrival).
   std::vector<bench::request_record> records;
@@ -49,14 +72,21 @@ struct sim_result {
   std::vector<double> first_scheduled_s;
   bench::bench_summary summary;
   double duration_s = 0.0;    ///< virtual seconds from 0 to the end of the last step
-  double busy_s = 0.0;        ///< virtual seconds inside steps
-  std::uint64_t num_steps = 0;
+  double busy_s = 0.0;        ///< virtual seconds inside steps (every replica's, summed)
+  std::uint64_t num_steps = 0;  ///< every replica's
   double batch_size_sum = 0.0;  ///< sequences per step, summed over steps
   double kv_usage_sum = 0.0;    ///< KV usage after each step's grant, summed over steps
-  scheduler_counters counters;  ///< counters.num_shed: requests the policy shed (failed records)
-  int num_kv_blocks = 0;
-  int num_free_blocks_at_end = 0;     ///< after the last blocks went back
-  int num_kv_sequences_at_end = 0;    ///< sequences the KV manager still knows at the end
+  scheduler_counters counters;  ///< summed over replicas; num_shed: requests the policy shed (failed records)
+  int num_kv_blocks = 0;              ///< of every replica together
+  int num_free_blocks_at_end = 0;     ///< after the last blocks went back (every replica)
+  int num_kv_sequences_at_end = 0;    ///< sequences the KV managers still know at the end
+  /// Per prompt: the replica it was sent to (0 with one replica).
+  std::vector<int> replica_of;
+  /// One per replica.
+  std::vector<replica_stats> replicas;
+  /// Routing-policy answers the router refused (it sent those requests to the least
+  /// loaded replica instead).
+  std::uint64_t num_refused_route_choices = 0;
 };
 
 /// Runs `prompts` (token ids; output_len = max_tokens, 0 = 16; arrival_s < 0 = 0) with
@@ -64,5 +94,12 @@ struct sim_result {
 /// failed record, not an error; an error is a bad configuration or a stalled engine.
 result<sim_result> simulate(const std::vector<bench::bench_prompt>& prompts, policy pol, const sim_config& config,
                             const step_cost_model& cost);
+
+/// The same on one replica per entry of `policies` (each its own instance of the
+/// scheduling policy; every replica has config's scheduler and KV pool and the same
+/// cost model) behind `route`, which picks each request's replica; `route` may be
+/// omitted only with one replica.
+result<sim_result> simulate(const std::vector<bench::bench_prompt>& prompts, std::vector<policy> policies,
+                            std::optional<route_policy> route, const sim_config& config, const step_cost_model& cost);
 
 }  // namespace inflight::sim

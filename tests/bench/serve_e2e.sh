@@ -86,6 +86,21 @@ echo "client counted $client output tokens, server counted $server_tokens"
 [ "$client" = "$server_tokens" ] || fail "token counts differ"
 # The WebSocket run asked for exactly 5 x 8 tokens (ignore EOS, no range).
 [ "$(field "$work/ws.json" total_output_tokens)" = "40" ] || fail "WebSocket: expected 40 output tokens"
+# The same seed gives bench serve and simulate the same arrival times (both draw them from
+# the stream the prompts were drawn from): each request is sent within 50 ms of the time
+# simulate has it arrive; a separate stream would put them hundreds of ms apart.
+"$inflight" bench serve --url "$url" --workload variance --num-prompts 6 --request-rate 4 --burstiness 0.5 \
+  --seed 11 --ignore-eos --result-json "$work/arrivals.json" > /dev/null || fail "bench serve (arrivals) failed"
+"$inflight" simulate --plugin-dir "$plugins" --shape llama-3.2-1b --workload variance --num-prompts 6 \
+  --request-rate 4 --burstiness 0.5 --seed 11 --policy fcfs --json "$work/arrivals-sim.json" > /dev/null 2>&1 ||
+  fail "simulate (arrivals) failed"
+python3 - "$work/arrivals.json" "$work/arrivals-sim.json" << 'PY' || fail "bench serve and simulate drew different arrival times"
+import json, sys
+real = sorted(r["start_s"] for r in json.load(open(sys.argv[1]))["runs"][0]["requests"])
+sim = sorted(r["start_s"] for r in json.load(open(sys.argv[2]))["runs"][0]["requests"])
+print("arrivals: bench serve", [round(t, 3) for t in real], "simulate", [round(t, 3) for t in sim])
+sys.exit(0 if len(real) == len(sim) == 6 and max(abs(a - b) for a, b in zip(real, sim)) < 0.05 and sim[-1] > 0.5 else 1)
+PY
 # The structured workload: constrained (response_format json_schema), then unconstrained
 # with the same token counts; every output that was not cut by length parses as JSON (the
 # command fails otherwise), and the server observed mask times and compiles.

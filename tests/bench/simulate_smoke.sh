@@ -33,6 +33,32 @@ budgets=$(sim --policy fcfs --sweep max_num_batched_tokens=64,512 | awk '$1 == "
   || fail "budget sweep exited $?"
 [ "$budgets" = "64/64 512/512 " ] || fail "expected rows for budgets 64 and 512, got '$budgets'"
 
+# Replicas behind the router: one row for one replica, one per routing policy for two;
+# two sweeps give every combination; a target gets a meets column and the answer line.
+reps=$(sim --policy fcfs --request-rate 50 --sweep replicas=1,2 --route-policy round_robin,prefix \
+  --target ttft-p99=100000 --json "$dir/replicas.json") || { cat "$dir/simulate_smoke.err"; fail "replicas exited $?"; }
+echo "$reps"
+[ "$(echo "$reps" | awk '$1 == "fcfs" { printf "%s/%s ", $2, $3 }')" = "1/- 2/round_robin 2/prefix " ] ||
+  fail "expected rows for 1 replica, and 2 under round_robin and prefix"
+[ "$(echo "$reps" | awk '$1 == "fcfs" && $NF == "yes"' | wc -l)" -eq 3 ] || fail "every run meets a 100 s TTFT"
+echo "$reps" | grep -q "met by 3 of 3 runs; the fewest replicas: 1 (policy fcfs)" || fail "no answer line"
+python3 - "$dir/replicas.json" << 'PY' || fail "the JSON does not hold each replica's share"
+import json, sys
+runs = json.load(open(sys.argv[1]))["runs"]
+two = [r for r in runs if r["replicas"] == 2]
+assert len(two) == 2 and all(sum(p["routed"] for p in r["per_replica"]) == 24 for r in two)
+assert all(len(r["replica_of"]) == 24 and set(r["replica_of"]) == {0, 1} for r in two)
+assert all(r["meets_targets"] for r in runs) and "per_replica" not in runs[0]
+PY
+grid=$(sim --policy fcfs --sweep replicas=1,2 --sweep max_num_batched_tokens=64,512) || fail "two sweeps exited $?"
+[ "$(echo "$grid" | awk '$1 == "fcfs" { printf "%s/%s/%s ", $2, $3, $4 }')" = \
+  "1/64/- 1/512/- 2/64/least_load 2/512/least_load " ] || fail "two sweeps did not give every combination: $grid"
+if sim --policy fcfs --replicas 2 --route-policy nope > /dev/null; then fail "an unknown routing policy was accepted"; fi
+grep -q "route-policy nope" "$dir/simulate_smoke.err" || fail "no message for an unknown routing policy"
+if sim --policy fcfs --target ttft=5 > /dev/null; then fail "a malformed target was accepted"; fi
+grep -q "METRIC-pNN=MS" "$dir/simulate_smoke.err" || fail "no message for a malformed target"
+if sim --policy fcfs --sweep replicas=1 --sweep replicas=2 > /dev/null; then fail "a key swept twice was accepted"; fi
+if sim --policy fcfs --replicas 0 > /dev/null; then fail "0 replicas were accepted"; fi
 if sim --policy fcfs --gpu h1000 > /dev/null; then fail "an unknown GPU was accepted"; fi
 grep -q "unknown GPU" "$dir/simulate_smoke.err" || fail "no message for an unknown GPU"
 if sim --policy fcfs --sweep colour=1,2 > /dev/null; then fail "an unknown sweep key was accepted"; fi
