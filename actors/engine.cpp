@@ -147,8 +147,11 @@ result<std::unique_ptr<engine>> engine::start(const deployment& d, loaded_model 
   return std::unique_ptr<engine>(new engine(std::move(p)));
 }
 
-result<request_id> engine::submit(generate_request request, std::shared_ptr<request_sink> sink) {
-  auto& p = *impl_;
+namespace {
+
+/// A request checked and counted in at the admission gate, ready for the scheduler
+/// actor (it leaves the gate there, or through forget()).
+result<queued_request> prepare(engine::impl& p, generate_request request, std::shared_ptr<request_sink> sink) {
   if (!p.is_accepting) return make_error(errc::shutting_down, "the server is shutting down");
   if (request.prompt.empty()) return make_error(errc::invalid_argument, "the prompt is empty");
   const int max_context = p.model.max_context;
@@ -200,9 +203,55 @@ result<request_id> engine::submit(generate_request request, std::shared_ptr<requ
   seq.score_rows = request.score_rows;
   seq.pooling = request.pooling;
   request_context ctx{id, std::move(request), std::move(sink), p.model.tok, p.model.eos_ids, p.metrics, p.num_live};
+  return queued_request{std::move(seq), std::move(ctx)};
+}
+
+
+/// A prepared request that will not be sent after all: out of the gate again.
+void forget(engine::impl& p, const queued_request& q) { p.gate->leave(int(q.seq.prompt.size())); }
+
+}  // namespace
+
+result<request_id> engine::submit(generate_request request, std::shared_ptr<request_sink> sink) {
+  auto& p = *impl_;
+  auto q = prepare(p, std::move(request), std::move(sink));
+  if (!q) return std::unexpected(q.error());
+  const request_id id = q->seq.id;
   ++*p.num_live;
-  caf::anon_send(p.sched, submit_atom::value, std::move(seq), std::move(ctx));
+  caf::anon_send(p.sched, submit_atom::value, std::move(q->seq), std::move(q->ctx));
   return id;
+}
+
+result<std::vector<request_id>> engine::submit_all(std::vector<submission> requests) {
+  auto& p = *impl_;
+  std::vector<queued_request> ready;
+  std::vector<request_id> ids;
+  for (auto& s : requests) {
+    auto q = prepare(p, std::move(s.request), std::move(s.sink));
+    if (!q) {
+      for (const auto& r : ready) forget(p, r);
+      return std::unexpected(q.error());
+    }
+    ids.push_back(q->seq.id);
+    ready.push_back(std::move(*q));
+  }
+  if (ready.empty()) return ids;
+  *p.num_live += int(ready.size());
+  caf::anon_send(p.sched, submit_all_atom::value, std::move(ready));
+  return ids;
+}
+
+result<std::vector<request_id>> engine_api::submit_all(std::vector<submission> requests) {
+  std::vector<request_id> ids;
+  for (auto& s : requests) {
+    auto id = submit(std::move(s.request), std::move(s.sink));
+    if (!id) {
+      for (auto queued : ids) cancel(queued);
+      return std::unexpected(id.error());
+    }
+    ids.push_back(*id);
+  }
+  return ids;
 }
 
 void engine::cancel(request_id id) {

@@ -44,6 +44,12 @@ struct generate_request {
   bool is_prefill_only() const { return !score_rows.empty() || pooling.has_value(); }
 };
 
+/// A request and the sink of its events (engine_api::submit_all).
+struct submission {
+  generate_request request;
+  std::shared_ptr<request_sink> sink;
+};
+
 /// Times of one request, from the engine's clock.
 struct request_timings {
   double queue_ms = 0.0;   ///< submission -> first scheduled
@@ -125,6 +131,8 @@ class engine final : public engine_api {
   engine& operator=(const engine&) = delete;
 
   result<request_id> submit(generate_request request, std::shared_ptr<request_sink> sink) override;
+  /// One message to the scheduler: every request is queued before the next step's plan.
+  result<std::vector<request_id>> submit_all(std::vector<submission> requests) override;
   void cancel(request_id id) override;
   engine_snapshot snapshot() const override;
   void shutdown(double grace_s) override;

@@ -16,6 +16,7 @@ namespace inflight {
 
 using request_id = seq_id;
 struct generate_request;
+struct submission;  // actors/engine.hpp: a request and the sink of its events
 struct engine_snapshot;
 struct engine_health;
 class request_sink;
@@ -29,6 +30,12 @@ class engine_api {
   /// empty or too long prompt or bad parameters, (queue_full) when the waiting queue is
   /// full, (shutting_down) while shutting down, (unavailable) when no engine can take it.
   virtual result<request_id> submit(generate_request request, std::shared_ptr<request_sink> sink) = 0;
+  /// Queues several requests that start together, all or none: a refusal of any (as
+  /// submit() refuses) refuses them all and leaves none queued. The in-process engine
+  /// plans none of them into a step before all are queued (a burst that arrives at
+  /// once, the choices of one HTTP request); this default submits them one by one and
+  /// cancels those already queued when one is refused (their sinks may still hear of it).
+  virtual result<std::vector<request_id>> submit_all(std::vector<submission> requests);
   /// Stops a request within one step; its sink gets on_finish(cancelled).
   virtual void cancel(request_id id) = 0;
   virtual engine_snapshot snapshot() const = 0;

@@ -17,6 +17,8 @@
 namespace inflight {
 
 using submit_atom = caf::atom_constant<caf::atom("submit")>;
+/// Several requests at once (engine::submit_all): all queued before the next plan.
+using submit_all_atom = caf::atom_constant<caf::atom("submitall")>;
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using finish_atom = caf::atom_constant<caf::atom("finish")>;
 using execute_atom = caf::atom_constant<caf::atom("execute")>;
@@ -53,6 +55,12 @@ struct request_context {
   std::shared_ptr<std::atomic<int>> num_live;  ///< requests not yet finished
 };
 
+/// One request for the scheduler actor: its sequence and its request actor's start.
+struct queued_request {
+  seq_request seq;
+  request_context ctx;
+};
+
 /// A token for a request actor, with its sequence's times after it (core's clock).
 struct token_message {
   sampled_token token;
@@ -79,6 +87,7 @@ using request_actor = caf::typed_actor<caf::reacts_to<token_atom, token_message>
                                        caf::reacts_to<cancel_atom>>;
 
 using scheduler_actor = caf::typed_actor<caf::reacts_to<submit_atom, seq_request, request_context>,
+                                         caf::reacts_to<submit_all_atom, std::vector<queued_request>>,
                                          caf::reacts_to<cancel_atom, seq_id>,
                                          caf::reacts_to<finish_atom, seq_id, seq_event>,
                                          caf::reacts_to<step_atom>,
@@ -100,4 +109,5 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::token_message)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::seq_event)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::seq_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::request_context)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<inflight::queued_request>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::cached_blocks)

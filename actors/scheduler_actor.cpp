@@ -174,21 +174,36 @@ void maybe_step(self_ptr self) {
             });
 }
 
-void on_submit(self_ptr self, seq_request& req, request_context& ctx) {
+/// Queues one request with its request actor; false when the loop refused it (its
+/// actor has the refusal).
+bool accept(self_ptr self, seq_request& req, request_context& ctx) {
   auto& st = self->state;
   request_actor actor = self->spawn(request_fn, std::move(ctx), scheduler_actor(self));
   const seq_id id = req.id;
   const double timeout_s = req.timeout_s;
   if (auto refused = loop_of(self).submit(std::move(req))) {
     self->send(actor, finished_atom::value, *refused);
-    return publish(self);
+    return false;
   }
   st.routes[id] = std::move(actor);
   const double arrival = loop_of(self).sched().find(id)->times.arrival;
   if (const double queue_s = self->state.loop->options().max_queue_time_s; queue_s > 0) wake_at(self, arrival + queue_s);
   if (timeout_s > 0) wake_at(self, arrival + timeout_s);
+  return true;
+}
+
+void on_submit(self_ptr self, seq_request& req, request_context& ctx) {
+  const bool queued = accept(self, req, ctx);
   publish(self);
-  maybe_step(self);
+  if (queued) maybe_step(self);
+}
+
+/// Every request first, then the step: they start together.
+void on_submit_all(self_ptr self, std::vector<queued_request>& all) {
+  bool any = false;
+  for (auto& q : all) any = accept(self, q.seq, q.ctx) || any;
+  publish(self);
+  if (any) maybe_step(self);
 }
 
 }  // namespace
@@ -210,6 +225,7 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, std::shared_ptr<std::
   }
   return {
       [self](submit_atom, seq_request& req, request_context& ctx) { on_submit(self, req, ctx); },
+      [self](submit_all_atom, std::vector<queued_request>& all) { on_submit_all(self, all); },
       [self](cancel_atom, seq_id id) { finish_one(self, id, finish_reason::cancelled, std::nullopt); },
       [self](finish_atom, seq_id id, const seq_event& ev) { finish_one(self, id, ev.reason, ev.cause); },
       [self](step_atom) { maybe_step(self); },

@@ -10,9 +10,14 @@ as a Markdown table (docs/simulate.md, "Validation").
       --profile profiles/cpu-bench-20M.json --workload variance --num-prompts 48
 
 Take timings under /work/figs/quiet.sh (or any quiet machine); each call is one workload.
+With --real-runs N the real engine runs N times (the whole policy list each time): the
+simulation is compared with the median of the N, and a second table gives the real runs'
+own spread, (max - min) / median per figure: the machine's noise, the floor under any
+comparison with it.
 """
 import argparse
 import json
+import statistics
 import os
 import subprocess
 import sys
@@ -55,11 +60,13 @@ def main():
     ap.add_argument("--engine-overhead-ms", default=None, help="simulate: override the engine overhead per step")
     ap.add_argument("--set", action="append", default=[], help="deployment override for both runs (key=value)")
     ap.add_argument("--out", default="sim-validate", help="folder for the JSON files and logs")
-    ap.add_argument("--skip-real", action="store_true", help="reuse the real run's JSON in --out")
+    ap.add_argument("--skip-real", action="store_true", help="reuse the real runs' JSON in --out")
+    ap.add_argument("--real-runs", type=int, default=1, help="real runs to take the median of (and their spread)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     tag = "%s-%s" % (a.shape, a.workload)
-    real_json = os.path.join(a.out, tag + "-real.json")
+    real_jsons = [os.path.join(a.out, tag + "-real%s.json" % ("" if i == 0 else "-%d" % (i + 1)))
+                  for i in range(a.real_runs)]
     sim_json = os.path.join(a.out, tag + "-sim.json")
     common = ["--config", a.config, "--workload", a.workload, "--policy", a.policy]
     for s in a.set:
@@ -69,35 +76,60 @@ def main():
     if a.request_rate != "inf":
         common += ["--request-rate", a.request_rate]
     if not a.skip_real:
-        run([a.inflight, "bench", "offline", "--shape", a.shape, "--result-json", real_json] + common,
-            os.path.join(a.out, tag + "-real.log"))
+        for real_json in real_jsons:
+            run([a.inflight, "bench", "offline", "--shape", a.shape, "--result-json", real_json] + common,
+                real_json[:-5] + ".log")
     sim = [a.inflight, "simulate", "--shape", a.shape, "--cost-model", "profile:" + a.profile, "--json", sim_json]
     if a.engine_overhead_ms is not None:
         sim += ["--engine-overhead-ms", a.engine_overhead_ms]
     run(sim + common, os.path.join(a.out, tag + "-sim.log"))
-    real = json.load(open(real_json))["policies"]
+    reals = [json.load(open(f))["policies"] for f in real_jsons]
     simulated = {r["policy"]: r for r in json.load(open(sim_json))["runs"]}
-    print("%s, %s workload (%s requests, rate %s): real / simulated (error)\n" %
-          (a.shape, a.workload, a.num_prompts or "all", a.request_rate))
+    runs = "" if len(reals) == 1 else " (median of %d real runs)" % len(reals)
+    print("%s, %s workload (%s requests, rate %s): real / simulated (error)%s\n" %
+          (a.shape, a.workload, a.num_prompts or "all", a.request_rate, runs))
     print("| policy | " + " | ".join(f[0] for f in FIGURES) + " | steps |")
     print("|---" * (len(FIGURES) + 2) + "|")
-    errors = []
-    for policy, r in real.items():
+    errors, spreads, spread_rows, loo = [], [], [], []
+    for policy in reals[0]:
         s = simulated.get(policy)
-        if s is None:
+        if s is None or any(policy not in r for r in reals):
             continue
-        cells = []
+        cells, spread_cells = [], []
         for label, key, stat in FIGURES:
-            rv, sv = figure(r["summary"], key, stat), figure(s["summary"], key, stat)
+            values = [figure(r[policy]["summary"], key, stat) for r in reals]
+            rv, sv = statistics.median(values), figure(s["summary"], key, stat)
             err = (sv - rv) / rv if rv else 0.0
             errors.append(abs(err))
             cells.append("%.4g / %.4g (%+.0f%%)" % (rv, sv, 100 * err))
-        cells.append("%d / %d" % (r["num_steps"], s["num_steps"]))
+            # Each real run against the median of the others: how close one real run
+            # comes, the yardstick for the simulator's error against the median.
+            for i, v in enumerate(values[:] if len(values) > 1 else []):
+                others = statistics.median(values[:i] + values[i + 1:])
+                loo.append(abs(v - others) / others if others else 0.0)
+            spread = (max(values) - min(values)) / rv if rv else 0.0
+            spreads.append(spread)
+            spread_cells.append("%.0f%%" % (100 * spread))
+        steps = statistics.median(r[policy]["num_steps"] for r in reals)
+        cells.append("%d / %d" % (steps, s["num_steps"]))
         print("| %s | %s |" % (policy, " | ".join(cells)))
+        spread_rows.append("| %s | %s |" % (policy, " | ".join(spread_cells)))
     if errors:
         within = sum(1 for e in errors if e <= 0.10)
         print("\n%d of %d figures within 10%%; median |error| %.1f%%, max %.1f%%" %
               (within, len(errors), 100 * sorted(errors)[len(errors) // 2], 100 * max(errors)))
+    if len(reals) > 1 and spreads:
+        print("\nThe real runs' own spread, (max - min) / median:\n")
+        print("| policy | " + " | ".join(f[0] for f in FIGURES) + " |")
+        print("|---" * (len(FIGURES) + 1) + "|")
+        for row in spread_rows:
+            print(row)
+        within = sum(1 for e in spreads if e <= 0.10)
+        print("\n%d of %d figures spread 10%% or less across the real runs; median spread %.1f%%, max %.1f%%" %
+              (within, len(spreads), 100 * sorted(spreads)[len(spreads) // 2], 100 * max(spreads)))
+        within = sum(1 for e in loo if e <= 0.10)
+        print("Each real run against the median of the others: %d of %d figures within 10%%; median |difference| "
+              "%.1f%%, max %.1f%%" % (within, len(loo), 100 * sorted(loo)[len(loo) // 2], 100 * max(loo)))
 
 
 if __name__ == "__main__":

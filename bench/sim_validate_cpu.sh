@@ -15,6 +15,10 @@
 #   the real engine (`bench offline --record-steps`) on each workload with another seed
 #   (1: other requests than the validation's), every policy, and fit them together
 #   (`bench profile --refit`); simulate then adds no engine overhead of its own.
+#   PROFILE=engine-each: the same, but each workload's own steps, recorded right before
+#   its validation (the machine as it is then), make its profile.
+#   REAL_RUNS (default 1): real runs per workload; the simulation is compared with their
+#   median, and their own spread is printed (the machine's noise).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 shape=${1:?shape (bench-20M or bench-110M)}
@@ -26,6 +30,7 @@ prompts=${PROMPTS:-64}
 if [ "$shape" = bench-20M ]; then rate=${RATE:-20}; else rate=${RATE:-4}; fi
 config=$here/config/bench-20M.toml  # 512 MiB of KV, 64 sequences, 512-token budget
 threads=${THREADS:-1}
+real_runs=${REAL_RUNS:-1}
 # Waits (up to 10 minutes) while other engine processes run on this machine: quiet.sh
 # pauses builds and tests, not servers.
 wait_idle() {
@@ -33,22 +38,28 @@ wait_idle() {
 }
 mkdir -p "$out"
 profile=${PROFILE:-$out/cpu-$shape.json}
+# Records every step of the real engine on workload $1, seed 1, every policy.
+record() {
+  local rec=(--config "$config" --set engine.threads="$threads" --shape "$shape" --workload "$1" --policy all --seed 1
+             --record-steps "$out/steps-$shape-$1.json")
+  case $1 in
+    variance) rec+=(--num-prompts "$prompts") ;;
+    latency) rec+=(--num-prompts "$prompts" --request-rate "$rate") ;;
+  esac
+  wait_idle
+  $quiet "$bin" bench offline "${rec[@]}" > "$out/steps-$shape-$1.txt" 2>&1
+  tail -1 "$out/steps-$shape-$1.txt"
+}
 if [ "${PROFILE:-}" = engine ]; then
   profile=$out/engine-$shape.json
   recorded=()
   for w in $workloads; do
-    rec=(--config "$config" --set engine.threads="$threads" --shape "$shape" --workload "$w" --policy all --seed 1
-         --record-steps "$out/steps-$shape-$w.json")
-    case $w in
-      variance) rec+=(--num-prompts "$prompts") ;;
-      latency) rec+=(--num-prompts "$prompts" --request-rate "$rate") ;;
-    esac
-    wait_idle
-    $quiet "$bin" bench offline "${rec[@]}" > "$out/steps-$shape-$w.txt" 2>&1
-    tail -1 "$out/steps-$shape-$w.txt"
+    record "$w"
     recorded+=("$out/steps-$shape-$w.json")
   done
   "$bin" bench profile --refit "$(IFS=,; echo "${recorded[*]}")" -o "$profile" | tail -2
+elif [ "${PROFILE:-}" = engine-each ]; then
+  :  # recorded per workload below
 elif [ -z "${PROFILE:-}" ]; then
   wait_idle
   $quiet "$bin" bench profile --config "$config" --set engine.threads="$threads" --shape "$shape" --repeats 5 \
@@ -56,8 +67,12 @@ elif [ -z "${PROFILE:-}" ]; then
   tail -2 "$out/profile-$shape.txt"
 fi
 for w in $workloads; do
+  if [ "${PROFILE:-}" = engine-each ]; then
+    record "$w"
+    profile=$out/steps-$shape-$w.json
+  fi
   args=(--inflight "$bin" --config "$config" --set engine.threads="$threads" --shape "$shape" --profile "$profile"
-        --workload "$w" --out "$out")
+        --workload "$w" --out "$out" --real-runs "$real_runs")
   case $w in
     variance) args+=(--num-prompts "$prompts") ;;
     latency) args+=(--num-prompts "$prompts" --request-rate "$rate") ;;

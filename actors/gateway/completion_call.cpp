@@ -37,21 +37,24 @@ std::optional<api_error> completion_call::try_start() {
     }
   }
   auto self = shared_from_this();
+  std::vector<submission> all;
   for (int i = 0; i < num_choices; ++i) {
     auto req = request_.choice_request(i);
     choices_[i].prev = req.prompt.back();
     auto sink = std::make_shared<posting_sink>(
         post_, [self, i](const token_event& ev) { self->on_token(i, ev); },
         [self, i](const finish_event& ev) { self->on_finish(i, ev); });
-    auto id = engine_.submit(std::move(req), std::move(sink));
-    if (!id) {
-      // All or nothing: the choices already queued are cancelled and their events ignored.
-      is_cancelled_ = true;
-      emit_ = nullptr;
-      for (int j = 0; j < i; ++j) engine_.cancel(choices_[j].id);
-      return to_api_error(id.error());
-    }
-    choices_[i].id = *id;
+    all.push_back({std::move(req), std::move(sink)});
+  }
+  // The choices start together, all or none; a refusal's late events are ignored.
+  auto ids = engine_.submit_all(std::move(all));
+  if (!ids) {
+    is_cancelled_ = true;
+    emit_ = nullptr;
+    return to_api_error(ids.error());
+  }
+  for (int i = 0; i < num_choices; ++i) {
+    choices_[i].id = (*ids)[std::size_t(i)];
     state_.add_live_request();
   }
   emit_start();

@@ -12,18 +12,21 @@ std::optional<api_error> prefill_fanout::try_submit(int num_items, const make_fn
                                                     const std::string& invalid_param) {
   ids_.assign(std::size_t(num_items), 0);
   is_finished_.assign(std::size_t(num_items), false);
+  std::vector<submission> all;
   for (int i = 0; i < num_items; ++i) {
     auto sink = std::make_shared<posting_sink>(
         post_, [](const token_event&) {}, [on_finish, i](const finish_event& ev) { on_finish(i, ev); });
-    auto id = state_.eng().submit(make(i), std::move(sink));
-    if (!id) {
-      // All or nothing: the items already queued are cancelled and their events ignored.
-      is_cancelled_ = true;
-      emit_ = nullptr;
-      for (int j = 0; j < i; ++j) state_.eng().cancel(ids_[std::size_t(j)]);
-      return to_api_error(id.error(), id.error().code == errc::invalid_argument ? invalid_param : std::string());
-    }
-    ids_[std::size_t(i)] = *id;
+    all.push_back({make(i), std::move(sink)});
+  }
+  // The items start together, all or none; a refusal's late events are ignored.
+  auto ids = state_.eng().submit_all(std::move(all));
+  if (!ids) {
+    is_cancelled_ = true;
+    emit_ = nullptr;
+    return to_api_error(ids.error(), ids.error().code == errc::invalid_argument ? invalid_param : std::string());
+  }
+  for (int i = 0; i < num_items; ++i) {
+    ids_[std::size_t(i)] = (*ids)[std::size_t(i)];
     state_.add_live_request();
   }
   return std::nullopt;

@@ -193,19 +193,31 @@ result<engine_run> run_engine_workload(const deployment& d, const loaded_model& 
   completion_latch latch;
   std::vector<std::shared_ptr<timeline_sink>> sinks;
   const double start = monotonic_seconds();
-  for (std::size_t i = 0; i < prompts.size(); ++i) {
-    const auto& p = prompts[i];
-    if (p.prompt_ids.empty()) return make_error(errc::invalid_argument, "offline runs need token-id prompts");
-    const double due = start + std::max(0.0, p.arrival_s);
-    if (const double wait = due - monotonic_seconds(); wait > 0) {
+  // Requests due at the same moment (a workload's t = 0, its bursts) are submitted
+  // together: they start in the same step, as an offline batch does.
+  auto arrival = [&](std::size_t i) { return std::max(0.0, prompts[i].arrival_s); };
+  for (std::size_t i = 0; i < prompts.size();) {
+    std::size_t end = i + 1;
+    while (end < prompts.size() && arrival(end) == arrival(i)) ++end;
+    if (const double wait = start + arrival(i) - monotonic_seconds(); wait > 0) {
       std::this_thread::sleep_for(std::chrono::duration<double>(wait));
     }
-    auto sink = std::make_shared<timeline_sink>(monotonic_seconds(), latch);
-    if (auto id = (*eng)->submit(make_request(p, grammars.empty() ? nullptr : grammars[i]), sink); !id) {
-      (*eng)->shutdown(0.0);
-      return std::unexpected(id.error());
+    const double sent = monotonic_seconds();
+    std::vector<submission> group;
+    for (std::size_t k = i; k < end; ++k) {
+      if (prompts[k].prompt_ids.empty()) {
+        (*eng)->shutdown(0.0);
+        return make_error(errc::invalid_argument, "offline runs need token-id prompts");
+      }
+      auto sink = std::make_shared<timeline_sink>(sent, latch);
+      sinks.push_back(sink);
+      group.push_back({make_request(prompts[k], grammars.empty() ? nullptr : grammars[k]), std::move(sink)});
     }
-    sinks.push_back(std::move(sink));
+    if (auto ids = (*eng)->submit_all(std::move(group)); !ids) {
+      (*eng)->shutdown(0.0);
+      return std::unexpected(ids.error());
+    }
+    i = end;
   }
   latch.wait_for(int(sinks.size()));
   engine_run run;

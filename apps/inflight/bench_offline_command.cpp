@@ -275,7 +275,7 @@ void write_recorded_steps(const offline_options& o, const deployment& d, const l
   auto fit = sim::fit_profile(profile.samples, {64, 256}, /*pin_undetermined=*/true);
   if (!fit) fail("--record-steps: " + fit.error().message);
   for (const auto& name : fit->pinned)
-    std::fprintf(stderr, "bench offline: --record-steps: these steps do not determine %s: held at 0\n", name.c_str());
+    std::fprintf(stderr, "bench offline: --record-steps: held at 0: %s\n", name.c_str());
   profile.fit = *fit;
   std::ofstream out(o.record_steps, std::ios::binary);
   if (!out || !(out << sim::to_json_text(profile))) fail("cannot write " + o.record_steps);

@@ -160,7 +160,8 @@ void fit_and_write(sim::step_profile profile, const profile_options& o) {
   std::printf(" + %.4f ms/seq + %.3g ms/KV token + %.3g ms/attention pair; relative error mean %.1f%%, max %.1f%%\n",
               fit->per_seq_s * 1e3, fit->per_kv_token_s * 1e3, fit->per_attention_pair_s * 1e3,
               100.0 * fit->mean_relative_error, 100.0 * fit->max_relative_error);
-  for (const auto& name : fit->pinned) std::printf("not determined by these steps, held at 0: %s\n", name.c_str());
+  // Named "... (fitted below 0)" when it fitted negative, else the steps did not determine it.
+  for (const auto& name : fit->pinned) std::printf("held at 0: %s\n", name.c_str());
   std::ofstream out(o.output, std::ios::binary);
   if (!out || !(out << sim::to_json_text(profile))) fail("cannot write " + o.output);
   std::printf("wrote %s\n", o.output.c_str());

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 namespace inflight::sim {
@@ -142,7 +143,11 @@ result<profile_fit> fit_profile(const std::vector<profile_sample>& samples, cons
   }
   for (auto& v : scale) v = v > 0.0 ? v : 1.0;
   // The coefficients solved for; with pin_undetermined, one the samples do not determine
-  // leaves the system (it is 0) and the rest is solved again.
+  // leaves the system (it is 0) and the rest is solved again. A step cannot take less time
+  // for more work: a time per unit of work fitted below 0 (work that varies together
+  // with another's in these steps, and noise) leaves it too, the most negative first.
+  // Only the slopes above the knots may be negative: they bend the per-token line.
+  auto is_nonnegative = [&](std::size_t c) { return c < 2 || c >= 2 + knots.size(); };
   std::vector<std::size_t> live(n);
   for (std::size_t c = 0; c < n; ++c) live[c] = c;
   std::vector<double> x(n, 0.0);
@@ -163,8 +168,17 @@ result<profile_fit> fit_profile(const std::vector<profile_sample>& samples, cons
     std::size_t failed = 0;
     auto solved = solve(std::move(ata), std::move(atb), names, &failed);
     if (solved) {
+      std::fill(x.begin(), x.end(), 0.0);
       for (std::size_t i = 0; i < m; ++i) x[live[i]] = (*solved)[i];
-      break;
+      std::optional<std::size_t> worst;
+      for (std::size_t i = 0; i < m; ++i) {
+        if (is_nonnegative(live[i]) && (*solved)[i] < 0.0 && (!worst || (*solved)[i] < (*solved)[*worst])) worst = i;
+      }
+      if (!worst) break;
+      pinned.push_back(all_names[live[*worst]] + " (fitted below 0)");
+      live.erase(live.begin() + std::ptrdiff_t(*worst));
+      if (live.empty()) return make_error(errc::invalid_argument, "profile fit: every coefficient fitted below 0");
+      continue;
     }
     if (!pin_undetermined || live[failed] == 0) return std::unexpected(solved.error());  // never the fixed time
     pinned.push_back(all_names[live[failed]]);

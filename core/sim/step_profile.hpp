@@ -56,8 +56,10 @@ struct profile_fit {
   double per_attention_pair_s = 0.0;
   double mean_relative_error = 0.0;  ///< over the samples fitted
   double max_relative_error = 0.0;
-  /// Coefficients the samples did not determine, held at 0 (fit_profile's
-  /// pin_undetermined): their work did not vary apart from the others' in these steps.
+  /// Coefficients held at 0: those the samples did not determine (fit_profile's
+  /// pin_undetermined: their work did not vary apart from the others' in these steps),
+  /// and those fitted below 0 (named "... (fitted below 0)"), as more work never takes
+  /// less time.
   std::vector<std::string> pinned;
 
   /// The fit's step time, never below 0. A token segment whose fitted slope is negative

@@ -154,3 +154,66 @@ TEST_CASE("step feed: a prefix-cache hit joins past position 0", "[step_feed]") 
   CHECK(first.position > 0);  // started after the cached prefix
   CHECK(got.front().joined == std::vector<seq_id>{first.id});
 }
+
+TEST_CASE("engine: requests submitted together start in the same step, all or none", "[step_feed][submit_all]") {
+  if (shared_file("models/stories260K/stories260K.bin").empty()) return;
+  auto d = stories_deployment("fcfs", 256);
+  d.server.max_waiting_requests = 4;
+  auto eng = start_engine(d);
+  auto steps = std::make_shared<collect_steps>();
+  eng->set_step_sink(steps);
+  const std::vector<std::string> prompts = {"Once upon a time", "The cat sat", "One day", "Lily saw a bird"};
+  std::vector<std::shared_ptr<collect_sink>> sinks;
+  std::vector<submission> all;
+  for (const auto& p : prompts) {
+    sinks.push_back(std::make_shared<collect_sink>());
+    auto req = greedy_request(*eng, p, 4);
+    req.params.ignore_eos = true;
+    all.push_back({req, sinks.back()});
+  }
+  auto ids = eng->submit_all(all);
+  REQUIRE(ids.has_value());
+  REQUIRE(ids->size() == 4);
+  for (const auto& s : sinks) REQUIRE(s->wait());
+  for (const auto& s : sinks) CHECK(s->tokens().size() == 4);
+  // One message to the scheduler: the first step plans all four.
+  const auto got = steps->steps();
+  REQUIRE_FALSE(got.empty());
+  CHECK(got.front().num_joined == 4);
+  std::set<seq_id> joined(got.front().joined.begin(), got.front().joined.end());
+  CHECK(joined == std::set<seq_id>(ids->begin(), ids->end()));
+
+  // One bad request refuses the lot, and nothing of it stays behind: none runs, and the
+  // waiting-queue bound (4) counts none of them (a leak would refuse the next four).
+  std::vector<std::shared_ptr<collect_sink>> refused;
+  std::vector<submission> bad;
+  for (int i = 0; i < 3; ++i) {
+    refused.push_back(std::make_shared<collect_sink>());
+    bad.push_back({greedy_request(*eng, prompts[std::size_t(i)], 4), refused.back()});
+  }
+  bad.push_back({generate_request{}, std::make_shared<collect_sink>()});  // an empty prompt
+  auto no = eng->submit_all(bad);
+  REQUIRE_FALSE(no.has_value());
+  CHECK(no.error().code == errc::invalid_argument);
+  sinks.clear();
+  all.clear();
+  for (const auto& p : prompts) {
+    sinks.push_back(std::make_shared<collect_sink>());
+    all.push_back({greedy_request(*eng, p, 2), sinks.back()});
+  }
+  auto again = eng->submit_all(all);
+  INFO((again ? std::string() : again.error().message));
+  REQUIRE(again.has_value());
+  for (const auto& s : sinks) REQUIRE(s->wait());
+  for (const auto& s : refused) {
+    CHECK(s->num_events() == 0);
+    CHECK(s->num_finishes() == 0);
+  }
+  // More than the bound at once is refused whole (queue_full), never half queued.
+  all.clear();
+  for (int i = 0; i < 5; ++i) all.push_back({greedy_request(*eng, "One day", 2), std::make_shared<collect_sink>()});
+  auto over = eng->submit_all(all);
+  REQUIRE_FALSE(over.has_value());
+  CHECK(over.error().code == errc::queue_full);
+  CHECK(all_blocks_return(*eng));
+}

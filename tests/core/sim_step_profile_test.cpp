@@ -287,3 +287,31 @@ TEST_CASE("step profile: a coefficient the recorded steps do not determine is he
   REQUIRE(back.has_value());
   CHECK(back->fit.pinned == pinned->pinned);
 }
+
+TEST_CASE("step profile: a time per unit of work never fits below 0, it is held at 0 and named", "[core][sim]") {
+  // Steps whose time falls as more K/V is read (as noise, or work that moves with other
+  // work, can make a recording look): the least-squares answer is a negative time per K/V
+  // position, which would make long contexts cheap. The fit holds it at 0 instead.
+  auto truth = known_fit();
+  truth.per_kv_token_s = -30e-9;
+  auto fit = sim::fit_profile(synthetic(truth), truth.knots);
+  REQUIRE(fit.has_value());
+  CHECK(fit->per_kv_token_s == 0.0);
+  // The most negative first; the attention pairs, which grow with the K/V read, may
+  // follow it below 0 in the refit, and are held too.
+  REQUIRE_FALSE(fit->pinned.empty());
+  CHECK(fit->pinned.front() == "per_kv_token_s (fitted below 0)");
+  for (const auto& name : fit->pinned) CHECK_THAT(name, Catch::EndsWith("(fitted below 0)"));
+  CHECK(fit->fixed_s >= 0.0);
+  CHECK(fit->per_token_s >= 0.0);
+  CHECK(fit->per_seq_s >= 0.0);
+  CHECK(fit->per_attention_pair_s >= 0.0);
+  CHECK(fit->mean_relative_error > 0.0);  // the held coefficient costs accuracy, and it says so
+  // A longer context never predicts a shorter step.
+  const auto at = [&](int context) { return fit->predict(sim::sample_shape({0, 1, 8, context, 0.0})); };
+  CHECK(at(1024) >= at(32));
+  // Coefficients that fit at or above 0 are untouched by the rule.
+  auto exact = sim::fit_profile(synthetic(known_fit()), known_fit().knots);
+  REQUIRE(exact.has_value());
+  CHECK(exact->pinned.empty());
+}
