@@ -8,6 +8,7 @@
 #include <optional>
 #include <random>
 
+#include "apps/inflight/bench_plot.hpp"
 #include "apps/inflight/bench_policies.hpp"
 #include "apps/inflight/bench_report.hpp"
 #include "apps/inflight/commands.hpp"
@@ -58,6 +59,7 @@ struct simulate_options {
   std::vector<std::string> route_settings;  // key=value
   std::vector<std::string> targets;         // METRIC-pNN=MS, e.g. ttft-p99=1000
   std::string json_path;
+  std::string plot_dir;
 };
 
 /// One combination of --sweep values: what it changes.
@@ -532,6 +534,9 @@ void run_simulate(simulate_options o) {
   if (o.replicas < 1) fail("--replicas: at least 1");
   if (o.route_policies.empty()) o.route_policies = {base.router.policy};
   (void)parse_route_settings(o.route_settings);
+  if (!o.plot_dir.empty()) {
+    if (auto ok = check_gnuplot(); !ok) fail(ok.error().message);
+  }
   const auto setup = make_setup(o, base);
   o.policies = expand_policies(o.policies, base.scheduler, "simulate");
   std::vector<run_row> rows;
@@ -550,6 +555,22 @@ void run_simulate(simulate_options o) {
               o.size.c_str(), first.records.size(), setup.shape.c_str(), setup.device.c_str(), setup.num_kv_blocks,
               base.engine.block_size, setup.cost->describe().c_str());
   print_table(rows, keys.empty() ? std::vector<std::string>{"rate"} : keys, targets, show_replicas);
+  if (!o.plot_dir.empty()) {
+    // As bench serve draws them: latency CDFs of every run, labelled by what tells the
+    // runs apart, and throughput against latency when the runs are one sweep of one
+    // policy (one line through its points).
+    std::vector<plot_run> runs;
+    for (const auto& row : rows) {
+      std::string label = o.policies.size() > 1 ? row.policy : "";
+      for (std::size_t i = 0; i < keys.size(); ++i)
+        label += (label.empty() ? "" : " ") + keys[i] + "=" + row.point.labels.at(i);
+      if (row.replicas > 1 && o.route_policies.size() > 1) label += (label.empty() ? "" : " ") + row.route;
+      runs.push_back({label.empty() ? row.policy : label, row.result.records, row.result.summary});
+    }
+    const bool one_series = !keys.empty() && o.policies.size() == 1 && (!show_replicas || o.route_policies.size() == 1);
+    if (auto ok = render_plots(o.plot_dir, runs, one_series); !ok) fail(ok.error().message);
+    std::fprintf(stderr, "plots written to %s\n", o.plot_dir.c_str());
+  }
   if (o.json_path.empty()) return;
   nlohmann::json doc = {{"workload", o.workload},  {"size", o.size},          {"seed", o.seed},
                         {"shape", setup.shape},    {"gpu", setup.device},            {"cost_model", setup.cost->describe()},
@@ -632,6 +653,9 @@ void add_simulate_command(CLI::App& app) {
                   "a latency target each run is checked against, METRIC-pNN=MS with METRIC ttft, tpot, itl or e2e "
                   "(repeatable), e.g. --target ttft-p99=1000: a 'meets' column and the fewest replicas meeting all");
   cmd->add_option("--json", o->json_path, "write every request and the summaries to this file");
+  cmd->add_option("--plot", o->plot_dir,
+                  "render PNG charts into this folder, as bench serve does (latency CDFs; throughput against latency "
+                  "for a sweep of one policy); needs gnuplot");
   cmd->callback([o] { run_simulate(*o); });
 }
 

@@ -59,6 +59,13 @@ if sim --policy fcfs --target ttft=5 > /dev/null; then fail "a malformed target 
 grep -q "METRIC-pNN=MS" "$dir/simulate_smoke.err" || fail "no message for a malformed target"
 if sim --policy fcfs --sweep replicas=1 --sweep replicas=2 > /dev/null; then fail "a key swept twice was accepted"; fi
 if sim --policy fcfs --replicas 0 > /dev/null; then fail "0 replicas were accepted"; fi
+# Plots, as bench serve draws them: latency CDFs, and throughput against latency for a
+# sweep of one policy.
+sim --policy fcfs --sweep request-rate=5,50 --plot "$dir/plots" > /dev/null || { cat "$dir/simulate_smoke.err"; fail "--plot exited $?"; }
+for png in ttft_cdf tpot_cdf throughput_vs_ttft throughput_vs_tpot; do
+  [ -s "$dir/plots/$png.png" ] || fail "--plot drew no $png.png"
+done
+grep -q "rate=50" "$dir/plots/plots.gp" || fail "the plots do not label the runs by their sweep value"
 if sim --policy fcfs --gpu h1000 > /dev/null; then fail "an unknown GPU was accepted"; fi
 grep -q "unknown GPU" "$dir/simulate_smoke.err" || fail "no message for an unknown GPU"
 if sim --policy fcfs --sweep colour=1,2 > /dev/null; then fail "an unknown sweep key was accepted"; fi
