@@ -31,6 +31,7 @@ struct offline_options {
   std::string config_path;
   std::vector<std::string> overrides;
   std::string workload = "variance";
+  std::string dataset_path;  // a JSONL trace instead of a named workload (workload "trace")
   std::vector<std::string> policies = {"static", "fcfs", "splitfuse"};
   int cap = 0;
   std::string size = "small";
@@ -61,7 +62,9 @@ std::vector<bench::bench_prompt> offline_prompts(const offline_options& o, int v
   if (!size) fail(size.error().message);
   std::mt19937_64 rng(o.seed);
   bench::workload_options w{o.workload, *size, o.cap, o.num_prompts, vocab_size};
-  auto prompts = bench::workload_dataset(w, rng);
+  auto prompts = o.dataset_path.empty()
+                     ? bench::workload_dataset(w, rng)
+                     : bench::load_trace(o.dataset_path, o.num_prompts, vocab_size, bench::prompt_format::ids, true, rng);
   if (!prompts) fail(prompts.error().message);
   // Workloads without their own schedule (latency, procurement) use the arrival process.
   auto times = bench::arrival_times(int(prompts->size()), {o.request_rate, o.burstiness}, rng);
@@ -292,6 +295,7 @@ std::vector<bool> parse_prefix_caching(const std::string& v) {
 }
 
 void run_offline(offline_options o) {
+  if (!o.dataset_path.empty()) o.workload = "trace";  // the requests are the file's
   const auto base = base_deployment(o);
   o.policies = expand_policies(o.policies, base.scheduler, "bench offline");
   auto model = load_model(base.model, base.engine.backend);
@@ -361,6 +365,9 @@ void add_bench_offline_command(CLI::App& bench) {
                   "variance | latency | procurement | interference | overhead | prefix | prefix-chat | structured | rerank | "
                   "embed")
       ->capture_default_str();
+  cmd->add_option("--dataset-path", o->dataset_path,
+                  "a JSONL trace instead of --workload: per line \"prompt\" (token ids) or \"input_len\", "
+                  "\"output_len\", \"arrival_s\" (docs/benchmarks.md)");
   cmd->add_option("--policy", o->policies, "policies to compare, in order; all = every policy in the plugin dir")->delimiter(',')->capture_default_str();
   cmd->add_option("--cap", o->cap, "variance, structured: output length cap (default: the largest of the size)");
   cmd->add_option("--size", o->size, "small | full")->capture_default_str();

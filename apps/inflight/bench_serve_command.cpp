@@ -69,8 +69,8 @@ drawn_prompts load_prompts(const serve_options& o) {
     prompts = bench::workload_dataset({o.workload, *size, o.cap, o.num_prompts, o.vocab_size, format_of(o)}, rng);
   } else if (!o.dataset_path.empty() || o.dataset == "jsonl") {
     if (o.dataset_path.empty()) fail("--dataset jsonl needs --dataset-path FILE");
-    prompts = bench::load_jsonl_dataset(o.dataset_path);
-    if (prompts && o.num_prompts > 0 && int(prompts->size()) > o.num_prompts) prompts->resize(std::size_t(o.num_prompts));
+    // Text prompts pass as they are: the server tokenizes them.
+    prompts = bench::load_trace(o.dataset_path, o.num_prompts, o.vocab_size, format_of(o), false, rng);
   } else if (o.dataset == "random") {
     bench::random_options r;
     r.num_prompts = o.num_prompts > 0 ? o.num_prompts : 1000;

@@ -32,6 +32,7 @@ struct simulate_options {
   std::string config_path;
   std::vector<std::string> overrides;
   std::string workload = "variance";
+  std::string dataset_path;  // a JSONL trace instead of a named workload (workload "trace")
   std::string size = "small";
   int cap = 0;
   int num_prompts = 0;
@@ -82,7 +83,9 @@ std::vector<bench::bench_prompt> sim_prompts(const simulate_options& o, double r
   auto size = bench::parse_workload_size(o.size);
   if (!size) fail(size.error().message);
   std::mt19937_64 rng(o.seed);
-  auto prompts = bench::workload_dataset({o.workload, *size, o.cap, o.num_prompts, vocab_size}, rng);
+  auto prompts = o.dataset_path.empty()
+                     ? bench::workload_dataset({o.workload, *size, o.cap, o.num_prompts, vocab_size}, rng)
+                     : bench::load_trace(o.dataset_path, o.num_prompts, vocab_size, bench::prompt_format::ids, true, rng);
   if (!prompts) fail(prompts.error().message);
   if (std::isfinite(rate)) {
     if (has_own_schedule(o.workload)) fail("--request-rate: the " + o.workload + " workload has its own arrival times");
@@ -419,6 +422,7 @@ nlohmann::json to_json(const run_row& row, const std::vector<std::string>& keys,
 }
 
 void run_simulate(simulate_options o) {
+  if (!o.dataset_path.empty()) o.workload = "trace";  // the requests are the file's
   deployment base = load_deployment_or_fail(o.config_path, o.overrides);
   if (!o.plugin_dir.empty()) base.scheduler.plugin_dir = o.plugin_dir;
   if (!o.prefix_caching.empty()) base.engine.enable_prefix_caching = o.prefix_caching == "on";
@@ -487,6 +491,9 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--workload", o->workload,
                   "variance | latency | procurement | interference | overhead | prefix | prefix-chat")
       ->capture_default_str();
+  cmd->add_option("--dataset-path", o->dataset_path,
+                  "a JSONL trace instead of --workload: per line \"prompt\" (token ids) or \"input_len\", "
+                  "\"output_len\", \"arrival_s\" (its arrival times unless --request-rate is given)");
   cmd->add_option("--size", o->size, "small | full")->capture_default_str();
   cmd->add_option("--cap", o->cap, "variance: output length cap (default: the largest of the size)");
   cmd->add_option("--num-prompts", o->num_prompts, "requests (default: the workload's own count)");

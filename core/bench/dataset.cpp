@@ -266,8 +266,14 @@ result<bench_prompt> parse_jsonl_line(const std::string& line, const std::string
   if (j.is_discarded() || !j.is_object()) return make_error(errc::invalid_argument, where + ": not a JSON object");
   bench_prompt p;
   const auto prompt = j.find("prompt");
-  if (prompt == j.end()) return make_error(errc::invalid_argument, where + ": no \"prompt\"");
-  if (prompt->is_string()) {
+  const auto input_len = j.find("input_len");
+  if (prompt == j.end() && input_len == j.end())
+    return make_error(errc::invalid_argument, where + ": no \"prompt\" (nor \"input_len\")");
+  if (prompt == j.end()) {  // a trace of lengths: the prompt is drawn later (fill_random_prompts)
+    if (!input_len->is_number_integer() || input_len->get<int>() <= 0)
+      return make_error(errc::invalid_argument, where + ": \"input_len\" must be a positive integer");
+    p.input_len = input_len->get<int>();
+  } else if (prompt->is_string()) {
     p.prompt_text = prompt->get<std::string>();
     p.input_len = int(p.prompt_text.size());
   } else if (prompt->is_array() && !prompt->empty() &&
@@ -285,10 +291,46 @@ result<bench_prompt> parse_jsonl_line(const std::string& line, const std::string
       p.output_len = it->get<int>();
     }
   }
+  if (auto it = j.find("arrival_s"); it != j.end()) {
+    if (!it->is_number() || !(it->get<double>() >= 0) || !std::isfinite(it->get<double>()))
+      return make_error(errc::invalid_argument, where + ": \"arrival_s\" must be a number of seconds >= 0");
+    p.arrival_s = it->get<double>();
+  }
   return p;
 }
 
 }  // namespace
+
+void fill_random_prompts(std::vector<bench_prompt>& prompts, int vocab_size, prompt_format format,
+                         std::mt19937_64& rng) {
+  random_options o;
+  o.vocab_size = vocab_size;
+  o.format = format;
+  for (auto& p : prompts) {
+    if (!p.prompt_ids.empty() || !p.prompt_text.empty()) continue;
+    const int output_len = p.output_len;
+    const double arrival_s = p.arrival_s;
+    p = make_prompt(p.input_len, o, rng);
+    p.output_len = output_len;
+    p.arrival_s = arrival_s;
+  }
+}
+
+result<std::vector<bench_prompt>> load_trace(const std::filesystem::path& path, int num_prompts, int vocab_size,
+                                             prompt_format format, bool ids_only, std::mt19937_64& rng) {
+  auto prompts = load_jsonl_dataset(path);
+  if (!prompts) return prompts;
+  if (num_prompts > 0 && int(prompts->size()) > num_prompts) prompts->resize(std::size_t(num_prompts));
+  if (ids_only) {
+    for (std::size_t i = 0; i < prompts->size(); ++i) {
+      if (!(*prompts)[i].prompt_text.empty())
+        return make_error(errc::invalid_argument, path.string() + ": request " + std::to_string(i + 1) +
+                                                      " has a text prompt; token ids (or input_len) are needed here");
+    }
+  }
+  fill_random_prompts(*prompts, vocab_size, format, rng);
+  return prompts;
+}
 
 result<std::vector<bench_prompt>> load_jsonl_dataset(const std::filesystem::path& path) {
   std::ifstream in(path);

@@ -72,7 +72,22 @@ result<std::vector<bench_prompt>> workload_dataset(const workload_options& o, st
 std::vector<std::string> workload_names();
 
 /// Reads a JSONL file: one object per line with "prompt" (a string or a list of token
-/// ids) and optionally "output_len" or "max_tokens". Blank lines are skipped.
+/// ids), or "input_len" alone (a trace of lengths: the prompt is drawn by
+/// fill_random_prompts), and optionally "output_len" or "max_tokens" and "arrival_s"
+/// (seconds from the trace's start: when to send it, where no arrival process is
+/// asked for). Blank lines are skipped.
 result<std::vector<bench_prompt>> load_jsonl_dataset(const std::filesystem::path& path);
+
+/// Draws a random prompt of its input_len for every entry that has none (a trace of
+/// lengths), keeping its output length and arrival time.
+void fill_random_prompts(std::vector<bench_prompt>& prompts, int vocab_size, prompt_format format,
+                         std::mt19937_64& rng);
+
+/// A JSONL file's requests (load_jsonl_dataset), the first `num_prompts` of them (0 =
+/// all), the prompts of a trace of lengths drawn in `format` (fill_random_prompts).
+/// With `ids_only`, a text prompt is refused: token ids are needed where no tokenizer
+/// is (bench offline, simulate).
+result<std::vector<bench_prompt>> load_trace(const std::filesystem::path& path, int num_prompts, int vocab_size,
+                                             prompt_format format, bool ids_only, std::mt19937_64& rng);
 
 }  // namespace inflight::bench

@@ -66,6 +66,27 @@ for png in ttft_cdf tpot_cdf throughput_vs_ttft throughput_vs_tpot; do
   [ -s "$dir/plots/$png.png" ] || fail "--plot drew no $png.png"
 done
 grep -q "rate=50" "$dir/plots/plots.gp" || fail "the plots do not label the runs by their sweep value"
+# A JSONL trace: its requests at its arrival times (ids or lengths only), unless a rate is asked.
+printf '%s\n' '{"prompt": [5, 6, 7, 8], "output_len": 4, "arrival_s": 0.5}' \
+  '{"input_len": 40, "output_len": 6, "arrival_s": 0.1}' '{"input_len": 100, "max_tokens": 3, "arrival_s": 1.25}' \
+  > "$dir/trace.jsonl"
+tsim() { "$inflight" simulate --plugin-dir "$plugins" --shape llama-3.2-1b --policy fcfs --dataset-path "$dir/trace.jsonl" \
+  "$@" 2> "$dir/simulate_smoke.err"; }
+tsim --json "$dir/trace.json" > /dev/null || { cat "$dir/simulate_smoke.err"; fail "simulate of a trace exited $?"; }
+python3 - "$dir/trace.json" << 'PY' || fail "the trace's requests did not arrive at its times with its lengths"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+got = [(r["start_s"], r["prompt_tokens"], r["output_tokens"]) for r in doc["runs"][0]["requests"]]
+assert doc["workload"] == "trace" and got == [(0.5, 4, 4), (0.1, 40, 6), (1.25, 100, 3)], got
+PY
+tsim --request-rate 100 --json "$dir/trace-rate.json" > /dev/null || fail "simulate of a trace at a rate exited $?"
+python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['runs'][0]['requests']; sys.exit(0 if max(x['start_s'] for x in r) < 0.5 else 1)" \
+  "$dir/trace-rate.json" || fail "--request-rate did not replace the trace's arrival times"
+printf '%s\n' '{"prompt": "text needs a tokenizer"}' > "$dir/trace-text.jsonl"
+if "$inflight" simulate --plugin-dir "$plugins" --policy fcfs --dataset-path "$dir/trace-text.jsonl" > /dev/null 2> "$dir/simulate_smoke.err"; then
+  fail "a text prompt was simulated"
+fi
+grep -q "token ids" "$dir/simulate_smoke.err" || fail "no message for a text prompt in a trace"
 if sim --policy fcfs --gpu h1000 > /dev/null; then fail "an unknown GPU was accepted"; fi
 grep -q "unknown GPU" "$dir/simulate_smoke.err" || fail "no message for an unknown GPU"
 if sim --policy fcfs --sweep colour=1,2 > /dev/null; then fail "an unknown sweep key was accepted"; fi

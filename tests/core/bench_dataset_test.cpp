@@ -248,3 +248,53 @@ TEST_CASE("bench dataset: JSONL prompts as text or token ids, with optional leng
   std::filesystem::remove(path);
   CHECK_FALSE(load_jsonl_dataset(path).has_value());
 }
+
+TEST_CASE("bench dataset: a JSONL trace with arrival times and lengths only", "[core][bench]") {
+  const auto path = std::filesystem::temp_directory_path() / "inflight_bench_trace_test.jsonl";
+  {
+    std::ofstream out(path);
+    out << R"({"prompt": [5, 6, 7], "output_len": 4, "arrival_s": 0.5})" << "\n"
+        << R"({"input_len": 40, "output_len": 6, "arrival_s": 0.1})" << "\n"
+        << R"({"input_len": 12, "max_tokens": 2})" << "\n";
+  }
+  auto raw = load_jsonl_dataset(path);
+  REQUIRE(raw.has_value());
+  CHECK((*raw)[0].arrival_s == 0.5);
+  CHECK((*raw)[1].arrival_s == 0.1);
+  CHECK((*raw)[2].arrival_s < 0);  // none: the arrival process's
+  CHECK((*raw)[1].prompt_ids.empty());
+  CHECK((*raw)[1].input_len == 40);
+  std::mt19937_64 rng(3);
+  auto trace = load_trace(path, 0, 100, prompt_format::ids, true, rng);
+  REQUIRE(trace.has_value());
+  REQUIRE(trace->size() == 3);
+  CHECK((*trace)[0].prompt_ids == std::vector<inflight::token_id>{5, 6, 7});  // given ids stay
+  REQUIRE((*trace)[1].prompt_ids.size() == 40);                              // drawn to its length
+  for (auto t : (*trace)[1].prompt_ids) CHECK((t >= 3 && t < 100));
+  CHECK((*trace)[1].output_len == 6);
+  CHECK((*trace)[1].arrival_s == 0.1);
+  CHECK((*trace)[2].prompt_ids.size() == 12);
+  CHECK((*trace)[2].output_len == 2);
+  CHECK(load_trace(path, 2, 100, prompt_format::ids, true, rng)->size() == 2);
+  // As text, for a server that tokenizes.
+  auto text = load_trace(path, 0, 100, prompt_format::text, false, rng);
+  REQUIRE(text.has_value());
+  CHECK_FALSE((*text)[1].prompt_text.empty());
+  const auto refused = [&](const char* line) {
+    {
+      std::ofstream out(path);
+      out << line << "\n";
+    }
+    std::mt19937_64 r(0);
+    auto got = load_trace(path, 0, 100, prompt_format::ids, true, r);
+    INFO(line);
+    REQUIRE_FALSE(got.has_value());
+    return got.error().message;
+  };
+  CHECK_THAT(refused(R"({"input_len": 4, "arrival_s": -1})"), Catch::Contains("arrival_s"));
+  CHECK_THAT(refused(R"({"input_len": 4, "arrival_s": "soon"})"), Catch::Contains("arrival_s"));
+  CHECK_THAT(refused(R"({"input_len": 0})"), Catch::Contains("input_len"));
+  CHECK_THAT(refused(R"({"output_len": 4})"), Catch::Contains("no \"prompt\""));
+  CHECK_THAT(refused(R"({"prompt": "some text"})"), Catch::Contains("token ids"));
+  std::filesystem::remove(path);
+}
