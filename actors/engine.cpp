@@ -206,7 +206,6 @@ result<queued_request> prepare(engine::impl& p, generate_request request, std::s
   return queued_request{std::move(seq), std::move(ctx)};
 }
 
-
 /// A prepared request that will not be sent after all: out of the gate again.
 void forget(engine::impl& p, const queued_request& q) { p.gate->leave(int(q.seq.prompt.size())); }
 
