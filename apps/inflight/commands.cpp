@@ -43,6 +43,16 @@ void use_named_shape(deployment& d, const std::string& shape) {
   s.family = c->qk_norm ? "qwen3" : "llama";
 }
 
+route_settings parse_route_settings(const std::vector<std::string>& texts) {
+  route_settings settings;
+  for (const auto& kv : texts) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) fail("--route-setting '" + kv + "': expected key=value");
+    settings.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  return settings;
+}
+
 void fail(const std::string& message) {
   std::cerr << "inflight: " << message << "\n";
   throw CLI::RuntimeError(1);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/config/deployment.hpp"
+#include "core/route/route_policy.hpp"
 
 namespace inflight::app {
 
@@ -35,6 +36,10 @@ deployment load_deployment_or_fail(const std::string& config_path, const std::ve
 /// Points the deployment's model at random weights of a named shape (bench-20M, ...); an
 /// unknown name ends the command.
 void use_named_shape(deployment& d, const std::string& shape);
+
+/// `--route-setting key=value` options (serve's router, simulate's replicas) as a routing
+/// policy's settings; a malformed one ends the command.
+route_settings parse_route_settings(const std::vector<std::string>& texts);
 
 /// Prints "inflight: <message>" on stderr and ends the command with exit code 1.
 [[noreturn]] void fail(const std::string& message);

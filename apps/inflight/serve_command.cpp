@@ -162,11 +162,7 @@ void run_router_role(const deployment& d, const serve_options& o) {
   options.policy = d.router.policy;
   options.timeout_s = d.router.request_timeout_s;
   options.reconnect_interval_s = d.router.reconnect_interval_s;
-  for (const auto& kv : o.route_settings) {
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) fail("--route-setting '" + kv + "': expected key=value");
-    options.policy_settings.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-  }
+  options.policy_settings = parse_route_settings(o.route_settings);
   auto dir = try_policy_plugin_dir(d.scheduler);
   if (!dir) fail(dir.error().message);
   options.plugin_dir = dir->string();

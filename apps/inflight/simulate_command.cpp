@@ -243,16 +243,6 @@ sim::sim_config run_config(const simulate_options& o, const deployment& base, co
   return c;
 }
 
-route_settings parse_route_settings(const std::vector<std::string>& texts) {
-  route_settings settings;
-  for (const auto& kv : texts) {
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) fail("--route-setting '" + kv + "': expected key=value");
-    settings.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-  }
-  return settings;
-}
-
 /// The routing policy of a run on several replicas, from the plugin directory.
 route_policy load_route_policy(const simulate_options& o, const deployment& base, const std::string& name) {
   auto route = try_load_route_policy(base.scheduler, name, parse_route_settings(o.route_settings));
