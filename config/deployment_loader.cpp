@@ -310,7 +310,10 @@ const std::map<std::string, key_spec>& specs() {
     add("engine.gpu_memory_utilization",
         [](auto k) { return number(&D::engine, &engine_settings::gpu_memory_utilization, 0.05, 0.99, k); });
     add("engine.cuda_decode_attention", [](auto k) {
-      return text(&D::engine, &engine_settings::cuda_decode_attention, {"grouped", "per_head"}, k);
+      return text(&D::engine, &engine_settings::cuda_decode_attention, {"grouped", "mma", "per_head"}, k);
+    });
+    add("engine.cuda_prefill_attention", [](auto k) {
+      return text(&D::engine, &engine_settings::cuda_prefill_attention, {"mma", "tiled"}, k);
     });
     add("engine.cuda_grammar_mask", [](auto k) {
       return text(&D::engine, &engine_settings::cuda_grammar_mask, {"host", "device"}, k);

@@ -38,7 +38,12 @@ result<std::unique_ptr<backend>> make_backend(const engine_settings& s, std::sha
     o.gpu_memory_utilization = s.gpu_memory_utilization;
     o.max_num_seqs = s.max_num_seqs;
     o.max_num_batched_tokens = s.max_num_batched_tokens;
-    o.per_head_decode = s.cuda_decode_attention == "per_head";
+    using kernels::cuda::decode_kernel;
+    using kernels::cuda::prefill_kernel;
+    o.decode_attention = s.cuda_decode_attention == "per_head" ? decode_kernel::per_head
+                         : s.cuda_decode_attention == "mma"    ? decode_kernel::mma
+                                                               : decode_kernel::grouped;
+    o.prefill_attention = s.cuda_prefill_attention == "tiled" ? prefill_kernel::tiled : prefill_kernel::mma;
     o.device_grammar_mask = s.cuda_grammar_mask == "device";
     auto be = cuda_backend::create(std::move(weights), o);
     if (!be) return std::unexpected(be.error());

@@ -47,7 +47,8 @@ result<std::unique_ptr<cuda_backend>> cuda_backend::create(std::shared_ptr<const
   ro.max_num_seqs = std::max(1, o.max_num_seqs);
   ro.max_num_tokens = std::max(1, o.max_num_batched_tokens);
   ro.use_graphs = o.use_graphs;
-  ro.decode = o.per_head_decode ? kernels::cuda::decode_kernel::per_head : kernels::cuda::decode_kernel::grouped;
+  ro.decode = o.decode_attention;
+  ro.prefill = o.prefill_attention;
   std::unique_ptr<kernels::cuda::llama_runner> runner;
   if (auto st = kernels::cuda::llama_runner::try_create(to_kernel_shape(c), view, ro, runner); !st.is_ok()) {
     return std::unexpected(to_error(st));

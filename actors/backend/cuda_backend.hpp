@@ -29,12 +29,15 @@ struct cuda_backend_options {
   int max_num_batched_tokens = 512;
   int max_context = 0;                  ///< 0 = the model's max_seq_len (4096 when unknown)
   bool use_graphs = true;               ///< CUDA graphs for decode-only steps
-  bool per_head_decode = false;         ///< the per-query-head decode kernel instead of the grouped one
+  /// Decode and prefill attention kernels (head shapes the mma kernels do not take fall
+  /// back to grouped / tiled).
+  kernels::cuda::decode_kernel decode_attention = kernels::cuda::decode_kernel::grouped;
+  kernels::cuda::prefill_kernel prefill_attention = kernels::cuda::prefill_kernel::mma;
   bool use_fp16 = false;                ///< fp16 instead of bf16 storage
   /// Greedy rows under a grammar mask (is_masked_greedy) sampled on the device from an
-  /// uploaded bitmask instead of copying their logits to the host (not yet verified on
-  /// a GPU: off by default, engine.cuda_grammar_mask = "device").
-  bool device_grammar_mask = false;
+  /// uploaded bitmask instead of copying their logits to the host
+  /// (engine.cuda_grammar_mask = "device", the default; "host" copies them).
+  bool device_grammar_mask = true;
   int device = 0;
 };
 

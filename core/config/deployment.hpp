@@ -114,11 +114,17 @@ struct engine_settings {
   int kv_blocks = 0;               ///< explicit block count (overrides kv_memory)
   double gpu_memory_utilization = 0.9;
   /// cuda: decode attention kernel, grouped (one block per kv head reads each K/V row
-  /// once for its query heads) | per_head (one block per query head; for comparison)
+  /// once for its query heads) | mma (tensor cores; head_dim 64/96/128, groups up to 16,
+  /// else grouped; its Hugging Face comparison has not run yet) | per_head (one block per
+  /// query head)
   std::string cuda_decode_attention = "grouped";
-  /// cuda: where greedy rows under a grammar mask are sampled: "host" (their logits copied
-  /// to core's sampler) or "device" (their bitmask uploaded; not yet verified on a GPU).
-  std::string cuda_grammar_mask = "host";
+  /// cuda: prefill / mixed-step attention kernel, mma (tensor cores; head_dim 64/96/128,
+  /// else tiled) | tiled (CUDA cores)
+  std::string cuda_prefill_attention = "mma";
+  /// cuda: where greedy rows under a grammar mask are sampled: "device" (their bitmask
+  /// uploaded, an arg-max among the allowed tokens) or "host" (their logits copied to
+  /// core's sampler).
+  std::string cuda_grammar_mask = "device";
   int max_num_seqs = 64;
   int max_num_batched_tokens = 512;
   bool enable_prefix_caching = true;  ///< reuse the K/V of cached prompt prefixes

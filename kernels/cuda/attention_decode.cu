@@ -350,7 +350,9 @@ status attention_decode(const attention_args& a, const decode_partials& part, cu
   }
   return detail::dispatch(a.dt, [&](auto tag) {
     using T = decltype(tag);
-    if (kernel == decode_kernel::grouped) {
+    if (kernel == decode_kernel::mma && attention_decode_mma_supports(a)) {
+      INFLIGHT_TRY_STATUS(attention_decode_mma_splits(a, part, stream));
+    } else if (kernel != decode_kernel::per_head) {
       if (a.head_dim <= 64) {
         launch_grouped_for_group<T, 1>(a, part, stream);
       } else if (a.head_dim <= 128) {

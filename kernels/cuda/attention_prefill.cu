@@ -22,7 +22,7 @@ std::size_t shared_bytes(int head_dim) {
 }
 
 template <class T>
-__global__ void __launch_bounds__(threads) prefill_kernel(attention_args a, const std::int32_t* tiles) {
+__global__ void __launch_bounds__(threads) tiled_prefill_kernel(attention_args a, const std::int32_t* tiles) {
   using P = detail::pair_t<T>;
   extern __shared__ __align__(16) unsigned char smem[];
   const int hd = a.head_dim, half = hd / 2;
@@ -122,8 +122,12 @@ __global__ void __launch_bounds__(threads) prefill_kernel(attention_args a, cons
 
 }  // namespace
 
-status attention_prefill(const attention_args& a, const std::int32_t* tiles, int num_tiles, cudaStream_t stream) {
+status attention_prefill(const attention_args& a, const std::int32_t* tiles, int num_tiles, cudaStream_t stream,
+                         prefill_kernel kernel) {
   if (num_tiles <= 0) return status::ok();
+  if (kernel == prefill_kernel::mma && attention_prefill_mma_supports(a)) {
+    return attention_prefill_mma(a, tiles, num_tiles, stream);
+  }
   if (a.head_dim % 2 != 0 || a.head_dim > max_head_dim || a.num_kv_heads <= 0 || a.num_heads % a.num_kv_heads != 0) {
     return status::failure("attention_prefill: unsupported head shape", __FILE__, __LINE__);
   }
@@ -131,7 +135,7 @@ status attention_prefill(const attention_args& a, const std::int32_t* tiles, int
   return detail::dispatch(a.dt, [&](auto tag) {
     using T = decltype(tag);
     const dim3 grid(unsigned(num_tiles), unsigned(a.num_heads));
-    prefill_kernel<T><<<grid, threads, shared_bytes(a.head_dim), stream>>>(a, tiles);
+    tiled_prefill_kernel<T><<<grid, threads, shared_bytes(a.head_dim), stream>>>(a, tiles);
     INFLIGHT_CUDA_CHECK_LAUNCH();
     return status::ok();
   });

@@ -127,7 +127,16 @@ enum class decode_kernel {
   /// One block per (sequence, query head, split): each K/V row is read once per query
   /// head (kept for comparison).
   per_head,
+  /// Tensor cores: one block per (sequence, kv head, split), the group's query heads as
+  /// the rows of an mma tile, K/V tiles read whole into shared memory; head_dim 64, 96
+  /// or 128 and groups of at most 16 heads (other shapes take `grouped`).
+  mma,
 };
+
+/// Whether the tensor-core decode kernel takes this head shape.
+bool attention_decode_mma_supports(const attention_args& args);
+/// The tensor-core decode kernel's splits alone (attention_decode adds the merge).
+status attention_decode_mma_splits(const attention_args& args, const decode_partials& partials, cudaStream_t stream);
 
 /// Decode (flash-decoding): sequence s has one query token, query_start[s] (any
 /// sequence with one query token: a decode, or a one-token prompt chunk). Its keys
@@ -139,12 +148,28 @@ status attention_decode(const attention_args& args, const decode_partials& parti
 /// Query tokens per prefill tile.
 inline constexpr int prefill_tile_tokens = 16;
 
+/// Which prefill kernel runs.
+enum class prefill_kernel {
+  /// CUDA cores: a block per (tile, query head), one lane per key of a 32-key tile.
+  tiled,
+  /// Tensor cores (mma.sync): a block per (tile, kv head), a warp per query head of it;
+  /// head_dim 64, 96 or 128 (other shapes fall back to `tiled`).
+  mma,
+};
+
 /// Prefill / mixed batches (FlashAttention-style online softmax over key tiles, no
 /// score matrix). Only the tiles listed are computed: a mixed step lists the tiles of its
-/// multi-token sequences and sends its one-token rows to attention_decode. tiles[3*i..3*i+2] = {sequence, first token, end token} with at most
+/// multi-token sequences and sends its one-token rows to attention_decode.
+/// tiles[3*i..3*i+2] = {sequence, first token, end token} with at most
 /// prefill_tile_tokens tokens of one sequence.
 status attention_prefill(const attention_args& args, const std::int32_t* tiles, int num_tiles,
-                         cudaStream_t stream);
+                         cudaStream_t stream, prefill_kernel kernel = prefill_kernel::tiled);
+
+/// Whether the tensor-core prefill kernel takes this head shape.
+bool attention_prefill_mma_supports(const attention_args& args);
+/// The tensor-core prefill kernel alone (an error for a shape it does not take).
+status attention_prefill_mma(const attention_args& args, const std::int32_t* tiles, int num_tiles,
+                             cudaStream_t stream);
 
 /// Named classifier rows (prefill-only scoring): out[k] = classifier[row_ids[k]] .
 /// normed[positions[k]] for n pairs; normed and classifier rows of `dim` in `dt`, out

@@ -42,6 +42,7 @@ struct runner_options {
   int max_num_tokens = 512;             ///< tokens per step (more grows the workspace)
   bool use_graphs = true;
   decode_kernel decode = decode_kernel::grouped;
+  prefill_kernel prefill = prefill_kernel::mma;
 };
 
 /// Padded batch sizes of the decode graphs.

@@ -173,7 +173,7 @@ status llama_runner::run_layer(int l, int n, int num_seqs, int num_tiles, bool i
   a.head_dim = hd;
   a.scale = 1.0f / std::sqrt(float(hd));
   const int decode_rows = is_decode ? num_seqs : staged_decode_rows_;
-  if (!is_decode && num_tiles > 0) INFLIGHT_TRY_STATUS(attention_prefill(a, dev + lay.tiles, num_tiles, stream_));
+  if (!is_decode && num_tiles > 0) INFLIGHT_TRY_STATUS(attention_prefill(a, dev + lay.tiles, num_tiles, stream_, options_.prefill));
   if (decode_rows > 0) {
     decode_partials part = decode_partials_at(partials_.as<float>(), decode_rows, shape_.num_heads, hd,
                                               decode_splits(decode_rows));

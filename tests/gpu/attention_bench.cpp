@@ -1,7 +1,9 @@
 // Decode attention against its floor: the time of one decode attention call (split
 // kernel + merge) for Llama-3.1-8B and Llama-3.2-1B head shapes, each kernel beside the
 // time the device needs to read the step's K/V rows once at the copy bandwidth measured
-// in the same run. Not a test: prints figures.
+// in the same run. Then prefill attention: each prefill kernel on whole prompts and on
+// chunks deep in a context, with its rate in TFLOP/s (causal: the FLOPs of the keys each
+// query attends). Not a test: prints figures.
 //
 //   inflight_gpu_attention_bench [repeats]
 #include <cuda_runtime_api.h>
@@ -67,6 +69,112 @@ double copy_bandwidth() {
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   return 2.0 * double(bytes) / (double(best) * 1e-3);
+}
+
+template <class F>
+double median_us(int repeats, F&& launch) {
+  for (int i = 0; i < 3; ++i) launch();
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  std::vector<float> times;
+  for (int r = 0; r < repeats; ++r) {
+    cudaEventRecord(start);
+    launch();
+    cudaEventRecord(stop);
+    check(cudaEventSynchronize(stop), "kernel");
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    times.push_back(ms * 1000.0f);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+struct prefill_case {
+  std::string name;
+  int num_heads, num_kv_heads, head_dim;
+  std::vector<int> contexts, queries;  ///< per sequence: tokens after the step, query tokens (its last ones)
+};
+
+void bench_prefill(int repeats, std::mt19937& rng) {
+  const std::vector<prefill_case> cases = {
+      {"8B prompt 1 x 1750", 32, 8, 128, {1750}, {1750}},
+      {"8B chunk 512 @ 2000", 32, 8, 128, {2000}, {512}},
+      {"8B 4 x 2000 prompts", 32, 8, 128, {2000, 2000, 2000, 2000}, {2000, 2000, 2000, 2000}},
+      {"1B prompt 1 x 1750", 32, 8, 64, {1750}, {1750}},
+      {"1B chunk 512 @ 4000", 32, 8, 64, {4000}, {512}},
+  };
+  std::printf("\n%-22s %-8s %10s %10s\n", "prefill case", "kernel", "us", "TFLOP/s");
+  const int block_size = 16;
+  for (const auto& c : cases) {
+    const int num_seqs = int(c.contexts.size());
+    const int max_ctx = *std::max_element(c.contexts.begin(), c.contexts.end());
+    const int stride = (max_ctx + block_size - 1) / block_size;
+    const int num_blocks = stride * num_seqs;
+    const std::int64_t kv_dim = std::int64_t(c.num_kv_heads) * c.head_dim;
+    std::vector<std::int32_t> blocks(static_cast<std::size_t>(num_blocks));
+    std::iota(blocks.begin(), blocks.end(), 0);
+    std::shuffle(blocks.begin(), blocks.end(), rng);
+    std::vector<std::int32_t> positions, query_start = {0}, tiles;
+    double flops = 0;
+    for (int s = 0; s < num_seqs; ++s) {
+      const int first = query_start.back(), n = c.queries[std::size_t(s)], ctx = c.contexts[std::size_t(s)];
+      for (int p = ctx - n; p < ctx; ++p) {
+        positions.push_back(p);
+        flops += 4.0 * double(p + 1) * c.head_dim * c.num_heads;
+      }
+      query_start.push_back(first + n);
+      for (int t = first; t < first + n; t += kc::prefill_tile_tokens) {
+        tiles.insert(tiles.end(), {s, t, std::min(t + kc::prefill_tile_tokens, first + n)});
+      }
+    }
+    const int num_tokens = query_start.back();
+    const std::size_t cache_elems = std::size_t(num_blocks) * block_size * std::size_t(kv_dim);
+    const std::size_t q_elems = std::size_t(num_tokens) * c.num_heads * c.head_dim;
+    kc::device_buffer k, v, q, out, pos, qs, tables, d_tiles;
+    check(k.try_allocate(cache_elems * 2));
+    check(v.try_allocate(cache_elems * 2));
+    check(q.try_allocate(q_elems * 2));
+    check(out.try_allocate(q_elems * 2));
+    check(cudaMemset(k.as(), 0, k.bytes()), "memset");
+    check(cudaMemset(v.as(), 0, v.bytes()), "memset");
+    check(cudaMemset(q.as(), 0, q.bytes()), "memset");
+    auto up = [](kc::device_buffer& b, const std::vector<std::int32_t>& h) {
+      check(b.try_allocate(h.size() * 4));
+      check(cudaMemcpy(b.as(), h.data(), h.size() * 4, cudaMemcpyHostToDevice), "upload");
+    };
+    up(pos, positions);
+    up(qs, query_start);
+    up(tables, blocks);
+    up(d_tiles, tiles);
+    kc::attention_args a;
+    a.dt = kc::dtype::bf16;
+    a.out = out.as();
+    a.q = q.as();
+    a.q_stride = c.num_heads * c.head_dim;
+    a.k_cache = k.as();
+    a.v_cache = v.as();
+    a.positions = pos.as<std::int32_t>();
+    a.query_start = qs.as<std::int32_t>();
+    a.block_tables = tables.as<std::int32_t>();
+    a.block_table_stride = stride;
+    a.num_tokens = num_tokens;
+    a.num_seqs = num_seqs;
+    a.block_size = block_size;
+    a.num_heads = c.num_heads;
+    a.num_kv_heads = c.num_kv_heads;
+    a.head_dim = c.head_dim;
+    a.scale = 1.0f / std::sqrt(float(c.head_dim));
+    const int num_tiles = int(tiles.size() / 3);
+    for (const auto pk : {kc::prefill_kernel::tiled, kc::prefill_kernel::mma}) {
+      const double us = median_us(repeats, [&] { check(kc::attention_prefill(a, d_tiles.as<std::int32_t>(), num_tiles, nullptr, pk)); });
+      std::printf("%-22s %-8s %10.1f %10.1f\n", c.name.c_str(), pk == kc::prefill_kernel::mma ? "mma" : "tiled", us,
+                  flops / (us * 1e-6) / 1e12);
+    }
+  }
 }
 
 }  // namespace
@@ -155,7 +263,8 @@ int main(int argc, char** argv) {
     };
     for (const variant var : {variant{"per_head, fixed splits", kc::decode_kernel::per_head, false},
                               variant{"per_head, planned splits", kc::decode_kernel::per_head, true},
-                              variant{"grouped, planned splits", kc::decode_kernel::grouped, true}}) {
+                              variant{"grouped, planned splits", kc::decode_kernel::grouped, true},
+                              variant{"mma, planned splits", kc::decode_kernel::mma, true}}) {
       int num_splits = 16, split_size = (std::max(8192, max_ctx) + 15) / 16;
       if (var.planned) {
         num_splits = kc::decode_grid_splits(num_seqs, c.num_kv_heads, num_sms);
@@ -187,5 +296,6 @@ int main(int argc, char** argv) {
       std::printf("%-20s %-24s %8d %8.1f %10.1f %8.2f\n", c.name.c_str(), var.name, used, us, floor_us, us / floor_us);
     }
   }
+  bench_prefill(std::max(3, repeats / 5), rng);
   return 0;
 }

@@ -51,6 +51,10 @@ ragged make_batch(const attention_case& c, std::mt19937& rng) {
   return r;
 }
 
+const char* decode_name(kc::decode_kernel k) {
+  return k == kc::decode_kernel::grouped ? "grouped" : k == kc::decode_kernel::per_head ? "per_head" : "mma";
+}
+
 /// Runs the case through the CPU, the prefill kernel and (all queries of 1) the decode kernel.
 void check_case(const attention_case& c, kc::dtype dt, std::mt19937& rng, int split_size = 0) {
   const auto r = make_batch(c, rng);
@@ -92,9 +96,16 @@ void check_case(const attention_case& c, kc::dtype dt, std::mt19937& rng, int sp
   a.num_kv_heads = c.num_kv_heads;
   a.head_dim = c.head_dim;
   a.scale = 1.0f / std::sqrt(float(c.head_dim));
-  require_ok(kc::attention_prefill(a, d_tiles.as<std::int32_t>(), int(r.tiles.size() / 3), nullptr));
-  {
-    INFO("prefill kernel");
+  // Every decode kernel; the tensor-core one where it takes the head shape.
+  std::vector<kc::decode_kernel> decode_kernels = {kc::decode_kernel::grouped, kc::decode_kernel::per_head};
+  if (kc::attention_decode_mma_supports(a)) decode_kernels.push_back(kc::decode_kernel::mma);
+  // Both prefill kernels; the tensor-core one where it takes the head shape.
+  std::vector<kc::prefill_kernel> prefill_kernels = {kc::prefill_kernel::tiled};
+  if (kc::attention_prefill_mma_supports(a)) prefill_kernels.push_back(kc::prefill_kernel::mma);
+  for (const auto pk : prefill_kernels) {
+    REQUIRE(cudaMemset(d_out.as(), 0xff, d_out.bytes()) == cudaSuccess);  // NaNs where nothing is written
+    require_ok(kc::attention_prefill(a, d_tiles.as<std::int32_t>(), int(r.tiles.size() / 3), nullptr, pk));
+    INFO("prefill kernel " << (pk == kc::prefill_kernel::mma ? "mma" : "tiled"));
     require_close(download(d_out, want.size(), dt), want, tolerance(dt));
   }
   const bool all_decode = std::all_of(c.queries.begin(), c.queries.end(), [](int n) { return n == 1; });
@@ -109,9 +120,7 @@ void check_case(const attention_case& c, kc::dtype dt, std::mt19937& rng, int sp
       if (c.queries[s] == 1) decode_seqs.push_back(std::int32_t(s));
     }
     if (decode_seqs.empty()) return;
-    REQUIRE(cudaMemset(d_out.as(), 0, d_out.bytes()) == cudaSuccess);
     auto d_multi = upload_i32(multi_tiles), d_decode = upload_i32(decode_seqs);
-    require_ok(kc::attention_prefill(a, d_multi.as<std::int32_t>(), int(multi_tiles.size() / 3), nullptr));
     const int max_ctx = *std::max_element(c.contexts.begin(), c.contexts.end());
     const int rows_n = int(decode_seqs.size()), num_splits = (max_ctx + 63) / 64;
     kc::device_buffer d_part;
@@ -121,10 +130,15 @@ void check_case(const attention_case& c, kc::dtype dt, std::mt19937& rng, int sp
     kc::attention_args ad = a;
     ad.num_seqs = rows_n;
     ad.decode_seqs = d_decode.as<std::int32_t>();
-    for (const auto kernel : {kc::decode_kernel::grouped, kc::decode_kernel::per_head}) {
-      require_ok(kc::attention_decode(ad, part, nullptr, kernel));
-      INFO("mixed step: prefill tiles + decode rows");
-      require_close(download(d_out, want.size(), dt), want, tolerance(dt));
+    for (const auto pk : prefill_kernels) {
+      for (const auto kernel : decode_kernels) {
+        REQUIRE(cudaMemset(d_out.as(), 0xff, d_out.bytes()) == cudaSuccess);
+        require_ok(kc::attention_prefill(a, d_multi.as<std::int32_t>(), int(multi_tiles.size() / 3), nullptr, pk));
+        require_ok(kc::attention_decode(ad, part, nullptr, kernel));
+        INFO("mixed step: prefill tiles (" << (pk == kc::prefill_kernel::mma ? "mma" : "tiled") << ") + decode rows ("
+                                            << decode_name(kernel) << ")");
+        require_close(download(d_out, want.size(), dt), want, tolerance(dt));
+      }
     }
     return;
   }
@@ -139,7 +153,7 @@ void check_case(const attention_case& c, kc::dtype dt, std::mt19937& rng, int sp
   // The split size read from the device (as a replayed graph does): a host value that
   // would cut the contexts wrongly must be ignored.
   auto d_split = upload_i32({part.split_size});
-  for (const auto kernel : {kc::decode_kernel::grouped, kc::decode_kernel::per_head}) {
+  for (const auto kernel : decode_kernels) {
     for (const bool from_device : {false, true}) {
       kc::decode_partials p = part;
       if (from_device) {
@@ -148,7 +162,7 @@ void check_case(const attention_case& c, kc::dtype dt, std::mt19937& rng, int sp
       }
       REQUIRE(cudaMemset(d_out.as(), 0, d_out.bytes()) == cudaSuccess);
       require_ok(kc::attention_decode(a, p, nullptr, kernel));
-      INFO("decode kernel " << (kernel == kc::decode_kernel::grouped ? "grouped" : "per_head") << ", split size "
+      INFO("decode kernel " << decode_name(kernel) << ", split size "
                             << part.split_size << (from_device ? " (from the device)" : ""));
       require_close(download(d_out, want.size(), dt), want, tolerance(dt));
     }
@@ -219,7 +233,7 @@ TEST_CASE("prefill attention matches the CPU over ragged chunks", "[gpu]") {
   require_device();
   std::mt19937 rng(13);
   for (const auto dt : {kc::dtype::bf16, kc::dtype::f16}) {
-    for (const int group : {1, 4, 8}) {
+    for (const int group : {1, 2, 4, 7, 8}) {
       for (const int head_dim : {64, 128, 96, 256}) {
         for (const int block_size : {16, 7}) {
           DYNAMIC_SECTION(name_of(dt) << " group " << group << " head_dim " << head_dim << " block " << block_size) {
@@ -240,4 +254,16 @@ TEST_CASE("prefill attention: a chunk deep into an 8k context", "[gpu]") {
   std::mt19937 rng(14);
   attention_case c{16, 32, 8, 128, {8192, 2000}, {61, 200}};
   check_case(c, kc::dtype::bf16, rng);
+}
+
+TEST_CASE("prefill attention: several kv heads, a group of 7 (Qwen2.5-0.5B) and whole prompts", "[gpu]") {
+  require_device();
+  std::mt19937 rng(15);
+  // 14 query heads over 2 kv heads (the tensor-core kernel's second block of a group
+  // has an idle warp), then the 8B shape with 1,000- and 65-token prompts from position 0.
+  attention_case qwen{16, 14, 2, 64, {70, 300, 1}, {70, 129, 1}};
+  check_case(qwen, kc::dtype::bf16, rng);
+  attention_case llama{16, 32, 8, 128, {1000, 65, 40}, {1000, 65, 1}};
+  check_case(llama, kc::dtype::bf16, rng);
+  check_case(llama, kc::dtype::f16, rng);
 }

@@ -170,6 +170,7 @@ TEST_CASE("cuda backend: greedy rows with a logit_bias or a grammar mask go thro
   if (!w) return;
   cuda_backend_options o;
   o.num_kv_blocks = 32;
+  o.device_grammar_mask = false;  // the host path: the mask applied by core's pipeline
   auto gpu = cuda_backend::create(w, o);
   REQUIRE(gpu.has_value());
   step_plan plan;

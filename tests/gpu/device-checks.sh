@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # One GPU session's checks of the CUDA backend, most needed first, inside a time budget:
-#   1. the [gpu] tests and the Hugging Face comparison (side by side: correctness only),
-#   2. decode attention against its floor (inflight_gpu_attention_bench),
-#   3. the engine with each decode kernel: variance (Llama-3.2-1B shape, static vs
-#      splitfuse), procurement at STREAMS streams (default 1; Llama-3.1-8B shape) beside
-#      the plan's floor, and interference (SHAPE, default Llama-3.2-1B, fcfs vs splitfuse).
+#   1. the [gpu] tests and the Hugging Face comparison (stories260K with the default
+#      kernels, and bench-110M with the tensor-core prefill and decode kernels), side by side,
+#   2. decode and prefill attention against their floors (inflight_gpu_attention_bench),
+#   3. the engine with each pair of attention kernels (KERNELS, PREFILL/DECODE pairs,
+#      default "tiled/grouped mma/mma"): procurement at STREAMS streams (a list, default
+#      1; Llama-3.1-8B shape) beside the plan's floor, interference (SHAPE, default
+#      Llama-3.2-1B, fcfs vs splitfuse), and variance (Llama-3.2-1B shape, static vs
+#      splitfuse).
 # Pack here with tests/gpu/device-pack.sh BUILD DIR (DIR git-ignored, named in the device
 # tool's carry), then on the GPU machine, from the repository root:
 #   tests/gpu/device-checks.sh DIR OUT [budget_seconds] [steps]
-# steps: any of tests,oracle,bench,variance,procurement,interference (default: all but
-# interference). Figures land in OUT.
+# steps: any of tests,oracle,bench,procurement,interference,variance (default: all), run
+# in that order. Figures land in OUT.
 set -u
-D=${1:?DIR}; OUT=${2:?OUT}; BUDGET=${3:-450}; STEPS=${4:-tests,oracle,bench,variance,procurement}; STREAMS=${STREAMS:-1}; SHAPE=${SHAPE:-llama-3.2-1b}
+D=${1:?DIR}; OUT=${2:?OUT}; BUDGET=${3:-450}; STEPS=${4:-tests,oracle,bench,procurement,interference,variance}
+STREAMS=${STREAMS:-1}; SHAPE=${SHAPE:-llama-3.2-1b}; KERNELS=${KERNELS:-tiled/grouped mma/mma}
+kset() { echo "--set engine.cuda_prefill_attention=${1%/*} --set engine.cuda_decode_attention=${1#*/}"; }
 start=$(date +%s)
 left() { echo $((BUDGET - ($(date +%s) - start))); }
 want() { [[ ",$STEPS," == *",$1,"* ]]; }
@@ -30,13 +35,17 @@ if want tests || want oracle; then
   if want oracle; then
     (PYTHONUNBUFFERED=1 timeout 240 python3 tests/gpu/hf_reference.py --build "$D" \
        --from "$D/shared/models/stories260K/stories260K.bin" >"$OUT/oracle.txt" 2>&1; echo "exit $?" >>"$OUT/oracle.txt") &
+    (PYTHONUNBUFFERED=1 timeout 240 python3 tests/gpu/hf_reference.py --build "$D" --from '' --shape bench-110M \
+       --prefill-attention mma --decode-attention mma >"$OUT/oracle_110M_mma.txt" 2>&1; echo "exit $?" >>"$OUT/oracle_110M_mma.txt") &
   fi
   wait
   if want tests; then tail -4 "$OUT/gpu_tests.txt"; fi
-  if want oracle; then grep -vE '^\s*$' "$OUT/oracle.txt" | tail -7; fi
+  if want oracle; then
+    for f in oracle oracle_110M_mma; do echo "-- $f"; grep -vE '^\s*$' "$OUT/$f.txt" | tail -8; done
+  fi
 fi
 if want bench; then
-  echo "== decode attention ($(date -u +%T))"
+  echo "== decode and prefill attention ($(date -u +%T))"
   timeout 120 "$D/bin/inflight_gpu_attention_bench" 50 | tee "$OUT/attention_bench.txt"
 fi
 summary() {  # FILE POLICY LABEL
@@ -47,32 +56,37 @@ print(f"  {sys.argv[3]} {sys.argv[2]}: {d['output_throughput']:.0f} out tok/s, T
       f"TPOT p50 {d['tpot_ms']['median']:.2f} ms")
 PY
 }
-if want variance; then
-  for k in grouped per_head; do
-    policies=splitfuse; [ $k = grouped ] && policies=static,splitfuse
-    [ "$(left)" -gt 90 ] || { echo "skipped: variance $k (budget)"; continue; }
-    echo "== variance, llama-3.2-1b, $k decode ($(date -u +%T))"
-    timeout $(($(left) - 20)) "$I" bench offline --shape llama-3.2-1b $one --set engine.cuda_decode_attention=$k \
-      --workload variance --size full --cap 1536 --policy $policies --result-json "$OUT/variance_$k.json" >"$OUT/variance_$k.txt" 2>&1
-    for p in ${policies//,/ }; do summary "$OUT/variance_$k.json" $p "$k" 2>/dev/null || tail -3 "$OUT/variance_$k.txt"; done
-  done
-fi
 if want procurement; then
-  for k in grouped per_head; do
-    [ "$(left)" -gt 100 ] || { echo "skipped: procurement $k (budget)"; continue; }
-    echo "== procurement, llama-3.1-8b, $STREAMS streams, $k decode ($(date -u +%T))"
-    timeout $(($(left) - 10)) "$I" bench offline --shape llama-3.1-8b $one --set engine.cuda_decode_attention=$k \
-      --workload procurement --size full --num-prompts $STREAMS --policy splitfuse --result-json "$OUT/procurement_$k.json" \
-      >"$OUT/procurement_$k.txt" 2>&1
-    summary "$OUT/procurement_$k.json" splitfuse "$k" 2>/dev/null || tail -3 "$OUT/procurement_$k.txt"
+  for n in $STREAMS; do
+    for k in $KERNELS; do
+      f=procurement_${n}_${k/\//_}
+      [ "$(left)" -gt 100 ] || { echo "skipped: procurement $n $k (budget)"; continue; }
+      echo "== procurement, llama-3.1-8b, $n streams, $k ($(date -u +%T))"
+      timeout $(($(left) - 10)) "$I" bench offline --shape llama-3.1-8b $one $(kset $k) --workload procurement --size full \
+        --num-prompts $n --policy splitfuse --result-json "$OUT/$f.json" >"$OUT/$f.txt" 2>&1
+      summary "$OUT/$f.json" splitfuse "$k" 2>/dev/null || tail -3 "$OUT/$f.txt"
+    done
   done
-  "$I" plan --shape llama-3.1-8b --gpu-memory 80GiB --context 2048 2>&1 | grep -iE 'floor' | head -4
+  plan_gpu="--gpu-memory 80GiB"  # H100 SXM: 3.35 TB/s (the plan's default); H200: 4.8 TB/s
+  nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && plan_gpu="--gpu-memory 141GiB --bandwidth 4.8TB/s"
+  "$I" plan --shape llama-3.1-8b $plan_gpu --context 2048 2>&1 | grep -E 'floor|^ +(1|64) ' | head -6
 fi
 if want interference; then  # SplitFuse vs unchunked prefill at the same budget
-  [ "$(left)" -gt 90 ] && {
-    echo "== interference, $SHAPE ($(date -u +%T))"
-    timeout $(($(left) - 10)) "$I" bench offline --shape $SHAPE $one --workload interference --size full \
-      --policy fcfs,splitfuse --chunk 512 2>&1 | sed -n '/^interference:/,$p' | tee "$OUT/interference.txt"
-  } || echo "skipped: interference (budget)"
+  for k in $KERNELS; do
+    [ "$(left)" -gt 90 ] || { echo "skipped: interference $k (budget)"; continue; }
+    echo "== interference, $SHAPE, $k ($(date -u +%T))"
+    timeout $(($(left) - 10)) "$I" bench offline --shape $SHAPE $one $(kset $k) --workload interference --size full \
+      --policy fcfs,splitfuse --chunk 512 2>&1 | sed -n '/^interference:/,$p' | tee "$OUT/interference_${k/\//_}.txt"
+  done
+fi
+if want variance; then
+  for k in $KERNELS; do
+    f=variance_${k/\//_}
+    [ "$(left)" -gt 90 ] || { echo "skipped: variance $k (budget)"; continue; }
+    echo "== variance, llama-3.2-1b, $k ($(date -u +%T))"
+    timeout $(($(left) - 20)) "$I" bench offline --shape llama-3.2-1b $one $(kset $k) --workload variance --size full \
+      --cap 1536 --policy static,splitfuse --result-json "$OUT/$f.json" >"$OUT/$f.txt" 2>&1
+    for p in static splitfuse; do summary "$OUT/$f.json" $p "$k" 2>/dev/null || tail -3 "$OUT/$f.txt"; done
+  done
 fi
 echo "== done ($(date -u +%T)), $(left) s of the budget left"

@@ -26,7 +26,7 @@ using namespace inflight;
 namespace {
 
 struct options {
-  std::string model, backend = "cpu";
+  std::string model, backend = "cpu", prefill_attention = "mma", decode_attention = "grouped";
   int steps = 8;
   std::vector<std::vector<token_id>> prompts;
 };
@@ -44,6 +44,8 @@ bool parse(int argc, char** argv, options& o) {
     if (key == "--model") o.model = value;
     else if (key == "--backend") o.backend = value;
     else if (key == "--steps") o.steps = std::stoi(value);
+    else if (key == "--prefill-attention" && (value == "tiled" || value == "mma")) o.prefill_attention = value;
+    else if (key == "--decode-attention" && (value == "grouped" || value == "mma" || value == "per_head")) o.decode_attention = value;
     else if (key == "--prompt-ids") o.prompts.push_back(parse_ids(value));
     else return false;
   }
@@ -63,6 +65,11 @@ result<forward_fn> make_forward(const options& o, std::shared_ptr<const model_we
   if (o.backend == "cuda") {
     cuda_backend_options co;
     co.num_kv_blocks = num_blocks;
+    co.prefill_attention = o.prefill_attention == "mma" ? kernels::cuda::prefill_kernel::mma
+                                                        : kernels::cuda::prefill_kernel::tiled;
+    co.decode_attention = o.decode_attention == "mma"        ? kernels::cuda::decode_kernel::mma
+                          : o.decode_attention == "per_head" ? kernels::cuda::decode_kernel::per_head
+                                                             : kernels::cuda::decode_kernel::grouped;
     auto be = cuda_backend::create(std::move(w), co);
     if (!be) return std::unexpected(be.error());
     std::shared_ptr<cuda_backend> shared(std::move(*be));
@@ -77,7 +84,7 @@ result<forward_fn> make_forward(const options& o, std::shared_ptr<const model_we
 int main(int argc, char** argv) {
   options o;
   if (!parse(argc, argv, o)) {
-    std::cerr << "usage: inflight_forward_dump --model PATH --backend cpu|cuda --steps N --prompt-ids 1,2,3 ...\n";
+    std::cerr << "usage: inflight_forward_dump --model PATH --backend cpu|cuda --steps N [--prefill-attention mma|tiled] [--decode-attention grouped|mma|per_head] --prompt-ids 1,2,3 ...\n";
     return 2;
   }
   // Token ids in, logits out: the weights alone, no tokenizer (a folder written by

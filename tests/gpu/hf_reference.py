@@ -26,8 +26,10 @@ import torch
 from transformers import LlamaForCausalLM
 
 
-def run_inflight(dump, model_dir, backend, prompts, steps):
+def run_inflight(dump, model_dir, backend, prompts, steps, prefill_attention="mma", decode_attention="grouped"):
     cmd = [dump, "--model", model_dir, "--backend", backend, "--steps", str(steps)]
+    if backend == "cuda":
+        cmd += ["--prefill-attention", prefill_attention, "--decode-attention", decode_attention]
     for p in prompts:
         cmd += ["--prompt-ids", ",".join(str(t) for t in p)]
     done = subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -74,6 +76,10 @@ def main():
     ap.add_argument("--vocab-size", type=int, default=2048, help="random weights: vocabulary size")
     ap.add_argument("--steps", type=int, default=16, help="greedy tokens per prompt")
     ap.add_argument("--cuda", choices=["auto", "on", "off"], default="auto")
+    ap.add_argument("--prefill-attention", choices=["tiled", "mma"], default="mma",
+                    help="the CUDA backend's prefill attention kernel (engine.cuda_prefill_attention)")
+    ap.add_argument("--decode-attention", choices=["grouped", "mma", "per_head"], default="grouped",
+                    help="the CUDA backend's decode attention kernel (engine.cuda_decode_attention)")
     ap.add_argument("--bf16-tol", type=float, default=0.05, help="relative logit tolerance of the bf16 GPU path")
     args = ap.parse_args()
 
@@ -91,7 +97,9 @@ def main():
         model = LlamaForCausalLM.from_pretrained(folder, torch_dtype=torch.float32).eval()
         vocab = model.config.vocab_size
         rng = random.Random(0)
-        prompts = [[1], [1] + [rng.randrange(3, vocab) for _ in range(6)], [1] + [rng.randrange(3, vocab) for _ in range(32)]]
+        # The longest prompt spans several 64-key tiles of the tensor-core prefill kernel.
+        prompts = [[1], [1] + [rng.randrange(3, vocab) for _ in range(6)], [1] + [rng.randrange(3, vocab) for _ in range(32)],
+                   [1] + [rng.randrange(3, vocab) for _ in range(150)]]
 
         cpu = run_inflight(dump, folder, "cpu", prompts, args.steps)
         for p, r in zip(prompts, cpu):
@@ -105,11 +113,11 @@ def main():
 
         use_cuda = args.cuda == "on" or (args.cuda == "auto" and torch.cuda.is_available())
         if use_cuda:
-            gpu = run_inflight(dump, folder, "cuda", prompts, args.steps)
+            gpu = run_inflight(dump, folder, "cuda", prompts, args.steps, args.prefill_attention, args.decode_attention)
             ref = model.to("cuda")
             worst, agree, steps = compare_steps(gpu, ref, "cuda", args.bf16_tol)
             ok &= worst <= args.bf16_tol and agree == steps
-            print(f"bf16 cuda  logits vs hf fp32: worst relative error {worst:.2e}, top-1 {agree}/{steps}")
+            print(f"bf16 cuda ({args.prefill_attention} prefill, {args.decode_attention} decode) logits vs hf fp32: worst relative error {worst:.2e}, top-1 {agree}/{steps}")
             hf_bf16 = LlamaForCausalLM.from_pretrained(folder, torch_dtype=torch.bfloat16).to("cuda").eval()
             hf_runs = []
             for p in prompts:
