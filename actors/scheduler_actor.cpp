@@ -76,9 +76,16 @@ void wake_at(self_ptr self, double at) {
                      step_atom::value);
 }
 
+/// Publishes the finishes no step will carry when no step is open (step_recorder::on_idle).
+void publish_idle(self_ptr self) {
+  if (loop_of(self).is_stepping()) return;
+  self->state.recorder.on_idle(self->state.gauges->steps, loop_of(self).sched(), engine_now());
+}
+
 void finish_one(self_ptr self, seq_id id, finish_reason reason, std::optional<error> cause) {
   if (auto ev = loop_of(self).finish(id, reason, std::move(cause))) route(self, {*ev});
   maybe_step(self);  // returns its blocks even when nothing else runs
+  publish_idle(self);
 }
 
 void on_step_done(self_ptr self, step_reply& reply, double start, int num_seqs, int num_tokens) {
@@ -151,6 +158,7 @@ void on_grant(self_ptr self, kv_reply& reply, double start) {
   // soon, and return the blocks of those cancelled now.
   if (loop_of(self).sched().has_work()) self->delayed_send(self, std::chrono::milliseconds(1), step_atom::value);
   else maybe_step(self);
+  publish_idle(self);
 }
 
 /// One step: open -> one kv-allocator round trip -> executor -> apply -> route.
@@ -162,6 +170,7 @@ void maybe_step(self_ptr self) {
   if (!opening.events.empty()) route(self, opening.events);
   if (!opening.request) {
     publish(self);
+    publish_idle(self);
     // The policy's call failed (its sequences finished): try again soon.
     if (loop.needs_step()) self->delayed_send(self, std::chrono::milliseconds(1), step_atom::value);
     return;

@@ -63,7 +63,25 @@ void step_recorder::on_applied(step_feed& feed, const scheduler& sched, double e
   s.num_waiting = sched.num_waiting();
   s.num_running = sched.num_running();
   feed.publish(s);
+  last_step_id_ = s.last_step_id;
   draft_.reset();
+  before_ = baseline{sched.running(), sched.num_preemptions()};
+}
+
+void step_recorder::on_idle(step_feed& feed, const scheduler& sched, double now_s) {
+  if (draft_ || finished_.empty() || !feed.is_active()) return;
+  step_summary s;
+  s.first_step_id = s.last_step_id = last_step_id_;
+  s.num_steps = 0;
+  s.start_s = s.end_s = now_s;
+  s.token_budget = sched.config().max_num_batched_tokens;
+  s.finished = std::move(finished_);
+  s.num_finished = int(s.finished.size());
+  finished_.clear();
+  s.kv_usage = s.max_kv_usage = sched.kv_usage();
+  s.num_waiting = sched.num_waiting();
+  s.num_running = sched.num_running();
+  feed.publish(s);
   before_ = baseline{sched.running(), sched.num_preemptions()};
 }
 

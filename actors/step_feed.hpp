@@ -50,6 +50,10 @@ class step_recorder {
   void on_events(const step_feed& feed, const std::vector<seq_event>& events);
   /// The planned step's result was applied at `end_s`: publish its summary.
   void on_applied(step_feed& feed, const scheduler& sched, double end_s);
+  /// No step is open at `now_s`: finishes that no step will carry (a cancel that left
+  /// nothing to run, or whose step turned out empty) are published now, as a summary of
+  /// no steps (num_steps 0) with the counts they leave, so a reader sees every finish.
+  void on_idle(step_feed& feed, const scheduler& sched, double now_s);
 
  private:
   /// What the previous step left behind, to tell preemptions from finishes.
@@ -60,6 +64,7 @@ class step_recorder {
   std::optional<step_summary> draft_;
   std::optional<baseline> before_;
   std::vector<step_finish> finished_;  ///< since the last published step
+  std::uint64_t last_step_id_ = 0;     ///< of the last published summary
 };
 
 }  // namespace inflight

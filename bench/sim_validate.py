@@ -55,6 +55,7 @@ def main():
     ap.add_argument("--profile", required=True, help="the step profile (inflight bench profile)")
     ap.add_argument("--workload", default="variance")
     ap.add_argument("--num-prompts", type=int, default=0)
+    ap.add_argument("--size", default=None, help="the workload's size (small | full; default: bench offline's)")
     ap.add_argument("--request-rate", default="inf")
     ap.add_argument("--policy", default="all")
     ap.add_argument("--engine-overhead-ms", default=None, help="simulate: override the engine overhead per step")
@@ -73,6 +74,8 @@ def main():
         common += ["--set", s]
     if a.num_prompts:
         common += ["--num-prompts", str(a.num_prompts)]
+    if a.size:
+        common += ["--size", a.size]
     if a.request_rate != "inf":
         common += ["--request-rate", a.request_rate]
     if not a.skip_real:

@@ -22,6 +22,7 @@ class collect_sink final : public request_sink {
     text_ += ev.text;
     tokens_.insert(tokens_.end(), ev.token_ids.begin(), ev.token_ids.end());
     ++num_events_;
+    cv_.notify_all();
   }
   void on_finish(const finish_event& ev) override {
     std::lock_guard lock(mutex_);
@@ -33,6 +34,12 @@ class collect_sink final : public request_sink {
   bool wait(double seconds = 60.0) {
     std::unique_lock lock(mutex_);
     return cv_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return num_finishes_ > 0; });
+  }
+  /// Until `n` token events came (or the request finished); false on timeout.
+  bool wait_for_events(int n, double seconds = 60.0) {
+    std::unique_lock lock(mutex_);
+    return cv_.wait_for(lock, std::chrono::duration<double>(seconds),
+                        [&] { return num_events_ >= n || num_finishes_ > 0; });
   }
   std::string text() const { std::lock_guard lock(mutex_); return text_; }
   std::vector<token_id> tokens() const { std::lock_guard lock(mutex_); return tokens_; }

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "actors/step_feed.hpp"
+#include "core/sched/step_loop.hpp"
 #include "tests/actors/engine_fixture.hpp"
 
 using namespace inflight;
@@ -216,4 +217,73 @@ TEST_CASE("engine: requests submitted together start in the same step, all or no
   REQUIRE_FALSE(over.has_value());
   CHECK(over.error().code == errc::queue_full);
   CHECK(all_blocks_return(*eng));
+}
+
+TEST_CASE("step feed: a finish no step carries is published on its own", "[step_feed]") {
+  // The recorder alone: a cancel between steps with nothing left to run has no step to
+  // ride on; on_idle publishes it (num_steps 0), and a finish a step will carry is not
+  // published twice.
+  step_feed feed;
+  auto steps = std::make_shared<collect_steps>();
+  feed.set_sink(steps);
+  auto pol = policy::try_load(INFLIGHT_TEST_PLUGIN_DIR, "fcfs");
+  REQUIRE(pol.has_value());
+  auto loop = step_loop::try_create(scheduler_config{}, 16, 16, std::move(*pol));
+  REQUIRE(loop.has_value());
+  step_recorder rec;
+  seq_event cancelled;
+  cancelled.type = seq_event::kind::finished;
+  cancelled.id = 7;
+  cancelled.reason = finish_reason::cancelled;
+  rec.on_idle(feed, loop->sched(), 1.0);
+  CHECK(steps->steps().empty());  // nothing to publish
+  rec.on_events(feed, {cancelled});
+  rec.on_idle(feed, loop->sched(), 2.0);
+  REQUIRE(steps->steps().size() == 1);
+  const auto s = steps->steps().back();
+  CHECK(s.num_steps == 0);
+  CHECK(s.num_tokens() == 0);
+  REQUIRE(s.finished.size() == 1);
+  CHECK(s.finished[0].id == 7);
+  CHECK(s.finished[0].reason == finish_reason::cancelled);
+  CHECK(s.num_running == 0);
+  rec.on_idle(feed, loop->sched(), 3.0);
+  CHECK(steps->steps().size() == 1);  // published once
+}
+
+TEST_CASE("step feed: every cancel that empties the engine is listed, and the running count drops to 0", "[step_feed]") {
+  if (shared_file("models/stories260K/stories260K.bin").empty()) return;
+  auto eng = start_engine(stories_deployment("splitfuse", 64));
+  auto steps = std::make_shared<collect_steps>();
+  eng->set_step_sink(steps);
+  // Cancels land at any point of the step cycle (a step in flight, the KV round trip,
+  // between steps); each must reach the feed before anything else runs (a later
+  // request's step would carry a finish left behind).
+  const auto num_listed = [&] {
+    std::set<seq_id> ids;
+    for (const auto& s : steps->steps())
+      for (const auto& f : s.finished)
+        if (f.reason == finish_reason::cancelled) ids.insert(f.id);
+    return ids.size();
+  };
+  constexpr int num_requests = 30;
+  for (int i = 0; i < num_requests; ++i) {
+    auto sink = std::make_shared<collect_sink>();
+    auto req = greedy_request(*eng, "Once upon a time", 2000);
+    req.params.ignore_eos = true;
+    auto id = eng->submit(req, sink);
+    REQUIRE(id.has_value());
+    if (i % 3 != 0) REQUIRE(sink->wait_for_events(1 + i % 5));
+    eng->cancel(*id);
+    REQUIRE(sink->wait());
+    CHECK(sink->finish().reason == finish_reason::cancelled);
+    // The bound only limits a failing run.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (num_listed() < std::size_t(i + 1) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    INFO("request " << i);
+    REQUIRE(num_listed() == std::size_t(i + 1));
+    REQUIRE(!steps->steps().empty());
+    CHECK(steps->steps().back().num_running == 0);
+  }
 }

@@ -7,12 +7,17 @@
 #      default "tiled/grouped mma/mma"): procurement at STREAMS streams (a list, default
 #      1; Llama-3.1-8B shape) beside the plan's floor, interference (SHAPE, default
 #      Llama-3.2-1B, fcfs vs splitfuse), and variance (Llama-3.2-1B shape, static vs
-#      splitfuse).
+#      splitfuse),
+#   4. simulate (not in the default steps): a step profile of the Llama-3.2-1B shape on
+#      this GPU (`bench profile`, SIM_KERNELS, default mma/mma), then `simulate` with it
+#      against the real engine, every policy, on SIM_WORKLOADS (default "variance latency
+#      interference", full size; bench/sim_validate.py). The profile lands in OUT for
+#      profiles/.
 # Pack here with tests/gpu/device-pack.sh BUILD DIR (DIR git-ignored, named in the device
 # tool's carry), then on the GPU machine, from the repository root:
 #   tests/gpu/device-checks.sh DIR OUT [budget_seconds] [steps]
-# steps: any of tests,oracle,bench,procurement,interference,variance (default: all), run
-# in that order. Figures land in OUT.
+# steps: any of tests,oracle,bench,procurement,interference,variance,simulate (default: all
+# but simulate), run in that order. Figures land in OUT.
 set -u
 D=${1:?DIR}; OUT=${2:?OUT}; BUDGET=${3:-450}; STEPS=${4:-tests,oracle,bench,procurement,interference,variance}
 STREAMS=${STREAMS:-1}; SHAPE=${SHAPE:-llama-3.2-1b}; KERNELS=${KERNELS:-tiled/grouped mma/mma}
@@ -87,6 +92,26 @@ if want variance; then
     timeout $(($(left) - 20)) "$I" bench offline --shape llama-3.2-1b $one $(kset $k) --workload variance --size full \
       --cap 1536 --policy static,splitfuse --result-json "$OUT/$f.json" >"$OUT/$f.txt" 2>&1
     for p in static splitfuse; do summary "$OUT/$f.json" $p "$k" 2>/dev/null || tail -3 "$OUT/$f.txt"; done
+  done
+fi
+if want simulate; then
+  sk=${SIM_KERNELS:-mma/mma}
+  # An explicit KV size, so that the simulator's pool is the engine's.
+  sim_sets="--set engine.kv_blocks=32768 $(kset $sk)"
+  prof="$OUT/profile-$(nvidia-smi --query-gpu=name --format=csv,noheader | tr ' ' '-' | tr -cd 'A-Za-z0-9-')-llama-3.2-1b.json"
+  echo "== simulate: step profile, llama-3.2-1b, $sk ($(date -u +%T))"
+  timeout $(($(left) - 10)) "$I" bench profile --config config/gpu-8b.toml --shape llama-3.2-1b $sim_sets \
+    --prefill 0 64 256 512 2048 --prefill-seqs 1 4 --decode 0 1 16 64 256 --context 256 1024 4096 \
+    --knots 128 512 2048 --repeats 3 -o "$prof" > "$OUT/profile.txt" 2>&1
+  tail -3 "$OUT/profile.txt"
+  for w in ${SIM_WORKLOADS:-variance latency interference}; do
+    [ "$(left)" -gt 60 ] || { echo "skipped: simulate $w (budget)"; continue; }
+    echo "== simulate vs real, $w ($(date -u +%T))"
+    extra=(); [ $w = latency ] && extra=(--request-rate ${SIM_RATE:-20} --num-prompts 300)
+    [ $w = variance ] && extra=(--num-prompts 300)
+    timeout $(($(left) - 10)) python3 bench/sim_validate.py --inflight "$I" --config config/gpu-8b.toml \
+      --shape llama-3.2-1b --size full --profile "$prof" --workload $w "${extra[@]}" $sim_sets --out "$OUT/simval" \
+      2>"$OUT/simval-$w.err" | tee "$OUT/simval-$w.md"
   done
 fi
 echo "== done ($(date -u +%T)), $(left) s of the budget left"
