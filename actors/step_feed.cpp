@@ -53,19 +53,10 @@ void step_recorder::on_events(const step_feed& feed, const std::vector<seq_event
 
 void step_recorder::on_applied(step_feed& feed, const scheduler& sched, double end_s) {
   if (!draft_ || !feed.is_active()) return;
-  auto& s = *draft_;
-  s.end_s = end_s;
-  s.busy_s = end_s - s.start_s;
-  s.finished = std::move(finished_);
-  s.num_finished = int(s.finished.size());
-  finished_.clear();
-  s.kv_usage = s.max_kv_usage = sched.kv_usage();
-  s.num_waiting = sched.num_waiting();
-  s.num_running = sched.num_running();
-  feed.publish(s);
-  last_step_id_ = s.last_step_id;
+  draft_->end_s = end_s;
+  draft_->busy_s = end_s - draft_->start_s;
+  publish(feed, sched, *draft_);
   draft_.reset();
-  before_ = baseline{sched.running(), sched.num_preemptions()};
 }
 
 void step_recorder::on_idle(step_feed& feed, const scheduler& sched, double now_s) {
@@ -75,6 +66,10 @@ void step_recorder::on_idle(step_feed& feed, const scheduler& sched, double now_
   s.num_steps = 0;
   s.start_s = s.end_s = now_s;
   s.token_budget = sched.config().max_num_batched_tokens;
+  publish(feed, sched, s);
+}
+
+void step_recorder::publish(step_feed& feed, const scheduler& sched, step_summary& s) {
   s.finished = std::move(finished_);
   s.num_finished = int(s.finished.size());
   finished_.clear();
@@ -82,6 +77,7 @@ void step_recorder::on_idle(step_feed& feed, const scheduler& sched, double now_
   s.num_waiting = sched.num_waiting();
   s.num_running = sched.num_running();
   feed.publish(s);
+  last_step_id_ = s.last_step_id;
   before_ = baseline{sched.running(), sched.num_preemptions()};
 }
 

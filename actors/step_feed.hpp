@@ -61,6 +61,9 @@ class step_recorder {
     std::vector<seq_id> running;
     std::uint64_t num_preemptions = 0;
   };
+  /// Adds the finishes since the last summary and the counts the step left, publishes.
+  void publish(step_feed& feed, const scheduler& sched, step_summary& s);
+
   std::optional<step_summary> draft_;
   std::optional<baseline> before_;
   std::vector<step_finish> finished_;  ///< since the last published step
