@@ -73,7 +73,7 @@ double copy_bandwidth() {
 
 template <class F>
 double median_us(int repeats, F&& launch) {
-  for (int i = 0; i < 3; ++i) launch();
+  for (int i = 0; i < 5; ++i) launch();  // warm-up
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
@@ -93,6 +93,72 @@ double median_us(int repeats, F&& launch) {
   return times[times.size() / 2];
 }
 
+/// One step's paged K/V cache (shuffled blocks), queries and batch on the device, zeros
+/// throughout (for timing only): sequence s holds contexts[s] tokens, its last
+/// queries[s] of them the step's query tokens.
+struct device_batch {
+  int num_tokens = 0, max_context = 0;
+  std::int64_t total_context = 0;
+  std::vector<std::int32_t> positions, query_start = {0};
+  kc::device_buffer k, v, q, out, pos, qs, tables;
+  kc::attention_args args;
+};
+
+void upload(kc::device_buffer& b, const std::vector<std::int32_t>& h) {
+  check(b.try_allocate(h.size() * 4));
+  check(cudaMemcpy(b.as(), h.data(), h.size() * 4, cudaMemcpyHostToDevice), "upload");
+}
+
+void make_batch(device_batch& d, int num_heads, int num_kv_heads, int head_dim, const std::vector<int>& contexts,
+                const std::vector<int>& queries, std::mt19937& rng) {
+  const int block_size = 16;
+  const int num_seqs = int(contexts.size());
+  d.max_context = *std::max_element(contexts.begin(), contexts.end());
+  d.total_context = std::accumulate(contexts.begin(), contexts.end(), std::int64_t(0));
+  const int stride = (d.max_context + block_size - 1) / block_size;
+  const int num_blocks = stride * num_seqs;
+  const std::int64_t kv_dim = std::int64_t(num_kv_heads) * head_dim;
+  std::vector<std::int32_t> blocks(static_cast<std::size_t>(num_blocks));
+  std::iota(blocks.begin(), blocks.end(), 0);
+  std::shuffle(blocks.begin(), blocks.end(), rng);  // row s = blocks [s*stride, (s+1)*stride)
+  for (int s = 0; s < num_seqs; ++s) {
+    const int ctx = contexts[std::size_t(s)], n = queries[std::size_t(s)];
+    for (int p = ctx - n; p < ctx; ++p) d.positions.push_back(p);
+    d.query_start.push_back(d.query_start.back() + n);
+  }
+  d.num_tokens = d.query_start.back();
+  const std::size_t cache_elems = std::size_t(num_blocks) * block_size * std::size_t(kv_dim);
+  const std::size_t q_elems = std::size_t(d.num_tokens) * num_heads * head_dim;
+  check(d.k.try_allocate(cache_elems * 2));
+  check(d.v.try_allocate(cache_elems * 2));
+  check(d.q.try_allocate(q_elems * 2));
+  check(d.out.try_allocate(q_elems * 2));
+  check(cudaMemset(d.k.as(), 0, d.k.bytes()), "memset");
+  check(cudaMemset(d.v.as(), 0, d.v.bytes()), "memset");
+  check(cudaMemset(d.q.as(), 0, d.q.bytes()), "memset");
+  upload(d.pos, d.positions);
+  upload(d.qs, d.query_start);
+  upload(d.tables, blocks);
+  kc::attention_args& a = d.args;
+  a.dt = kc::dtype::bf16;
+  a.out = d.out.as();
+  a.q = d.q.as();
+  a.q_stride = num_heads * head_dim;
+  a.k_cache = d.k.as();
+  a.v_cache = d.v.as();
+  a.positions = d.pos.as<std::int32_t>();
+  a.query_start = d.qs.as<std::int32_t>();
+  a.block_tables = d.tables.as<std::int32_t>();
+  a.block_table_stride = stride;
+  a.num_tokens = d.num_tokens;
+  a.num_seqs = num_seqs;
+  a.block_size = block_size;
+  a.num_heads = num_heads;
+  a.num_kv_heads = num_kv_heads;
+  a.head_dim = head_dim;
+  a.scale = 1.0f / std::sqrt(float(head_dim));
+}
+
 struct prefill_case {
   std::string name;
   int num_heads, num_kv_heads, head_dim;
@@ -108,69 +174,24 @@ void bench_prefill(int repeats, std::mt19937& rng) {
       {"1B chunk 512 @ 4000", 32, 8, 64, {4000}, {512}},
   };
   std::printf("\n%-22s %-8s %10s %10s\n", "prefill case", "kernel", "us", "TFLOP/s");
-  const int block_size = 16;
   for (const auto& c : cases) {
-    const int num_seqs = int(c.contexts.size());
-    const int max_ctx = *std::max_element(c.contexts.begin(), c.contexts.end());
-    const int stride = (max_ctx + block_size - 1) / block_size;
-    const int num_blocks = stride * num_seqs;
-    const std::int64_t kv_dim = std::int64_t(c.num_kv_heads) * c.head_dim;
-    std::vector<std::int32_t> blocks(static_cast<std::size_t>(num_blocks));
-    std::iota(blocks.begin(), blocks.end(), 0);
-    std::shuffle(blocks.begin(), blocks.end(), rng);
-    std::vector<std::int32_t> positions, query_start = {0}, tiles;
+    device_batch d;
+    make_batch(d, c.num_heads, c.num_kv_heads, c.head_dim, c.contexts, c.queries, rng);
+    std::vector<std::int32_t> tiles;
     double flops = 0;
-    for (int s = 0; s < num_seqs; ++s) {
-      const int first = query_start.back(), n = c.queries[std::size_t(s)], ctx = c.contexts[std::size_t(s)];
-      for (int p = ctx - n; p < ctx; ++p) {
-        positions.push_back(p);
-        flops += 4.0 * double(p + 1) * c.head_dim * c.num_heads;
-      }
-      query_start.push_back(first + n);
-      for (int t = first; t < first + n; t += kc::prefill_tile_tokens) {
-        tiles.insert(tiles.end(), {s, t, std::min(t + kc::prefill_tile_tokens, first + n)});
+    for (int s = 0; s < int(c.contexts.size()); ++s) {
+      const int first = d.query_start[std::size_t(s)], end = d.query_start[std::size_t(s) + 1];
+      for (int t = first; t < end; ++t) flops += 4.0 * double(d.positions[std::size_t(t)] + 1) * c.head_dim * c.num_heads;
+      for (int t = first; t < end; t += kc::prefill_tile_tokens) {
+        tiles.insert(tiles.end(), {s, t, std::min(t + kc::prefill_tile_tokens, end)});
       }
     }
-    const int num_tokens = query_start.back();
-    const std::size_t cache_elems = std::size_t(num_blocks) * block_size * std::size_t(kv_dim);
-    const std::size_t q_elems = std::size_t(num_tokens) * c.num_heads * c.head_dim;
-    kc::device_buffer k, v, q, out, pos, qs, tables, d_tiles;
-    check(k.try_allocate(cache_elems * 2));
-    check(v.try_allocate(cache_elems * 2));
-    check(q.try_allocate(q_elems * 2));
-    check(out.try_allocate(q_elems * 2));
-    check(cudaMemset(k.as(), 0, k.bytes()), "memset");
-    check(cudaMemset(v.as(), 0, v.bytes()), "memset");
-    check(cudaMemset(q.as(), 0, q.bytes()), "memset");
-    auto up = [](kc::device_buffer& b, const std::vector<std::int32_t>& h) {
-      check(b.try_allocate(h.size() * 4));
-      check(cudaMemcpy(b.as(), h.data(), h.size() * 4, cudaMemcpyHostToDevice), "upload");
-    };
-    up(pos, positions);
-    up(qs, query_start);
-    up(tables, blocks);
-    up(d_tiles, tiles);
-    kc::attention_args a;
-    a.dt = kc::dtype::bf16;
-    a.out = out.as();
-    a.q = q.as();
-    a.q_stride = c.num_heads * c.head_dim;
-    a.k_cache = k.as();
-    a.v_cache = v.as();
-    a.positions = pos.as<std::int32_t>();
-    a.query_start = qs.as<std::int32_t>();
-    a.block_tables = tables.as<std::int32_t>();
-    a.block_table_stride = stride;
-    a.num_tokens = num_tokens;
-    a.num_seqs = num_seqs;
-    a.block_size = block_size;
-    a.num_heads = c.num_heads;
-    a.num_kv_heads = c.num_kv_heads;
-    a.head_dim = c.head_dim;
-    a.scale = 1.0f / std::sqrt(float(c.head_dim));
+    kc::device_buffer d_tiles;
+    upload(d_tiles, tiles);
     const int num_tiles = int(tiles.size() / 3);
     for (const auto pk : {kc::prefill_kernel::tiled, kc::prefill_kernel::mma}) {
-      const double us = median_us(repeats, [&] { check(kc::attention_prefill(a, d_tiles.as<std::int32_t>(), num_tiles, nullptr, pk)); });
+      const double us =
+          median_us(repeats, [&] { check(kc::attention_prefill(d.args, d_tiles.as<std::int32_t>(), num_tiles, nullptr, pk)); });
       std::printf("%-22s %-8s %10.1f %10.1f\n", c.name.c_str(), pk == kc::prefill_kernel::mma ? "mma" : "tiled", us,
                   flops / (us * 1e-6) / 1e12);
     }
@@ -201,58 +222,12 @@ int main(int argc, char** argv) {
   for (int s = 0; s < 256; ++s) cases[5].contexts.push_back(200 + int(rng() % 1100));
 
   std::printf("%-20s %-24s %8s %8s %10s %8s\n", "case", "kernel", "splits", "us", "floor us", "x floor");
-  const int block_size = 16;
   for (const auto& c : cases) {
-    const int num_seqs = int(c.contexts.size());
-    const int max_ctx = *std::max_element(c.contexts.begin(), c.contexts.end());
-    const std::int64_t total = std::accumulate(c.contexts.begin(), c.contexts.end(), std::int64_t(0));
-    const int stride = (max_ctx + block_size - 1) / block_size;
-    const int num_blocks = stride * num_seqs;
-    const std::int64_t kv_dim = std::int64_t(c.num_kv_heads) * c.head_dim;
-    std::vector<std::int32_t> blocks(static_cast<std::size_t>(num_blocks));
-    std::iota(blocks.begin(), blocks.end(), 0);
-    std::shuffle(blocks.begin(), blocks.end(), rng);
-    std::vector<std::int32_t> positions, query_start = {0};
-    for (int s = 0; s < num_seqs; ++s) {
-      positions.push_back(c.contexts[std::size_t(s)] - 1);
-      query_start.push_back(s + 1);
-    }
-    const std::size_t cache_elems = std::size_t(num_blocks) * block_size * std::size_t(kv_dim);
-    const std::size_t q_elems = std::size_t(num_seqs) * c.num_heads * c.head_dim;
-    kc::device_buffer k, v, q, out, pos, qs, tables, part_buf, split_dev;
-    check(k.try_allocate(cache_elems * 2));
-    check(v.try_allocate(cache_elems * 2));
-    check(q.try_allocate(q_elems * 2));
-    check(out.try_allocate(q_elems * 2));
-    check(cudaMemset(k.as(), 0, k.bytes()), "memset");
-    check(cudaMemset(v.as(), 0, v.bytes()), "memset");
-    check(cudaMemset(q.as(), 0, q.bytes()), "memset");
-    auto up = [](kc::device_buffer& b, const std::vector<std::int32_t>& h) {
-      check(b.try_allocate(h.size() * 4));
-      check(cudaMemcpy(b.as(), h.data(), h.size() * 4, cudaMemcpyHostToDevice), "upload");
-    };
-    up(pos, positions);
-    up(qs, query_start);
-    up(tables, blocks);  // row s = blocks [s*stride, (s+1)*stride)
-
-    kc::attention_args a;
-    a.dt = kc::dtype::bf16;
-    a.out = out.as();
-    a.q = q.as();
-    a.q_stride = c.num_heads * c.head_dim;
-    a.k_cache = k.as();
-    a.v_cache = v.as();
-    a.positions = pos.as<std::int32_t>();
-    a.query_start = qs.as<std::int32_t>();
-    a.block_tables = tables.as<std::int32_t>();
-    a.block_table_stride = stride;
-    a.num_tokens = num_seqs;
-    a.num_seqs = num_seqs;
-    a.block_size = block_size;
-    a.num_heads = c.num_heads;
-    a.num_kv_heads = c.num_kv_heads;
-    a.head_dim = c.head_dim;
-    a.scale = 1.0f / std::sqrt(float(c.head_dim));
+    device_batch d;
+    make_batch(d, c.num_heads, c.num_kv_heads, c.head_dim, c.contexts, std::vector<int>(c.contexts.size(), 1), rng);
+    const int num_seqs = int(c.contexts.size()), max_ctx = d.max_context;
+    const std::int64_t total = d.total_context, kv_dim = std::int64_t(c.num_kv_heads) * c.head_dim;
+    kc::device_buffer part_buf;
     // The K and V rows of every context, read once at the rate the device moves bytes.
     const double floor_us = double(total) * double(kv_dim) * 2 * 2 / bandwidth * 1e6;
 
@@ -274,24 +249,7 @@ int main(int argc, char** argv) {
           std::size_t(kc::decode_partials_floats(num_seqs, c.num_heads, c.head_dim, num_splits)) * 4));
       kc::decode_partials part = kc::decode_partials_at(part_buf.as<float>(), num_seqs, c.num_heads, c.head_dim, num_splits);
       part.split_size = split_size;
-      for (int i = 0; i < 5; ++i) check(kc::attention_decode(a, part, nullptr, var.kernel));
-      cudaEvent_t start, stop;
-      cudaEventCreate(&start);
-      cudaEventCreate(&stop);
-      std::vector<float> times;
-      for (int r = 0; r < repeats; ++r) {
-        cudaEventRecord(start);
-        check(kc::attention_decode(a, part, nullptr, var.kernel));
-        cudaEventRecord(stop);
-        check(cudaEventSynchronize(stop), "decode");
-        float ms = 0;
-        cudaEventElapsedTime(&ms, start, stop);
-        times.push_back(ms * 1000.0f);
-      }
-      cudaEventDestroy(start);
-      cudaEventDestroy(stop);
-      std::sort(times.begin(), times.end());
-      const double us = times[times.size() / 2];
+      const double us = median_us(repeats, [&] { check(kc::attention_decode(d.args, part, nullptr, var.kernel)); });
       const int used = (max_ctx + part.split_size - 1) / part.split_size;
       std::printf("%-20s %-24s %8d %8.1f %10.1f %8.2f\n", c.name.c_str(), var.name, used, us, floor_us, us / floor_us);
     }
