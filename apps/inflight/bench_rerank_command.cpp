@@ -8,6 +8,7 @@
 #include "apps/inflight/bench_report.hpp"
 #include "apps/inflight/bench_rerank_run.hpp"
 #include "apps/inflight/commands.hpp"
+#include "core/bench/policy_budget.hpp"
 
 namespace inflight::app {
 namespace {
@@ -35,11 +36,10 @@ deployment rerank_deployment(const deployment& base, const std::string& policy, 
   d.scheduler.policy = policy;
   d.engine.enable_prefix_caching = is_caching;
   d.server.max_waiting_requests = std::max(d.server.max_waiting_requests, num_documents + 1);
-  // A true static batch prefills all its prompts whole, in one step.
-  if (policy == "static") {
-    const int seats = std::min(d.engine.max_num_seqs, num_documents);
-    d.engine.max_num_batched_tokens = std::max(d.engine.max_num_batched_tokens, seats * longest);
-  }
+  // As for every offline workload (and simulate): a policy that prefills prompts whole
+  // gets room for a full batch of them in one step.
+  d.engine.max_num_batched_tokens =
+      bench::offline_budget(policy, d.engine.max_num_batched_tokens, d.engine.max_num_seqs, num_documents, longest);
   return d;
 }
 

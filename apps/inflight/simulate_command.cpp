@@ -16,6 +16,7 @@
 #include "core/bench/arrival.hpp"
 #include "core/bench/gpu_specs.hpp"
 #include "core/bench/policy_budget.hpp"
+#include "core/bench/rerank_workload.hpp"
 #include "core/kv/block_pool.hpp"
 #include "core/model/shapes.hpp"
 #include "core/sim/profile_cost_model.hpp"
@@ -62,6 +63,13 @@ struct simulate_options {
   std::vector<std::string> targets;         // METRIC-pNN=MS, e.g. ttft-p99=1000
   std::string json_path;
   std::string plot_dir;
+  // How requests end and leave (see docs/simulate.md, "How a request ends").
+  int max_tokens = 0;          // every request's limit; its output ends on its own below it
+  bool stop_strings = false;   // ... by a stop string, not EOS
+  double cancel_after_s = -1;  // every client cancels this long after its arrival
+  std::string admission = "offline";  // offline | serve: the admission gate's bounds
+  int max_concurrency = 0;            // closed-loop clients: calls in flight at most (0 = open)
+  std::vector<int> rerank_template;   // rerank: tokens before the query, around a document
 };
 
 /// The SLOs given (milliseconds on the command line); none = no goodput.
@@ -77,22 +85,59 @@ bench::slo objectives(const simulate_options& o) {
 /// Workloads whose arrival times are part of what they measure.
 bool has_own_schedule(const std::string& workload) { return workload == "interference" || workload == "prefix-chat"; }
 
+bool is_rerank(const simulate_options& o) { return o.workload == "rerank"; }
+
+/// The rerank workload's calls as token ids: every document of a call is a scoring request.
+result<std::vector<bench::bench_prompt>> rerank_sim_prompts(const simulate_options& o, bench::workload_size size,
+                                                            int vocab_size, std::mt19937_64& rng) {
+  auto t = bench::default_rerank_template_tokens;
+  if (!o.rerank_template.empty()) {
+    if (o.rerank_template.size() != 3)
+      fail("--rerank-template-tokens: three counts, BEFORE_QUERY,BEFORE_DOCUMENT,AFTER_DOCUMENT");
+    t = {o.rerank_template[0], o.rerank_template[1], o.rerank_template[2]};
+  }
+  return bench::rerank_prompts(size, o.num_prompts, t, vocab_size, rng);
+}
+
+/// --max-tokens, --stop-strings, --cancel-after: how every request ends and leaves.
+void apply_endings(const simulate_options& o, std::vector<bench::bench_prompt>& prompts) {
+  for (auto& p : prompts) {
+    if (o.max_tokens > 0) {
+      if (o.max_tokens < p.output_len) {
+        p.output_len = o.max_tokens;  // cut at its limit
+        p.max_tokens = 0;
+      } else if (o.max_tokens > p.output_len) {
+        p.max_tokens = o.max_tokens;  // ends on its own before its limit
+      }
+    }
+    if (o.stop_strings) p.ends_by_stop_string = true;
+    if (o.cancel_after_s >= 0) p.cancel_after_s = o.cancel_after_s;
+  }
+}
+
 /// The workload's prompts, arriving at `rate` (gamma gaps, --burstiness) when finite,
 /// else at the workload's own times (all at t = 0 for most).
 std::vector<bench::bench_prompt> sim_prompts(const simulate_options& o, double rate, int vocab_size) {
   auto size = bench::parse_workload_size(o.size);
   if (!size) fail(size.error().message);
   std::mt19937_64 rng(o.seed);
-  auto prompts = o.dataset_path.empty()
-                     ? bench::workload_dataset({o.workload, *size, o.cap, o.num_prompts, vocab_size}, rng)
-                     : bench::load_trace(o.dataset_path, o.num_prompts, vocab_size, bench::prompt_format::ids, true, rng);
+  auto prompts = !o.dataset_path.empty()
+                     ? bench::load_trace(o.dataset_path, o.num_prompts, vocab_size, bench::prompt_format::ids, true, rng)
+                 : is_rerank(o) ? rerank_sim_prompts(o, *size, vocab_size, rng)
+                                : bench::workload_dataset({o.workload, *size, o.cap, o.num_prompts, vocab_size}, rng);
   if (!prompts) fail(prompts.error().message);
   if (std::isfinite(rate)) {
     if (has_own_schedule(o.workload)) fail("--request-rate: the " + o.workload + " workload has its own arrival times");
-    auto times = bench::arrival_times(int(prompts->size()), {rate, o.burstiness}, rng);
+    // A rerank call's documents arrive together: the rate is of calls.
+    const int num_arrivals = is_rerank(o) ? prompts->back().group + 1 : int(prompts->size());
+    auto times = bench::arrival_times(num_arrivals, {rate, o.burstiness}, rng);
     if (!times) fail(times.error().message);
-    for (std::size_t i = 0; i < prompts->size(); ++i) (*prompts)[i].arrival_s = (*times)[i];
+    for (std::size_t i = 0; i < prompts->size(); ++i) {
+      auto& p = (*prompts)[i];
+      p.arrival_s = (*times)[is_rerank(o) ? std::size_t(p.group) : i];
+    }
   }
+  apply_endings(o, *prompts);
   return std::move(*prompts);
 }
 
@@ -200,6 +245,47 @@ sim_setup make_setup(const simulate_options& o, const deployment& d) {
   return make_roofline_setup(o, d);
 }
 
+/// A rerank run per call (one query's documents), as `bench offline --workload rerank`
+/// reports it: a call's latency is from its arrival to its last document's score.
+struct rerank_calls {
+  int num_calls = 0;
+  int num_failed_calls = 0;  ///< a document of it failed (refused, cancelled, timed out)
+  int num_documents = 0;
+  long long num_prompt_tokens = 0;
+  long long num_cached_tokens = 0;
+  bench::metric_stats latency_ms;  ///< of the calls every document of which has a score
+  std::vector<double> latency_s;   ///< per call; < 0: failed
+};
+
+rerank_calls summarize_calls(const sim::sim_result& r, const std::vector<bench::bench_prompt>& prompts,
+                             const std::vector<double>& percentiles) {
+  rerank_calls out;
+  const int num_calls = prompts.empty() ? 0 : prompts.back().group + 1;
+  std::vector<double> start(std::size_t(num_calls), INFINITY), end(std::size_t(num_calls), 0.0);
+  std::vector<bool> failed(std::size_t(num_calls), false);
+  for (const auto& rec : r.records) {
+    const auto call = std::size_t(prompts[std::size_t(rec.index)].group);
+    ++out.num_documents;
+    out.num_prompt_tokens += rec.prompt_tokens;
+    out.num_cached_tokens += rec.cached_tokens;
+    start[call] = std::min(start[call], rec.start_s);
+    end[call] = std::max(end[call], rec.start_s + rec.e2el_s);
+    if (!rec.is_success) failed[call] = true;
+  }
+  std::vector<double> ms;
+  for (std::size_t c = 0; c < std::size_t(num_calls); ++c) {
+    out.latency_s.push_back(failed[c] ? -1.0 : end[c] - start[c]);
+    if (failed[c]) {
+      ++out.num_failed_calls;
+    } else {
+      ms.push_back((end[c] - start[c]) * 1e3);
+    }
+  }
+  out.num_calls = num_calls;
+  if (!ms.empty()) out.latency_ms = bench::describe(std::move(ms), percentiles);
+  return out;
+}
+
 struct run_row {
   std::string policy;
   sweep_point point;
@@ -209,6 +295,7 @@ struct run_row {
   int budget = 0;
   int max_num_seqs = 0;
   sim::sim_result result;
+  std::optional<rerank_calls> calls;  ///< the rerank workload's
 };
 
 /// The scheduler and KV pool of one run: the deployment's limits, a sweep point's
@@ -240,6 +327,12 @@ sim::sim_config run_config(const simulate_options& o, const deployment& base, co
   // The server's limits, as a served request meets them.
   c.max_queue_time_s = base.server.max_queue_time_s;
   c.request_timeout_s = base.server.request_timeout_s;
+  // Each replica's admission gate: the deployment's, as `serve` meets its clients, or as
+  // `bench offline` lifts it (room for every request of the workload).
+  c.admission = admission_gate::limits{base.server.max_waiting_requests, base.server.max_waiting_tokens};
+  if (o.admission == "offline")
+    c.admission->max_requests = std::max<int>(c.admission->max_requests, int(prompts.size()) + 1);
+  c.max_concurrency = o.max_concurrency;
   return c;
 }
 
@@ -252,7 +345,7 @@ route_policy load_route_policy(const simulate_options& o, const deployment& base
 
 run_row run_one(const simulate_options& o, const deployment& base, const sim_setup& setup, const std::string& policy,
                 const sweep_point& point, int replicas, const std::string& route) {
-  run_row row{policy, point, replicas, replicas > 1 ? route : "-", point.request_rate.value_or(o.request_rate), 0, 0, {}};
+  run_row row{policy, point, replicas, replicas > 1 ? route : "-", point.request_rate.value_or(o.request_rate), 0, 0, {}, {}};
   if (point.labels.empty()) {
     char rate[32];
     std::snprintf(rate, sizeof rate, "%g", row.request_rate);  // no sweep: the column shows the rate
@@ -282,6 +375,7 @@ run_row run_one(const simulate_options& o, const deployment& base, const sim_set
   row.budget = c.scheduler.max_num_batched_tokens;
   row.max_num_seqs = c.scheduler.max_num_seqs;
   row.result = std::move(*r);
+  if (is_rerank(o)) row.calls = summarize_calls(row.result, prompts, c.percentiles);
   return row;
 }
 
@@ -368,6 +462,37 @@ void print_table(const std::vector<run_row>& rows, const std::vector<std::string
               rows.size(), best->replicas, where.c_str());
 }
 
+/// The rerank workload's table, per call, as `bench offline --workload rerank` prints it.
+void print_rerank_table(const std::vector<run_row>& rows, const std::vector<std::string>& keys, bool show_route) {
+  const bool show_replicas = show_route && std::find(keys.begin(), keys.end(), "replicas") == keys.end();
+  std::vector<int> widths;
+  for (const auto& k : keys) widths.push_back(std::max(7, int(k.size())));
+  std::printf("%-13s", "policy");
+  for (std::size_t i = 0; i < keys.size(); ++i) std::printf(" %*s", widths[i], keys[i].c_str());
+  if (show_replicas) std::printf(" %8s", "replicas");
+  if (show_route) std::printf(" %-12s", "route");
+  std::printf(" %6s %6s %8s %10s %7s %7s %9s %9s %9s %6s %6s\n", "budget", "calls", "docs/s", "prompt t/s", "cached",
+              "calls/s", "lat p50", "lat p99", "lat max", "batch", "steps");
+  for (const auto& row : rows) {
+    const auto& r = row.result;
+    const auto& c = *row.calls;
+    const double d = std::max(1e-9, r.duration_s), steps = double(std::max<std::uint64_t>(1, r.num_steps));
+    const double cached = double(c.num_cached_tokens) / double(std::max(1LL, c.num_prompt_tokens));
+    std::printf("%-13s", row.policy.c_str());
+    for (std::size_t i = 0; i < keys.size(); ++i) std::printf(" %*s", widths[i], row.point.labels.at(i).c_str());
+    if (show_replicas) std::printf(" %8d", row.replicas);
+    if (show_route) std::printf(" %-12s", row.route.c_str());
+    const int done = c.num_calls - c.num_failed_calls;
+    std::printf(" %6d %6d %8.1f %10.0f %6.1f%% %7.2f %9.3f %9.3f %9.3f %6.1f %6llu\n", row.budget, done,
+                c.num_documents / d, double(c.num_prompt_tokens) / d, 100.0 * cached, done / d,
+                pct(c.latency_ms, 50) / 1e3, pct(c.latency_ms, 99) / 1e3, c.latency_ms.max / 1e3,
+                r.batch_size_sum / steps, (unsigned long long)r.num_steps);
+  }
+  std::printf("(virtual time; calls = rerank calls with every document scored; latency per call in seconds, its "
+              "arrival to its last score; cached = prompt tokens from the prefix cache; batch = mean sequences per "
+              "step)\n");
+}
+
 nlohmann::json to_json(const run_row& row, const std::vector<std::string>& keys,
                        const std::vector<latency_target>& targets) {
   const auto& r = row.result;
@@ -387,7 +512,20 @@ nlohmann::json to_json(const run_row& row, const std::vector<std::string>& keys,
                       {"shed", r.counters.num_shed},
                       {"prefix_cache_hit_rate", r.summary.prefix_cache_hit_rate()},
                       {"replicas", row.replicas},
+                      {"rejected", r.num_rejected},
+                      {"cancelled", r.num_cancelled},
                       {"requests", std::move(records)}};
+  if (row.calls) {
+    const auto& c = *row.calls;
+    j["rerank"] = {{"calls", c.num_calls},
+                   {"failed_calls", c.num_failed_calls},
+                   {"documents", c.num_documents},
+                   {"prompt_tokens", c.num_prompt_tokens},
+                   {"cached_tokens", c.num_cached_tokens},
+                   {"documents_per_s", c.num_documents / std::max(1e-9, r.duration_s)},
+                   {"latency_ms", app::to_json(c.latency_ms)},
+                   {"call_latency_s", c.latency_s}};
+  }
   if (row.replicas > 1) {
     nlohmann::json per = nlohmann::json::array();
     for (const auto& rep : r.replicas)
@@ -413,6 +551,15 @@ nlohmann::json to_json(const run_row& row, const std::vector<std::string>& keys,
 
 void run_simulate(simulate_options o) {
   if (!o.dataset_path.empty()) o.workload = "trace";  // the requests are the file's
+  if (is_rerank(o)) {
+    if (o.max_tokens > 0 || o.stop_strings) fail("--max-tokens, --stop-strings: a rerank call generates no tokens");
+    if (!o.targets.empty()) fail("--target: the rerank workload's figures are per call (no TTFT or TPOT)");
+    if (!o.plot_dir.empty()) fail("--plot: the rerank workload has no latency charts");
+  } else if (!o.rerank_template.empty()) {
+    fail("--rerank-template-tokens: only with --workload rerank");
+  }
+  if (o.stop_strings && o.max_tokens == 0 && o.dataset_path.empty())
+    fail("--stop-strings needs --max-tokens above the outputs (a stop string ends an output before its limit)");
   deployment base = load_deployment_or_fail(o.config_path, o.overrides);
   if (!o.plugin_dir.empty()) base.scheduler.plugin_dir = o.plugin_dir;
   if (!o.prefix_caching.empty()) base.engine.enable_prefix_caching = o.prefix_caching == "on";
@@ -444,7 +591,11 @@ void run_simulate(simulate_options o) {
   std::printf("simulate: workload %s (%s), %zu requests, %s on %s, KV blocks %d x %d, %s\n", o.workload.c_str(),
               o.size.c_str(), first.records.size(), setup.shape.c_str(), setup.device.c_str(), setup.num_kv_blocks,
               base.engine.block_size, setup.cost->describe().c_str());
-  print_table(rows, keys.empty() ? std::vector<std::string>{"rate"} : keys, targets, show_replicas);
+  if (is_rerank(o)) {
+    print_rerank_table(rows, keys.empty() ? std::vector<std::string>{"rate"} : keys, show_replicas);
+  } else {
+    print_table(rows, keys.empty() ? std::vector<std::string>{"rate"} : keys, targets, show_replicas);
+  }
   if (!o.plot_dir.empty()) {
     // As bench serve draws them: latency CDFs of every run, labelled by what tells the
     // runs apart, and throughput against latency when the runs are one sweep of one
@@ -479,11 +630,13 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--config", o->config_path, "deployment TOML (max_num_seqs, budget, block size, policy settings)");
   cmd->add_option("--set", o->overrides, "override a deployment key (key=value), repeatable");
   cmd->add_option("--workload", o->workload,
-                  "variance | latency | procurement | interference | overhead | prefix | prefix-chat")
+                  "variance | latency | procurement | interference | overhead | prefix | prefix-chat | rerank")
       ->capture_default_str();
   cmd->add_option("--dataset-path", o->dataset_path,
                   "a JSONL trace instead of --workload: per line \"prompt\" (token ids) or \"input_len\", "
-                  "\"output_len\", \"arrival_s\" (its arrival times unless --request-rate is given)");
+                  "\"output_len\", \"arrival_s\" (its arrival times unless --request-rate is given); \"max_tokens\" "
+                  "above output_len (ends on its own: EOS, or a stop string with \"stop\": true), "
+                  "\"cancel_after_s\"");
   cmd->add_option("--size", o->size, "small | full")->capture_default_str();
   cmd->add_option("--cap", o->cap, "variance: output length cap (default: the largest of the size)");
   cmd->add_option("--num-prompts", o->num_prompts, "requests (default: the workload's own count)");
@@ -545,6 +698,29 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--target", o->targets,
                   "a latency target each run is checked against, METRIC-pNN=MS with METRIC ttft, tpot, itl or e2e "
                   "(repeatable), e.g. --target ttft-p99=1000: a 'meets' column and the fewest replicas meeting all");
+  cmd->add_option("--max-tokens", o->max_tokens,
+                  "every request's limit: an output shorter than it ends on its own (EOS) at its workload length, "
+                  "a longer one is cut to it (default: each output's own length, under ignore_eos)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--stop-strings", o->stop_strings,
+                "outputs below their limit end by a stop string (seen after the token, one step later) instead of EOS");
+  cmd->add_option("--cancel-after", o->cancel_after_s,
+                  "every client cancels its request this many seconds after sending it, if it has not finished")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-concurrency", o->max_concurrency,
+                  "closed-loop clients, as bench serve --max-concurrency: at most this many requests (rerank: calls) "
+                  "in flight; the next is sent when one finishes (0 = open arrivals)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--admission", o->admission,
+                  "the admission gate of each replica: offline (as bench offline: room for every request) | serve "
+                  "(the deployment's server.max_waiting_requests and max_waiting_tokens: 429s)")
+      ->check(CLI::IsMember({"offline", "serve"}))
+      ->capture_default_str();
+  cmd->add_option("--rerank-template-tokens", o->rerank_template,
+                  "rerank: tokens the template adds before the query (every call's), before a document (a "
+                  "call's) and after it (default: the built-in template in the bench models' tokenizer, 83,4,29)")
+      ->delimiter(',');
   cmd->add_option("--json", o->json_path, "write every request and the summaries to this file");
   cmd->add_option("--plot", o->plot_dir,
                   "render PNG charts into this folder, as bench serve does (latency CDFs; throughput against latency "

@@ -283,13 +283,31 @@ result<bench_prompt> parse_jsonl_line(const std::string& line, const std::string
   } else {
     return make_error(errc::invalid_argument, where + ": \"prompt\" must be a string or a list of token ids");
   }
-  for (const char* key : {"output_len", "max_tokens"}) {
-    if (auto it = j.find(key); it != j.end()) {
+  // "output_len": what it generates; "max_tokens": its limit. Given both, a limit above
+  // the output means the output ends on its own (what only simulate can play).
+  int lengths[2] = {0, 0};
+  const char* keys[2] = {"output_len", "max_tokens"};
+  for (int k = 0; k < 2; ++k) {
+    if (auto it = j.find(keys[k]); it != j.end()) {
       if (!it->is_number_integer() || it->get<int>() <= 0) {
-        return make_error(errc::invalid_argument, where + ": \"" + key + "\" must be a positive integer");
+        return make_error(errc::invalid_argument, where + ": \"" + keys[k] + "\" must be a positive integer");
       }
-      p.output_len = it->get<int>();
+      lengths[k] = it->get<int>();
     }
+  }
+  p.output_len = lengths[0] > 0 ? (lengths[1] > 0 ? std::min(lengths[0], lengths[1]) : lengths[0]) : lengths[1];
+  if (lengths[0] > 0 && lengths[1] > lengths[0]) p.max_tokens = lengths[1];
+  if (auto it = j.find("stop"); it != j.end()) {
+    if (!it->is_boolean()) return make_error(errc::invalid_argument, where + ": \"stop\" must be true or false");
+    p.ends_by_stop_string = it->get<bool>();
+  }
+  if (p.ends_by_stop_string && p.max_tokens == 0)
+    return make_error(errc::invalid_argument, where + ": \"stop\": true needs \"max_tokens\" above \"output_len\" "
+                                                      "(the stop string ends the output before its limit)");
+  if (auto it = j.find("cancel_after_s"); it != j.end()) {
+    if (!it->is_number() || !(it->get<double>() >= 0) || !std::isfinite(it->get<double>()))
+      return make_error(errc::invalid_argument, where + ": \"cancel_after_s\" must be a number of seconds >= 0");
+    p.cancel_after_s = it->get<double>();
   }
   if (auto it = j.find("arrival_s"); it != j.end()) {
     if (!it->is_number() || !(it->get<double>() >= 0) || !std::isfinite(it->get<double>()))
@@ -308,11 +326,13 @@ void fill_random_prompts(std::vector<bench_prompt>& prompts, int vocab_size, pro
   o.format = format;
   for (auto& p : prompts) {
     if (!p.prompt_ids.empty() || !p.prompt_text.empty()) continue;
-    const int output_len = p.output_len;
-    const double arrival_s = p.arrival_s;
+    const bench_prompt trace = p;
     p = make_prompt(p.input_len, o, rng);
-    p.output_len = output_len;
-    p.arrival_s = arrival_s;
+    p.output_len = trace.output_len;
+    p.arrival_s = trace.arrival_s;
+    p.max_tokens = trace.max_tokens;
+    p.ends_by_stop_string = trace.ends_by_stop_string;
+    p.cancel_after_s = trace.cancel_after_s;
   }
 }
 

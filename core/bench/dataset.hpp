@@ -21,10 +21,23 @@ struct bench_prompt {
   std::vector<token_id> prompt_ids;  ///< the prompt as token ids (empty when `prompt_text` is used)
   std::string prompt_text;           ///< the prompt as text
   int input_len = 0;                 ///< prompt tokens (for text: as generated; the server's count may differ)
-  int output_len = 0;                ///< max_tokens; 0 = let the caller decide
+  int output_len = 0;                ///< tokens it generates (bench serve/offline send it as max_tokens); 0 = the caller decides
   double arrival_s = -1.0;           ///< scheduled send time; < 0 = from the arrival process
   std::string tag;                   ///< a group name, e.g. interference's "decode" / "long"
   std::string json_schema;           ///< structured: the JSON Schema the output must follow ("" = none)
+
+  // How the request ends, where only a simulation can choose it (simulate; bench serve
+  // and bench offline replay output_len tokens exactly, under ignore_eos):
+  /// The request's limit; above output_len, the output ends on its own after output_len
+  /// tokens: by EOS, or by a stop string when `ends_by_stop_string`. 0 = output_len.
+  int max_tokens = 0;
+  bool ends_by_stop_string = false;
+  /// The client cancels this long after its arrival, if it has not finished; < 0 = never.
+  double cancel_after_s = -1.0;
+  /// A scoring request (rerank): prefill-only, its score rows' logits after the prompt,
+  /// no token; `group` is the call (one query's documents) it belongs to.
+  bool is_score = false;
+  int group = -1;
 };
 
 /// How prompts are written: token ids (exact lengths) or random text.

@@ -15,9 +15,12 @@ int longest_prompt(const std::vector<bench_prompt>& prompts) {
 }
 
 int offline_budget(std::string_view policy, int budget, int max_num_seqs, const std::vector<bench_prompt>& prompts) {
+  return offline_budget(policy, budget, max_num_seqs, int(prompts.size()), longest_prompt(prompts));
+}
+
+int offline_budget(std::string_view policy, int budget, int max_num_seqs, int num_prompts, int longest) {
   if (!prefills_whole_prompts(policy)) return budget;
-  const int seats = std::min<int>(max_num_seqs, int(prompts.size()));
-  return std::max(budget, seats * longest_prompt(prompts));
+  return std::max(budget, std::min(max_num_seqs, num_prompts) * longest);
 }
 
 int interference_budget(const std::vector<bench_prompt>& prompts) {

@@ -21,6 +21,9 @@ int longest_prompt(const std::vector<bench_prompt>& prompts);
 /// enough for a full batch (min(max_num_seqs, prompts) x the longest prompt), as a true
 /// static batch admits, and as TGI's max_batch_prefill_tokens does for short prompts.
 int offline_budget(std::string_view policy, int budget, int max_num_seqs, const std::vector<bench_prompt>& prompts);
+/// The same from the count of prompts and the longest one's tokens (the rerank
+/// workload's, whose prompts are built from text).
+int offline_budget(std::string_view policy, int budget, int max_num_seqs, int num_prompts, int longest);
 
 /// The interference workload's budget for every policy: the longest prompt plus one
 /// token per decode stream (prompts tagged "decode"), so a long prompt fits one step.

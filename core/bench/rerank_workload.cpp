@@ -77,4 +77,41 @@ result<std::vector<rerank_case>> rerank_workload(workload_size size, int num_req
   return cases;
 }
 
+result<std::vector<bench_prompt>> rerank_prompts(workload_size size, int num_requests, rerank_template_tokens t,
+                                                 int vocab_size, std::mt19937_64& rng) {
+  if (num_requests < 0) return make_error(errc::invalid_argument, "the number of requests must not be negative");
+  if (t.before_query < 0 || t.before_document < 0 || t.after_document < 0)
+    return make_error(errc::invalid_argument, "rerank template tokens must not be negative");
+  constexpr token_id first_id = 3;
+  if (vocab_size <= first_id) return make_error(errc::invalid_argument, "the vocabulary is too small for prompts");
+  auto shape = rerank_shape_of(size);
+  if (num_requests > 0) shape.num_requests = num_requests;
+  std::uniform_int_distribution<token_id> draw(first_id, vocab_size - 1);
+  auto ids = [&](int n) {
+    std::vector<token_id> out;
+    for (int i = 0; i < n; ++i) out.push_back(draw(rng));
+    return out;
+  };
+  const auto head = ids(t.before_query), document_head = ids(t.before_document), tail = ids(t.after_document);
+  std::vector<bench_prompt> prompts;
+  for (int call = 0; call < shape.num_requests; ++call) {
+    const auto query = ids(shape.query_tokens);
+    for (int d = 0; d < shape.num_documents; ++d) {
+      bench_prompt p;
+      for (const auto* part : {&head, &query, &document_head}) p.prompt_ids.insert(p.prompt_ids.end(), part->begin(), part->end());
+      const auto document = ids(shape.document_tokens);
+      p.prompt_ids.insert(p.prompt_ids.end(), document.begin(), document.end());
+      p.prompt_ids.insert(p.prompt_ids.end(), tail.begin(), tail.end());
+      p.input_len = int(p.prompt_ids.size());
+      p.output_len = 1;
+      p.arrival_s = 0.0;
+      p.is_score = true;
+      p.group = call;
+      p.tag = "rerank";
+      prompts.push_back(std::move(p));
+    }
+  }
+  return prompts;
+}
+
 }  // namespace inflight::bench

@@ -42,4 +42,27 @@ std::string text_of_tokens(const tokenizer& tok, const std::vector<token_id>& id
 result<std::vector<rerank_case>> rerank_workload(workload_size size, int num_requests, const tokenizer& tok,
                                                  std::mt19937_64& rng);
 
+/// Tokens a rerank prompt adds to its query and document, in three parts: the template's
+/// head and the instruction before the query (the same in every call), the document
+/// line's head after the query (the same for a call's documents: with the query, the
+/// prefix they share), and the template's tail after the document.
+struct rerank_template_tokens {
+  int before_query = 0;
+  int before_document = 0;
+  int after_document = 0;
+};
+
+/// The built-in Qwen3-Reranker template (rerank.template, rerank.instruction defaults)
+/// in the llama2.c 32k tokenizer of the bench models; a test measures it.
+inline constexpr rerank_template_tokens default_rerank_template_tokens{83, 4, 29};
+
+/// The workload as token ids, for a simulation without a tokenizer: every prompt is the
+/// template's head (before_query ids, one draw for the whole workload), its call's query
+/// (query_tokens ids per call), the document line's head (before_document ids, one draw),
+/// its document (document_tokens ids of its own) and the template's tail (after_document
+/// ids, one draw); each a scoring request (is_score) of its call (group), all at t = 0.
+/// Drawn from [3, vocab_size).
+result<std::vector<bench_prompt>> rerank_prompts(workload_size size, int num_requests, rerank_template_tokens t,
+                                                 int vocab_size, std::mt19937_64& rng);
+
 }  // namespace inflight::bench

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <memory>
 #include <numeric>
+#include <queue>
+#include <unordered_map>
 
 #include "core/route/router.hpp"
 #include "core/sched/step_loop.hpp"
@@ -23,6 +25,7 @@ struct request_trace {
   double finished_s = 0.0;
   finish_reason reason = finish_reason::stop;
   std::string error;
+  int http_status = 0;  // a refusal's, as the server answers it
   int num_output_tokens = 0;
   int num_cached_tokens = 0;
 };
@@ -32,9 +35,13 @@ struct replica {
   replica(step_loop l, std::shared_ptr<double> c) : loop(std::move(l)), clock(std::move(c)) {}
   step_loop loop;
   std::shared_ptr<double> clock;     // what its scheduler reads
+  std::shared_ptr<admission_gate> gate;  // none: no bound
   bool is_busy = false;              // a step runs until free_at
   double free_at = 0.0;
   std::vector<std::size_t> settled;  // prompts that finished in the step: the router releases them at its end
+  // Requests whose last token (a stop string's) came in its last step: their side's stop
+  // reaches the loop while the next step runs, as the request actor's does.
+  std::vector<seq_id> stopping;
   replica_stats stats;
 };
 
@@ -43,7 +50,8 @@ class simulation {
   simulation(const std::vector<bench::bench_prompt>& prompts, const step_cost_model& cost,
              std::vector<replica> replicas, std::optional<route_policy> route, const sim_config& config)
       : prompts_(prompts), cost_(cost), replicas_(std::move(replicas)), targets_(config.targets),
-        timeout_s_(config.request_timeout_s), traces_(prompts.size()), replica_of_(prompts.size(), 0) {
+        timeout_s_(config.request_timeout_s), max_concurrency_(config.max_concurrency), traces_(prompts.size()),
+        replica_of_(prompts.size(), 0), client_of_(prompts.size()) {
     if (route) {
       router_.emplace(std::move(*route), int(replicas_.size()), config.block_size);
       blocks_.resize(prompts.size());
@@ -51,7 +59,22 @@ class simulation {
     order_.resize(prompts.size());
     std::iota(order_.begin(), order_.end(), std::size_t(0));
     std::stable_sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) { return arrival(a) < arrival(b); });
-    for (std::size_t i = 0; i < prompts.size(); ++i) traces_[i].arrival_s = arrival(i);
+    // A client call: the prompts of one group (a rerank call's documents), else one each.
+    std::unordered_map<int, std::size_t> call_of_group;
+    for (std::size_t i = 0; i < prompts.size(); ++i) {
+      traces_[i].arrival_s = arrival(i);
+      const int g = prompts[i].group;
+      auto it = g >= 0 ? call_of_group.find(g) : call_of_group.end();
+      if (it == call_of_group.end()) {
+        client_of_[i] = num_left_.size();
+        num_left_.push_back(0);
+        if (g >= 0) call_of_group[g] = client_of_[i];
+      } else {
+        client_of_[i] = it->second;
+      }
+      ++num_left_[client_of_[i]];
+    }
+    is_sent_.assign(num_left_.size(), false);
   }
 
   result<void> run();
@@ -59,6 +82,15 @@ class simulation {
 
  private:
   double arrival(std::size_t i) const { return std::max(0.0, prompts_[i].arrival_s); }
+  /// The next arrival must wait: its call would be one more than max_concurrency in flight.
+  bool is_held(std::size_t i) const {
+    return max_concurrency_ > 0 && !is_sent_[client_of_[i]] && num_in_flight_ >= max_concurrency_;
+  }
+  void settle(std::size_t i);
+  /// The output ends on its own (EOS or a stop string) below a higher limit.
+  bool ends_on_own(std::size_t i) const { return !prompts_[i].is_score && prompts_[i].max_tokens > output_len(i); }
+  int output_len(std::size_t i) const { return prompts_[i].output_len > 0 ? prompts_[i].output_len : 16; }
+  void cancel_due();
   result<void> report(int k, bool is_full);
   result<void> end_steps();
   result<void> route_arrived();
@@ -76,11 +108,21 @@ class simulation {
   std::optional<router> router_;   // with more than one replica
   slo_targets targets_;            // of every request
   double timeout_s_ = 0.0;         // of every request
+  int max_concurrency_ = 0;        // calls in flight at most; 0 = open arrivals
   std::vector<request_trace> traces_;
   std::vector<int> replica_of_;    // per prompt
+  std::vector<std::size_t> client_of_;  // per prompt: its call
+  std::vector<int> num_left_;           // per call: prompts not finished
+  std::vector<bool> is_sent_;           // per call: its first prompt was sent
+  int num_in_flight_ = 0;               // calls sent and not finished
   std::vector<std::vector<block_hash>> blocks_;  // per prompt, as the router hashes it
   std::vector<std::size_t> order_;  // prompt indices by arrival
   std::size_t next_ = 0;            // into order_
+  // The cancels to come, earliest first: (time, prompt), queued when the prompt is sent.
+  std::priority_queue<std::pair<double, std::size_t>, std::vector<std::pair<double, std::size_t>>, std::greater<>>
+      cancels_;
+  std::vector<std::size_t> due_cancels_;  // come in during their replica's step: applied at its end
+  int num_rejected_ = 0, num_cancelled_ = 0;
   double now_ = 0.0;
   std::optional<error> cost_error_;
   double batch_size_sum_ = 0.0, kv_usage_sum_ = 0.0;
@@ -93,9 +135,15 @@ result<void> simulation::run() {
   for (;;) {
     if (auto ok = end_steps(); !ok) return ok;
     if (auto ok = route_arrived(); !ok) return ok;
+    cancel_due();
     if (auto ok = start_steps(); !ok) return ok;
     double next = INFINITY;
-    if (next_ < order_.size()) next = arrival(order_[next_]);
+    // An arrival held for a free client slot waits for a finish, which a step brings.
+    if (next_ < order_.size() && (arrival(order_[next_]) > now_ || !is_held(order_[next_])))
+      next = arrival(order_[next_]);
+    // A cancel for a request that has finished is no event: the clock does not run to it.
+    while (!cancels_.empty() && traces_[cancels_.top().second].is_finished) cancels_.pop();
+    if (!cancels_.empty()) next = std::min(next, cancels_.top().first);
     for (const auto& r : replicas_) {
       if (r.is_busy) next = std::min(next, r.free_at);
     }
@@ -129,7 +177,10 @@ result<void> simulation::end_steps() {
     auto& r = replicas_[k];
     if (!r.is_busy || r.free_at > now_) continue;
     r.is_busy = false;
-    for (auto i : r.settled) release(int(k), i);
+    for (auto i : r.settled) {
+      release(int(k), i);
+      settle(i);
+    }
     r.settled.clear();
     if (auto ok = report(int(k), false); !ok) return ok;
   }
@@ -140,8 +191,16 @@ result<void> simulation::end_steps() {
 /// what the replicas last reported. A busy replica's step was planned already: the
 /// request waits in its queue for the next plan, at the step's end.
 result<void> simulation::route_arrived() {
-  while (next_ < order_.size() && arrival(order_[next_]) <= now_) {
+  while (next_ < order_.size() && arrival(order_[next_]) <= now_ && !is_held(order_[next_])) {
     const std::size_t i = order_[next_++];
+    const std::size_t call = client_of_[i];
+    if (!is_sent_[call]) {
+      is_sent_[call] = true;
+      ++num_in_flight_;
+    }
+    // Sent now: when it arrived, or when a client slot freed.
+    traces_[i].arrival_s = now_ > arrival(i) ? now_ : arrival(i);
+    if (prompts_[i].cancel_after_s >= 0.0) cancels_.emplace(traces_[i].arrival_s + prompts_[i].cancel_after_s, i);
     int k = 0;
     if (router_) {
       extend_block_hashes(blocks_[i], prompts_[i].prompt_ids, router_->block_size(), {});
@@ -157,6 +216,28 @@ result<void> simulation::route_arrived() {
   return {};
 }
 
+/// The clients' cancels due by now. One that comes in during its replica's step takes
+/// effect at the step's end (the step's output for it is kept).
+void simulation::cancel_due() {
+  while (!cancels_.empty() && cancels_.top().first <= now_) {
+    due_cancels_.push_back(cancels_.top().second);
+    cancels_.pop();
+  }
+  std::erase_if(due_cancels_, [this](std::size_t i) {
+    const int k = replica_of_[i];
+    auto& r = replicas_[std::size_t(k)];
+    if (r.is_busy) return false;
+    *r.clock = now_;
+    if (auto ev = r.loop.cancel(seq_id(i + 1))) {  // none: it finished before
+      record({*ev}, nullptr);
+      ++num_cancelled_;
+      release(k, i);
+      settle(i);
+    }
+    return true;
+  });
+}
+
 /// Submits prompt i to replica k, stamped with its own arrival time.
 void simulation::submit(int k, std::size_t i) {
   auto& r = replicas_[std::size_t(k)];
@@ -165,14 +246,32 @@ void simulation::submit(int k, std::size_t i) {
   q.id = seq_id(i + 1);
   q.prompt = p.prompt_ids;
   q.params.temperature = 0.0f;
-  q.params.max_tokens = p.output_len > 0 ? p.output_len : 16;
-  q.params.ignore_eos = true;
+  q.params.max_tokens = ends_on_own(i) ? p.max_tokens : p.is_score ? 1 : output_len(i);
+  q.params.ignore_eos = true;  // no model EOS: the dummy EOS ends it below its limit
+  if (ends_on_own(i) && !p.ends_by_stop_string) q.params.stop_token_ids = {dummy_eos_token};
+  if (p.is_score) q.score_rows.assign(std::begin(dummy_score_rows), std::end(dummy_score_rows));
   q.targets = targets_;
   q.timeout_s = timeout_s_;
-  *r.clock = arrival(i);
+  *r.clock = traces_[i].arrival_s;
+  if (r.gate) {  // entered as engine::submit enters it; the loop lets it out
+    if (auto ok = r.gate->try_enter(int(p.prompt_ids.size())); !ok) {
+      auto& t = traces_[i];
+      t.is_finished = true;
+      t.finished_s = t.arrival_s;
+      t.reason = finish_reason::error;
+      t.error = ok.error().message;
+      t.http_status = ok.error().code == errc::queue_full ? 429 : 400;
+      ++num_rejected_;
+      settle(i);
+      release(k, i);
+      *r.clock = now_;
+      return;
+    }
+  }
   if (auto refused = r.loop.submit(std::move(q))) {
     record({*refused}, nullptr);
     release(k, i);
+    settle(i);
   }
   *r.clock = now_;
 }
@@ -209,7 +308,10 @@ result<bool> simulation::run_step(int k) {
   if (!out->has_run()) {
     std::vector<std::size_t> shed;
     record(out->events, &shed);
-    for (auto i : shed) release(k, i);
+    for (auto i : shed) {
+      release(k, i);
+      settle(i);
+    }
     return false;
   }
   r.is_busy = true;
@@ -221,8 +323,14 @@ result<bool> simulation::run_step(int k) {
   return true;
 }
 
-/// The executor: the cost model's time passes, every sampled sequence gets the dummy token.
+/// The executor: the cost model's time passes, every sampled sequence gets the dummy token
+/// (the dummy EOS for its last below a higher limit), every scoring one its score rows.
+/// The stops reported for the last step's tokens reach the loop now, as the step runs.
 result<step_result> simulation::execute(replica& r, const step_plan& plan) {
+  for (seq_id id : r.stopping) {
+    if (auto ev = r.loop.finish(id, finish_reason::stop)) record({*ev}, &r.settled);  // none: ended meanwhile
+  }
+  r.stopping.clear();
   const double seconds = cost_.step_seconds(shape_of(plan));
   if (!(seconds >= 0.0) || !std::isfinite(seconds)) {
     cost_error_ = error{errc::invalid_argument, "the cost model (" + cost_.describe() + ") gave a step time of " +
@@ -235,13 +343,26 @@ result<step_result> simulation::execute(replica& r, const step_plan& plan) {
   out.step_id = plan.step_id;
   out.backend_seconds = seconds;
   for (const auto& s : plan.seqs) {
-    if (s.do_sample) out.tokens.push_back({s.id, dummy_token, 0.0f, {}});
+    const auto i = std::size_t(s.id - 1);
+    if (!s.logit_rows.empty()) out.rows.push_back({s.id, std::vector<float>(s.logit_rows.size(), 0.0f)});
+    if (!s.do_sample) continue;
+    token_id token = dummy_token;
+    // This token's number: the tokens it had, plus one.
+    if (ends_on_own(i) && int(traces_[i].token_times_s.size()) + 1 == output_len(i)) {
+      if (prompts_[i].ends_by_stop_string) {
+        r.stopping.push_back(s.id);
+      } else {
+        token = dummy_eos_token;
+      }
+    }
+    out.tokens.push_back({s.id, token, 0.0f, {}});
   }
   return out;
 }
 
 /// The request timings are core's: each event carries its sequence's times. Finished
-/// prompts go to `settled`, when given.
+/// prompts go to `settled`, when given (the caller settles them with the router and
+/// their clients).
 void simulation::record(const std::vector<seq_event>& events, std::vector<std::size_t>* settled) {
   for (const auto& e : events) {
     const auto i = std::size_t(e.id - 1);
@@ -261,6 +382,12 @@ void simulation::record(const std::vector<seq_event>& events, std::vector<std::s
   }
 }
 
+/// Prompt i finished, and its client has heard (a step's finishes: at the step's end): its
+/// call leaves the clients' slots when it was the call's last.
+void simulation::settle(std::size_t i) {
+  if (--num_left_[client_of_[i]] == 0) --num_in_flight_;
+}
+
 /// Prompt i no longer runs on replica k: its blocks are no longer pending there.
 void simulation::release(int k, std::size_t i) {
   if (router_) router_->release(k, blocks_[i]);
@@ -269,6 +396,11 @@ void simulation::release(int k, std::size_t i) {
 bench::request_record simulation::record_of(std::size_t i) const {
   const auto& t = traces_[i];
   auto r = bench::record_from_timeline(t.arrival_s, t.token_times_s, t.finished_s, t.num_output_tokens);
+  if (prompts_[i].is_score && t.is_finished) {  // its one output is its score, at the end
+    r.is_success = true;
+    r.error.clear();
+    r.ttft_s = r.e2el_s;
+  }
   if (!t.is_finished) {
     r.is_success = false;
     r.error = "did not finish";
@@ -276,6 +408,8 @@ bench::request_record simulation::record_of(std::size_t i) const {
     r.is_success = false;
     r.error = t.error.empty() ? std::string("finished: ") + to_string(t.reason) : t.error;
   }
+  r.http_status = t.http_status;
+  if (t.is_finished) r.finish_reason = to_string(t.reason);
   r.index = int(i);
   r.start_s = t.arrival_s;
   r.prompt_tokens = int(prompts_[i].prompt_ids.size());
@@ -316,6 +450,8 @@ sim_result simulation::finish(const sim_config& config) {
     out.replicas.push_back(r.stats);
   }
   out.replica_of = replica_of_;
+  out.num_rejected = num_rejected_;
+  out.num_cancelled = num_cancelled_;
   if (router_) out.num_refused_route_choices = router_->num_refused_choices();
   out.summary = bench::summarize(out.records, out.duration_s, config.percentiles, config.objectives);
   return out;
@@ -345,10 +481,12 @@ result<sim_result> simulate(const std::vector<bench::bench_prompt>& prompts, std
     auto clock = std::make_shared<double>(0.0);
     step_loop_options options;
     options.max_queue_time_s = config.max_queue_time_s;
+    if (config.admission) options.gate = std::make_shared<admission_gate>(*config.admission);
     auto loop = step_loop::try_create(config.scheduler, config.num_kv_blocks, config.block_size, std::move(pol),
                                       [clock] { return *clock; }, options);
     if (!loop) return std::unexpected(loop.error());
     replicas.emplace_back(std::move(*loop), std::move(clock));
+    replicas.back().gate = options.gate;
   }
   simulation sim(prompts, cost, std::move(replicas), std::move(route), config);
   if (auto ok = sim.run(); !ok) return std::unexpected(ok.error());

@@ -2,9 +2,15 @@
 /// A discrete-event simulation of the engine on a virtual clock: requests arrive at
 /// their workload times, the real scheduler, policy plugin and KV manager (prefix
 /// caching included) run each step through core's step_loop, and a step-cost model says
-/// how long the step took. Each sampled token is a dummy token; each request ends at
-/// its max_tokens (its workload output length). No weights, no threads, no sleeping:
-/// the same inputs give the same figures on any machine.
+/// how long the step took. Each sampled token is a dummy token; a request ends after its
+/// output_len tokens: at its limit (max_tokens = output_len, as bench offline runs it),
+/// or on its own below a higher limit (the dummy EOS token, or a stop string the
+/// request's side sees and reports, as the engine's request actor does: one step later).
+/// A scoring request (rerank) ends after its prompt with its score rows. A client may
+/// cancel (cancel_after_s), each replica's admission gate may refuse a request (429), and
+/// clients may keep a bounded number of calls in flight (max_concurrency).
+/// No weights, no threads, no sleeping: the same inputs give the same figures on any
+/// machine.
 ///
 ///   loop: submit every request that has arrived by `now`
 ///         nothing to do -> now = next arrival
@@ -32,6 +38,7 @@
 #include "core/bench/dataset.hpp"
 #include "core/error.hpp"
 #include "core/route/route_policy.hpp"
+#include "core/sched/admission_gate.hpp"
 #include "core/sched/policy.hpp"
 #include "core/sched/scheduler.hpp"
 #include "core/sim/cost_model.hpp"
@@ -52,10 +59,23 @@ struct sim_config {
   /// request_timeout_s is aborted (server.request_timeout_s); 0 = no limit.
   double max_queue_time_s = 0.0;
   double request_timeout_s = 0.0;
+  /// Each replica's bound on requests waiting to start (server.max_waiting_requests,
+  /// max_waiting_tokens): a request past it is refused (HTTP 429 queue_full, or 400 for a
+  /// prompt over max_waiting_tokens). None: no bound.
+  std::optional<admission_gate::limits> admission;
+  /// Closed-loop clients (bench serve --max-concurrency): at most this many calls in
+  /// flight (a call: the prompts of one group, a rerank call's documents; else one
+  /// prompt); one that arrives while all are busy is sent when a call finishes, and its
+  /// latencies count from then. 0 = open arrivals.
+  int max_concurrency = 0;
 };
 
 /// The token every simulated step samples.
 inline constexpr token_id dummy_token = 1;
+/// The token that ends a request on its own (EOS) below its limit.
+inline constexpr token_id dummy_eos_token = 2;
+/// The score rows of a simulated scoring request (rerank's "yes" and "no").
+inline constexpr token_id dummy_score_rows[2] = {3, 4};
 
 /// One replica's share of a run.
 struct replica_stats {
@@ -66,7 +86,7 @@ struct replica_stats {
 };
 
 struct sim_result {
-  /// One per prompt, in workload order, on the virtual clock (start_s = arrival).
+  /// One per prompt, in workload order, on the virtual clock (start_s = when it was sent: its arrival, or when a client slot freed).
   std::vector<bench::request_record> records;
   /// Per prompt: when it was first scheduled (< 0: never).
   std::vector<double> first_scheduled_s;
@@ -87,9 +107,13 @@ struct sim_result {
   /// Routing-policy answers the router refused (it sent those requests to the least
   /// loaded replica instead).
   std::uint64_t num_refused_route_choices = 0;
+  /// Failed records by cause: refused by an admission gate (HTTP 429), cancelled by
+  /// their client.
+  int num_rejected = 0;
+  int num_cancelled = 0;
 };
 
-/// Runs `prompts` (token ids; output_len = max_tokens, 0 = 16; arrival_s < 0 = 0) with
+/// Runs `prompts` (token ids; output_len 0 = 16; arrival_s < 0 = 0) with
 /// `pol`. A request the scheduler refuses (a prompt longer than the context) is a
 /// failed record, not an error; an error is a bad configuration or a stalled engine.
 result<sim_result> simulate(const std::vector<bench::bench_prompt>& prompts, policy pol, const sim_config& config,

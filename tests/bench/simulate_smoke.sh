@@ -82,6 +82,64 @@ PY
 tsim --request-rate 100 --json "$dir/trace-rate.json" > /dev/null || fail "simulate of a trace at a rate exited $?"
 python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['runs'][0]['requests']; sys.exit(0 if max(x['start_s'] for x in r) < 0.5 else 1)" \
   "$dir/trace-rate.json" || fail "--request-rate did not replace the trace's arrival times"
+# How requests end: EOS and a stop string below a higher limit, a client's cancel, the
+# admission gate's 429s; and what the trace loader refuses.
+printf '%s\n' '{"input_len": 20, "output_len": 4, "max_tokens": 100}' \
+  '{"input_len": 20, "output_len": 4, "max_tokens": 100, "stop": true}' \
+  '{"input_len": 20, "output_len": 5000, "cancel_after_s": 0.01}' '{"input_len": 20, "output_len": 3}' \
+  > "$dir/endings.jsonl"
+"$inflight" simulate --plugin-dir "$plugins" --shape llama-3.2-1b --policy fcfs --dataset-path "$dir/endings.jsonl" \
+  --json "$dir/endings.json" > /dev/null 2> "$dir/simulate_smoke.err" || { cat "$dir/simulate_smoke.err"; fail "simulate of endings exited $?"; }
+python3 - "$dir/endings.json" << 'PY' || fail "the trace's endings were not simulated"
+import json, sys
+run = json.load(open(sys.argv[1]))["runs"][0]
+got = [(r["finish_reason"], r["output_tokens"]) for r in run["requests"]]
+assert got[0] == ("stop", 4) and got[1] == ("stop", 4) and got[3] == ("length", 3), got
+assert got[2][0] == "cancelled" and 0 < got[2][1] < 5000, got
+assert run["cancelled"] == 1 and run["rejected"] == 0, run
+PY
+printf '%s\n' '{"input_len": 20, "output_len": 4, "stop": true}' > "$dir/bad-stop.jsonl"
+if "$inflight" simulate --plugin-dir "$plugins" --policy fcfs --dataset-path "$dir/bad-stop.jsonl" > /dev/null 2> "$dir/simulate_smoke.err"; then
+  fail "a stop without a higher limit was accepted"
+fi
+grep -q '"stop": true needs "max_tokens"' "$dir/simulate_smoke.err" || fail "no message for a stop without a limit"
+ends=$(sim --policy orca --max-tokens 4000 --json "$dir/max-tokens.json") || { cat "$dir/simulate_smoke.err"; fail "--max-tokens exited $?"; }
+python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['runs'][0]['requests']; sys.exit(0 if all(x['finish_reason']=='stop' for x in r) else 1)" \
+  "$dir/max-tokens.json" || fail "--max-tokens 4000: not every output ended on its own"
+if sim --policy fcfs --stop-strings > /dev/null; then fail "--stop-strings without --max-tokens was accepted"; fi
+gate=$(sim --policy fcfs --admission serve --set server.max_waiting_requests=4 --json "$dir/gate.json") ||
+  { cat "$dir/simulate_smoke.err"; fail "--admission serve exited $?"; }
+python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['runs'][0]; sys.exit(0 if r['rejected'] == 20 and r['summary']['completed'] == 4 else 1)" \
+  "$dir/gate.json" || fail "--admission serve with 4 waiting requests did not refuse 20 of 24 at t = 0"
+grep -q "20 x" "$dir/simulate_smoke.err" || fail "the refusals were not reported"
+[ "$(sim --policy fcfs --json "$dir/nogate.json" > /dev/null; python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['runs'][0]['rejected'])" "$dir/nogate.json")" = 0 ] ||
+  fail "--admission offline refused requests"
+# The rerank workload: calls of scoring requests, figures per call.
+rr=$("$inflight" simulate --plugin-dir "$plugins" --shape qwen3-0.6b --workload rerank --size small --num-prompts 2 \
+  --policy fcfs,splitfuse --json "$dir/rerank.json" 2> "$dir/simulate_smoke.err") || { cat "$dir/simulate_smoke.err"; fail "simulate rerank exited $?"; }
+echo "$rr"
+[ "$(echo "$rr" | awk '($1 == "fcfs" || $1 == "splitfuse") && $4 == 2' | wc -l)" -eq 2 ] || fail "expected 2 rerank rows of 2 calls"
+python3 - "$dir/rerank.json" << 'PY' || fail "the rerank JSON does not hold its calls"
+import json, sys
+for run in json.load(open(sys.argv[1]))["runs"]:
+    rr = run["rerank"]
+    assert rr["calls"] == 2 and rr["documents"] == 200 and rr["failed_calls"] == 0, rr
+    assert len(rr["call_latency_s"]) == 2 and all(x > 0 for x in rr["call_latency_s"]), rr
+    assert rr["cached_tokens"] > 0, rr  # each call's documents share its prefix
+    assert all(r["output_tokens"] == 0 for r in run["requests"])
+PY
+"$inflight" simulate --plugin-dir "$plugins" --shape qwen3-0.6b --workload rerank --size small --num-prompts 2 \
+  --policy fcfs --max-concurrency 1 --json "$dir/rerank-closed.json" > /dev/null 2> "$dir/simulate_smoke.err" ||
+  { cat "$dir/simulate_smoke.err"; fail "simulate rerank --max-concurrency 1 exited $?"; }
+python3 - "$dir/rerank-closed.json" << 'PY' || fail "--max-concurrency 1 did not send the second call after the first"
+import json, sys
+req = json.load(open(sys.argv[1]))["runs"][0]["requests"]
+end0 = max(r["start_s"] + r["e2el_s"] for r in req[:100])
+assert all(abs(r["start_s"] - end0) < 1e-9 for r in req[100:]), (end0, req[100]["start_s"])
+PY
+if "$inflight" simulate --plugin-dir "$plugins" --workload rerank --max-tokens 5 > /dev/null 2> "$dir/simulate_smoke.err"; then
+  fail "--max-tokens was accepted for rerank"
+fi
 printf '%s\n' '{"prompt": "text needs a tokenizer"}' > "$dir/trace-text.jsonl"
 if "$inflight" simulate --plugin-dir "$plugins" --policy fcfs --dataset-path "$dir/trace-text.jsonl" > /dev/null 2> "$dir/simulate_smoke.err"; then
   fail "a text prompt was simulated"
