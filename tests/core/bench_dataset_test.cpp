@@ -296,5 +296,39 @@ TEST_CASE("bench dataset: a JSONL trace with arrival times and lengths only", "[
   CHECK_THAT(refused(R"({"input_len": 0})"), Catch::Contains("input_len"));
   CHECK_THAT(refused(R"({"output_len": 4})"), Catch::Contains("no \"prompt\""));
   CHECK_THAT(refused(R"({"prompt": "some text"})"), Catch::Contains("token ids"));
+  CHECK_THAT(refused(R"({"input_len": 4, "output_len": 2, "max_tokens": 8, "stop": 1})"), Catch::Contains("\"stop\""));
+  CHECK_THAT(refused(R"({"input_len": 4, "output_len": 2, "stop": true})"), Catch::Contains("needs \"max_tokens\""));
+  CHECK_THAT(refused(R"({"input_len": 4, "cancel_after_s": -2})"), Catch::Contains("cancel_after_s"));
+  CHECK_THAT(refused(R"({"input_len": 4, "max_tokens": 0})"), Catch::Contains("max_tokens"));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("bench dataset: a trace says how each request ends: its limit, a stop string, a cancel", "[core][bench]") {
+  const auto path = std::filesystem::temp_directory_path() / "inflight_bench_endings_test.jsonl";
+  {
+    std::ofstream out(path);
+    out << R"({"input_len": 8, "output_len": 4, "max_tokens": 100})" << "\n"
+        << R"({"input_len": 8, "output_len": 4, "max_tokens": 100, "stop": true, "cancel_after_s": 2.5})" << "\n"
+        << R"({"input_len": 8, "output_len": 40, "max_tokens": 10})" << "\n"
+        << R"({"input_len": 8, "max_tokens": 6})" << "\n";
+  }
+  std::mt19937_64 rng(1);
+  auto t = load_trace(path, 0, 100, prompt_format::ids, true, rng);
+  REQUIRE(t.has_value());
+  REQUIRE(t->size() == 4);
+  // Generates output_len under a higher limit: ends on its own (EOS, or a stop string).
+  CHECK((*t)[0].output_len == 4);
+  CHECK((*t)[0].max_tokens == 100);
+  CHECK_FALSE((*t)[0].ends_by_stop_string);
+  CHECK((*t)[0].cancel_after_s < 0);
+  CHECK((*t)[1].ends_by_stop_string);
+  CHECK((*t)[1].cancel_after_s == 2.5);
+  CHECK((*t)[1].prompt_ids.size() == 8);  // the drawn prompt kept the trace's fields
+  CHECK((*t)[1].max_tokens == 100);
+  // A limit below the output cuts it there; max_tokens alone is the output length.
+  CHECK((*t)[2].output_len == 10);
+  CHECK((*t)[2].max_tokens == 0);
+  CHECK((*t)[3].output_len == 6);
+  CHECK((*t)[3].max_tokens == 0);
   std::filesystem::remove(path);
 }
