@@ -14,6 +14,11 @@ With --real-runs N the real engine runs N times (the whole policy list each time
 simulation is compared with the median of the N, and a second table gives the real runs'
 own spread, (max - min) / median per figure: the machine's noise, the floor under any
 comparison with it.
+
+With --replay (no --profile) each policy runs alone in the engine with its steps
+recorded (`bench offline --record-steps`), and the simulation of the same requests takes
+those steps' own times, in order (`--cost-model replay:FILE`): what is left between the
+two is the simulator's (its schedule and its clock), not a cost model's.
 """
 import argparse
 import json
@@ -52,7 +57,9 @@ def main():
     ap.add_argument("--inflight", default="build/bin/inflight")
     ap.add_argument("--config", default="config/bench-20M.toml")
     ap.add_argument("--shape", default="bench-20M")
-    ap.add_argument("--profile", required=True, help="the step profile (inflight bench profile)")
+    ap.add_argument("--profile", help="the step profile (inflight bench profile)")
+    ap.add_argument("--replay", action="store_true",
+                    help="simulate each policy with its own real run's recorded steps instead of a profile")
     ap.add_argument("--workload", default="variance")
     ap.add_argument("--num-prompts", type=int, default=0)
     ap.add_argument("--size", default=None, help="the workload's size (small | full; default: bench offline's)")
@@ -64,6 +71,10 @@ def main():
     ap.add_argument("--skip-real", action="store_true", help="reuse the real runs' JSON in --out")
     ap.add_argument("--real-runs", type=int, default=1, help="real runs to take the median of (and their spread)")
     a = ap.parse_args()
+    if bool(a.profile) == a.replay:
+        sys.exit("give --profile FILE or --replay")
+    if a.replay and a.policy == "all":
+        a.policy = "static,fcfs,lpm,priority,splitfuse,orca,prefill_first,tgi,slo"
     os.makedirs(a.out, exist_ok=True)
     tag = "%s-%s" % (a.shape, a.workload)
     real_jsons = [os.path.join(a.out, tag + "-real%s.json" % ("" if i == 0 else "-%d" % (i + 1)))
@@ -78,6 +89,8 @@ def main():
         common += ["--size", a.size]
     if a.request_rate != "inf":
         common += ["--request-rate", a.request_rate]
+    if a.replay:
+        return replay(a, common, tag)
     if not a.skip_real:
         for real_json in real_jsons:
             run([a.inflight, "bench", "offline", "--shape", a.shape, "--result-json", real_json] + common,
@@ -91,6 +104,36 @@ def main():
     runs = "" if len(reals) == 1 else " (median of %d real runs)" % len(reals)
     print("%s, %s workload (%s requests, rate %s): real / simulated (error)%s\n" %
           (a.shape, a.workload, a.num_prompts or "all", a.request_rate, runs))
+    compare(reals, simulated)
+
+
+def replay(a, common, tag):
+    """Each policy: one real run with its steps recorded, then its simulation on them."""
+    real, simulated, counts = {}, {}, []
+    for policy in a.policy.split(","):
+        base = os.path.join(a.out, "%s-%s" % (tag, policy))
+        one = [c if c != a.policy else policy for c in common]
+        if not a.skip_real:
+            run([a.inflight, "bench", "offline", "--shape", a.shape, "--result-json", base + "-real.json",
+                 "--record-steps", base + "-steps.json"] + one, base + "-real.log")
+        # The engine's time between its steps, which the recording does not hold: the
+        # run's duration less its recorded steps, per step.
+        r = json.load(open(base + "-real.json"))["policies"][policy]
+        steps = json.load(open(base + "-steps.json"))["samples"]
+        gap_ms = max(0.0, (r["summary"]["duration_s"] - sum(x["seconds"] for x in steps)) / len(steps) * 1e3)
+        run([a.inflight, "simulate", "--shape", a.shape, "--cost-model", "replay:" + base + "-steps.json",
+             "--engine-overhead-ms", "%.6f" % gap_ms, "--json", base + "-sim.json"] + one, base + "-sim.log")
+        real.update(json.load(open(base + "-real.json"))["policies"])
+        s = json.load(open(base + "-sim.json"))["runs"][0]
+        simulated[policy] = s
+        counts.append("%s %d/%d (+%.3f ms)" % (policy, s["replay"]["replayed"], s["replay"]["recorded"], gap_ms))
+    print("%s, %s workload (%s requests, rate %s): real / simulated on the real run's own steps (error)\n" %
+          (a.shape, a.workload, a.num_prompts or "all", a.request_rate))
+    compare([real], simulated)
+    print("\nSteps of the recorded shape / recorded (+ the time between steps): " + ", ".join(counts))
+
+
+def compare(reals, simulated):
     print("| policy | " + " | ".join(f[0] for f in FIGURES) + " | steps |")
     print("|---" * (len(FIGURES) + 2) + "|")
     errors, spreads, spread_rows, loo = [], [], [], []

@@ -2,6 +2,7 @@
 // clock, each step's time from a cost model of a named GPU and model shape (see
 // docs/simulate.md and core/sim/). One row per policy and sweep value.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -208,7 +209,8 @@ sim_setup make_roofline_setup(const simulate_options& o, const deployment& d) {
 /// --cost-model profile:FILE: the profile's fit; the shape is the profile's model unless
 /// --shape names another; the KV pool is --num-kv-blocks or what the deployment's
 /// engine.kv_blocks / engine.kv_memory give at the profile's KV type (as the engine does).
-sim_setup make_profile_setup(const simulate_options& o, const deployment& d, const std::string& path) {
+/// replay:FILE: the recorded steps themselves, in order (sim::replay_cost_model).
+sim_setup make_profile_setup(const simulate_options& o, const deployment& d, const std::string& path, bool is_replay) {
   auto profile = sim::load_step_profile(path);
   if (!profile) fail(profile.error().message);
   sim_setup s;
@@ -224,24 +226,33 @@ sim_setup make_profile_setup(const simulate_options& o, const deployment& d, con
   double overhead_ms = o.engine_overhead_ms;
   if (overhead_ms < 0.0) overhead_ms = profile->origin.source == "engine" ? 0.0 : default_engine_overhead_ms;
   if (!std::isfinite(overhead_ms)) fail("--engine-overhead-ms: a number >= 0");
-  auto cost = sim::profile_cost_model::try_create(std::move(*profile), overhead_ms / 1e3);
-  if (!cost) fail(cost.error().message);
+  const std::string kv_dtype = profile->origin.kv_dtype;
+  if (is_replay) {
+    // The time between the recorded steps, when given (default 0).
+    auto replay = sim::replay_cost_model::try_create(std::move(*profile), std::max(0.0, o.engine_overhead_ms) / 1e3);
+    if (!replay) fail(replay.error().message);
+    s.cost = std::make_shared<sim::replay_cost_model>(std::move(*replay));
+  } else {
+    auto cost = sim::profile_cost_model::try_create(std::move(*profile), overhead_ms / 1e3);
+    if (!cost) fail(cost.error().message);
+    s.cost = std::make_shared<sim::profile_cost_model>(std::move(*cost));
+  }
   s.num_kv_blocks = o.num_kv_blocks;
   if (s.num_kv_blocks == 0) {
-    const auto& kv_dtype = cost->profile().origin.kv_dtype;
     const int element = kv_dtype == "f16" || kv_dtype == "bf16" ? 2 : 4;
     const auto per_token = kv_bytes_per_token(s.model.num_layers, s.model.num_kv_heads, s.model.head_dim, element);
     auto blocks = try_resolve_num_blocks({d.engine.block_size, d.engine.kv_blocks, d.engine.kv_memory_bytes}, per_token);
     if (!blocks) fail(blocks.error().message);
     s.num_kv_blocks = *blocks;
   }
-  s.cost = std::make_shared<sim::profile_cost_model>(std::move(*cost));
   return s;
 }
 
 sim_setup make_setup(const simulate_options& o, const deployment& d) {
-  if (o.cost_model.starts_with("profile:")) return make_profile_setup(o, d, o.cost_model.substr(8));
-  if (o.cost_model != "roofline") fail("--cost-model: roofline or profile:FILE, not '" + o.cost_model + "'");
+  if (o.cost_model.starts_with("profile:")) return make_profile_setup(o, d, o.cost_model.substr(8), false);
+  if (o.cost_model.starts_with("replay:")) return make_profile_setup(o, d, o.cost_model.substr(7), true);
+  if (o.cost_model != "roofline")
+    fail("--cost-model: roofline, profile:FILE or replay:FILE, not '" + o.cost_model + "'");
   return make_roofline_setup(o, d);
 }
 
@@ -296,6 +307,7 @@ struct run_row {
   int max_num_seqs = 0;
   sim::sim_result result;
   std::optional<rerank_calls> calls;  ///< the rerank workload's
+  std::optional<std::array<std::size_t, 3>> replay;  ///< replay: steps replayed, differing, recorded
 };
 
 /// The scheduler and KV pool of one run: the deployment's limits, a sweep point's
@@ -345,7 +357,7 @@ route_policy load_route_policy(const simulate_options& o, const deployment& base
 
 run_row run_one(const simulate_options& o, const deployment& base, const sim_setup& setup, const std::string& policy,
                 const sweep_point& point, int replicas, const std::string& route) {
-  run_row row{policy, point, replicas, replicas > 1 ? route : "-", point.request_rate.value_or(o.request_rate), 0, 0, {}, {}};
+  run_row row{policy, point, replicas, replicas > 1 ? route : "-", point.request_rate.value_or(o.request_rate), 0, 0, {}, {}, {}};
   if (point.labels.empty()) {
     char rate[32];
     std::snprintf(rate, sizeof rate, "%g", row.request_rate);  // no sweep: the column shows the rate
@@ -368,8 +380,16 @@ run_row run_one(const simulate_options& o, const deployment& base, const sim_set
   std::fprintf(stderr, "simulate: %s, %zu requests, rate %g, budget %d, max_num_seqs %d, %d replica(s)%s...\n",
                policy.c_str(), prompts.size(), row.request_rate, c.scheduler.max_num_batched_tokens,
                c.scheduler.max_num_seqs, replicas, replicas > 1 ? (", routed by " + route).c_str() : "");
+  const auto* replay = dynamic_cast<const sim::replay_cost_model*>(setup.cost.get());
+  if (replay) replay->restart();
   auto r = sim::simulate(prompts, std::move(policies), std::move(router), c, *setup.cost);
   if (!r) fail(policy + ": " + r.error().message);
+  if (replay) {
+    row.replay = {replay->num_replayed(), replay->num_differing(), replay->num_recorded()};
+    std::fprintf(stderr, "simulate: %s: %zu of %zu steps took a recorded step of their shape, %zu another's scaled by the fit "
+                 "(%zu recorded)\n",
+                 policy.c_str(), replay->num_replayed(), r->num_steps, replay->num_differing(), replay->num_recorded());
+  }
   if (const auto line = failure_line(r->summary); !line.empty())
     std::fprintf(stderr, "simulate: %s: %s\n", policy.c_str(), line.c_str());
   row.budget = c.scheduler.max_num_batched_tokens;
@@ -546,6 +566,8 @@ nlohmann::json to_json(const run_row& row, const std::vector<std::string>& keys,
     j["sweep"] = std::move(sweep);
   }
   if (!targets.empty()) j["meets_targets"] = meets(row, targets);
+  if (row.replay)
+    j["replay"] = {{"replayed", (*row.replay)[0]}, {"differing", (*row.replay)[1]}, {"recorded", (*row.replay)[2]}};
   return j;
 }
 
@@ -576,6 +598,8 @@ void run_simulate(simulate_options o) {
   }
   const auto setup = make_setup(o, base);
   o.policies = expand_policies(o.policies, base.scheduler, "simulate");
+  if (o.cost_model.starts_with("replay:") && (o.policies.size() != 1 || points.size() != 1 || o.replicas != 1))
+    fail("--cost-model replay: one policy, one run and one replica (the recording is one engine run's steps)");
   std::vector<run_row> rows;
   bool show_replicas = false;
   for (const auto& point : points) {
@@ -668,7 +692,8 @@ void add_simulate_command(CLI::App& app) {
                   "KV blocks (default: what the GPU's memory holds; profile: the deployment's engine.kv_memory)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--cost-model", o->cost_model,
-                  "step-cost model: roofline (of --gpu) | profile:FILE (measured by inflight bench profile)")
+                  "step-cost model: roofline (of --gpu) | profile:FILE (measured by inflight bench profile) | "
+                  "replay:FILE (the steps of one bench offline --record-steps run, in order)")
       ->capture_default_str();
   cmd->add_option("--bandwidth-efficiency", o->bandwidth_efficiency, "roofline: share of the bandwidth reached")
       ->capture_default_str();
@@ -678,7 +703,8 @@ void add_simulate_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--engine-overhead-ms", o->engine_overhead_ms,
                   "profile: time per step outside the backend, added to the profile's (default 0.3 for a grid "
-                  "profile, 0 for steps recorded in the engine)");
+                  "profile, 0 for steps recorded in the engine); replay: the engine's time between its steps "
+                  "(default 0)");
   cmd->add_option("--slo-ttft", o->slo_ttft_ms, "goodput: TTFT limit in ms (also every request's TTFT target)");
   cmd->add_option("--slo-tpot", o->slo_tpot_ms, "goodput: TPOT limit in ms (also every request's TPOT target)");
   cmd->add_option("--slo-e2e", o->slo_e2e_ms, "goodput: end-to-end latency limit in ms");

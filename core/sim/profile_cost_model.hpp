@@ -5,6 +5,7 @@
 /// tokens), which the profile, timing the backend alone, does not hold.
 
 #include <string>
+#include <vector>
 
 #include "core/sim/cost_model.hpp"
 #include "core/sim/step_profile.hpp"
@@ -28,6 +29,54 @@ class profile_cost_model final : public step_cost_model {
 
   step_profile profile_;
   double engine_overhead_s_ = 0.0;
+};
+
+}  // namespace inflight::sim
+
+namespace inflight::sim {
+
+/// The `replay` step-cost model: the steps one engine run recorded (`bench offline
+/// --record-steps`, one policy), given back in their order. It separates what the
+/// simulator does (the schedule, the clock) from what a cost model guesses: run the same
+/// requests again with the engine's own step times.
+///
+/// The k-th simulated step takes the time of a recorded step near the k-th (within
+/// `window` either way, each recorded step used once): one of the same shape when there
+/// is one, else the one the recording's fit rates closest, its time scaled by the fit's
+/// ratio of the two shapes. Where requests arrive at set times, an arrival can fall one
+/// step earlier or later than in the engine: two steps trade places, and the sequences
+/// it touches read one position more or less from then on. Exact steps and scaled ones
+/// are counted. A recording holds each step from its plan to its applied result; the
+/// engine's time between steps (routing the tokens, opening the next step) is not in it:
+/// `engine_overhead_s`, added to every step, gives it back (bench/sim_validate.py
+/// --replay measures it per run: the run's duration less its steps, per step).
+class replay_cost_model final : public step_cost_model {
+ public:
+  static constexpr std::size_t window = 3;
+
+  /// Refuses a profile that is not a recording of engine steps, and a negative overhead.
+  static result<replay_cost_model> try_create(step_profile recording, double engine_overhead_s = 0.0);
+
+  /// Not thread-safe: one simulated run at a time, from its first step (restart() between).
+  double step_seconds(const step_shape& shape) const override;
+  std::string describe() const override;
+
+  void restart() const;
+  /// Steps that took a recorded step of their own shape.
+  std::size_t num_replayed() const { return num_replayed_; }
+  /// Steps that took a recorded step of another shape, scaled by the fit (or the fit
+  /// alone, past the recording's end).
+  std::size_t num_differing() const { return num_differing_; }
+  std::size_t num_recorded() const { return recording_.samples.size(); }
+
+ private:
+  replay_cost_model() = default;
+
+  step_profile recording_;
+  std::vector<double> predicted_;  ///< the fit's time of each recorded step
+  double engine_overhead_s_ = 0.0;
+  mutable std::vector<bool> is_used_;
+  mutable std::size_t next_ = 0, num_replayed_ = 0, num_differing_ = 0;
 };
 
 }  // namespace inflight::sim

@@ -175,6 +175,17 @@ n1=$(grep -c '"seconds"' "$dir/recorded.json"); n2=$(grep -c '"seconds"' "$dir/m
 if "$inflight" bench profile --refit "$dir/recorded.json,$dir/tiny_profile.json" -o "$dir/mixed.json" > /dev/null 2>&1; then
   fail "a grid profile and recorded steps were merged"
 fi
+# Replay: one run's recorded steps, in order; the same requests take them all.
+"$inflight" bench offline --shape bench-20M --workload variance --num-prompts 24 --policy splitfuse \
+  --record-steps "$dir/one-run.json" > "$dir/one-run.out" 2>&1 || { cat "$dir/one-run.out"; fail "bench offline --record-steps of one policy failed"; }
+"$inflight" simulate --plugin-dir "$plugins" --workload variance --num-prompts 24 --policy splitfuse \
+  --cost-model "replay:$dir/one-run.json" > /dev/null 2> "$dir/simulate_smoke.err" || { cat "$dir/simulate_smoke.err"; fail "simulate replay exited $?"; }
+grep -Eq "splitfuse: ([0-9]+) of \1 steps took a recorded step of their shape, 0 another's" "$dir/simulate_smoke.err" ||
+  { cat "$dir/simulate_smoke.err"; fail "the replay did not take every recorded step"; }
+if "$inflight" simulate --plugin-dir "$plugins" --workload variance --num-prompts 24 --policy fcfs,splitfuse \
+  --cost-model "replay:$dir/one-run.json" > /dev/null 2> "$dir/simulate_smoke.err"; then fail "a replay of two policies was accepted"; fi
+if psim --cost-model "replay:$dir/tiny_profile.json" > /dev/null; then fail "a grid profile was replayed"; fi
+grep -q "recorded in the engine" "$dir/simulate_smoke.err" || fail "no message for replaying a grid profile"
 echo '{"format": "inflight-step-profile", "version": 1}' > "$dir/bad_profile.json"
 if psim --cost-model "profile:$dir/bad_profile.json" > /dev/null; then fail "a bad profile was accepted"; fi
 grep -q "bad_profile.json: step profile: 'device' is missing" "$dir/simulate_smoke.err" || fail "no clear message for a bad profile"
