@@ -116,21 +116,29 @@ def replay(a, common, tag):
         if not a.skip_real:
             run([a.inflight, "bench", "offline", "--shape", a.shape, "--result-json", base + "-real.json",
                  "--record-steps", base + "-steps.json"] + one, base + "-real.log")
-        # The engine's time between its steps, which the recording does not hold: the
-        # run's duration less its recorded steps, per step.
+        # What the recording does not hold: the cold engine's time before its first step
+        # (the first tokens came that long after the first step's own time), and the
+        # engine's time between steps (the rest of the run's duration, per step).
         r = json.load(open(base + "-real.json"))["policies"][policy]
         steps = json.load(open(base + "-steps.json"))["samples"]
-        gap_ms = max(0.0, (r["summary"]["duration_s"] - sum(x["seconds"] for x in steps)) / len(steps) * 1e3)
+        ok = [x for x in r["requests"] if x.get("ttft_s", 0) > 0]
+        first_send = min(x["start_s"] for x in r["requests"])
+        startup = max(0.0, min(x["start_s"] + x["ttft_s"] for x in ok) - first_send - steps[0]["seconds"])
+        gap = max(0.0, (r["summary"]["duration_s"] - startup - sum(x["seconds"] for x in steps)) / len(steps))
+        gap_ms, startup_ms = gap * 1e3, startup * 1e3
         run([a.inflight, "simulate", "--shape", a.shape, "--cost-model", "replay:" + base + "-steps.json",
-             "--engine-overhead-ms", "%.6f" % gap_ms, "--json", base + "-sim.json"] + one, base + "-sim.log")
+             "--engine-overhead-ms", "%.6f" % gap_ms, "--first-step-delay-ms", "%.6f" % startup_ms,
+             "--json", base + "-sim.json"] + one, base + "-sim.log")
         real.update(json.load(open(base + "-real.json"))["policies"])
         s = json.load(open(base + "-sim.json"))["runs"][0]
         simulated[policy] = s
-        counts.append("%s %d/%d (+%.3f ms)" % (policy, s["replay"]["replayed"], s["replay"]["recorded"], gap_ms))
+        counts.append("%s %d/%d (%.1f ms, +%.3f ms)" % (policy, s["replay"]["replayed"], s["replay"]["recorded"],
+                                                         startup_ms, gap_ms))
     print("%s, %s workload (%s requests, rate %s): real / simulated on the real run's own steps (error)\n" %
           (a.shape, a.workload, a.num_prompts or "all", a.request_rate))
     compare([real], simulated)
-    print("\nSteps of the recorded shape / recorded (+ the time between steps): " + ", ".join(counts))
+    print("\nSteps of the recorded shape / recorded (the time before the first step, + between steps): " +
+          ", ".join(counts))
 
 
 def compare(reals, simulated):

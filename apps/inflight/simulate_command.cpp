@@ -70,6 +70,7 @@ struct simulate_options {
   double cancel_after_s = -1;  // every client cancels this long after its arrival
   std::string admission = "offline";  // offline | serve: the admission gate's bounds
   int max_concurrency = 0;            // closed-loop clients: calls in flight at most (0 = open)
+  double first_step_delay_ms = 0.0;   // a cold engine's time before its first step
   std::vector<int> rerank_template;   // rerank: tokens before the query, around a document
 };
 
@@ -345,6 +346,7 @@ sim::sim_config run_config(const simulate_options& o, const deployment& base, co
   if (o.admission == "offline")
     c.admission->max_requests = std::max<int>(c.admission->max_requests, int(prompts.size()) + 1);
   c.max_concurrency = o.max_concurrency;
+  c.first_step_delay_s = o.first_step_delay_ms / 1e3;
   return c;
 }
 
@@ -705,6 +707,10 @@ void add_simulate_command(CLI::App& app) {
                   "profile: time per step outside the backend, added to the profile's (default 0.3 for a grid "
                   "profile, 0 for steps recorded in the engine); replay: the engine's time between its steps "
                   "(default 0)");
+  cmd->add_option("--first-step-delay-ms", o->first_step_delay_ms,
+                  "a cold engine's time before its first step, added to each replica's first (default 0)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--slo-ttft", o->slo_ttft_ms, "goodput: TTFT limit in ms (also every request's TTFT target)");
   cmd->add_option("--slo-tpot", o->slo_tpot_ms, "goodput: TPOT limit in ms (also every request's TPOT target)");
   cmd->add_option("--slo-e2e", o->slo_e2e_ms, "goodput: end-to-end latency limit in ms");

@@ -1,6 +1,7 @@
 #include "core/sim/profile_cost_model.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 
@@ -40,7 +41,11 @@ result<replay_cost_model> replay_cost_model::try_create(step_profile recording, 
     return make_error(errc::invalid_argument, "replay: the engine overhead must be a number >= 0");
   replay_cost_model m;
   m.engine_overhead_s_ = engine_overhead_s;
-  for (const auto& s : recording.samples) m.predicted_.push_back(recording.fit.predict(sample_shape(s)));
+  for (std::size_t k = 0; k < recording.samples.size(); ++k) {
+    const auto shape = sample_shape(recording.samples[k]);
+    m.predicted_.push_back(recording.fit.predict(shape));
+    m.by_size_[{shape.num_seqs(), shape.num_tokens()}].push_back(k);
+  }
   m.recording_ = std::move(recording);
   m.restart();
   return m;
@@ -52,6 +57,12 @@ void replay_cost_model::restart() const {
 }
 
 namespace {
+
+long long context_sum(const step_shape& s) {
+  long long n = 0;
+  for (const auto& q : s.seqs) n += q.num_context_tokens;
+  return n;
+}
 
 bool same_shape(const step_shape& a, const step_shape& b) {
   return a.seqs.size() == b.seqs.size() &&
@@ -85,6 +96,23 @@ double replay_cost_model::step_seconds(const step_shape& shape) const {
     }
   }
   ++num_differing_;
+  // A recorded step of as many sequences and tokens: its time, the fit's difference for
+  // the contexts added (never below half its time).
+  if (auto it = by_size_.find({shape.num_seqs(), shape.num_tokens()}); it != by_size_.end()) {
+    const long long context = context_sum(shape);
+    std::size_t nearest = it->second.front();
+    std::pair<long long, long long> nearest_key{LLONG_MAX, LLONG_MAX};
+    for (std::size_t j : it->second) {
+      const std::pair<long long, long long> key{std::llabs(context_sum(sample_shape(samples[j])) - context),
+                                                std::llabs((long long)j - (long long)k)};
+      if (key < nearest_key) {
+        nearest_key = key;
+        nearest = j;
+      }
+    }
+    const double seconds = samples[nearest].seconds;
+    return std::max(0.5 * seconds, seconds + predicted - predicted_[nearest]) + engine_overhead_s_;
+  }
   if (best == samples.size()) return predicted + engine_overhead_s_;  // past the recording
   is_used_[best] = true;
   return samples[best].seconds * (predicted_[best] > 0.0 ? predicted / predicted_[best] : 1.0) + engine_overhead_s_;

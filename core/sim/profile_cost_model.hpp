@@ -4,7 +4,9 @@
 /// for the engine's work outside the backend (scheduling, applying the step, sending
 /// tokens), which the profile, timing the backend alone, does not hold.
 
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/sim/cost_model.hpp"
@@ -40,13 +42,17 @@ namespace inflight::sim {
 /// simulator does (the schedule, the clock) from what a cost model guesses: run the same
 /// requests again with the engine's own step times.
 ///
-/// The k-th simulated step takes the time of a recorded step near the k-th (within
-/// `window` either way, each recorded step used once): one of the same shape when there
-/// is one, else the one the recording's fit rates closest, its time scaled by the fit's
-/// ratio of the two shapes. Where requests arrive at set times, an arrival can fall one
-/// step earlier or later than in the engine: two steps trade places, and the sequences
-/// it touches read one position more or less from then on. Exact steps and scaled ones
-/// are counted. A recording holds each step from its plan to its applied result; the
+/// The k-th simulated step takes the time of a recorded step:
+///   1. near the k-th (within `window` either way, each used once) of the same shape;
+///   2. else, of all the recorded steps with as many sequences and tokens, the one whose
+///      contexts sum closest (then the nearest to k), with the fit's difference for the
+///      contexts added;
+///   3. else the recorded step near the k-th that the fit rates closest, scaled by the
+///      fit's ratio of the two shapes (the fit alone past the recording's end).
+/// Where requests arrive at set times, an arrival can fall one step earlier or later
+/// than in the engine: steps trade places, and the sequences it touches read one position
+/// more or less from then on, or share steps otherwise. Exact steps and the others are
+/// counted. A recording holds each step from its plan to its applied result; the
 /// engine's time between steps (routing the tokens, opening the next step) is not in it:
 /// `engine_overhead_s`, added to every step, gives it back (bench/sim_validate.py
 /// --replay measures it per run: the run's duration less its steps, per step).
@@ -74,6 +80,8 @@ class replay_cost_model final : public step_cost_model {
 
   step_profile recording_;
   std::vector<double> predicted_;  ///< the fit's time of each recorded step
+  /// Recorded steps by (sequences, tokens): their indices.
+  std::map<std::pair<int, int>, std::vector<std::size_t>> by_size_;
   double engine_overhead_s_ = 0.0;
   mutable std::vector<bool> is_used_;
   mutable std::size_t next_ = 0, num_replayed_ = 0, num_differing_ = 0;

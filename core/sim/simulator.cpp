@@ -50,7 +50,8 @@ class simulation {
   simulation(const std::vector<bench::bench_prompt>& prompts, const step_cost_model& cost,
              std::vector<replica> replicas, std::optional<route_policy> route, const sim_config& config)
       : prompts_(prompts), cost_(cost), replicas_(std::move(replicas)), targets_(config.targets),
-        timeout_s_(config.request_timeout_s), max_concurrency_(config.max_concurrency), traces_(prompts.size()),
+        timeout_s_(config.request_timeout_s), max_concurrency_(config.max_concurrency),
+        first_step_delay_s_(config.first_step_delay_s), traces_(prompts.size()),
         replica_of_(prompts.size(), 0), client_of_(prompts.size()) {
     if (route) {
       router_.emplace(std::move(*route), int(replicas_.size()), config.block_size);
@@ -109,6 +110,7 @@ class simulation {
   slo_targets targets_;            // of every request
   double timeout_s_ = 0.0;         // of every request
   int max_concurrency_ = 0;        // calls in flight at most; 0 = open arrivals
+  double first_step_delay_s_ = 0.0;  // added to each replica's first step
   std::vector<request_trace> traces_;
   std::vector<int> replica_of_;    // per prompt
   std::vector<std::size_t> client_of_;  // per prompt: its call
@@ -331,7 +333,8 @@ result<step_result> simulation::execute(replica& r, const step_plan& plan) {
     if (auto ev = r.loop.finish(id, finish_reason::stop)) record({*ev}, &r.settled);  // none: ended meanwhile
   }
   r.stopping.clear();
-  const double seconds = cost_.step_seconds(shape_of(plan));
+  double seconds = cost_.step_seconds(shape_of(plan));
+  if (r.stats.num_steps == 0) seconds += first_step_delay_s_;  // a cold engine's first step
   if (!(seconds >= 0.0) || !std::isfinite(seconds)) {
     cost_error_ = error{errc::invalid_argument, "the cost model (" + cost_.describe() + ") gave a step time of " +
                                                     std::to_string(seconds) + " s"};

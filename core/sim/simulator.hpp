@@ -68,6 +68,9 @@ struct sim_config {
   /// prompt); one that arrives while all are busy is sent when a call finishes, and its
   /// latencies count from then. 0 = open arrivals.
   int max_concurrency = 0;
+  /// Time a cold engine takes before its first step (threads, first allocations),
+  /// added to each replica's first step: what bench/sim_validate.py --replay measures.
+  double first_step_delay_s = 0.0;
 };
 
 /// The token every simulated step samples.

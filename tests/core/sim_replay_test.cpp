@@ -128,17 +128,22 @@ TEST_CASE("replay: steps that trade places take each other's times, the rest is 
   // b before a: the recorded b and a, in the simulated order.
   CHECK(replay->step_seconds(sample_shape(b)) == Approx(0.201));
   CHECK(replay->step_seconds(sample_shape(a)) == Approx(0.011));
-  // A decode one position further than c reads: c's time, by the fit's ratio.
+  // A decode one position further than c reads: c's time (as many sequences and tokens,
+  // the closest contexts), plus the fit's difference for the one position.
   const auto other = sample_shape(step(1, 103));
-  const double fit = recording.fit.predict(other);
-  const double c_fit = recording.fit.predict(sample_shape(c));
-  REQUIRE(fit != c_fit);
-  CHECK(replay->step_seconds(other) == Approx(0.012 * fit / c_fit + 0.001));
-  // Past the recording: the fit.
-  CHECK(replay->step_seconds(other) == Approx(fit + 0.001));
+  const double other_fit = recording.fit.predict(other), c_fit = recording.fit.predict(sample_shape(c));
+  REQUIRE(other_fit != c_fit);
+  CHECK(replay->step_seconds(other) == Approx(0.012 + other_fit - c_fit + 0.001));
+  // A size no recorded step has: the recorded step near it that the fit rates closest,
+  // scaled by the fit's ratio; past the recording, the fit alone.
+  const auto unseen = sample_shape(step(150, 150));
+  const double unseen_fit = recording.fit.predict(unseen), b_fit = recording.fit.predict(sample_shape(b));
+  CHECK(replay->step_seconds(unseen) == Approx(0.012 * unseen_fit / c_fit + 0.001));  // c: the one left near
+  CHECK(replay->step_seconds(unseen) == Approx(unseen_fit + 0.001));  // none left near: the fit
   CHECK(replay->num_replayed() == 2);
-  CHECK(replay->num_differing() == 2);
+  CHECK(replay->num_differing() == 3);
   replay->restart();
+  CHECK(replay->step_seconds(unseen) == Approx(0.200 * unseen_fit / b_fit + 0.001));  // b: the closest
   CHECK(replay->step_seconds(sample_shape(a)) == Approx(0.011));
   CHECK_FALSE(sim::replay_cost_model::try_create(recording, -1.0).has_value());
 }
