@@ -124,7 +124,10 @@ def replay(a, common, tag):
         ok = [x for x in r["requests"] if x.get("ttft_s", 0) > 0]
         first_send = min(x["start_s"] for x in r["requests"])
         startup = max(0.0, min(x["start_s"] + x["ttft_s"] for x in ok) - first_send - steps[0]["seconds"])
-        gap = max(0.0, (r["summary"]["duration_s"] - startup - sum(x["seconds"] for x in steps)) / len(steps))
+        # The median gap from one step's end to the next one's start: the engine idles
+        # between some (waiting for arrivals), the median is the busy engine's.
+        gaps = [b["start_s"] - a["start_s"] - a["seconds"] for a, b in zip(steps, steps[1:])]
+        gap = max(0.0, statistics.median(gaps)) if gaps else 0.0
         gap_ms, startup_ms = gap * 1e3, startup * 1e3
         run([a.inflight, "simulate", "--shape", a.shape, "--cost-model", "replay:" + base + "-steps.json",
              "--engine-overhead-ms", "%.6f" % gap_ms, "--first-step-delay-ms", "%.6f" % startup_ms,

@@ -81,6 +81,7 @@ class step_sampler final : public step_sink {
     sim::profile_sample sample;
     sample.prefill_seqs = 0;
     sample.seconds = step.end_s - step.start_s;
+    sample.start_s = step.start_s;
     if (!(sample.seconds > 0.0)) return;
     for (const auto& q : step.seqs) {
       const int tokens = q.num_prefill_tokens + q.num_decode_tokens;

@@ -2,7 +2,6 @@
 // clock, each step's time from a cost model of a named GPU and model shape (see
 // docs/simulate.md and core/sim/). One row per policy and sweep value.
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -13,6 +12,7 @@
 #include "apps/inflight/bench_policies.hpp"
 #include "apps/inflight/bench_report.hpp"
 #include "apps/inflight/commands.hpp"
+#include "apps/inflight/simulate_report.hpp"
 #include "apps/inflight/simulate_sweep.hpp"
 #include "core/bench/arrival.hpp"
 #include "core/bench/gpu_specs.hpp"
@@ -257,60 +257,6 @@ sim_setup make_setup(const simulate_options& o, const deployment& d) {
   return make_roofline_setup(o, d);
 }
 
-/// A rerank run per call (one query's documents), as `bench offline --workload rerank`
-/// reports it: a call's latency is from its arrival to its last document's score.
-struct rerank_calls {
-  int num_calls = 0;
-  int num_failed_calls = 0;  ///< a document of it failed (refused, cancelled, timed out)
-  int num_documents = 0;
-  long long num_prompt_tokens = 0;
-  long long num_cached_tokens = 0;
-  bench::metric_stats latency_ms;  ///< of the calls every document of which has a score
-  std::vector<double> latency_s;   ///< per call; < 0: failed
-};
-
-rerank_calls summarize_calls(const sim::sim_result& r, const std::vector<bench::bench_prompt>& prompts,
-                             const std::vector<double>& percentiles) {
-  rerank_calls out;
-  const int num_calls = prompts.empty() ? 0 : prompts.back().group + 1;
-  std::vector<double> start(std::size_t(num_calls), INFINITY), end(std::size_t(num_calls), 0.0);
-  std::vector<bool> failed(std::size_t(num_calls), false);
-  for (const auto& rec : r.records) {
-    const auto call = std::size_t(prompts[std::size_t(rec.index)].group);
-    ++out.num_documents;
-    out.num_prompt_tokens += rec.prompt_tokens;
-    out.num_cached_tokens += rec.cached_tokens;
-    start[call] = std::min(start[call], rec.start_s);
-    end[call] = std::max(end[call], rec.start_s + rec.e2el_s);
-    if (!rec.is_success) failed[call] = true;
-  }
-  std::vector<double> ms;
-  for (std::size_t c = 0; c < std::size_t(num_calls); ++c) {
-    out.latency_s.push_back(failed[c] ? -1.0 : end[c] - start[c]);
-    if (failed[c]) {
-      ++out.num_failed_calls;
-    } else {
-      ms.push_back((end[c] - start[c]) * 1e3);
-    }
-  }
-  out.num_calls = num_calls;
-  if (!ms.empty()) out.latency_ms = bench::describe(std::move(ms), percentiles);
-  return out;
-}
-
-struct run_row {
-  std::string policy;
-  sweep_point point;
-  int replicas = 1;
-  std::string route = "-";  ///< the routing policy, with several replicas
-  double request_rate = INFINITY;
-  int budget = 0;
-  int max_num_seqs = 0;
-  sim::sim_result result;
-  std::optional<rerank_calls> calls;  ///< the rerank workload's
-  std::optional<std::array<std::size_t, 3>> replay;  ///< replay: steps replayed, differing, recorded
-};
-
 /// The scheduler and KV pool of one run: the deployment's limits, a sweep point's
 /// override, and the budget rule `bench offline` applies per policy and workload.
 sim::sim_config run_config(const simulate_options& o, const deployment& base, const sim_setup& setup,
@@ -401,177 +347,6 @@ run_row run_one(const simulate_options& o, const deployment& base, const sim_set
   return row;
 }
 
-double pct(const bench::metric_stats& m, double p) {
-  for (const auto& [q, v] : m.percentiles) {
-    if (q == p) return v;
-  }
-  return 0.0;
-}
-
-/// Whether a run meets every --target.
-bool meets(const run_row& row, const std::vector<latency_target>& targets) {
-  const auto& s = row.result.summary;
-  if (s.num_completed == 0) return false;
-  for (const auto& t : targets) {
-    if (pct(s.*(t.metric), t.percentile) > t.limit_ms) return false;
-  }
-  return true;
-}
-
-/// `show_route`: the replicas (unless a sweep column shows them) and the routing policy.
-void print_table(const std::vector<run_row>& rows, const std::vector<std::string>& keys,
-                 const std::vector<latency_target>& targets, bool show_route) {
-  const bool show_replicas = show_route && std::find(keys.begin(), keys.end(), "replicas") == keys.end();
-  std::vector<int> widths;
-  for (const auto& k : keys) widths.push_back(std::max(7, int(k.size())));
-  std::printf("%-13s", "policy");
-  for (std::size_t i = 0; i < keys.size(); ++i) std::printf(" %*s", widths[i], keys[i].c_str());
-  if (show_replicas) std::printf(" %8s", "replicas");
-  if (show_route) std::printf(" %-12s", "route");
-  std::printf(" %6s %5s %5s %7s %9s %7s %24s %24s %24s %24s %6s %5s %7s %5s", "budget", "done", "shed", "req/s",
-              "out tok/s", "good/s", "TTFT p50/p90/p99", "TPOT p50/p90/p99", "ITL p50/p90/p99", "E2E p50/p90/p99",
-              "batch", "KV%", "preempt", "hit%");
-  if (!targets.empty()) std::printf(" %5s", "meets");
-  std::printf("\n");
-  for (const auto& row : rows) {
-    const auto& r = row.result;
-    const auto& s = r.summary;
-    const double steps = double(std::max<std::uint64_t>(1, r.num_steps));
-    char good[16] = "-";
-    if (s.goodput) std::snprintf(good, sizeof good, "%.2f", *s.goodput);
-    auto triple = [](const bench::metric_stats& m) {
-      char text[32];
-      std::snprintf(text, sizeof text, "%.1f/%.1f/%.1f", pct(m, 50), pct(m, 90), pct(m, 99));
-      return std::string(text);
-    };
-    std::printf("%-13s", row.policy.c_str());
-    for (std::size_t i = 0; i < keys.size(); ++i) std::printf(" %*s", widths[i], row.point.labels.at(i).c_str());
-    if (show_replicas) std::printf(" %8d", row.replicas);
-    if (show_route) std::printf(" %-12s", row.route.c_str());
-    std::printf(" %6d %5d %5llu %7.2f %9.1f %7s %24s %24s %24s %24s %6.1f %5.1f %7llu %5.1f", row.budget,
-                s.num_completed, (unsigned long long)r.counters.num_shed, s.request_throughput, s.output_throughput,
-                good, triple(s.ttft_ms).c_str(), triple(s.tpot_ms).c_str(), triple(s.itl_ms).c_str(),
-                triple(s.e2el_ms).c_str(), r.batch_size_sum / steps, 100.0 * r.kv_usage_sum / steps,
-                (unsigned long long)r.counters.num_preemptions, 100.0 * s.prefix_cache_hit_rate());
-    if (!targets.empty()) std::printf(" %5s", meets(row, targets) ? "yes" : "no");
-    std::printf("\n");
-  }
-  std::printf("(virtual time; latencies in ms; done = requests completed; shed = requests the policy shed; good/s = "
-              "requests meeting every SLO per second; batch = mean sequences per step; KV%% = mean KV usage; hit%% = "
-              "prompt tokens from the prefix cache%s)\n",
-              targets.empty() ? "" : "; meets = every --target met and a request completed");
-  if (targets.empty()) return;
-  // The cheapest answer: the fewest replicas, then the first row in the table's order.
-  std::string wanted;
-  for (const auto& t : targets) wanted += (wanted.empty() ? "" : ", ") + t.text;
-  const run_row* best = nullptr;
-  int num_met = 0;
-  for (const auto& row : rows) {
-    if (!meets(row, targets)) continue;
-    ++num_met;
-    if (best == nullptr || row.replicas < best->replicas) best = &row;
-  }
-  if (best == nullptr) {
-    std::printf("targets %s: met by no run\n", wanted.c_str());
-    return;
-  }
-  std::string where = "policy " + best->policy;
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    if (keys[i] != "replicas") where += ", " + keys[i] + " " + best->point.labels.at(i);
-  }
-  if (best->replicas > 1) where += ", routed by " + best->route;
-  std::printf("targets %s: met by %d of %zu runs; the fewest replicas: %d (%s)\n", wanted.c_str(), num_met,
-              rows.size(), best->replicas, where.c_str());
-}
-
-/// The rerank workload's table, per call, as `bench offline --workload rerank` prints it.
-void print_rerank_table(const std::vector<run_row>& rows, const std::vector<std::string>& keys, bool show_route) {
-  const bool show_replicas = show_route && std::find(keys.begin(), keys.end(), "replicas") == keys.end();
-  std::vector<int> widths;
-  for (const auto& k : keys) widths.push_back(std::max(7, int(k.size())));
-  std::printf("%-13s", "policy");
-  for (std::size_t i = 0; i < keys.size(); ++i) std::printf(" %*s", widths[i], keys[i].c_str());
-  if (show_replicas) std::printf(" %8s", "replicas");
-  if (show_route) std::printf(" %-12s", "route");
-  std::printf(" %6s %6s %8s %10s %7s %7s %9s %9s %9s %6s %6s\n", "budget", "calls", "docs/s", "prompt t/s", "cached",
-              "calls/s", "lat p50", "lat p99", "lat max", "batch", "steps");
-  for (const auto& row : rows) {
-    const auto& r = row.result;
-    const auto& c = *row.calls;
-    const double d = std::max(1e-9, r.duration_s), steps = double(std::max<std::uint64_t>(1, r.num_steps));
-    const double cached = double(c.num_cached_tokens) / double(std::max(1LL, c.num_prompt_tokens));
-    std::printf("%-13s", row.policy.c_str());
-    for (std::size_t i = 0; i < keys.size(); ++i) std::printf(" %*s", widths[i], row.point.labels.at(i).c_str());
-    if (show_replicas) std::printf(" %8d", row.replicas);
-    if (show_route) std::printf(" %-12s", row.route.c_str());
-    const int done = c.num_calls - c.num_failed_calls;
-    std::printf(" %6d %6d %8.1f %10.0f %6.1f%% %7.2f %9.3f %9.3f %9.3f %6.1f %6llu\n", row.budget, done,
-                c.num_documents / d, double(c.num_prompt_tokens) / d, 100.0 * cached, done / d,
-                pct(c.latency_ms, 50) / 1e3, pct(c.latency_ms, 99) / 1e3, c.latency_ms.max / 1e3,
-                r.batch_size_sum / steps, (unsigned long long)r.num_steps);
-  }
-  std::printf("(virtual time; calls = rerank calls with every document scored; latency per call in seconds, its "
-              "arrival to its last score; cached = prompt tokens from the prefix cache; batch = mean sequences per "
-              "step)\n");
-}
-
-nlohmann::json to_json(const run_row& row, const std::vector<std::string>& keys,
-                       const std::vector<latency_target>& targets) {
-  const auto& r = row.result;
-  nlohmann::json records = nlohmann::json::array();
-  for (const auto& rec : r.records) records.push_back(app::to_json(rec));
-  nlohmann::json j = {{"policy", row.policy},
-                      {"request_rate", std::isfinite(row.request_rate) ? nlohmann::json(row.request_rate) : "inf"},
-                      {"max_num_batched_tokens", row.budget},
-                      {"max_num_seqs", row.max_num_seqs},
-                      {"summary", app::to_json(r.summary)},
-                      {"duration_s", r.duration_s},
-                      {"busy_s", r.busy_s},
-                      {"num_steps", r.num_steps},
-                      {"batch_size_sum", r.batch_size_sum},
-                      {"kv_usage_sum", r.kv_usage_sum},
-                      {"preemptions", r.counters.num_preemptions},
-                      {"shed", r.counters.num_shed},
-                      {"prefix_cache_hit_rate", r.summary.prefix_cache_hit_rate()},
-                      {"replicas", row.replicas},
-                      {"rejected", r.num_rejected},
-                      {"cancelled", r.num_cancelled},
-                      {"requests", std::move(records)}};
-  if (row.calls) {
-    const auto& c = *row.calls;
-    j["rerank"] = {{"calls", c.num_calls},
-                   {"failed_calls", c.num_failed_calls},
-                   {"documents", c.num_documents},
-                   {"prompt_tokens", c.num_prompt_tokens},
-                   {"cached_tokens", c.num_cached_tokens},
-                   {"documents_per_s", c.num_documents / std::max(1e-9, r.duration_s)},
-                   {"latency_ms", app::to_json(c.latency_ms)},
-                   {"call_latency_s", c.latency_s}};
-  }
-  if (row.replicas > 1) {
-    nlohmann::json per = nlohmann::json::array();
-    for (const auto& rep : r.replicas)
-      per.push_back({{"routed", rep.num_routed},
-                     {"num_steps", rep.num_steps},
-                     {"busy_s", rep.busy_s},
-                     {"preemptions", rep.counters.num_preemptions},
-                     {"prefix_cache_queries", rep.counters.num_prefix_cache_queries},
-                     {"prefix_cache_hits", rep.counters.num_prefix_cache_hits}});
-    j["route_policy"] = row.route;
-    j["refused_route_choices"] = r.num_refused_route_choices;
-    j["per_replica"] = std::move(per);
-    j["replica_of"] = r.replica_of;
-  }
-  if (!keys.empty()) {
-    nlohmann::json sweep = nlohmann::json::object();
-    for (std::size_t i = 0; i < keys.size(); ++i) sweep[keys[i]] = row.point.labels.at(i);
-    j["sweep"] = std::move(sweep);
-  }
-  if (!targets.empty()) j["meets_targets"] = meets(row, targets);
-  if (row.replay)
-    j["replay"] = {{"replayed", (*row.replay)[0]}, {"differing", (*row.replay)[1]}, {"recorded", (*row.replay)[2]}};
-  return j;
-}
 
 void run_simulate(simulate_options o) {
   if (!o.dataset_path.empty()) o.workload = "trace";  // the requests are the file's

@@ -212,7 +212,9 @@ std::string to_json_text(const step_profile& p) {
     if (!s.seqs.empty()) {  // a recorded step: [tokens, context] per sequence
       nlohmann::json seqs = nlohmann::json::array();
       for (const auto& q : s.seqs) seqs.push_back({q.num_tokens, q.num_context_tokens});
-      samples.push_back({{"seqs", std::move(seqs)}, {"seconds", s.seconds}});
+      nlohmann::json one = {{"seqs", std::move(seqs)}, {"seconds", s.seconds}};
+      if (s.start_s >= 0.0) one["start_s"] = s.start_s;
+      samples.push_back(std::move(one));
       continue;
     }
     samples.push_back({{"prefill_tokens", s.prefill_tokens},
@@ -344,6 +346,11 @@ result<std::vector<profile_sample>> parse_samples(const nlohmann::json& doc) {
       profile_sample r;
       r.prefill_seqs = 0;
       r.seconds = *s;
+      if (j.contains("start_s")) {
+        auto start = field<double>(j, "start_s");
+        if (!start) return std::unexpected(start.error());
+        r.start_s = *start;
+      }
       for (const auto& [tokens, context] : *seqs) r.seqs.push_back({tokens, context});
       out.push_back(std::move(r));
       continue;

@@ -40,6 +40,9 @@ struct profile_sample {
   /// A recorded step's own shape (source "engine"): when set, the grid fields above are
   /// unused (0).
   std::vector<seq_extent> seqs{};
+  /// A recorded step's start, seconds on the engine's clock (< 0: not recorded): what
+  /// tells the engine's time between its steps.
+  double start_s = -1.0;
 };
 
 /// The step shape of a sample: its recorded shape, or the grid point's.

@@ -236,6 +236,7 @@ TEST_CASE("step profile: steps recorded inside the engine fit by their own shape
               "2026-01-01T00:00:00Z", 1};
   p.origin.source = "engine";
   p.samples = steps;
+  p.samples[1].start_s = 12.5;  // a recorded start; the others have none
   p.fit = *fit;
   auto back = sim::parse_step_profile(sim::to_json_text(p));
   REQUIRE(back.has_value());
@@ -245,6 +246,8 @@ TEST_CASE("step profile: steps recorded inside the engine fit by their own shape
   CHECK(back->samples[1].seqs[0].num_tokens == steps[1].seqs[0].num_tokens);
   CHECK(back->samples[1].seqs.back().num_context_tokens == steps[1].seqs.back().num_context_tokens);
   CHECK(back->samples[7].seconds == steps[7].seconds);
+  CHECK(back->samples[1].start_s == 12.5);
+  CHECK(back->samples[7].start_s < 0);
   // A profile written before the source existed was measured on a grid.
   auto doc = nlohmann::json::parse(sim::to_json_text(sample_profile()));
   doc.erase("source");
