@@ -53,16 +53,42 @@ bool meets(const run_row& row, const std::vector<latency_target>& targets) {
   return true;
 }
 
-/// `show_route`: the replicas (unless a sweep column shows them) and the routing policy.
+namespace {
+
+/// The columns every table starts with: the policy, the sweep values, and with
+/// `show_route` the replicas (unless a sweep column shows them) and the routing policy.
+class row_head {
+ public:
+  row_head(const std::vector<std::string>& keys, bool show_route)
+      : keys_(keys), show_route_(show_route),
+        show_replicas_(show_route && std::find(keys.begin(), keys.end(), "replicas") == keys.end()) {
+    for (const auto& k : keys) widths_.push_back(std::max(7, int(k.size())));
+  }
+  void print_names() const {
+    std::printf("%-13s", "policy");
+    for (std::size_t i = 0; i < keys_.size(); ++i) std::printf(" %*s", widths_[i], keys_[i].c_str());
+    if (show_replicas_) std::printf(" %8s", "replicas");
+    if (show_route_) std::printf(" %-12s", "route");
+  }
+  void print(const run_row& row) const {
+    std::printf("%-13s", row.policy.c_str());
+    for (std::size_t i = 0; i < keys_.size(); ++i) std::printf(" %*s", widths_[i], row.point.labels.at(i).c_str());
+    if (show_replicas_) std::printf(" %8d", row.replicas);
+    if (show_route_) std::printf(" %-12s", row.route.c_str());
+  }
+
+ private:
+  const std::vector<std::string>& keys_;
+  bool show_route_, show_replicas_;
+  std::vector<int> widths_;
+};
+
+}  // namespace
+
 void print_table(const std::vector<run_row>& rows, const std::vector<std::string>& keys,
                  const std::vector<latency_target>& targets, bool show_route) {
-  const bool show_replicas = show_route && std::find(keys.begin(), keys.end(), "replicas") == keys.end();
-  std::vector<int> widths;
-  for (const auto& k : keys) widths.push_back(std::max(7, int(k.size())));
-  std::printf("%-13s", "policy");
-  for (std::size_t i = 0; i < keys.size(); ++i) std::printf(" %*s", widths[i], keys[i].c_str());
-  if (show_replicas) std::printf(" %8s", "replicas");
-  if (show_route) std::printf(" %-12s", "route");
+  const row_head head(keys, show_route);
+  head.print_names();
   std::printf(" %6s %5s %5s %7s %9s %7s %24s %24s %24s %24s %6s %5s %7s %5s", "budget", "done", "shed", "req/s",
               "out tok/s", "good/s", "TTFT p50/p90/p99", "TPOT p50/p90/p99", "ITL p50/p90/p99", "E2E p50/p90/p99",
               "batch", "KV%", "preempt", "hit%");
@@ -79,10 +105,7 @@ void print_table(const std::vector<run_row>& rows, const std::vector<std::string
       std::snprintf(text, sizeof text, "%.1f/%.1f/%.1f", pct(m, 50), pct(m, 90), pct(m, 99));
       return std::string(text);
     };
-    std::printf("%-13s", row.policy.c_str());
-    for (std::size_t i = 0; i < keys.size(); ++i) std::printf(" %*s", widths[i], row.point.labels.at(i).c_str());
-    if (show_replicas) std::printf(" %8d", row.replicas);
-    if (show_route) std::printf(" %-12s", row.route.c_str());
+    head.print(row);
     std::printf(" %6d %5d %5llu %7.2f %9.1f %7s %24s %24s %24s %24s %6.1f %5.1f %7llu %5.1f", row.budget,
                 s.num_completed, (unsigned long long)r.counters.num_shed, s.request_throughput, s.output_throughput,
                 good, triple(s.ttft_ms).c_str(), triple(s.tpot_ms).c_str(), triple(s.itl_ms).c_str(),
@@ -121,13 +144,8 @@ void print_table(const std::vector<run_row>& rows, const std::vector<std::string
 
 /// The rerank workload's table, per call, as `bench offline --workload rerank` prints it.
 void print_rerank_table(const std::vector<run_row>& rows, const std::vector<std::string>& keys, bool show_route) {
-  const bool show_replicas = show_route && std::find(keys.begin(), keys.end(), "replicas") == keys.end();
-  std::vector<int> widths;
-  for (const auto& k : keys) widths.push_back(std::max(7, int(k.size())));
-  std::printf("%-13s", "policy");
-  for (std::size_t i = 0; i < keys.size(); ++i) std::printf(" %*s", widths[i], keys[i].c_str());
-  if (show_replicas) std::printf(" %8s", "replicas");
-  if (show_route) std::printf(" %-12s", "route");
+  const row_head head(keys, show_route);
+  head.print_names();
   std::printf(" %6s %6s %8s %10s %7s %7s %9s %9s %9s %6s %6s\n", "budget", "calls", "docs/s", "prompt t/s", "cached",
               "calls/s", "lat p50", "lat p99", "lat max", "batch", "steps");
   for (const auto& row : rows) {
@@ -135,10 +153,7 @@ void print_rerank_table(const std::vector<run_row>& rows, const std::vector<std:
     const auto& c = *row.calls;
     const double d = std::max(1e-9, r.duration_s), steps = double(std::max<std::uint64_t>(1, r.num_steps));
     const double cached = double(c.num_cached_tokens) / double(std::max(1LL, c.num_prompt_tokens));
-    std::printf("%-13s", row.policy.c_str());
-    for (std::size_t i = 0; i < keys.size(); ++i) std::printf(" %*s", widths[i], row.point.labels.at(i).c_str());
-    if (show_replicas) std::printf(" %8d", row.replicas);
-    if (show_route) std::printf(" %-12s", row.route.c_str());
+    head.print(row);
     const int done = c.num_calls - c.num_failed_calls;
     std::printf(" %6d %6d %8.1f %10.0f %6.1f%% %7.2f %9.3f %9.3f %9.3f %6.1f %6llu\n", row.budget, done,
                 c.num_documents / d, double(c.num_prompt_tokens) / d, 100.0 * cached, done / d,
