@@ -6,48 +6,17 @@
 #include <random>
 
 #include "core/bench/rerank_workload.hpp"
-#include "core/sim/simulator.hpp"
-#include "tests/core/sched_harness.hpp"
+#include "tests/core/sim_helpers.hpp"
 
 using namespace inflight;
 using namespace inflight::test;
 
-namespace {
-
-bench::bench_prompt prompt(int length, int output_len, double arrival_s = 0.0, token_id first = 3) {
-  bench::bench_prompt p;
-  for (int i = 0; i < length; ++i) p.prompt_ids.push_back(first + i % 200);
-  p.input_len = length;
-  p.output_len = output_len;
-  p.arrival_s = arrival_s;
-  return p;
-}
-
-sim::sim_config config(int budget, int max_num_seqs, int num_kv_blocks) {
-  sim::sim_config c;
-  c.scheduler.max_num_batched_tokens = budget;
-  c.scheduler.max_num_seqs = max_num_seqs;
-  c.num_kv_blocks = num_kv_blocks;
-  c.block_size = 16;
-  return c;
-}
-
-sim::sim_result run(const std::vector<bench::bench_prompt>& prompts, const std::string& policy,
-                    const sim::sim_config& c, const sim::step_cost_model& cost) {
-  auto r = sim::simulate(prompts, load_policy(policy), c, cost);
-  INFO((r ? std::string() : r.error().message));
-  REQUIRE(r.has_value());
-  return std::move(*r);
-}
-
-}  // namespace
-
 TEST_CASE("simulate: an output ends on its own below its limit, by EOS at once or by a stop string a step later",
           "[core][sim]") {
   const sim::constant_cost_model cost(0.25);
-  auto p = prompt(10, 5);
+  auto p = sim_prompt(10, 5);
   SECTION("at its limit (max_tokens = output_len)") {
-    const auto r = run({p}, "fcfs", config(512, 4, 64), cost);
+    const auto r = run_sim({p}, "fcfs", sim_config(512, 4, 64), cost);
     CHECK(r.records[0].finish_reason == "length");
     CHECK(r.records[0].output_tokens == 5);
     CHECK(r.num_steps == 5);
@@ -55,7 +24,7 @@ TEST_CASE("simulate: an output ends on its own below its limit, by EOS at once o
   }
   SECTION("EOS below a limit of 100") {
     p.max_tokens = 100;
-    const auto r = run({p}, "fcfs", config(512, 4, 64), cost);
+    const auto r = run_sim({p}, "fcfs", sim_config(512, 4, 64), cost);
     REQUIRE(r.records[0].is_success);
     CHECK(r.records[0].finish_reason == "stop");
     CHECK(r.records[0].output_tokens == 5);
@@ -65,7 +34,7 @@ TEST_CASE("simulate: an output ends on its own below its limit, by EOS at once o
   SECTION("a stop string below a limit of 100: the engine runs the request one more step") {
     p.max_tokens = 100;
     p.ends_by_stop_string = true;
-    const auto r = run({p}, "fcfs", config(512, 4, 64), cost);
+    const auto r = run_sim({p}, "fcfs", sim_config(512, 4, 64), cost);
     REQUIRE(r.records[0].is_success);
     CHECK(r.records[0].finish_reason == "stop");
     CHECK(r.records[0].output_tokens == 5);  // the extra step's token is dropped
@@ -82,11 +51,11 @@ TEST_CASE("simulate: a policy that reserves to the limit sees max_tokens, not th
   // with 5-token outputs need 1 block each; at a limit of 100 they need 7 each, and a
   // pool of 10 holds one at a time.
   const sim::constant_cost_model cost(0.25);
-  auto a = prompt(10, 5), b = prompt(10, 5, 0.0, 50);
-  const auto exact = run({a, b}, "orca", config(512, 4, 10), cost);
+  auto a = sim_prompt(10, 5), b = sim_prompt(10, 5, 0.0, 50);
+  const auto exact = run_sim({a, b}, "orca", sim_config(512, 4, 10), cost);
   CHECK(exact.records[1].ttft_s == 0.25);
   a.max_tokens = b.max_tokens = 100;
-  const auto limited = run({a, b}, "orca", config(512, 4, 10), cost);
+  const auto limited = run_sim({a, b}, "orca", sim_config(512, 4, 10), cost);
   REQUIRE(limited.summary.num_completed == 2);
   CHECK(limited.records[0].ttft_s == 0.25);
   CHECK(limited.records[1].ttft_s == 1.5);  // after the first's 5 steps, in the sixth
@@ -95,10 +64,10 @@ TEST_CASE("simulate: a policy that reserves to the limit sees max_tokens, not th
 
 TEST_CASE("simulate: a client's cancel ends its request at its time and gives its blocks back", "[core][sim]") {
   const sim::constant_cost_model cost(0.25);
-  auto kept = prompt(10, 20), cancelled = prompt(10, 20, 0.0, 50), late = prompt(10, 20, 0.0, 90);
+  auto kept = sim_prompt(10, 20), cancelled = sim_prompt(10, 20, 0.0, 50), late = sim_prompt(10, 20, 0.0, 90);
   SECTION("between steps") {
     cancelled.cancel_after_s = 1.0;
-    const auto r = run({kept, cancelled}, "fcfs", config(512, 4, 64), cost);
+    const auto r = run_sim({kept, cancelled}, "fcfs", sim_config(512, 4, 64), cost);
     CHECK(r.records[0].is_success);
     CHECK(!r.records[1].is_success);
     CHECK(r.records[1].finish_reason == "cancelled");
@@ -109,7 +78,7 @@ TEST_CASE("simulate: a client's cancel ends its request at its time and gives it
   }
   SECTION("during a step: at the step's end") {
     cancelled.cancel_after_s = 0.9;
-    const auto r = run({kept, cancelled}, "fcfs", config(512, 4, 64), cost);
+    const auto r = run_sim({kept, cancelled}, "fcfs", sim_config(512, 4, 64), cost);
     CHECK(r.records[1].finish_reason == "cancelled");
     CHECK(r.records[1].e2el_s == 1.0);
     CHECK(r.num_cancelled == 1);
@@ -119,7 +88,7 @@ TEST_CASE("simulate: a client's cancel ends its request at its time and gives it
     // the third finished long before its cancel at 100 s.
     cancelled.cancel_after_s = 2.0;
     late.cancel_after_s = 100.0;
-    const auto r = run({kept, cancelled, late}, "fcfs", config(512, 1, 64), cost);
+    const auto r = run_sim({kept, cancelled, late}, "fcfs", sim_config(512, 1, 64), cost);
     CHECK(r.records[1].finish_reason == "cancelled");
     CHECK(r.records[1].output_tokens == 0);
     CHECK(r.first_scheduled_s[1] < 0);
@@ -134,11 +103,11 @@ TEST_CASE("simulate: the admission gate refuses past its bounds with 429 and let
           "[core][sim]") {
   const sim::constant_cost_model cost(0.25);
   std::vector<bench::bench_prompt> prompts;
-  for (int i = 0; i < 5; ++i) prompts.push_back(prompt(10, 2, 0.0, 3 + 20 * i));
-  prompts.push_back(prompt(10, 2, 5.0));  // after the first ones started
-  auto c = config(512, 4, 64);
+  for (int i = 0; i < 5; ++i) prompts.push_back(sim_prompt(10, 2, 0.0, 3 + 20 * i));
+  prompts.push_back(sim_prompt(10, 2, 5.0));  // after the first ones started
+  auto c = sim_config(512, 4, 64);
   c.admission = admission_gate::limits{2, 1000};
-  const auto r = run(prompts, "fcfs", c, cost);
+  const auto r = run_sim(prompts, "fcfs", c, cost);
   CHECK(r.records[0].is_success);
   CHECK(r.records[1].is_success);
   for (int i = 2; i < 5; ++i) {
@@ -150,13 +119,13 @@ TEST_CASE("simulate: the admission gate refuses past its bounds with 429 and let
   CHECK(r.num_rejected == 3);
   SECTION("a prompt longer than the token bound is a bad request (400), not a full queue") {
     c.admission = admission_gate::limits{100, 15};
-    const auto one = run({prompt(20, 2), prompt(10, 2)}, "fcfs", c, cost);
+    const auto one = run_sim({sim_prompt(20, 2), sim_prompt(10, 2)}, "fcfs", c, cost);
     CHECK(one.records[0].http_status == 400);
     CHECK(one.records[1].is_success);
   }
   SECTION("without a gate every request runs") {
     c.admission.reset();
-    CHECK(run(prompts, "fcfs", c, cost).summary.num_completed == 6);
+    CHECK(run_sim(prompts, "fcfs", c, cost).summary.num_completed == 6);
   }
 }
 
@@ -166,9 +135,9 @@ TEST_CASE("simulate: scoring requests end after their prompt, no token, and shar
   std::mt19937_64 rng(5);
   auto prompts = bench::rerank_prompts(bench::workload_size::small, 2, {20, 0, 8}, 1000, rng);
   REQUIRE(prompts.has_value());
-  auto c = config(512, 64, 400);
+  auto c = sim_config(512, 64, 400);
   c.scheduler.enable_prefix_caching = true;
-  const auto r = run(*prompts, "fcfs", c, cost);
+  const auto r = run_sim(*prompts, "fcfs", c, cost);
   REQUIRE(r.summary.num_completed == 200);
   for (const auto& rec : r.records) {
     CHECK(rec.output_tokens == 0);
@@ -186,16 +155,16 @@ TEST_CASE("simulate: closed-loop clients send the next call when one finishes, a
           "[core][sim]") {
   const sim::constant_cost_model cost(0.25);
   std::vector<bench::bench_prompt> prompts;
-  for (int i = 0; i < 4; ++i) prompts.push_back(prompt(10, 2, 0.0, 3 + 20 * i));
-  auto c = config(512, 8, 64);
+  for (int i = 0; i < 4; ++i) prompts.push_back(sim_prompt(10, 2, 0.0, 3 + 20 * i));
+  auto c = sim_config(512, 8, 64);
   SECTION("open arrivals: one batch") {
-    const auto r = run(prompts, "fcfs", c, cost);
+    const auto r = run_sim(prompts, "fcfs", c, cost);
     CHECK(r.num_steps == 2);
     CHECK(r.duration_s == 0.5);
   }
   SECTION("one client: one request after another, each timed from its send") {
     c.max_concurrency = 1;
-    const auto r = run(prompts, "fcfs", c, cost);
+    const auto r = run_sim(prompts, "fcfs", c, cost);
     CHECK(r.num_steps == 8);
     CHECK(r.duration_s == 2.0);
     for (std::size_t i = 0; i < 4; ++i) {
@@ -208,7 +177,7 @@ TEST_CASE("simulate: closed-loop clients send the next call when one finishes, a
   SECTION("two clients, and a cancel counted from the send") {
     c.max_concurrency = 2;
     prompts[3].cancel_after_s = 0.25;  // sent at 0.5 with the third: cancelled after its first token
-    const auto r = run(prompts, "fcfs", c, cost);
+    const auto r = run_sim(prompts, "fcfs", c, cost);
     CHECK(r.records[2].start_s == 0.5);
     CHECK(r.records[3].start_s == 0.5);
     CHECK(r.records[3].finish_reason == "cancelled");
@@ -218,7 +187,7 @@ TEST_CASE("simulate: closed-loop clients send the next call when one finishes, a
   SECTION("a later arrival is sent at its own time when a slot is free") {
     c.max_concurrency = 1;
     prompts[1].arrival_s = 3.0;
-    const auto r = run({prompts[0], prompts[1]}, "fcfs", c, cost);
+    const auto r = run_sim({prompts[0], prompts[1]}, "fcfs", c, cost);
     CHECK(r.records[1].start_s == 3.0);
     CHECK(r.duration_s == 3.5);
   }
@@ -230,9 +199,9 @@ TEST_CASE("simulate: a closed-loop client sends a rerank call's documents togeth
   std::mt19937_64 rng(6);
   auto prompts = bench::rerank_prompts(bench::workload_size::small, 3, {20, 0, 8}, 1000, rng);
   REQUIRE(prompts.has_value());
-  auto c = config(512, 64, 400);
+  auto c = sim_config(512, 64, 400);
   c.max_concurrency = 1;
-  const auto r = run(*prompts, "fcfs", c, cost);
+  const auto r = run_sim(*prompts, "fcfs", c, cost);
   REQUIRE(r.summary.num_completed == 300);
   for (int call = 0; call < 3; ++call) {
     double first = INFINITY, last = 0.0;

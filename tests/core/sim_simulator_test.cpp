@@ -7,38 +7,12 @@
 #include "core/bench/policy_budget.hpp"
 #include "core/model/shapes.hpp"
 #include "core/sim/simulator.hpp"
-#include "tests/core/sched_harness.hpp"
+#include "tests/core/sim_helpers.hpp"
 
 using namespace inflight;
 using namespace inflight::test;
 
 namespace {
-
-bench::bench_prompt prompt(int length, int output_len, double arrival_s = 0.0, token_id first = 3) {
-  bench::bench_prompt p;
-  for (int i = 0; i < length; ++i) p.prompt_ids.push_back(first + i % 200);
-  p.input_len = length;
-  p.output_len = output_len;
-  p.arrival_s = arrival_s;
-  return p;
-}
-
-sim::sim_config config(int budget, int max_num_seqs, int num_kv_blocks, int block_size = 16) {
-  sim::sim_config c;
-  c.scheduler.max_num_batched_tokens = budget;
-  c.scheduler.max_num_seqs = max_num_seqs;
-  c.num_kv_blocks = num_kv_blocks;
-  c.block_size = block_size;
-  return c;
-}
-
-sim::sim_result run(const std::vector<bench::bench_prompt>& prompts, const std::string& policy,
-                    const sim::sim_config& c, const sim::step_cost_model& cost) {
-  auto r = sim::simulate(prompts, load_policy(policy), c, cost);
-  INFO((r ? std::string() : r.error().message));
-  REQUIRE(r.has_value());
-  return std::move(*r);
-}
 
 std::vector<bench::bench_prompt> workload(const std::string& name, int num_prompts, std::uint64_t seed, double rate) {
   std::mt19937_64 rng(seed);
@@ -74,7 +48,7 @@ TEST_CASE("simulate: one request alone takes one prefill step to its first token
           "[core][sim]") {
   const sim::constant_cost_model cost(0.25);
   SECTION("the prompt fits one step") {
-    const auto r = run({prompt(10, 5)}, "fcfs", config(512, 4, 64), cost);
+    const auto r = run_sim({sim_prompt(10, 5)}, "fcfs", sim_config(512, 4, 64), cost);
     REQUIRE(r.records.size() == 1);
     const auto& rec = r.records[0];
     REQUIRE(rec.is_success);
@@ -89,13 +63,13 @@ TEST_CASE("simulate: one request alone takes one prefill step to its first token
     CHECK(r.summary.output_throughput == 5 / (0.25 * 5));
   }
   SECTION("a chunked prompt: its first token comes with its last chunk") {
-    const auto r = run({prompt(10, 5)}, "splitfuse", config(4, 4, 64, 4), cost);
+    const auto r = run_sim({sim_prompt(10, 5)}, "splitfuse", sim_config(4, 4, 64, 4), cost);
     const auto& rec = r.records[0];
     CHECK(rec.ttft_s == 0.25 * 3);
     CHECK(rec.e2el_s == 0.25 * 3 + 0.25 * 4);
   }
   SECTION("arriving late: the clock jumps to its arrival") {
-    const auto r = run({prompt(10, 5, 2.0)}, "fcfs", config(512, 4, 64), cost);
+    const auto r = run_sim({sim_prompt(10, 5, 2.0)}, "fcfs", sim_config(512, 4, 64), cost);
     CHECK(r.first_scheduled_s[0] == 2.0);
     CHECK(r.records[0].start_s == 2.0);
     CHECK(r.records[0].ttft_s == 0.25);
@@ -106,8 +80,8 @@ TEST_CASE("simulate: one request alone takes one prefill step to its first token
 TEST_CASE("simulate: the same seed gives the same figures", "[core][sim]") {
   const auto cost = llama_8b_on_h100();
   const auto prompts = workload("latency", 60, 11, 40.0);
-  const auto a = run(prompts, "splitfuse", config(256, 16, 400), cost);
-  const auto b = run(workload("latency", 60, 11, 40.0), "splitfuse", config(256, 16, 400), cost);
+  const auto a = run_sim(prompts, "splitfuse", sim_config(256, 16, 400), cost);
+  const auto b = run_sim(workload("latency", 60, 11, 40.0), "splitfuse", sim_config(256, 16, 400), cost);
   REQUIRE(a.records.size() == b.records.size());
   for (std::size_t i = 0; i < a.records.size(); ++i) {
     INFO("request " << i);
@@ -119,7 +93,7 @@ TEST_CASE("simulate: the same seed gives the same figures", "[core][sim]") {
   CHECK(a.num_steps == b.num_steps);
   CHECK(a.duration_s == b.duration_s);
   // Another seed is another workload: the figures differ.
-  const auto c = run(workload("latency", 60, 12, 40.0), "splitfuse", config(256, 16, 400), cost);
+  const auto c = run_sim(workload("latency", 60, 12, 40.0), "splitfuse", sim_config(256, 16, 400), cost);
   CHECK(c.duration_s != a.duration_s);
 }
 
@@ -131,8 +105,8 @@ TEST_CASE("simulate: every shipped policy completes a workload and gives every K
   std::uint64_t num_preemptions = 0;
   for (const auto& name : shipped_policies()) {
     INFO("policy " << name);
-    auto c = config(bench::offline_budget(name, 512, 8, prompts), 8, 80);
-    const auto r = run(prompts, name, c, cost);
+    auto c = sim_config(bench::offline_budget(name, 512, 8, prompts), 8, 80);
+    const auto r = run_sim(prompts, name, c, cost);
     CHECK(r.summary.num_completed == int(prompts.size()));
     for (std::size_t i = 0; i < prompts.size(); ++i) CHECK(r.records[i].output_tokens == prompts[i].output_len);
     CHECK(r.num_free_blocks_at_end == 80);
@@ -146,12 +120,12 @@ TEST_CASE("simulate: every shipped policy completes a workload and gives every K
 TEST_CASE("simulate: goodput counts only the requests within every SLO", "[core][sim]") {
   // One sequence at a time, two tokens each: TTFT 1, 3 and 5 steps; E2E 2, 4 and 6.
   const sim::constant_cost_model cost(0.25);
-  const std::vector<bench::bench_prompt> prompts = {prompt(10, 2), prompt(10, 2, 0.0, 50), prompt(10, 2, 0.0, 90)};
-  auto c = config(512, 1, 64);
-  SECTION("no SLO: no goodput") { CHECK(!run(prompts, "fcfs", c, cost).summary.goodput.has_value()); }
+  const std::vector<bench::bench_prompt> prompts = {sim_prompt(10, 2), sim_prompt(10, 2, 0.0, 50), sim_prompt(10, 2, 0.0, 90)};
+  auto c = sim_config(512, 1, 64);
+  SECTION("no SLO: no goodput") { CHECK(!run_sim(prompts, "fcfs", c, cost).summary.goodput.has_value()); }
   SECTION("TTFT alone") {
     c.objectives.ttft_s = 0.875;
-    const auto r = run(prompts, "fcfs", c, cost);
+    const auto r = run_sim(prompts, "fcfs", c, cost);
     CHECK(r.records[2].ttft_s == 1.25);
     REQUIRE(r.summary.goodput.has_value());
     CHECK(*r.summary.goodput == Approx(2 / 1.5));
@@ -159,18 +133,18 @@ TEST_CASE("simulate: goodput counts only the requests within every SLO", "[core]
   SECTION("TTFT and E2E: both must hold") {
     c.objectives.ttft_s = 0.875;
     c.objectives.e2el_s = 0.75;
-    CHECK(*run(prompts, "fcfs", c, cost).summary.goodput == Approx(1 / 1.5));
+    CHECK(*run_sim(prompts, "fcfs", c, cost).summary.goodput == Approx(1 / 1.5));
   }
   SECTION("a TPOT nobody meets") {
     c.objectives.tpot_s = 0.125;
-    CHECK(*run(prompts, "fcfs", c, cost).summary.goodput == 0.0);
+    CHECK(*run_sim(prompts, "fcfs", c, cost).summary.goodput == 0.0);
   }
 }
 
 TEST_CASE("simulate: no request is scheduled before it arrives", "[core][sim]") {
   const sim::constant_cost_model cost(0.002);
   const auto prompts = workload("latency", 80, 5, 5.0);
-  const auto r = run(prompts, "fcfs", config(512, 8, 200), cost);
+  const auto r = run_sim(prompts, "fcfs", sim_config(512, 8, 200), cost);
   int num_late = 0;
   for (std::size_t i = 0; i < prompts.size(); ++i) {
     INFO("request " << i << " arrives at " << prompts[i].arrival_s);
@@ -187,7 +161,7 @@ TEST_CASE("simulate: no request is scheduled before it arrives", "[core][sim]") 
 TEST_CASE("simulate: a request the engine refuses is a failed record, the rest run", "[core][sim]") {
   const sim::constant_cost_model cost(0.01);
   // 4 blocks of 16 tokens: a 100-token prompt cannot fit.
-  const auto r = run({prompt(10, 3), prompt(100, 3), prompt(12, 3)}, "fcfs", config(512, 4, 4), cost);
+  const auto r = run_sim({sim_prompt(10, 3), sim_prompt(100, 3), sim_prompt(12, 3)}, "fcfs", sim_config(512, 4, 4), cost);
   CHECK(r.records[0].is_success);
   CHECK(!r.records[1].is_success);
   CHECK(r.records[1].error.find("context") != std::string::npos);
@@ -198,10 +172,10 @@ TEST_CASE("simulate: a request the engine refuses is a failed record, the rest r
 
 TEST_CASE("simulate: bad input is an error", "[core][sim]") {
   const sim::constant_cost_model cost(0.01);
-  CHECK(!sim::simulate({}, load_policy("fcfs"), config(512, 4, 64), cost).has_value());
-  CHECK(!sim::simulate({prompt(10, 3)}, load_policy("fcfs"), config(512, 4, 0), cost).has_value());
+  CHECK(!sim::simulate({}, load_policy("fcfs"), sim_config(512, 4, 64), cost).has_value());
+  CHECK(!sim::simulate({sim_prompt(10, 3)}, load_policy("fcfs"), sim_config(512, 4, 0), cost).has_value());
   const nan_cost_model nan_cost;
-  auto r = sim::simulate({prompt(10, 3)}, load_policy("fcfs"), config(512, 4, 64), nan_cost);
+  auto r = sim::simulate({sim_prompt(10, 3)}, load_policy("fcfs"), sim_config(512, 4, 64), nan_cost);
   REQUIRE(!r.has_value());
   CHECK(r.error().message.find("cost model") != std::string::npos);
 }
