@@ -38,7 +38,7 @@ struct replica {
   std::shared_ptr<admission_gate> gate;  // none: no bound
   bool is_busy = false;              // a step runs until free_at
   double free_at = 0.0;
-  std::vector<std::size_t> settled;  // prompts that finished in the step: the router releases them at its end
+  std::vector<std::size_t> settled;  // prompts that finished in the step: settled at its end
   // Requests whose last token (a stop string's) came in its last step: their side's stop
   // reaches the loop while the next step runs, as the request actor's does.
   std::vector<seq_id> stopping;
@@ -87,7 +87,7 @@ class simulation {
   bool is_held(std::size_t i) const {
     return max_concurrency_ > 0 && !is_sent_[client_of_[i]] && num_in_flight_ >= max_concurrency_;
   }
-  void settle(std::size_t i);
+  void settle(int k, std::size_t i);
   /// The output ends on its own (EOS or a stop string) below a higher limit.
   bool ends_on_own(std::size_t i) const { return !prompts_[i].is_score && prompts_[i].max_tokens > output_len(i); }
   int output_len(std::size_t i) const { return prompts_[i].output_len > 0 ? prompts_[i].output_len : 16; }
@@ -100,7 +100,6 @@ class simulation {
   result<bool> run_step(int k);
   result<step_result> execute(replica& r, const step_plan& plan);
   void record(const std::vector<seq_event>& events, std::vector<std::size_t>* settled);
-  void release(int k, std::size_t i);
   bench::request_record record_of(std::size_t i) const;
 
   const std::vector<bench::bench_prompt>& prompts_;
@@ -179,10 +178,7 @@ result<void> simulation::end_steps() {
     auto& r = replicas_[k];
     if (!r.is_busy || r.free_at > now_) continue;
     r.is_busy = false;
-    for (auto i : r.settled) {
-      release(int(k), i);
-      settle(i);
-    }
+    for (auto i : r.settled) settle(int(k), i);
     r.settled.clear();
     if (auto ok = report(int(k), false); !ok) return ok;
   }
@@ -233,8 +229,7 @@ void simulation::cancel_due() {
     if (auto ev = r.loop.cancel(seq_id(i + 1))) {  // none: it finished before
       record({*ev}, nullptr);
       ++num_cancelled_;
-      release(k, i);
-      settle(i);
+      settle(k, i);
     }
     return true;
   });
@@ -264,16 +259,14 @@ void simulation::submit(int k, std::size_t i) {
       t.error = ok.error().message;
       t.http_status = ok.error().code == errc::queue_full ? 429 : 400;
       ++num_rejected_;
-      settle(i);
-      release(k, i);
+      settle(k, i);
       *r.clock = now_;
       return;
     }
   }
   if (auto refused = r.loop.submit(std::move(q))) {
     record({*refused}, nullptr);
-    release(k, i);
-    settle(i);
+    settle(k, i);
   }
   *r.clock = now_;
 }
@@ -310,10 +303,7 @@ result<bool> simulation::run_step(int k) {
   if (!out->has_run()) {
     std::vector<std::size_t> shed;
     record(out->events, &shed);
-    for (auto i : shed) {
-      release(k, i);
-      settle(i);
-    }
+    for (auto i : shed) settle(k, i);
     return false;
   }
   r.is_busy = true;
@@ -385,15 +375,12 @@ void simulation::record(const std::vector<seq_event>& events, std::vector<std::s
   }
 }
 
-/// Prompt i finished, and its client has heard (a step's finishes: at the step's end): its
-/// call leaves the clients' slots when it was the call's last.
-void simulation::settle(std::size_t i) {
-  if (--num_left_[client_of_[i]] == 0) --num_in_flight_;
-}
-
-/// Prompt i no longer runs on replica k: its blocks are no longer pending there.
-void simulation::release(int k, std::size_t i) {
+/// Prompt i finished on replica k, and the router and its client have heard (a step's
+/// finishes: at the step's end): its blocks are no longer pending there, and its call
+/// leaves the clients' slots when it was the call's last.
+void simulation::settle(int k, std::size_t i) {
   if (router_) router_->release(k, blocks_[i]);
+  if (--num_left_[client_of_[i]] == 0) --num_in_flight_;
 }
 
 bench::request_record simulation::record_of(std::size_t i) const {
