@@ -186,6 +186,21 @@ if "$inflight" simulate --plugin-dir "$plugins" --workload variance --num-prompt
   --cost-model "replay:$dir/one-run.json" > /dev/null 2> "$dir/simulate_smoke.err"; then fail "a replay of two policies was accepted"; fi
 if psim --cost-model "replay:$dir/tiny_profile.json" > /dev/null; then fail "a grid profile was replayed"; fi
 grep -q "recorded in the engine" "$dir/simulate_smoke.err" || fail "no message for replaying a grid profile"
+# The rerank workload against the real engine: the same steps and the same prefix-cache
+# hits (each call's documents submitted together; the template's head shared by calls).
+"$inflight" bench offline --config "$src/config/bench-20M.toml" --workload rerank --size small --num-prompts 2 \
+  --policy fcfs --result-json "$dir/rerank-real.json" > "$dir/rerank-real.out" 2>&1 || { cat "$dir/rerank-real.out"; fail "bench offline rerank exited $?"; }
+"$inflight" simulate --plugin-dir "$plugins" --config "$src/config/bench-20M.toml" --cost-model "profile:$src/profiles/cpu-bench-20M.json" \
+  --workload rerank --size small --num-prompts 2 --policy fcfs --json "$dir/rerank-sim.json" > /dev/null 2> "$dir/simulate_smoke.err" ||
+  { cat "$dir/simulate_smoke.err"; fail "simulate rerank with the CPU profile exited $?"; }
+python3 - "$dir/rerank-real.json" "$dir/rerank-sim.json" << 'PY' || fail "simulated rerank steps or cache hits differ from the engine's"
+import json, sys
+real = json.load(open(sys.argv[1]))["runs"][0]
+sim = json.load(open(sys.argv[2]))["runs"][0]
+assert real["num_steps"] == sim["num_steps"], (real["num_steps"], sim["num_steps"])
+assert real["num_cached_tokens"] == sim["rerank"]["cached_tokens"], (real["num_cached_tokens"], sim["rerank"]["cached_tokens"])
+assert real["num_prompt_tokens"] == sim["rerank"]["prompt_tokens"], (real["num_prompt_tokens"], sim["rerank"]["prompt_tokens"])
+PY
 echo '{"format": "inflight-step-profile", "version": 1}' > "$dir/bad_profile.json"
 if psim --cost-model "profile:$dir/bad_profile.json" > /dev/null; then fail "a bad profile was accepted"; fi
 grep -q "bad_profile.json: step profile: 'device' is missing" "$dir/simulate_smoke.err" || fail "no clear message for a bad profile"
