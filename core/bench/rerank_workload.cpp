@@ -60,11 +60,23 @@ std::string text_of_tokens(const tokenizer& tok, const std::vector<token_id>& id
   return text;
 }
 
-result<std::vector<rerank_case>> rerank_workload(workload_size size, int num_requests, const tokenizer& tok,
-                                                 std::mt19937_64& rng) {
+namespace {
+
+/// The size's shape with `num_requests` calls (0: the size's count).
+result<rerank_shape> shape_with(workload_size size, int num_requests) {
   if (num_requests < 0) return make_error(errc::invalid_argument, "the number of requests must not be negative");
   auto shape = rerank_shape_of(size);
   if (num_requests > 0) shape.num_requests = num_requests;
+  return shape;
+}
+
+}  // namespace
+
+result<std::vector<rerank_case>> rerank_workload(workload_size size, int num_requests, const tokenizer& tok,
+                                                 std::mt19937_64& rng) {
+  auto checked = shape_with(size, num_requests);
+  if (!checked) return std::unexpected(checked.error());
+  const auto shape = *checked;
   const auto ids = whole_character_tokens(tok);
   if (ids.empty()) return make_error(errc::invalid_argument, "the tokenizer has no tokens to write text with");
   std::vector<rerank_case> cases(std::size_t(shape.num_requests));
@@ -79,13 +91,13 @@ result<std::vector<rerank_case>> rerank_workload(workload_size size, int num_req
 
 result<std::vector<bench_prompt>> rerank_prompts(workload_size size, int num_requests, rerank_template_tokens t,
                                                  int vocab_size, std::mt19937_64& rng) {
-  if (num_requests < 0) return make_error(errc::invalid_argument, "the number of requests must not be negative");
+  auto checked = shape_with(size, num_requests);
+  if (!checked) return std::unexpected(checked.error());
+  const auto shape = *checked;
   if (t.before_query < 0 || t.before_document < 0 || t.after_document < 0)
     return make_error(errc::invalid_argument, "rerank template tokens must not be negative");
   constexpr token_id first_id = 3;
   if (vocab_size <= first_id) return make_error(errc::invalid_argument, "the vocabulary is too small for prompts");
-  auto shape = rerank_shape_of(size);
-  if (num_requests > 0) shape.num_requests = num_requests;
   std::uniform_int_distribution<token_id> draw(first_id, vocab_size - 1);
   auto ids = [&](int n) {
     std::vector<token_id> out;
