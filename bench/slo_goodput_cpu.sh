@@ -9,8 +9,9 @@
 # requests) with gamma-bursty arrivals, swept over request rates, goodput at the SLO.
 # Environment: INFLIGHT (default build/bin/inflight), QUIET (a wrapper for each timed
 #   step, e.g. /work/figs/quiet.sh), POLICIES (default every shipped one), RATES
-#   (8,12,16), TTFT (2000), TPOT (9), BURSTINESS (0.25), SEED (0), PORT (8431),
+#   (12,16,20), TTFT (2000), TPOT (8), BURSTINESS (0.25), SEED (0), PORT (8431),
 #   THREADS (1), PROFILE (profiles/cpu-bench-20M.json; "none" skips the simulation),
+#   CONFIG (config/bench-20M.toml: a deployment, e.g. with [scheduler.slo] settings),
 #   REPEATS (1): runs of each policy, each on a fresh server (no cache from the last);
 #   with more than one, a table of the median goodput per policy and rate, its range,
 #   and the simulated figure beside it (the same requests at the same times).
@@ -20,16 +21,16 @@ out=${1:-$here/build/slo-goodput}
 bin=${INFLIGHT:-$here/build/bin/inflight}
 quiet=${QUIET:-}
 policies=${POLICIES:-"fcfs lpm orca prefill_first priority splitfuse static tgi slo"}
-rates=${RATES:-8,12,16}
+rates=${RATES:-12,16,20}
 ttft=${TTFT:-2000}
-tpot=${TPOT:-9}
+tpot=${TPOT:-8}
 burst=${BURSTINESS:-0.25}
 seed=${SEED:-0}
 port=${PORT:-8431}
 threads=${THREADS:-1}
 profile=${PROFILE:-$here/profiles/cpu-bench-20M.json}
 repeats=${REPEATS:-1}
-config=$here/config/bench-20M.toml
+config=${CONFIG:-$here/config/bench-20M.toml}
 mkdir -p "$out"
 workload=(--workload variance --size small --burstiness "$burst" --seed "$seed")
 for r in $(seq "$repeats"); do

@@ -1,53 +1,191 @@
 #pragma once
-// The slo policy's estimate of how long a step takes, from the tokens it schedules:
+// The slo policy's model of how long a step takes, from what it schedules:
 //
-//   seconds(n) = max(floor, n x token)
+//   seconds = max(memory, compute)
+//   memory  = fixed + decode x D + kv x K      (a step of decodes: weights, KV, fixed costs)
+//   compute = offset + token x (P + D)         (a step of many tokens: the matrix products)
 //
-// `floor` is a step of few tokens (a decode step: reading the weights, fixed costs),
-// `token` the time each token adds once the step is compute-bound (a prefill chunk).
-// Both start from the settings and, with learning on, follow the steps the policy
-// observes: the time between two decisions when the engine ran without a pause.
+// P = prompt tokens of the step, D = its decodes, K = KV tokens its attention reads
+// (each entry's computed tokens plus its own). On a GPU a decode step is `memory` and a
+// long prefill chunk `compute`, the shorter hidden under the longer; on a CPU `compute`
+// covers any step with a prompt chunk and `memory` a step of decodes, whose time grows
+// with their number.
+//
+// Both parts start from the settings (fixed = step_ms, token = token_ms, decode =
+// decode_ms, the others 0; with decode_ms = 0 the policy's first model, max(step, n x
+// token)) and, with learning on, follow the
+// steps the policy observes (the time between two decisions when the engine ran without
+// a pause): `memory` is fitted to the steps without prompt tokens, and to those whose
+// prompt took no time of its own; `compute` to the steps that took longer than their
+// decodes would have. Each fit is least squares over its last 256 steps, pulled towards
+// the settings where the steps do not tell the terms apart, each coefficient >= 0.
 
 #include <algorithm>
+#include <array>
+#include <climits>
+#include <cstddef>
 #include <cstdint>
+#include <unordered_map>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "inflight_policy.h"
 
 namespace inflight::policies {
 
+/// What a step holds, in the model's terms.
+struct step_shape {
+  double prompt_tokens = 0;
+  double decodes = 0;
+  double kv_tokens = 0;
+
+  step_shape& operator+=(const step_shape& o) {
+    prompt_tokens += o.prompt_tokens;
+    decodes += o.decodes;
+    kv_tokens += o.kv_tokens;
+    return *this;
+  }
+  friend step_shape operator+(step_shape a, const step_shape& b) { return a += b; }
+};
+
+/// One decode over `context` tokens.
+inline step_shape decode_shape(double context) { return {0.0, 1.0, context}; }
+
+/// `n` tokens of `seq` in a step: a decode when it has generated and needs one.
+inline step_shape entry_shape(const inflight_seq_info& seq, int n) {
+  const double kv = double(seq.num_computed_tokens) + n;
+  if (seq.num_tokens_needed == 1 && seq.first_token_time >= 0) return decode_shape(kv);
+  return {double(n), 0.0, kv};
+}
+
+/// y ~ theta . x by least squares over the last `window` samples, with a ridge pulling
+/// theta towards `prior` (worth one sample per coefficient), theta >= 0. Features and
+/// y should be of similar sizes (the callers scale them).
+template <std::size_t N>
+class windowed_fit {
+ public:
+  using vec = std::array<double, N>;
+  explicit windowed_fit(const vec& prior) : prior_(prior), theta_(prior) {}
+
+  const vec& theta() const { return theta_; }
+  double predict(const vec& x) const {
+    double y = 0;
+    for (std::size_t i = 0; i < N; ++i) y += theta_[i] * x[i];
+    return y;
+  }
+
+  void add(const vec& x, double y) {
+    if (samples_.size() == window) {
+      accumulate(samples_[next_].first, samples_[next_].second, -1.0);
+      samples_[next_] = {x, y};
+    } else {
+      samples_.push_back({x, y});
+    }
+    accumulate(x, y, 1.0);
+    next_ = (next_ + 1) % window;
+    solve();
+  }
+
+ private:
+  static constexpr std::size_t window = 256;
+  static constexpr double prior_weight = 1.0;
+
+  void accumulate(const vec& x, double y, double sign) {
+    for (std::size_t i = 0; i < N; ++i) {
+      xty_[i] += sign * x[i] * y;
+      for (std::size_t j = 0; j < N; ++j) xtx_[i][j] += sign * x[i] * x[j];
+    }
+  }
+
+  /// (XtX + w I) theta = Xty + w prior by Gaussian elimination: the matrix is
+  /// symmetric positive definite, no pivoting needed.
+  void solve() {
+    std::array<std::array<double, N + 1>, N> m{};
+    for (std::size_t i = 0; i < N; ++i) {
+      for (std::size_t j = 0; j < N; ++j) m[i][j] = xtx_[i][j] + (i == j ? prior_weight : 0.0);
+      m[i][N] = xty_[i] + prior_weight * prior_[i];
+    }
+    for (std::size_t k = 0; k < N; ++k)
+      for (std::size_t i = k + 1; i < N; ++i) {
+        const double f = m[i][k] / m[k][k];
+        for (std::size_t j = k; j <= N; ++j) m[i][j] -= f * m[k][j];
+      }
+    for (std::size_t k = N; k-- > 0;) {
+      double v = m[k][N];
+      for (std::size_t j = k + 1; j < N; ++j) v -= m[k][j] * theta_[j];
+      theta_[k] = v / m[k][k];
+    }
+    for (double& t : theta_) t = std::max(0.0, t);
+  }
+
+  vec prior_;
+  vec theta_;
+  std::vector<std::pair<vec, double>> samples_;
+  std::size_t next_ = 0;
+  std::array<vec, N> xtx_{};
+  vec xty_{};
+};
+
 class step_estimate {
  public:
-  step_estimate(double floor_s, double token_s, bool is_learning)
-      : floor_s_(floor_s), token_s_(token_s), is_learning_(is_learning) {}
+  step_estimate(double fixed_s, double token_s, double decode_s, bool is_learning)
+      : memory_({fixed_s * 1e3, decode_s * 1e3 * decode_unit, 0.0}), compute_({0.0, token_s * 1e3 * token_unit}),
+        is_learning_(is_learning) {}
 
-  double floor_s() const { return floor_s_; }
-  double token_s() const { return token_s_; }
-  double seconds(int num_tokens) const { return std::max(floor_s_, num_tokens * token_s_); }
-  /// Most tokens a step may hold and take at most `seconds` (0 when even a small step
-  /// takes longer).
-  int max_tokens_within(double seconds) const {
-    if (seconds < floor_s_) return 0;
+  double fixed_s() const { return memory_.theta()[0] / 1e3; }
+  double decode_s() const { return memory_.theta()[1] / decode_unit / 1e3; }
+  double kv_token_s() const { return memory_.theta()[2] / kv_unit / 1e3; }
+  double offset_s() const { return compute_.theta()[0] / 1e3; }
+  double token_s() const { return compute_.theta()[1] / token_unit / 1e3; }
+
+  double memory_seconds(const step_shape& s) const { return memory_.predict(memory_x(s)) / 1e3; }
+  double compute_seconds(const step_shape& s) const { return compute_.predict(compute_x(s)) / 1e3; }
+  double seconds(const step_shape& s) const { return std::max(memory_seconds(s), compute_seconds(s)); }
+  /// A prompt of `num_tokens` computed alone, in one step.
+  double prompt_seconds(int num_tokens) const { return seconds({double(num_tokens), 0.0, double(num_tokens)}); }
+
+  /// Most prompt tokens of `seq` a step already holding `base` may add and take at
+  /// most `limit` seconds (0 when none fit; INT_MAX when tokens cost nothing).
+  int prompt_tokens_within(const step_shape& base, const inflight_seq_info& seq, double limit) const {
+    const step_shape with_seq = base + step_shape{0.0, 0.0, double(seq.num_computed_tokens)};
+    if (memory_seconds(with_seq) > limit) return 0;
+    if (!(token_s() > 0)) return INT_MAX;
     // The epsilon keeps 0.018 / 0.0001 at 180, not 179.99...
-    return token_s_ > 0 ? static_cast<int>(seconds / token_s_ + 1e-9) : INT32_MAX;
+    const double total = (limit - offset_s()) / token_s() + 1e-9;
+    return static_cast<int>(std::clamp(total - base.prompt_tokens - base.decodes, 0.0, double(INT_MAX)));
   }
 
   /// Learns from the step that ended by `view->now`, if the engine ran it without a
   /// pause: a sequence it scheduled is still running (so the engine stepped again at
   /// once). Then records this step's decision for the next call.
   void observe(const inflight_sched_view* view, const inflight_decision* decision) {
-    if (is_learning_ && last_num_tokens_ > 0 && was_busy(view)) learn(view->now - last_now_, last_num_tokens_);
+    if (is_learning_ && !last_ids_.empty() && was_busy(view)) learn(view->now - last_now_, last_);
     last_now_ = view->now;
-    last_num_tokens_ = 0;
+    last_ = {};
     last_ids_.clear();
+    std::unordered_map<std::uint64_t, const inflight_seq_info*> by_id;
+    for (std::size_t i = 0; i < view->num_running; ++i) by_id[view->running[i].seq_id] = &view->running[i];
+    for (std::size_t i = 0; i < view->num_waiting; ++i) by_id[view->waiting[i].seq_id] = &view->waiting[i];
     for (std::size_t i = 0; i < decision->num_scheduled; ++i) {
-      last_num_tokens_ += decision->scheduled[i].num_tokens;
-      last_ids_.insert(decision->scheduled[i].seq_id);
+      const auto& e = decision->scheduled[i];
+      if (const auto it = by_id.find(e.seq_id); it != by_id.end()) last_ += entry_shape(*it->second, e.num_tokens);
+      last_ids_.insert(e.seq_id);
     }
   }
 
  private:
-  static constexpr double weight = 0.2;  // of each new observation
+  // Scaled so that every feature and the time (in ms) are of similar sizes: prompt
+  // tokens in hundreds, decodes in tens, KV tokens in ten thousands.
+  static constexpr double token_unit = 100.0, decode_unit = 10.0, kv_unit = 1e4;
+  static constexpr double compute_showing = 1.1;  // a step this much over its memory part
+
+  static std::array<double, 3> memory_x(const step_shape& s) {
+    return {1.0, s.decodes / decode_unit, s.kv_tokens / kv_unit};
+  }
+  static std::array<double, 2> compute_x(const step_shape& s) {
+    return {1.0, (s.prompt_tokens + s.decodes) / token_unit};
+  }
 
   bool was_busy(const inflight_sched_view* view) const {
     for (std::size_t i = 0; i < view->num_running; ++i)
@@ -55,20 +193,20 @@ class step_estimate {
     return false;
   }
 
-  void learn(double seconds, int num_tokens) {
+  void learn(double seconds, const step_shape& s) {
     if (!(seconds > 0)) return;
-    if (num_tokens * token_s_ > floor_s_) {
-      token_s_ += weight * (seconds / num_tokens - token_s_);
-    } else {
-      floor_s_ += weight * (seconds - floor_s_);
-    }
+    const double ms = seconds * 1e3;
+    if (s.prompt_tokens > 0 && ms > compute_showing * memory_.predict(memory_x(s)))
+      compute_.add(compute_x(s), ms);
+    else
+      memory_.add(memory_x(s), ms);
   }
 
-  double floor_s_;
-  double token_s_;
+  windowed_fit<3> memory_;
+  windowed_fit<2> compute_;
   bool is_learning_;
   double last_now_ = 0.0;
-  int last_num_tokens_ = 0;
+  step_shape last_;
   std::unordered_set<std::uint64_t> last_ids_;
 };
 

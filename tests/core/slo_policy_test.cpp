@@ -4,6 +4,7 @@
 // speed of the machine.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <memory>
 
 #include "core/bench/gpu_specs.hpp"
@@ -63,7 +64,7 @@ struct decided {
 };
 
 decided decide(policy& p, std::vector<inflight_seq_info> running, std::vector<inflight_seq_info> waiting,
-               double now, int budget = 1000) {
+               double now, int budget = 1000, int max_num_seqs = 8) {
   std::vector<inflight_schedule_entry> entries(running.size() + waiting.size());
   std::vector<std::uint64_t> preempt(running.size() + 1), shed(running.size() + waiting.size());
   inflight_sched_view view{};
@@ -71,7 +72,7 @@ decided decide(policy& p, std::vector<inflight_seq_info> running, std::vector<in
   view.num_running = running.size();
   view.waiting = waiting.data();
   view.num_waiting = waiting.size();
-  view.budget = {budget, 8, 1000, 1000, 16};
+  view.budget = {budget, max_num_seqs, 1000, 1000, 16};
   view.now = now;
   inflight_decision d{};
   d.scheduled = entries.data();
@@ -143,23 +144,108 @@ TEST_CASE("slo: a request that can no longer meet its TTFT target goes last, or 
 
 TEST_CASE("slo: prompt chunks are capped so a running decode meets its TPOT target", "[core][plugin][slo]") {
   // The decode's first token came at t = 1.0; at now = 1.0 its next token is due by
-  // 1.0 + 20 ms. With tpot_margin 0.9 the step may take 18 ms: 180 tokens at 0.1 ms,
+  // 1.0 + 20 ms. With tpot_margin 0.8 the step may take 16 ms: 160 tokens at 0.1 ms,
   // of which the decode takes one.
   auto slo = load_policy("slo", fixed_estimate);
   auto splitfuse = load_policy("splitfuse");
   const std::vector<inflight_seq_info> waiting = {waiting_seq(2, 1.0, 500, 0.0)};
   const auto decode = decode_seq(1, 1, 1.0, 0.020);
-  CHECK(decide(slo, {decode}, waiting, 1.0, 512).scheduled == grants{{1, 1}, {2, 179}});
+  CHECK(decide(slo, {decode}, waiting, 1.0, 512).scheduled == grants{{1, 1}, {2, 159}});
   CHECK(decide(splitfuse, {decode}, waiting, 1.0, 512).scheduled == grants{{1, 1}, {2, 500}});
   // Without a TPOT target nothing is capped.
   CHECK(decide(slo, {decode_seq(1, 1, 1.0, 0.0)}, waiting, 1.0, 512).scheduled == grants{{1, 1}, {2, 500}});
   // Time banked by earlier fast tokens is spent: 10 tokens since t = 1.0 at a 20 ms
-  // target are due by 1.2; at now = 1.1 the step may take 0.9 x 100 ms.
+  // target are due by 1.2; at now = 1.1 the step may take 0.8 x 100 ms, at 1.15 0.8 x 50.
   CHECK(decide(slo, {decode_seq(1, 10, 1.0, 0.020)}, waiting, 1.1, 2000).scheduled == grants{{1, 1}, {2, 500}});
-  CHECK(decide(slo, {decode_seq(1, 10, 1.0, 0.020)}, waiting, 1.15, 2000).scheduled == grants{{1, 1}, {2, 449}});
+  CHECK(decide(slo, {decode_seq(1, 10, 1.0, 0.020)}, waiting, 1.15, 2000).scheduled == grants{{1, 1}, {2, 399}});
   // A target no step could meet (3 ms, a small step takes 5) caps nothing: holding the
   // prompt back would not save the decode.
   CHECK(decide(slo, {decode_seq(1, 1, 1.0, 0.003)}, waiting, 1.0, 512).scheduled == grants{{1, 1}, {2, 500}});
+  // One the decode alone meets, but not within the margin (5.5 ms: 5 > 0.8 x 5.5), holds
+  // every prompt token back: the margin is for the time a step's model misses.
+  CHECK(decide(slo, {decode_seq(1, 1, 1.0, 0.0055)}, waiting, 1.0, 512).scheduled == grants{{1, 1}});
+}
+
+TEST_CASE("slo: a started prompt is finished before a new request with less slack", "[core][plugin][slo]") {
+  // Request 1 was admitted and has 60 of its 100 prompt tokens left, with 10 s to its
+  // first token; request 2 has 150 ms. The started one holds a seat and blocks.
+  inflight_seq_info started = waiting_seq(1, 0.0, 100, 10.0);
+  started.state = INFLIGHT_SEQ_RUNNING;
+  started.num_computed_tokens = 40;
+  started.num_tokens_needed = 60;
+  started.num_blocks_held = 3;
+  auto slo = load_policy("slo", fixed_estimate);
+  CHECK(decide(slo, {started}, {waiting_seq(2, 1.0, 40, 0.2)}, 1.05, 80).scheduled == grants{{1, 60}, {2, 20}});
+}
+
+TEST_CASE("slo: a request the prompts before it would make late waits behind those that can still make it",
+          "[core][plugin][slo]") {
+  // 100 tokens take 10 ms, 200 take 20. Deadlines 15, 16 and 25 ms: least slack first
+  // serves 1, then 2 at 20 ms (late), then 3 at 30 ms (late). slo serves 1, then 3 at
+  // 20 ms: two on time. 2 is late for the queue, not on its own: it is never shed.
+  const std::vector<inflight_seq_info> waiting = {waiting_seq(1, 0.0, 100, 0.015), waiting_seq(2, 0.0, 100, 0.016),
+                                                  waiting_seq(3, 0.0, 100, 0.025)};
+  auto slo = load_policy("slo", fixed_estimate);
+  CHECK(decide(slo, {}, waiting, 0.0, 300).scheduled == grants{{1, 100}, {3, 100}, {2, 100}});
+  auto shedding = load_policy("slo", with(fixed_estimate, "late", "shed"));
+  const auto shed = decide(shedding, {}, waiting, 0.0, 300);
+  CHECK(shed.scheduled == grants{{1, 100}, {3, 100}, {2, 100}});
+  CHECK(shed.shed.empty());
+}
+
+TEST_CASE("slo: a new request waits while the decode step it would join would miss the TPOT target",
+          "[core][plugin][slo]") {
+  // A step of n decodes takes 5 + n ms (decode_ms = 1). Target 20 ms, decode_share 0.9:
+  // 13 decodes fit (18 ms), 14 do not. The decodes are ahead of their targets, so the
+  // prompt tokens of a step are not what holds the request back.
+  auto slo = load_policy("slo", with(fixed_estimate, "decode_ms", "1"));
+  auto splitfuse = load_policy("splitfuse");
+  const auto decodes = [](int n, double tpot_target) {
+    std::vector<inflight_seq_info> out;
+    for (int i = 1; i <= n; ++i) out.push_back(decode_seq(std::uint64_t(i), 10, 0.95, tpot_target));
+    return out;
+  };
+  const auto admitted = [](const decided& d) {
+    return std::any_of(d.scheduled.begin(), d.scheduled.end(), [](const auto& g) { return g.first == 99; });
+  };
+  const auto request = waiting_seq(99, 1.0, 40, 1.0);
+  auto targeted = request;
+  targeted.tpot_target = 0.020;
+  CHECK(admitted(decide(slo, decodes(12, 0.020), {request}, 1.0, 512, 64)));
+  CHECK(!admitted(decide(slo, decodes(13, 0.020), {request}, 1.0, 512, 64)));
+  CHECK(admitted(decide(splitfuse, decodes(13, 0.020), {request}, 1.0, 512, 64)));
+  // Its own target counts too; with no target anywhere nothing waits.
+  CHECK(!admitted(decide(slo, decodes(13, 0.0), {targeted}, 1.0, 512, 64)));
+  CHECK(admitted(decide(slo, decodes(40, 0.0), {request}, 1.0, 512, 64)));
+  // A target no step of decodes could meet (one decode alone takes 6 ms) holds nothing back.
+  CHECK(admitted(decide(slo, decodes(13, 0.005), {request}, 1.0, 512, 64)));
+}
+
+TEST_CASE("slo: its step-time model follows the steps it observes", "[core][plugin][slo]") {
+  // Steps of n decodes take 4 + 0.5 n ms on this engine; the policy starts from 1 ms a
+  // step. After 100 steps of 2 to 11 decodes it extrapolates: a 26th decode makes
+  // 17 ms, within 0.9 x 20; a 30th 19 ms, past it. Without learning it admits both.
+  auto learned = load_policy("slo", {{"step_ms", "1"}, {"token_ms", "0.01"}});
+  auto fixed = load_policy("slo", {{"step_ms", "1"}, {"token_ms", "0.01"}, {"learn", "false"}});
+  double now = 1.0;
+  const auto decodes = [&](int n, double tpot_target) {
+    std::vector<inflight_seq_info> out;
+    for (int i = 1; i <= n; ++i) out.push_back(decode_seq(std::uint64_t(i), 10, now - 0.05, tpot_target));
+    return out;
+  };
+  for (int k = 0; k < 100; ++k) {
+    const int n = 2 + k % 10;
+    decide(learned, decodes(n, 0.0), {}, now, 512, 64);
+    now += (4.0 + 0.5 * n) / 1e3;
+  }
+  const auto admitted = [](const decided& d) {
+    return std::any_of(d.scheduled.begin(), d.scheduled.end(), [](const auto& g) { return g.first == 99; });
+  };
+  auto request = waiting_seq(99, now, 40, 1.0);
+  request.tpot_target = 0.020;
+  CHECK(admitted(decide(learned, decodes(25, 0.020), {request}, now, 512, 64)));
+  CHECK(!admitted(decide(learned, decodes(29, 0.020), {request}, now, 512, 64)));
+  CHECK(admitted(decide(fixed, decodes(29, 0.020), {request}, now, 512, 64)));
 }
 
 TEST_CASE("slo: its settings are checked", "[core][plugin][slo]") {
@@ -167,6 +253,8 @@ TEST_CASE("slo: its settings are checked", "[core][plugin][slo]") {
   CHECK(!policy::try_load(plugin_dir(), "slo", {{"step_ms", "0"}}).has_value());
   CHECK(!policy::try_load(plugin_dir(), "slo", {{"token_ms", "-1"}}).has_value());
   CHECK(!policy::try_load(plugin_dir(), "slo", {{"tpot_margin", "2"}}).has_value());
+  CHECK(!policy::try_load(plugin_dir(), "slo", {{"decode_share", "0"}}).has_value());
+  CHECK(!policy::try_load(plugin_dir(), "slo", {{"decode_ms", "x"}}).has_value());
   CHECK(!policy::try_load(plugin_dir(), "slo", {{"learn", "maybe"}}).has_value());
   CHECK(!policy::try_load(plugin_dir(), "slo", {{"chunk", "8"}}).has_value());
   CHECK(policy::try_load(plugin_dir(), "slo", with(fixed_estimate, "late", "shed")).has_value());
@@ -270,7 +358,7 @@ TEST_CASE("slo: the engine validates sheds: an unknown id is refused, a shed seq
   CHECK(loop->sched().find(2) != nullptr);
 }
 
-TEST_CASE("slo: in an overloaded simulation it keeps goodput at least at fcfs's, and sheds are counted and reported",
+TEST_CASE("slo: in an overloaded simulation it has 1.5x fcfs's goodput, and sheds are counted and reported",
           "[core][sim][slo]") {
   // 300 prompts of 512 tokens, 32 output tokens each, one every 10 ms: more prompt work
   // than the modelled H100 does, so queues grow. Targets: TTFT 500 ms, TPOT 50 ms.
@@ -306,9 +394,10 @@ TEST_CASE("slo: in an overloaded simulation it keeps goodput at least at fcfs's,
   REQUIRE(fcfs.summary.goodput.has_value());
   CHECK(fcfs.summary.num_completed == 300);
   CHECK(slo.summary.num_completed == 300);  // deprioritized, not dropped
-  // Measured: a small gain only (9.65 against 9.52 req/s), far from the 1.3x aimed at.
-  CHECK(*slo.summary.goodput >= *fcfs.summary.goodput);
-  CHECK(*shed.summary.goodput >= *fcfs.summary.goodput);
+  // Measured: 19.71 against 9.52 good/s. Least-slack order alone had 9.65: it served the
+  // requests closest to their deadline, which the queue ahead then made late.
+  CHECK(*slo.summary.goodput >= 1.5 * *fcfs.summary.goodput);
+  CHECK(*shed.summary.goodput >= 1.5 * *fcfs.summary.goodput);
   CHECK(shed.counters.num_shed > 0);
   CHECK(shed.summary.num_shed == int(shed.counters.num_shed));
   CHECK(shed.summary.num_completed + shed.summary.num_shed == 300);
