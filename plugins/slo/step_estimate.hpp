@@ -164,14 +164,17 @@ class step_estimate {
     last_now_ = view->now;
     last_ = {};
     last_ids_.clear();
-    std::unordered_map<std::uint64_t, const inflight_seq_info*> by_id;
-    for (std::size_t i = 0; i < view->num_running; ++i) by_id[view->running[i].seq_id] = &view->running[i];
-    for (std::size_t i = 0; i < view->num_waiting; ++i) by_id[view->waiting[i].seq_id] = &view->waiting[i];
+    std::unordered_map<std::uint64_t, int> granted;  // seq id -> tokens this step
     for (std::size_t i = 0; i < decision->num_scheduled; ++i) {
-      const auto& e = decision->scheduled[i];
-      if (const auto it = by_id.find(e.seq_id); it != by_id.end()) last_ += entry_shape(*it->second, e.num_tokens);
-      last_ids_.insert(e.seq_id);
+      granted[decision->scheduled[i].seq_id] += decision->scheduled[i].num_tokens;
+      last_ids_.insert(decision->scheduled[i].seq_id);
     }
+    const auto add = [&](const inflight_seq_info* seqs, std::size_t n) {
+      for (std::size_t i = 0; i < n; ++i)
+        if (const auto it = granted.find(seqs[i].seq_id); it != granted.end()) last_ += entry_shape(seqs[i], it->second);
+    };
+    add(view->running, view->num_running);
+    add(view->waiting, view->num_waiting);
   }
 
  private:
