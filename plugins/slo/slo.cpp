@@ -133,13 +133,12 @@ struct candidate {
   bool is_past = false;  // late on its own (not for the queue ahead of it): may be shed
 };
 
-/// How long prompt tokens take while the engine runs its current decodes: steps of the
+/// How long prompt tokens take while the engine runs the step's decodes: steps of the
 /// budget, the decodes' share left to prompts; the last step holds what is left.
 class prompt_clock {
  public:
-  prompt_clock(const inflight_sched_view* view, const step_estimate& estimate) : estimate_(estimate) {
-    for (std::size_t i = 0; i < view->num_running; ++i)
-      if (is_decode(view->running[i])) decodes_ += decode_shape(view->running[i].num_tokens);
+  prompt_clock(const inflight_sched_view* view, const step_estimate& estimate, const step_shape& decodes)
+      : estimate_(estimate), decodes_(decodes) {
     per_step_ = std::max(1, view->budget.max_num_batched_tokens - int(decodes_.decodes));
     full_step_s_ = step_s(per_step_);
   }
@@ -177,8 +176,9 @@ candidate rank_of(const inflight_seq_info& seq, const prompt_clock& clock, doubl
 /// Every sequence with prompt tokens to compute, most urgent first. A request that has
 /// slack on its own but not after the prompts before it (the least slack first) goes
 /// with the late ones: serving it first would make it miss and the ones behind it too.
-std::vector<candidate> prompt_order(const inflight_sched_view* view, const step_estimate& estimate) {
-  const prompt_clock clock(view, estimate);
+std::vector<candidate> prompt_order(const inflight_sched_view* view, const step_estimate& estimate,
+                                    const step_shape& decodes) {
+  const prompt_clock clock(view, estimate, decodes);
   std::vector<candidate> out;
   for (const auto* seq : by_arrival(view->running, view->num_running))
     if (!is_decode(*seq)) out.push_back(rank_of(*seq, clock, view->now));
@@ -290,7 +290,7 @@ inflight_policy_status decide(void* state, const inflight_sched_view* view, infl
   for (const auto* seq : by_arrival(view->running, view->num_running))
     if (is_decode(*seq) && out.add_running(*seq) > 0) decodes += entry_shape(*seq, 1);
   prompt_room room(view, *s, decodes);
-  for (const candidate& c : prompt_order(view, s->estimate)) {
+  for (const candidate& c : prompt_order(view, s->estimate, decodes)) {
     if (c.is_past && s->settings.is_shedding) {
       shed(decision, *c.seq);
       continue;

@@ -88,6 +88,17 @@ decided decide(policy& p, std::vector<inflight_seq_info> running, std::vector<in
   return out;
 }
 
+/// `n` running decodes, ids 1..n, each 10 tokens in since `first_token_time`.
+std::vector<inflight_seq_info> decodes(int n, double first_token_time, double tpot_target) {
+  std::vector<inflight_seq_info> out;
+  for (int i = 1; i <= n; ++i) out.push_back(decode_seq(std::uint64_t(i), 10, first_token_time, tpot_target));
+  return out;
+}
+
+bool schedules(const decided& d, std::uint64_t id) {
+  return std::any_of(d.scheduled.begin(), d.scheduled.end(), [&](const auto& g) { return g.first == id; });
+}
+
 seq_request request(seq_id id, int prompt_len, int max_tokens, slo_targets targets = {}) {
   seq_request r;
   r.id = id;
@@ -200,25 +211,18 @@ TEST_CASE("slo: a new request waits while the decode step it would join would mi
   // prompt tokens of a step are not what holds the request back.
   auto slo = load_policy("slo", with(fixed_estimate, "decode_ms", "1"));
   auto splitfuse = load_policy("splitfuse");
-  const auto decodes = [](int n, double tpot_target) {
-    std::vector<inflight_seq_info> out;
-    for (int i = 1; i <= n; ++i) out.push_back(decode_seq(std::uint64_t(i), 10, 0.95, tpot_target));
-    return out;
-  };
-  const auto admitted = [](const decided& d) {
-    return std::any_of(d.scheduled.begin(), d.scheduled.end(), [](const auto& g) { return g.first == 99; });
-  };
+  const auto admitted = [](const decided& d) { return schedules(d, 99); };
   const auto request = waiting_seq(99, 1.0, 40, 1.0);
   auto targeted = request;
   targeted.tpot_target = 0.020;
-  CHECK(admitted(decide(slo, decodes(12, 0.020), {request}, 1.0, 512, 64)));
-  CHECK(!admitted(decide(slo, decodes(13, 0.020), {request}, 1.0, 512, 64)));
-  CHECK(admitted(decide(splitfuse, decodes(13, 0.020), {request}, 1.0, 512, 64)));
+  CHECK(admitted(decide(slo, decodes(12, 0.95, 0.020), {request}, 1.0, 512, 64)));
+  CHECK(!admitted(decide(slo, decodes(13, 0.95, 0.020), {request}, 1.0, 512, 64)));
+  CHECK(admitted(decide(splitfuse, decodes(13, 0.95, 0.020), {request}, 1.0, 512, 64)));
   // Its own target counts too; with no target anywhere nothing waits.
-  CHECK(!admitted(decide(slo, decodes(13, 0.0), {targeted}, 1.0, 512, 64)));
-  CHECK(admitted(decide(slo, decodes(40, 0.0), {request}, 1.0, 512, 64)));
+  CHECK(!admitted(decide(slo, decodes(13, 0.95, 0.0), {targeted}, 1.0, 512, 64)));
+  CHECK(admitted(decide(slo, decodes(40, 0.95, 0.0), {request}, 1.0, 512, 64)));
   // A target no step of decodes could meet (one decode alone takes 6 ms) holds nothing back.
-  CHECK(admitted(decide(slo, decodes(13, 0.005), {request}, 1.0, 512, 64)));
+  CHECK(admitted(decide(slo, decodes(13, 0.95, 0.005), {request}, 1.0, 512, 64)));
 }
 
 TEST_CASE("slo: its step-time model follows the steps it observes", "[core][plugin][slo]") {
@@ -228,24 +232,16 @@ TEST_CASE("slo: its step-time model follows the steps it observes", "[core][plug
   auto learned = load_policy("slo", {{"step_ms", "1"}, {"token_ms", "0.01"}});
   auto fixed = load_policy("slo", {{"step_ms", "1"}, {"token_ms", "0.01"}, {"learn", "false"}});
   double now = 1.0;
-  const auto decodes = [&](int n, double tpot_target) {
-    std::vector<inflight_seq_info> out;
-    for (int i = 1; i <= n; ++i) out.push_back(decode_seq(std::uint64_t(i), 10, now - 0.05, tpot_target));
-    return out;
-  };
   for (int k = 0; k < 100; ++k) {
     const int n = 2 + k % 10;
-    decide(learned, decodes(n, 0.0), {}, now, 512, 64);
+    decide(learned, decodes(n, now - 0.05, 0.0), {}, now, 512, 64);
     now += (4.0 + 0.5 * n) / 1e3;
   }
-  const auto admitted = [](const decided& d) {
-    return std::any_of(d.scheduled.begin(), d.scheduled.end(), [](const auto& g) { return g.first == 99; });
-  };
   auto request = waiting_seq(99, now, 40, 1.0);
   request.tpot_target = 0.020;
-  CHECK(admitted(decide(learned, decodes(25, 0.020), {request}, now, 512, 64)));
-  CHECK(!admitted(decide(learned, decodes(29, 0.020), {request}, now, 512, 64)));
-  CHECK(admitted(decide(fixed, decodes(29, 0.020), {request}, now, 512, 64)));
+  CHECK(schedules(decide(learned, decodes(25, now - 0.05, 0.020), {request}, now, 512, 64), 99));
+  CHECK(!schedules(decide(learned, decodes(29, now - 0.05, 0.020), {request}, now, 512, 64), 99));
+  CHECK(schedules(decide(fixed, decodes(29, now - 0.05, 0.020), {request}, now, 512, 64), 99));
 }
 
 TEST_CASE("slo: its settings are checked", "[core][plugin][slo]") {
