@@ -1,7 +1,7 @@
 #pragma once
 // The slo policy's model of how long a step takes, from what it schedules:
 //
-//   seconds = max(memory, compute)
+//   seconds = max(memory, compute)             (memory alone when P = 0)
 //   memory  = fixed + decode x D + kv x K      (a step of decodes: weights, KV, fixed costs)
 //   compute = offset + token x (P + D)         (a step of many tokens: the matrix products)
 //
@@ -9,16 +9,19 @@
 // (each entry's computed tokens plus its own). On a GPU a decode step is `memory` and a
 // long prefill chunk `compute`, the shorter hidden under the longer; on a CPU `compute`
 // covers any step with a prompt chunk and `memory` a step of decodes, whose time grows
-// with their number.
+// with their number. A step of decodes alone is `memory`, the fit of such steps: on a
+// CPU `compute`'s offset holds the decodes beside its prompts and would overstate it.
 //
 // Both parts start from the settings (fixed = step_ms, token = token_ms, decode =
 // decode_ms, the others 0; with decode_ms = 0 the policy's first model, max(step, n x
-// token)) and, with learning on, follow the
-// steps the policy observes (the time between two decisions when the engine ran without
-// a pause): `memory` is fitted to the steps without prompt tokens, and to those whose
-// prompt took no time of its own; `compute` to the steps that took longer than their
-// decodes would have. Each fit is least squares over its last 256 steps, pulled towards
-// the settings where the steps do not tell the terms apart, each coefficient >= 0.
+// token)) and, with learning on, follow the steps the policy observes (the time between
+// two decisions when the engine ran without a pause): `memory` is fitted to the steps
+// without prompt tokens alone, `compute` to the steps with prompt tokens that took
+// longer than 1.1x their decodes would have. A step whose prompt took less teaches
+// neither: fed to `memory`, each such step pulled it up by the prompt's small cost, and
+// a prediction a few percent high held admissions back until the queue missed its
+// TTFT. Each fit is least squares over its last 256 steps, pulled towards the settings
+// where the steps do not tell the terms apart, each coefficient >= 0.
 
 #include <algorithm>
 #include <array>
@@ -141,7 +144,11 @@ class step_estimate {
 
   double memory_seconds(const step_shape& s) const { return memory_.predict(memory_x(s)) / 1e3; }
   double compute_seconds(const step_shape& s) const { return compute_.predict(compute_x(s)) / 1e3; }
-  double seconds(const step_shape& s) const { return std::max(memory_seconds(s), compute_seconds(s)); }
+  /// A step without prompt tokens is what `memory` was fitted to, alone: `compute`'s
+  /// offset holds what its steps' decodes took too, and would overstate it.
+  double seconds(const step_shape& s) const {
+    return s.prompt_tokens > 0 ? std::max(memory_seconds(s), compute_seconds(s)) : memory_seconds(s);
+  }
   /// A prompt of `num_tokens` computed alone, in one step.
   double prompt_seconds(int num_tokens) const { return seconds({double(num_tokens), 0.0, double(num_tokens)}); }
 
@@ -199,10 +206,10 @@ class step_estimate {
   void learn(double seconds, const step_shape& s) {
     if (!(seconds > 0)) return;
     const double ms = seconds * 1e3;
-    if (s.prompt_tokens > 0 && ms > compute_showing * memory_.predict(memory_x(s)))
-      compute_.add(compute_x(s), ms);
-    else
+    if (s.prompt_tokens == 0)
       memory_.add(memory_x(s), ms);
+    else if (ms > compute_showing * memory_.predict(memory_x(s)))
+      compute_.add(compute_x(s), ms);
   }
 
   windowed_fit<3> memory_;
