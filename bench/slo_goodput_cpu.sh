@@ -9,7 +9,7 @@
 # requests) with gamma-bursty arrivals, swept over request rates, goodput at the SLO.
 # Environment: INFLIGHT (default build/bin/inflight), QUIET (a wrapper for each timed
 #   step, e.g. /work/figs/quiet.sh), POLICIES (default every shipped one), RATES
-#   (12,16,20), TTFT (2000), TPOT (8), BURSTINESS (0.25), SEED (0), PORT (8431),
+#   (12,14,16,18,20), TTFT (1000), TPOT (8), BURSTINESS (0.25), SEED (0), PORT (8431),
 #   THREADS (1), PROFILE (profiles/cpu-bench-20M.json; "none" skips the simulation),
 #   CONFIG (config/bench-20M.toml: a deployment, e.g. with [scheduler.slo] settings),
 #   REPEATS (1): runs of each policy, each on a fresh server (no cache from the last);
@@ -21,8 +21,8 @@ out=${1:-$here/build/slo-goodput}
 bin=${INFLIGHT:-$here/build/bin/inflight}
 quiet=${QUIET:-}
 policies=${POLICIES:-"fcfs lpm orca prefill_first priority splitfuse static tgi slo"}
-rates=${RATES:-12,16,20}
-ttft=${TTFT:-2000}
+rates=${RATES:-12,14,16,18,20}
+ttft=${TTFT:-1000}
 tpot=${TPOT:-8}
 burst=${BURSTINESS:-0.25}
 seed=${SEED:-0}
@@ -65,6 +65,7 @@ if os.path.exists(os.path.join(out, "simulated.json")):
 print("\nGoodput, good/s: median of %d real runs [min-max], simulated" % repeats)
 rates = None
 rows = {}
+served = {}
 for p in policies:
     per_rate = {}
     for r in range(1, repeats + 1):
@@ -73,6 +74,7 @@ for p in policies:
             continue
         for run in json.load(open(path))["runs"]:
             per_rate.setdefault(run["request_rate"], []).append(run["summary"].get("goodput", 0.0))
+            served.setdefault(p, {}).setdefault(run["request_rate"], []).append(run["summary"]["request_throughput"])
     rows[p] = per_rate
     rates = rates or sorted(per_rate)
 print("| policy | " + " | ".join("%g req/s" % x for x in rates) + " |")
@@ -85,5 +87,8 @@ for p in policies:
         real = "%.2f [%.2f-%.2f]" % (statistics.median(v), min(v), max(v)) if v else "-"
         cells.append(real + (" / %.2f" % s if s is not None else ""))
     print("| %s | %s |" % (p, " | ".join(cells)))
+print("\nRequest throughput, req/s: median of the real runs")
+for p in policies:
+    print("| %s | %s |" % (p, " | ".join("%.2f" % statistics.median(served.get(p, {}).get(x, [0.0])) for x in rates)))
 PY
 fi
