@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 
 #include "core/bench/gpu_specs.hpp"
@@ -244,12 +245,20 @@ TEST_CASE("slo: its step-time model follows the steps it observes", "[core][plug
   CHECK(schedules(decide(fixed, decodes(29, now - 0.05, 0.020), {request}, now, 512, 64), 99));
 }
 
-TEST_CASE("slo: steps with prompt tokens do not teach it the time of a step of decodes", "[core][plugin][slo]") {
-  // Steps of n decodes take 4 + 0.5 n ms. One policy sees only such steps; the other
-  // sees every other step also compute a 4-token prompt, which adds 8% (within what a
-  // step's decodes could be mistaken for). Both must then admit a request beside the same
-  // number of running decodes: had the prompt steps taught the decode part, it would
-  // predict 4% more and hold the request one decode earlier.
+namespace {
+
+/// Two learning slo policies fed 800 steps of n decodes (2 to 11), each taking 4 + 0.5 n
+/// ms: `pure` sees them alone; `mixed` sees every other one also compute a new prompt
+/// of `prompt_len(k)` tokens, which takes `mixed_ms(ms, prompt)` instead. The two must
+/// then admit a request with TPOT target `tpot` beside as many running decodes, for
+/// each count in [lo, hi]; `pure` admits beside `admitted` and holds at hi.
+struct admission_range {
+  int lo, admitted, hi;
+};
+void check_decode_model_unmoved_by_prompts(const std::function<int(int)>& prompt_len,
+                                           const std::function<double(double, int)>& mixed_ms, double tpot,
+                                           admission_range range) {
+  const auto [lo, admitted, hi] = range;
   auto pure = load_policy("slo", {{"step_ms", "1"}, {"token_ms", "0.01"}});
   auto mixed = load_policy("slo", {{"step_ms", "1"}, {"token_ms", "0.01"}});
   double pure_now = 1.0, mixed_now = 1.0;
@@ -258,61 +267,48 @@ TEST_CASE("slo: steps with prompt tokens do not teach it the time of a step of d
     const double ms = 4.0 + 0.5 * n;
     decide(pure, decodes(n, pure_now - 0.05, 0.0), {}, pure_now, 512, 64);
     pure_now += ms / 1e3;
-    const bool with_prompt = k % 2 == 1;
+    const int prompt = k % 2 == 1 ? prompt_len(k) : 0;
     std::vector<inflight_seq_info> waiting;
-    if (with_prompt) waiting.push_back(waiting_seq(std::uint64_t(1000 + k), mixed_now, 4, 0.0));
+    if (prompt > 0) waiting.push_back(waiting_seq(std::uint64_t(1000 + k), mixed_now, prompt, 0.0));
     const auto d = decide(mixed, decodes(n, mixed_now - 0.05, 0.0), waiting, mixed_now, 512, 64);
-    if (with_prompt) REQUIRE(schedules(d, std::uint64_t(1000 + k)));
-    mixed_now += ms * (with_prompt ? 1.08 : 1.0) / 1e3;
+    if (prompt > 0) REQUIRE(schedules(d, std::uint64_t(1000 + k)));
+    mixed_now += (prompt > 0 ? mixed_ms(ms, prompt) : ms) / 1e3;
   }
-  const auto admits = [](policy& p, int running, double now) {
+  const auto admits = [&](policy& p, int running, double now) {
     auto request = waiting_seq(99, now, 40, 1.0);
-    request.tpot_target = 0.020;
-    return schedules(decide(p, decodes(running, now - 0.05, 0.020), {request}, now, 512, 64), 99);
+    request.tpot_target = tpot;
+    return schedules(decide(p, decodes(running, now - 0.05, tpot), {request}, now, 512, 64), 99);
   };
-  // 0.9 x 20 ms is about 27 decodes.
-  CHECK(admits(pure, 20, pure_now));
-  CHECK(!admits(pure, 34, pure_now));
-  for (int running = 20; running <= 34; ++running) {
+  CHECK(admits(pure, admitted, pure_now));
+  CHECK(!admits(pure, hi, pure_now));
+  for (int running = lo; running <= hi; ++running) {
     INFO("running decodes: " << running);
     CHECK(admits(mixed, running, mixed_now) == admits(pure, running, pure_now));
   }
 }
 
+}  // namespace
+
+TEST_CASE("slo: steps with prompt tokens do not teach it the time of a step of decodes", "[core][plugin][slo]") {
+  // Every other step also computes a 4-token prompt, which adds 8% (within what a step's
+  // decodes could be mistaken for). At a TPOT target of 20 ms (18 ms for the decodes,
+  // about 27 of them), had the prompt steps taught the decode part, it would predict 4%
+  // more and hold the request one decode earlier.
+  check_decode_model_unmoved_by_prompts([](int) { return 4; }, [](double ms, int) { return ms * 1.08; }, 0.020,
+                                        {20, 20, 34});
+}
+
 TEST_CASE("slo: a step of decodes is predicted from steps of decodes, not from the prompt steps' fit",
           "[core][plugin][slo]") {
-  // Steps of n decodes take 4 + 0.5 n ms; a step with a prompt chunk of P tokens takes
-  // 3 ms more, plus 0.02 ms a token (P of 20 or 200). The prompt steps' fit, offset +
-  // token x (P + n), then has an offset of about 10 ms, what a step of decodes beside a
-  // prompt took. At a TPOT target of 10 ms (9 ms for the decodes), a request joins up to
-  // about 9 running decodes; had the prompt fit been taken for steps of decodes, it would
-  // predict them at 10 ms or more and admit none beside any.
-  auto pure = load_policy("slo", {{"step_ms", "1"}, {"token_ms", "0.01"}});
-  auto mixed = load_policy("slo", {{"step_ms", "1"}, {"token_ms", "0.01"}});
-  double pure_now = 1.0, mixed_now = 1.0;
-  for (int k = 0; k < 800; ++k) {
-    const int n = 2 + (k / 2) % 10;
-    const double ms = 4.0 + 0.5 * n;
-    decide(pure, decodes(n, pure_now - 0.05, 0.0), {}, pure_now, 512, 64);
-    pure_now += ms / 1e3;
-    const int prompt = k % 2 == 0 ? 0 : (k % 4 == 1 ? 20 : 200);
-    std::vector<inflight_seq_info> waiting;
-    if (prompt > 0) waiting.push_back(waiting_seq(std::uint64_t(1000 + k), mixed_now, prompt, 0.0));
-    const auto d = decide(mixed, decodes(n, mixed_now - 0.05, 0.0), waiting, mixed_now, 512, 64);
-    if (prompt > 0) REQUIRE(schedules(d, std::uint64_t(1000 + k)));
-    mixed_now += (prompt > 0 ? ms + 3.0 + 0.02 * prompt : ms) / 1e3;
-  }
-  const auto admits = [](policy& p, int running, double now) {
-    auto request = waiting_seq(99, now, 40, 1.0);
-    request.tpot_target = 0.010;
-    return schedules(decide(p, decodes(running, now - 0.05, 0.010), {request}, now, 512, 64), 99);
-  };
-  CHECK(admits(pure, 8, pure_now));
-  CHECK(!admits(pure, 12, pure_now));
-  for (int running = 1; running <= 12; ++running) {
-    INFO("running decodes: " << running);
-    CHECK(admits(mixed, running, mixed_now) == admits(pure, running, pure_now));
-  }
+  // A step with a prompt chunk of P tokens (20 or 200) takes 3 ms more, plus 0.02 ms a
+  // token. The prompt steps' fit, offset + token x (P + n), then has an offset of about
+  // 10 ms, what a step of decodes beside a prompt took. At a TPOT target of 10 ms (9 ms
+  // for the decodes), a request joins up to about 9 running decodes; had the prompt fit
+  // been taken for steps of decodes, it would predict them at 10 ms or more and admit
+  // none beside any.
+  check_decode_model_unmoved_by_prompts([](int k) { return k % 4 == 1 ? 20 : 200; },
+                                        [](double ms, int prompt) { return ms + 3.0 + 0.02 * prompt; }, 0.010,
+                                        {1, 8, 12});
 }
 
 TEST_CASE("slo: its settings are checked", "[core][plugin][slo]") {
