@@ -245,6 +245,38 @@ TEST_CASE("slo: its step-time model follows the steps it observes", "[core][plug
   CHECK(schedules(decide(fixed, decodes(29, now - 0.05, 0.020), {request}, now, 512, 64), 99));
 }
 
+TEST_CASE("slo: its step-time model tells the KV read from the number of decodes", "[core][plugin][slo]") {
+  // Steps of n decodes over c tokens of context each take 4 + 0.2 n + 0.001 n c ms (n
+  // from 2 to 11, c from 100 to 1,000). At a TPOT target of 20 ms (18 ms for the
+  // decodes), decodes over 100 tokens fit 46 to a step, over 1,000 tokens 11: a request
+  // joins 30 short ones but not 14 long ones. A model of the number of decodes alone
+  // would treat the two alike.
+  auto learned = load_policy("slo", {{"step_ms", "1"}, {"token_ms", "0.01"}});
+  const auto decodes_over = [](int n, int context, double first_token_time, double tpot) {
+    auto out = decodes(n, first_token_time, tpot);
+    for (auto& seq : out) {
+      seq.num_prompt_tokens = context - seq.num_generated_tokens;
+      seq.num_tokens = context;
+      seq.num_computed_tokens = context - 1;
+    }
+    return out;
+  };
+  double now = 1.0;
+  for (int k = 0; k < 400; ++k) {
+    const int n = 2 + k % 10, context = 100 * (1 + (k / 10) % 10);
+    decide(learned, decodes_over(n, context, now - 0.05, 0.0), {}, now, 512, 64);
+    now += (4.0 + 0.2 * n + 0.001 * n * context) / 1e3;
+  }
+  const auto admits = [&](int running, int context) {
+    auto request = waiting_seq(99, now, 40, 1.0);
+    request.tpot_target = 0.020;
+    return schedules(decide(learned, decodes_over(running, context, now - 0.05, 0.020), {request}, now, 512, 64), 99);
+  };
+  CHECK(admits(30, 100));
+  CHECK(admits(8, 1000));
+  CHECK(!admits(14, 1000));
+}
+
 namespace {
 
 /// Two learning slo policies fed 800 steps of n decodes (2 to 11), each taking 4 + 0.5 n
