@@ -13,15 +13,16 @@
 // CPU `compute`'s offset holds the decodes beside its prompts and would overstate it.
 //
 // Both parts start from the settings (fixed = step_ms, token = token_ms, decode =
-// decode_ms, the others 0; with decode_ms = 0 the policy's first model, max(step, n x
-// token)) and, with learning on, follow the steps the policy observes (the time between
-// two decisions when the engine ran without a pause): `memory` is fitted to the steps
-// without prompt tokens alone, `compute` to the steps with prompt tokens that took
-// longer than 1.1x their decodes would have. A step whose prompt took less teaches
-// neither: fed to `memory`, each such step pulled it up by the prompt's small cost, and
-// a prediction a few percent high held admissions back until the queue missed its
-// TTFT. Each fit is least squares over its last 256 steps, pulled towards the settings
-// where the steps do not tell the terms apart, each coefficient >= 0.
+// decode_ms, the others 0; with decode_ms = 0, max(step, n x token) for a step with
+// prompt tokens and `step` for one of decodes) and, with learning on, follow the steps
+// the policy observes (the time between two decisions when the engine ran without a
+// pause): `memory` is fitted to the steps without prompt tokens alone, `compute` to the
+// steps with prompt tokens that took longer than 1.1x their decodes would have. A step
+// whose prompt took less teaches neither: fed to `memory`, each such step pulled it up
+// by the prompt's small cost, and a prediction a few percent high held admissions back
+// until the queue missed its TTFT. Each fit is least squares over its last 256 steps,
+// pulled towards the settings where the steps do not tell the terms apart, each
+// coefficient >= 0.
 
 #include <algorithm>
 #include <array>
