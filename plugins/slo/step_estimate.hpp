@@ -137,9 +137,6 @@ class step_estimate {
       : memory_({fixed_s * 1e3, decode_s * 1e3 * decode_unit, 0.0}), compute_({0.0, token_s * 1e3 * token_unit}),
         is_learning_(is_learning) {}
 
-  double fixed_s() const { return memory_.theta()[0] / 1e3; }
-  double decode_s() const { return memory_.theta()[1] / decode_unit / 1e3; }
-  double kv_token_s() const { return memory_.theta()[2] / kv_unit / 1e3; }
   double offset_s() const { return compute_.theta()[0] / 1e3; }
   double token_s() const { return compute_.theta()[1] / token_unit / 1e3; }
 
@@ -150,8 +147,6 @@ class step_estimate {
   double seconds(const step_shape& s) const {
     return s.prompt_tokens > 0 ? std::max(memory_seconds(s), compute_seconds(s)) : memory_seconds(s);
   }
-  /// A prompt of `num_tokens` computed alone, in one step.
-  double prompt_seconds(int num_tokens) const { return seconds({double(num_tokens), 0.0, double(num_tokens)}); }
 
   /// Most prompt tokens of `seq` a step already holding `base` may add and take at
   /// most `limit` seconds (0 when none fit; INT_MAX when tokens cost nothing).
