@@ -13,11 +13,14 @@
 #      against the real engine, every policy, on SIM_WORKLOADS (default "variance latency
 #      interference", full size; bench/sim_validate.py). The profile lands in OUT for
 #      profiles/.
+#   5. ncu (not in the default steps): a kernel time table of Llama-3.1-8B decode steps
+#      (procurement, NCU_STREAMS streams, default "1 64"; about 3 steps each, after the
+#      prefill), the mma/mma kernels: where a step's time goes beside the plan's floor.
 # Pack here with tests/gpu/device-pack.sh BUILD DIR (DIR git-ignored, named in the device
 # tool's carry), then on the GPU machine, from the repository root:
 #   tests/gpu/device-checks.sh DIR OUT [budget_seconds] [steps]
-# steps: any of tests,oracle,bench,procurement,interference,variance,simulate (default: all
-# but simulate), run in that order. Figures land in OUT.
+# steps: any of tests,oracle,bench,procurement,interference,variance,simulate,ncu (default: all
+# but simulate and ncu), run in that order. Figures land in OUT.
 set -u
 D=${1:?DIR}; OUT=${2:?OUT}; BUDGET=${3:-450}; STEPS=${4:-tests,oracle,bench,procurement,interference,variance}
 STREAMS=${STREAMS:-1}; SHAPE=${SHAPE:-llama-3.2-1b}; KERNELS=${KERNELS:-tiled/grouped mma/mma}
@@ -112,6 +115,33 @@ if want simulate; then
     timeout $(($(left) - 10)) python3 bench/sim_validate.py --inflight "$I" --config config/gpu-8b.toml \
       --shape llama-3.2-1b --size full --profile "$prof" --workload $w "${extra[@]}" $sim_sets --out "$OUT/simval" \
       2>"$OUT/simval-$w.err" | tee "$OUT/simval-$w.md"
+  done
+fi
+if want ncu; then
+  NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  for n in ${NCU_STREAMS:-1 64}; do
+    [ "$(left)" -gt 120 ] || { echo "skipped: ncu $n streams (budget)"; continue; }
+    # Past the prefill steps (about 450 launches a step, 2,048 prompt tokens each) and the
+    # graph captures, then about 3 decode steps of 32 layers.
+    skip=$(( (n * 1750 / 2048 + 1) * 450 + 1500 ))
+    echo "== ncu, llama-3.1-8b decode, $n streams, launches $skip.. ($(date -u +%T))"
+    timeout $(($(left) - 10)) "$NCU" --metrics gpu__time_duration.sum --print-summary per-kernel --launch-skip $skip \
+      --launch-count 1300 "$I" bench offline --shape llama-3.1-8b $one $(kset mma/mma) --workload procurement --size full \
+      --num-prompts $n --policy splitfuse > "$OUT/ncu_decode_$n.txt" 2>&1
+    python3 - "$OUT/ncu_decode_$n.txt" <<'PY'
+import re, sys
+rows = []
+for b in re.split(r'\n  (?=\S)', open(sys.argv[1]).read()):
+    m = re.match(r'(.*?)\s\(\d+, \d+, \d+\)x\(\d+, \d+, \d+\).*Invocations (\d+)', b)
+    a = re.search(r'gpu__time_duration.sum\s+(\S+)\s+[\d.,]+\s+[\d.,]+\s+([\d.,]+)', b)
+    if m and a:
+        us = float(a.group(2).replace(',', '')) * {'ns': 1e-3, 'us': 1, 'ms': 1e3}.get(a.group(1), 1)
+        rows.append((us * int(m.group(2)), int(m.group(2)), us, m.group(1)[:90]))
+total = sum(r[0] for r in rows) or 1
+print(f"{sys.argv[1]}: {sum(r[1] for r in rows)} kernels, {total / 1e3:.2f} ms")
+for t, k, us, name in sorted(rows, reverse=True)[:14]:
+    print(f"  {t / 1e3:8.2f} ms {100 * t / total:5.1f}%  n={k:5d} avg {us:8.1f} us  {name}")
+PY
   done
 fi
 echo "== done ($(date -u +%T)), $(left) s of the budget left"
