@@ -121,9 +121,10 @@ if want ncu; then
   NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
   for n in ${NCU_STREAMS:-1 64}; do
     [ "$(left)" -gt 120 ] || { echo "skipped: ncu $n streams (budget)"; continue; }
-    # Past the prefill steps (about 450 launches a step, 2,048 prompt tokens each) and the
-    # graph captures, then about 3 decode steps of 32 layers.
-    skip=$(( (n * 1750 / 2048 + 1) * 450 + 1500 ))
+    # Past the weight upload (about 600 conversion launches), the prefill steps (at most
+    # 500 launches a step, 2,048 prompt tokens each) and the graph captures, then about 3
+    # decode steps of 32 layers (about 420 launches each).
+    skip=$(( (n * 1750 / 2048 + 1) * 500 + 2500 ))
     echo "== ncu, llama-3.1-8b decode, $n streams, launches $skip.. ($(date -u +%T))"
     timeout $(($(left) - 10)) "$NCU" --metrics gpu__time_duration.sum --print-summary per-kernel --launch-skip $skip \
       --launch-count 1300 "$I" bench offline --shape llama-3.1-8b $one $(kset mma/mma) --workload procurement --size full \
