@@ -2,7 +2,7 @@
 /// The engine's reports to routers (core/route/engine_report.hpp): after each step the
 /// kv-allocator actor hands the scheduler actor its prefix cache's delta with the grant,
 /// and the scheduler actor publishes it with its load to one sink (an engine_host,
-/// actors/remote_engine.hpp, which forwards it to the routers connected to it). With no
+/// actors/cluster/remote_engine.hpp, which forwards it to the routers connected to it). With no
 /// sink installed nothing is published.
 
 #include <atomic>

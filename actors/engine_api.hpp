@@ -1,5 +1,5 @@
 #pragma once
-/// What a gateway needs of an engine. The in-process engine (actors/engine.hpp) provides
+/// What a gateway needs of an engine. The in-process engine (actors/engine/engine.hpp) provides
 /// it, and so does a router in front of engines in other processes: the gateway's HTTP,
 /// SSE, WebSocket and metrics code is the same for both.
 
@@ -8,15 +8,15 @@
 #include <vector>
 
 #include "core/config/deployment.hpp"
-#include "core/error.hpp"
-#include "core/metrics/metrics.hpp"
+#include "core/base/error.hpp"
+#include "core/engine/metrics/metrics.hpp"
 #include "core/model/model_loader.hpp"
 
 namespace inflight {
 
 using request_id = seq_id;
 struct generate_request;
-struct submission;  // actors/engine.hpp: a request and the sink of its events
+struct submission;  // actors/engine/engine.hpp: a request and the sink of its events
 struct engine_snapshot;
 struct engine_health;
 class request_sink;

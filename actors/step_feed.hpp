@@ -1,6 +1,6 @@
 #pragma once
 /// The engine's side of the live step feed (GET /v1/engine/events, the web UI): the
-/// scheduler actor summarises each step (core/metrics/step_summary.hpp) and hands it
+/// scheduler actor summarises each step (core/engine/metrics/step_summary.hpp) and hands it
 /// to one sink, which fans it out to subscribers with bounded buffers (the gateway).
 /// With no sink installed the scheduler builds nothing: one relaxed atomic load a step.
 
@@ -10,8 +10,8 @@
 #include <optional>
 #include <vector>
 
-#include "core/metrics/step_summary.hpp"
-#include "core/sched/scheduler.hpp"
+#include "core/engine/metrics/step_summary.hpp"
+#include "core/engine/sched/scheduler.hpp"
 
 namespace inflight {
 

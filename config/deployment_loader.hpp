@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/config/deployment.hpp"
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 
 namespace inflight::config {
 

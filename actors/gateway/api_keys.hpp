@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/config/deployment.hpp"
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 
 namespace inflight::gateway {
 

@@ -4,7 +4,7 @@
 #include <optional>
 #include <string_view>
 
-#include "core/tokenizer/tokenizer.hpp"
+#include "core/model/tokenizer/tokenizer.hpp"
 
 namespace inflight::gateway {
 

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/gateway/errors.hpp"
-#include "core/tokenizer/chat_template.hpp"
+#include "core/model/template/chat_template.hpp"
 
 namespace inflight::gateway {
 

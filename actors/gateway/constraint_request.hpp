@@ -22,7 +22,7 @@
 #include "actors/gateway/json_fields.hpp"
 #include "actors/gateway/served_model.hpp"
 #include "core/grammar/grammar_cache.hpp"
-#include "core/sampling/sampling_params.hpp"
+#include "core/engine/request/sampling_params.hpp"
 
 namespace inflight::gateway {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "actors/messages.hpp"
+#include "actors/engine/messages.hpp"
 
 namespace inflight::gateway {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "actors/gateway/gateway_state.hpp"
-#include "core/metrics/step_summary.hpp"
+#include "core/engine/metrics/step_summary.hpp"
 
 namespace inflight::gateway {
 

@@ -1,14 +1,14 @@
 #pragma once
 /// Errors at the edge: the OpenAI error envelope, built from inflight::error values
-/// (their status, type and code come from the one table in core/error.cpp).
+/// (their status, type and code come from the one table in core/base/error.cpp).
 
 #include <expected>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
-#include "actors/engine.hpp"
-#include "core/error.hpp"
+#include "actors/engine/engine.hpp"
+#include "core/base/error.hpp"
 
 namespace inflight::gateway {
 
@@ -25,7 +25,7 @@ template <class T>
 using api_result = std::expected<T, api_error>;
 
 /// An engine error as the client sees it: status, type and code from errc's one table
-/// (core/error.hpp), the message as the engine wrote it.
+/// (core/base/error.hpp), the message as the engine wrote it.
 api_error to_api_error(const error& e, std::string param = {});
 /// The error of a request that finished with finish_reason::error (its cause).
 api_error finish_error(const finish_event& ev);

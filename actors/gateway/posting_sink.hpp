@@ -6,7 +6,7 @@
 #include <functional>
 #include <memory>
 
-#include "actors/engine.hpp"
+#include "actors/engine/engine.hpp"
 
 namespace inflight::gateway {
 

@@ -8,7 +8,7 @@
 ///   /v1/score (and /score), as vLLM takes it: {model, text_1, text_2}, each a string or
 ///   a list: 1:1, 1:N or N:N pairs.
 ///
-/// Each pair becomes one prompt (core/rerank/reranker.hpp); every prompt of a query
+/// Each pair becomes one prompt (core/api/reranker.hpp); every prompt of a query
 /// starts with the same prefix tokens.
 
 #include <string>

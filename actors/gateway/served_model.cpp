@@ -4,7 +4,7 @@
 #include <chrono>
 
 #include "core/grammar/tokenizer_vocab.hpp"
-#include "core/tokenizer/hf_tokenizer.hpp"
+#include "core/model/tokenizer/hf_tokenizer.hpp"
 
 namespace inflight::gateway {
 

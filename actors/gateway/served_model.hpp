@@ -9,16 +9,16 @@
 #include <string>
 #include <vector>
 
-#include "core/chat/tool_prompt.hpp"
+#include "core/api/tool_prompt.hpp"
 #include "core/config/deployment.hpp"
-#include "core/embed/pooling.hpp"
-#include "core/error.hpp"
+#include "core/model/pooling.hpp"
+#include "core/base/error.hpp"
 #include "core/grammar/grammar_cache.hpp"
-#include "core/metrics/metrics.hpp"
+#include "core/engine/metrics/metrics.hpp"
 #include "core/model/model_loader.hpp"
-#include "core/rerank/reranker.hpp"
-#include "core/tokenizer/chat_template.hpp"
-#include "core/tokenizer/tokenizer.hpp"
+#include "core/api/reranker.hpp"
+#include "core/model/template/chat_template.hpp"
+#include "core/model/tokenizer/tokenizer.hpp"
 
 namespace inflight::gateway {
 

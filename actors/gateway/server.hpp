@@ -11,8 +11,8 @@
 #include <memory>
 #include <string>
 
-#include "actors/engine.hpp"
-#include "core/error.hpp"
+#include "actors/engine/engine.hpp"
+#include "core/base/error.hpp"
 
 namespace inflight::gateway {
 

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/gateway/openai_response.hpp"
-#include "core/chat/tool_call_stream.hpp"
+#include "core/api/tool_call_stream.hpp"
 
 namespace inflight::gateway {
 

@@ -14,7 +14,7 @@
 
 #include "actors/gateway/errors.hpp"
 #include "actors/gateway/served_model.hpp"
-#include "core/chat/tool_prompt.hpp"
+#include "core/api/tool_prompt.hpp"
 
 namespace inflight::gateway {
 

@@ -7,7 +7,7 @@
 #include <random>
 #include <tuple>
 
-#include "actors/engine.hpp"
+#include "actors/engine/engine.hpp"
 #include "apps/inflight/bench_report.hpp"
 #include "apps/inflight/commands.hpp"
 #include "core/bench/rerank_workload.hpp"

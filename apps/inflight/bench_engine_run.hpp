@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "actors/engine.hpp"
-#include "core/sim/step_profile.hpp"
+#include "actors/engine/engine.hpp"
+#include "core/bench/sim/step_profile.hpp"
 #include "core/grammar/token_index.hpp"
 #include "core/bench/bench_metrics.hpp"
 #include "core/bench/dataset.hpp"
@@ -20,7 +20,7 @@ struct engine_run {
   long long num_feed_bytes = 0;   ///< and their size in bytes
   histogram_counts mask_seconds;  ///< the engine's grammar_mask_seconds at the end (one per constrained sequence-step)
   /// With step recording: every step's shape and time inside the engine, plan to applied
-  /// result (a step profile's samples of source "engine", core/sim/step_profile.hpp).
+  /// result (a step profile's samples of source "engine", core/bench/sim/step_profile.hpp).
   std::vector<sim::profile_sample> steps;
 };
 

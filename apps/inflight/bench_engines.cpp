@@ -3,7 +3,7 @@
 #include <cmath>
 #include <map>
 
-#include "core/metrics/prometheus_merge.hpp"
+#include "core/engine/metrics/prometheus_merge.hpp"
 
 namespace inflight::app {
 namespace {

@@ -17,12 +17,12 @@
 #include "apps/inflight/commands.hpp"
 #include "apps/inflight/host_info.hpp"
 #include "config/deployment_loader.hpp"
-#include "core/sched/policy.hpp"
+#include "core/engine/sched/policy.hpp"
 #include "core/bench/arrival.hpp"
 #include "core/bench/policy_budget.hpp"
 #include "core/grammar/tokenizer_vocab.hpp"
-#include "core/model/shapes.hpp"
-#include "core/sim/step_profile.hpp"
+#include "core/model/formats/shapes.hpp"
+#include "core/bench/sim/step_profile.hpp"
 
 namespace inflight::app {
 namespace {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/bench/bench_metrics.hpp"
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 
 namespace inflight::app {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "actors/engine.hpp"
+#include "actors/engine/engine.hpp"
 #include "apps/inflight/commands.hpp"
 
 namespace inflight::app {

@@ -7,7 +7,7 @@
 
 #include "core/config/deployment.hpp"
 #include "core/route/route_policy.hpp"
-#include "core/sched/policy.hpp"
+#include "core/engine/sched/policy.hpp"
 
 namespace inflight::app {
 

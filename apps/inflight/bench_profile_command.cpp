@@ -1,6 +1,6 @@
 // `inflight bench profile`: step times of the deployment's backend over a grid of step
 // shapes (one prefilling sequence beside decode sequences at a context), a fit of them
-// (core/sim/step_profile.hpp), and both written to a JSON file that `inflight simulate
+// (core/bench/sim/step_profile.hpp), and both written to a JSON file that `inflight simulate
 // --cost-model profile:FILE` reads. Drives the backend directly, as `bench forward` does.
 #include <algorithm>
 #include <chrono>
@@ -8,11 +8,11 @@
 #include <ctime>
 #include <fstream>
 
-#include "actors/backend/backend_factory.hpp"
+#include "backends/backend_factory.hpp"
 #include "apps/inflight/commands.hpp"
 #include "apps/inflight/host_info.hpp"
 #include "core/model/model_loader.hpp"
-#include "core/sim/step_profile.hpp"
+#include "core/bench/sim/step_profile.hpp"
 
 namespace inflight::app {
 namespace {

@@ -6,9 +6,9 @@
 
 #include <vector>
 
-#include "actors/engine.hpp"
+#include "actors/engine/engine.hpp"
 #include "core/bench/rerank_workload.hpp"
-#include "core/rerank/reranker.hpp"
+#include "core/api/reranker.hpp"
 
 namespace inflight::app {
 

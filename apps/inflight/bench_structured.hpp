@@ -15,7 +15,7 @@
 #include "core/bench/bench_metrics.hpp"
 #include "core/bench/dataset.hpp"
 #include "core/grammar/token_index.hpp"
-#include "core/metrics/metrics.hpp"
+#include "core/engine/metrics/metrics.hpp"
 
 namespace inflight::app {
 

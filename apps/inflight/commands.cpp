@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "config/deployment_loader.hpp"
-#include "core/model/shapes.hpp"
+#include "core/model/formats/shapes.hpp"
 
 namespace inflight::app {
 

@@ -7,7 +7,7 @@
 #include <iostream>
 #include <mutex>
 
-#include "actors/engine.hpp"
+#include "actors/engine/engine.hpp"
 #include "apps/inflight/commands.hpp"
 #include "config/deployment_loader.hpp"
 

@@ -1,7 +1,7 @@
 #pragma once
 /// What a benchmark says about where and what it ran: the CPU's model name, the time,
 /// the weight and KV types, for its report and the origin of a step profile
-/// (core/sim/step_profile.hpp).
+/// (core/bench/sim/step_profile.hpp).
 
 #include <string>
 

@@ -5,12 +5,12 @@
 #include <iostream>
 
 #include "apps/inflight/commands.hpp"
-#include "core/model/dummy_model.hpp"
-#include "core/model/gguf_model_writer.hpp"
-#include "core/model/hf_writer.hpp"
-#include "core/model/llama2c.hpp"
-#include "core/model/shapes.hpp"
-#include "core/tokenizer/llama2c_tokenizer.hpp"
+#include "core/model/formats/dummy_model.hpp"
+#include "core/model/formats/gguf_model_writer.hpp"
+#include "core/model/formats/hf_writer.hpp"
+#include "core/model/formats/llama2c.hpp"
+#include "core/model/formats/shapes.hpp"
+#include "core/model/tokenizer/llama2c_tokenizer.hpp"
 
 namespace inflight::app {
 namespace {

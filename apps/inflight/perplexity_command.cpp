@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/backend/backend_factory.hpp"
-#include "actors/backend/cpu_backend.hpp"
+#include "backends/backend_factory.hpp"
+#include "backends/cpu_backend.hpp"
 #include "apps/inflight/commands.hpp"
 #include "core/bench/perplexity.hpp"
 #include "core/model/model_loader.hpp"

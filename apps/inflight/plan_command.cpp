@@ -5,10 +5,10 @@
 #include "apps/inflight/commands.hpp"
 #include "config/deployment_loader.hpp"
 #include "core/bench/capacity_plan.hpp"
-#include "core/model/hf_model.hpp"
+#include "core/model/formats/hf_model.hpp"
 #include "core/model/model_loader.hpp"
-#include "core/model/shapes.hpp"
-#include "core/quant/weight_dtype.hpp"
+#include "core/model/formats/shapes.hpp"
+#include "core/model/quant/weight_dtype.hpp"
 
 namespace inflight::app {
 namespace {

@@ -3,11 +3,11 @@
 // down gracefully on SIGINT / SIGTERM and exits 0.
 //
 // `--role engine`: the engine alone, served to gateways in other processes over CAF's
-// middleman on cluster.bind (else server.host:server.port) (actors/remote_engine.hpp),
-// with mutual TLS when [cluster] tls = true (actors/cluster_tls.hpp); no HTTP.
+// middleman on cluster.bind (else server.host:server.port) (actors/cluster/remote_engine.hpp),
+// with mutual TLS when [cluster] tls = true (actors/cluster/cluster_tls.hpp); no HTTP.
 // `--role router --engines host:port,...` (or [router] engines): the HTTP gateway in
 // front of such engines, each request sent to the one a routing policy picks
-// (actors/routed_engine.hpp). docs/deployment.md has the whole picture.
+// (actors/cluster/routed_engine.hpp). docs/deployment.md has the whole picture.
 #include <signal.h>
 
 #include <caf/all.hpp>
@@ -15,10 +15,10 @@
 #include <cstdio>
 #include <iostream>
 
-#include "actors/cluster_tls.hpp"
-#include "actors/engine.hpp"
-#include "actors/remote_engine.hpp"
-#include "actors/routed_engine.hpp"
+#include "actors/cluster/cluster_tls.hpp"
+#include "actors/engine/engine.hpp"
+#include "actors/cluster/remote_engine.hpp"
+#include "actors/cluster/routed_engine.hpp"
 #include "actors/gateway/server.hpp"
 #include "apps/inflight/commands.hpp"
 #include "config/deployment_loader.hpp"

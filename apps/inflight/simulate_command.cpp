@@ -1,6 +1,6 @@
 // `inflight simulate`: the real scheduler, policy plugins and KV manager on a virtual
 // clock, each step's time from a cost model of a named GPU and model shape (see
-// docs/simulate.md and core/sim/). One row per policy and sweep value.
+// docs/simulate.md and core/bench/sim/). One row per policy and sweep value.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -18,10 +18,10 @@
 #include "core/bench/gpu_specs.hpp"
 #include "core/bench/policy_budget.hpp"
 #include "core/bench/rerank_workload.hpp"
-#include "core/kv/block_pool.hpp"
-#include "core/model/shapes.hpp"
-#include "core/sim/profile_cost_model.hpp"
-#include "core/sim/simulator.hpp"
+#include "core/engine/kv/block_pool.hpp"
+#include "core/model/formats/shapes.hpp"
+#include "core/bench/sim/profile_cost_model.hpp"
+#include "core/bench/sim/simulator.hpp"
 
 namespace inflight::app {
 namespace {

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/inflight/simulate_sweep.hpp"
-#include "core/sim/simulator.hpp"
+#include "core/bench/sim/simulator.hpp"
 
 namespace inflight::app {
 

@@ -6,7 +6,7 @@
 #include <map>
 #include <numeric>
 
-#include "core/sched/slo_targets.hpp"
+#include "core/engine/request/slo_targets.hpp"
 
 namespace inflight::bench {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <string>
 
-#include "core/kv/block_pool.hpp"
+#include "core/engine/kv/block_pool.hpp"
 
 namespace inflight::bench {
 

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "core/model/model_config.hpp"
 
 namespace inflight::bench {

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/error.hpp"
-#include "core/types.hpp"
+#include "core/base/error.hpp"
+#include "core/base/types.hpp"
 
 namespace inflight::bench {
 

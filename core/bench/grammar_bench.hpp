@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/bench/structured_workload.hpp"
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "core/grammar/token_index.hpp"
 
 namespace inflight::bench {

@@ -15,7 +15,7 @@
 #include <span>
 #include <vector>
 
-#include "core/types.hpp"
+#include "core/base/types.hpp"
 
 namespace inflight::bench {
 

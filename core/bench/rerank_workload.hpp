@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/bench/dataset.hpp"
-#include "core/error.hpp"
-#include "core/tokenizer/tokenizer.hpp"
+#include "core/base/error.hpp"
+#include "core/model/tokenizer/tokenizer.hpp"
 
 namespace inflight::bench {
 

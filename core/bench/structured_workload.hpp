@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/bench/dataset.hpp"
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 
 namespace inflight::bench {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/embed/pooling.hpp"
+#include "core/model/pooling.hpp"
 
 namespace inflight {
 
@@ -133,7 +133,7 @@ struct engine_settings {
 
 struct scheduler_settings {
   std::string policy = "splitfuse";
-  std::string plugin_dir;          ///< empty = $INFLIGHT_PLUGIN_DIR, else next to the binary (core/sched/plugin_dir.hpp)
+  std::string plugin_dir;          ///< empty = $INFLIGHT_PLUGIN_DIR, else next to the binary (core/engine/sched/plugin_dir.hpp)
   /// [scheduler.<policy>] tables as JSON objects, by policy name.
   std::map<std::string, std::string> policy_settings;
   // Latency targets of requests that set none (ttft_target_ms / tpot_target_ms in the
@@ -155,7 +155,7 @@ struct rerank_settings {
   rerank_mode mode = rerank_mode::automatic;
   /// The prompt, with {instruction}, {query} and {document} (once, after the query so
   /// that instruction + query are a prefix shared by every document). "" = the built-in
-  /// Qwen3-Reranker format (core/rerank/reranker.hpp).
+  /// Qwen3-Reranker format (core/api/reranker.hpp).
   std::string prompt_template;
   std::string instruction = "Given a web search query, retrieve relevant passages that answer the query";
   std::string yes_word = "yes";    ///< must be one token
@@ -164,11 +164,11 @@ struct rerank_settings {
 };
 
 /// /v1/embeddings (and the WebSocket "embed" message): one prefill-only forward pass
-/// per input, its final hidden states pooled (core/embed/pooling.hpp).
+/// per input, its final hidden states pooled (core/model/pooling.hpp).
 struct embeddings_settings {
   bool enabled = true;             ///< false: the route answers 400 embeddings_unavailable
   /// last (decoder embedders), mean, first (CLS-style); none = "auto": what the model
-  /// states, else last (try_resolve_embedding in core/embed/pooling.hpp).
+  /// states, else last (try_resolve_embedding in core/model/pooling.hpp).
   std::optional<pooling_kind> pooling;
   /// L2-normalise every embedding; none = "auto": as the model's modules say, else true.
   std::optional<bool> normalize;
@@ -183,7 +183,7 @@ struct embeddings_settings {
   int max_input_tokens = 8192;     ///< tokens of one input (and never more than the context)
 };
 
-/// For tests and fault drills; the defaults change nothing (actors/backend/debug_backend.hpp).
+/// For tests and fault drills; the defaults change nothing (backends/debug_backend.hpp).
 struct debug_settings {
   double step_delay_s = 0.0;   ///< sleep before every backend step
   std::int64_t fail_step = 0;  ///< the backend fails its step number N (from 1; 0 = never)

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "core/grammar/grammar.hpp"
 
 namespace inflight {

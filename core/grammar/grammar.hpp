@@ -25,8 +25,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/error.hpp"
-#include "core/tokenizer/codepoints.hpp"
+#include "core/base/error.hpp"
+#include "core/base/codepoints.hpp"
 
 namespace inflight {
 

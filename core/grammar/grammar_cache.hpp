@@ -11,7 +11,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "core/grammar/grammar.hpp"
 #include "core/grammar/grammar_spec.hpp"
 #include "core/grammar/token_index.hpp"

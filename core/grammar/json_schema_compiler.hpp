@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "core/grammar/front_ends.hpp"
 #include "core/grammar/grammar.hpp"
 #include "core/grammar/json_schema_internal.hpp"

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "core/grammar/grammar.hpp"
 
 namespace inflight::json_text {

@@ -36,7 +36,7 @@
 
 #include "core/grammar/grammar.hpp"
 #include "core/grammar/grammar_spec.hpp"
-#include "core/types.hpp"
+#include "core/base/types.hpp"
 
 namespace inflight {
 

@@ -1,13 +1,13 @@
 #pragma once
 /// The grammar view of a tokenizer's vocabulary. Header-only: it calls the tokenizer's
-/// virtual interface, so the grammar library needs nothing of core/tokenizer to link.
+/// virtual interface, so the grammar library needs nothing of core/model/tokenizer to link.
 
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/grammar/token_index.hpp"
-#include "core/tokenizer/tokenizer.hpp"
+#include "core/model/tokenizer/tokenizer.hpp"
 
 namespace inflight {
 

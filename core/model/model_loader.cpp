@@ -4,16 +4,16 @@
 #include <fstream>
 #include <limits>
 
-#include "core/model/dummy_model.hpp"
-#include "core/model/gguf_model.hpp"
-#include "core/model/hf_model.hpp"
-#include "core/model/llama2c.hpp"
-#include "core/model/shapes.hpp"
-#include "core/quant/convert.hpp"
-#include "core/tokenizer/byte_tokenizer.hpp"
-#include "core/tokenizer/gguf_vocab.hpp"
-#include "core/tokenizer/hf_tokenizer.hpp"
-#include "core/tokenizer/llama2c_tokenizer.hpp"
+#include "core/model/formats/dummy_model.hpp"
+#include "core/model/formats/gguf_model.hpp"
+#include "core/model/formats/hf_model.hpp"
+#include "core/model/formats/llama2c.hpp"
+#include "core/model/formats/shapes.hpp"
+#include "core/model/convert.hpp"
+#include "core/model/tokenizer/byte_tokenizer.hpp"
+#include "core/model/tokenizer/gguf_vocab.hpp"
+#include "core/model/tokenizer/hf_tokenizer.hpp"
+#include "core/model/tokenizer/llama2c_tokenizer.hpp"
 
 namespace inflight {
 namespace fs = std::filesystem;

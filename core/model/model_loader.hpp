@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "core/config/deployment.hpp"
-#include "core/embed/pooling.hpp"
-#include "core/error.hpp"
+#include "core/model/pooling.hpp"
+#include "core/base/error.hpp"
 #include "core/model/model_weights.hpp"
-#include "core/tokenizer/chat_template.hpp"
-#include "core/tokenizer/tokenizer.hpp"
-#include "core/util/mapped_file.hpp"
+#include "core/model/template/chat_template.hpp"
+#include "core/model/tokenizer/tokenizer.hpp"
+#include "core/base/mapped_file.hpp"
 
 namespace inflight {
 

@@ -13,7 +13,7 @@
 #include <span>
 #include <vector>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "core/model/model_config.hpp"
 
 namespace inflight {

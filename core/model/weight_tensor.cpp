@@ -4,7 +4,7 @@
 #include <cstring>
 #include <new>
 
-#include "core/quant/quantize.hpp"
+#include "core/model/quant/quantize.hpp"
 
 namespace inflight {
 

@@ -10,8 +10,8 @@
 #include <span>
 #include <vector>
 
-#include "core/error.hpp"
-#include "core/quant/weight_dtype.hpp"
+#include "core/base/error.hpp"
+#include "core/model/quant/weight_dtype.hpp"
 
 namespace inflight {
 

@@ -1,13 +1,13 @@
 #pragma once
 /// What an engine tells the routers in front of it, after each step that changed it:
 /// how its prefix cache changed (full-block hashes, as its KV manager hands them out:
-/// core/kv/kv_manager.hpp take_cache_delta) and its load. A full report carries the
+/// core/engine/kv/kv_manager.hpp take_cache_delta) and its load. A full report carries the
 /// whole cache instead, on (re)subscription: the router forgets what it knew of the
 /// engine and starts again from it, so a router that connects late has an exact index.
 
 #include <vector>
 
-#include "core/kv/block_hash.hpp"
+#include "core/engine/kv/block_hash.hpp"
 
 namespace inflight {
 

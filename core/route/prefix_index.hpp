@@ -2,7 +2,7 @@
 /// What a router knows of each engine's prefix cache: the hashes of the full KV blocks
 /// it holds, kept exact from the engines' own reports (blocks that entered and left
 /// their caches), as SGLang's and Dynamo's KV-aware routers keep it. Block hashes chain
-/// (core/kv/block_hash.hpp), so a prompt's cached part on an engine is the leading run
+/// (core/engine/kv/block_hash.hpp), so a prompt's cached part on an engine is the leading run
 /// of its hashes that the engine holds.
 ///
 /// Beside the reported blocks, each engine has the blocks of the prompts routed to it
@@ -17,7 +17,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "core/kv/block_hash.hpp"
+#include "core/engine/kv/block_hash.hpp"
 
 namespace inflight {
 

@@ -1,6 +1,6 @@
 #include "core/route/route_policy.hpp"
 
-#include "core/util/plugin_library.hpp"
+#include "core/base/plugin_library.hpp"
 
 #include <dlfcn.h>
 

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "plugins/abi/inflight_route.h"
 
 namespace inflight {

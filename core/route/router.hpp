@@ -12,8 +12,8 @@
 #include <span>
 #include <vector>
 
-#include "core/error.hpp"
-#include "core/kv/block_hash.hpp"
+#include "core/base/error.hpp"
+#include "core/engine/kv/block_hash.hpp"
 #include "core/route/engine_report.hpp"
 #include "core/route/prefix_index.hpp"
 #include "core/route/route_policy.hpp"

@@ -1,5 +1,5 @@
 // Portable kernels of the k-quant types (256-value super-blocks; layouts in
-// core/quant/quantize_k.cpp). A product of row r and token t is, over super-blocks s:
+// core/model/quant/quantize_k.cpp). A product of row r and token t is, over super-blocks s:
 //
 //   q4_k, q5_k:  acc += float(isum_s) * (d_s * dx_s);  acc += float(msum_s) * (-dmin_s * dx_s)
 //                isum_s = sum_j sc_j * (q . x over sub-block j),  msum_s = sum_j m_j * (sum of x over j)

@@ -10,7 +10,7 @@ struct type_row {
   weight_layout layout;
 };
 
-// The block layouts of core/quant/weight_dtype.cpp, in weight_type's order.
+// The block layouts of core/model/quant/weight_dtype.cpp, in weight_type's order.
 constexpr type_row type_table[num_weight_types] = {
     {"f32", {1, 4, input_format::f32}},      {"f16", {1, 2, input_format::f32}},
     {"bf16", {1, 2, input_format::bf16}},    {"q8_0", {32, 34, input_format::q8_0}},

@@ -2,7 +2,7 @@
 /// The storage types of weight matrices and of the KV cache as the CPU kernels see them,
 /// and the input (activation) formats their products read.
 ///
-/// The weight types mirror core's weight_dtype (core/quant/weight_dtype.hpp; kernels may
+/// The weight types mirror core's weight_dtype (core/model/quant/weight_dtype.hpp; kernels may
 /// not include core): the same order, and GGUF's (ggml's) block layouts, so a row can
 /// be read straight from a mapped file. A test checks the two tables agree.
 ///

@@ -1,4 +1,4 @@
-// The engine port (actors/cluster_tls.hpp, engine_host, remote_engine): it binds to the
+// The engine port (actors/cluster/cluster_tls.hpp, engine_host, remote_engine): it binds to the
 // address it is given and no other, and with [cluster] tls both sides present
 // certificates from the cluster's CA: a router with one is served, a router without a
 // valid one (no TLS, or a certificate from another CA) is refused.
@@ -9,8 +9,8 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
-#include "actors/cluster_tls.hpp"
-#include "actors/remote_engine.hpp"
+#include "actors/cluster/cluster_tls.hpp"
+#include "actors/cluster/remote_engine.hpp"
 #include "tests/actors/engine_fixture.hpp"
 #include "tests/actors/tls_fixture.hpp"
 

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <thread>
 
-#include "actors/engine.hpp"
+#include "actors/engine/engine.hpp"
 #include "tests/shared_data.hpp"
 
 namespace inflight::test {

@@ -3,8 +3,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/model/hf_writer.hpp"
-#include "core/model/llama2c.hpp"
+#include "core/model/formats/hf_writer.hpp"
+#include "core/model/formats/llama2c.hpp"
 #include "tests/actors/engine_fixture.hpp"
 
 using namespace inflight;

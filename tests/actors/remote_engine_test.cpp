@@ -1,4 +1,4 @@
-// An engine served over CAF's middleman (actors/remote_engine.hpp), in one process with
+// An engine served over CAF's middleman (actors/cluster/remote_engine.hpp), in one process with
 // two network actor systems and loopback TCP between them: what a remote client gets is
 // what the engine gives locally, refusals and grammars cross, cancels free the blocks,
 // a gateway that goes away has its requests cancelled, and an engine that goes away
@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/remote_engine.hpp"
+#include "actors/cluster/remote_engine.hpp"
 #include "core/grammar/front_ends.hpp"
 #include "core/grammar/token_index.hpp"
 #include "core/grammar/tokenizer_vocab.hpp"

@@ -6,8 +6,8 @@
 #include <thread>
 #include <unistd.h>
 
-#include "actors/backend/cpu_backend.hpp"
-#include "core/model/gguf_model_writer.hpp"
+#include "backends/cpu_backend.hpp"
+#include "core/model/formats/gguf_model_writer.hpp"
 #include "tests/actors/rerank_fixture.hpp"
 #include "tests/shipped_policies.hpp"
 

@@ -2,7 +2,7 @@
 // A Qwen3-shaped dummy model with the byte tokenizer and one-byte yes/no words, for the
 // scoring tests of the engine and the gateway.
 
-#include "core/rerank/reranker.hpp"
+#include "core/api/reranker.hpp"
 #include "tests/actors/engine_fixture.hpp"
 
 namespace inflight::test {

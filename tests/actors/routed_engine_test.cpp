@@ -1,4 +1,4 @@
-// The router's engine (actors/routed_engine.hpp) in one process: engines served by
+// The router's engine (actors/cluster/routed_engine.hpp) in one process: engines served by
 // engine_hosts of their own network actor systems, reached over loopback TCP. A request
 // whose engine goes away before its first token is sent again to another engine, and the
 // client sees only a normal, complete answer; one whose engine goes away mid-stream ends
@@ -11,8 +11,8 @@
 #include <chrono>
 #include <thread>
 
-#include "actors/remote_engine.hpp"
-#include "actors/routed_engine.hpp"
+#include "actors/cluster/remote_engine.hpp"
+#include "actors/cluster/routed_engine.hpp"
 #include "tests/actors/engine_fixture.hpp"
 
 using namespace inflight;

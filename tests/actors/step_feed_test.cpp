@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "actors/step_feed.hpp"
-#include "core/sched/step_loop.hpp"
+#include "core/engine/sched/step_loop.hpp"
 #include "tests/actors/engine_fixture.hpp"
 
 using namespace inflight;

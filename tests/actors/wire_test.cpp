@@ -1,4 +1,4 @@
-// What crosses between processes (actors/wire.hpp): every field of a request and of its
+// What crosses between processes (actors/cluster/wire.hpp): every field of a request and of its
 // events survives CAF's binary serialization, and a request sent to an actor published
 // by another actor system over the middleman (loopback TCP) arrives whole.
 #include <catch2/catch.hpp>
@@ -9,8 +9,8 @@
 #include <chrono>
 #include <vector>
 
-#include "actors/remote_engine.hpp"
-#include "actors/wire.hpp"
+#include "actors/cluster/remote_engine.hpp"
+#include "actors/cluster/wire.hpp"
 
 using namespace inflight;
 

@@ -3,7 +3,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/sched/admission_gate.hpp"
+#include "core/engine/sched/admission_gate.hpp"
 
 using namespace inflight;
 

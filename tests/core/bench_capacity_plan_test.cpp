@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/bench/capacity_plan.hpp"
-#include "core/model/shapes.hpp"
+#include "core/model/formats/shapes.hpp"
 
 using namespace inflight;
 using namespace inflight::bench;

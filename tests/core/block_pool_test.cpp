@@ -3,7 +3,7 @@
 #include <random>
 #include <vector>
 
-#include "core/kv/block_pool.hpp"
+#include "core/engine/kv/block_pool.hpp"
 
 using namespace inflight;
 

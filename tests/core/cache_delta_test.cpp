@@ -1,5 +1,5 @@
 // The KV manager's cache delta: the full-block hashes it cached and evicted since the
-// last call, which an engine reports to a router (core/kv/block_pool.hpp).
+// last call, which an engine reports to a router (core/engine/kv/block_pool.hpp).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -9,7 +9,7 @@
 #include <tuple>
 #include <vector>
 
-#include "core/kv/kv_manager.hpp"
+#include "core/engine/kv/kv_manager.hpp"
 #include "tests/core/kv_test_util.hpp"
 
 using namespace inflight;

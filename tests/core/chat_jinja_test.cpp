@@ -1,9 +1,9 @@
-// The Jinja-backed chat template (core/tokenizer/chat_jinja.cpp): the model's own
+// The Jinja-backed chat template (core/model/template/chat_jinja.cpp): the model's own
 // template executed with messages, tools and extra variables; the fallback to the
 // family renderers when it cannot run.
 #include <catch2/catch.hpp>
 
-#include "core/tokenizer/chat_template.hpp"
+#include "core/model/template/chat_template.hpp"
 
 using inflight::chat_family;
 using inflight::chat_input;

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "core/tokenizer/chat_template.hpp"
+#include "core/model/template/chat_template.hpp"
 
 using inflight::chat_family;
 using inflight::chat_message;

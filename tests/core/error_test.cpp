@@ -3,7 +3,7 @@
 #include <set>
 #include <string>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 
 using namespace inflight;
 

@@ -7,15 +7,15 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/model/dummy_model.hpp"
-#include "core/model/gguf_model.hpp"
-#include "core/model/gguf_model_writer.hpp"
-#include "core/model/gguf_writer.hpp"
-#include "core/model/llama2c.hpp"
+#include "core/model/formats/dummy_model.hpp"
+#include "core/model/formats/gguf_model.hpp"
+#include "core/model/formats/gguf_model_writer.hpp"
+#include "core/model/gguf/gguf_writer.hpp"
+#include "core/model/formats/llama2c.hpp"
 #include "core/model/model_loader.hpp"
 #include "core/model/rope_factors.hpp"
-#include "core/model/shapes.hpp"
-#include "core/tokenizer/llama2c_tokenizer.hpp"
+#include "core/model/formats/shapes.hpp"
+#include "core/model/tokenizer/llama2c_tokenizer.hpp"
 #include "tests/shared_data.hpp"
 
 using namespace inflight;

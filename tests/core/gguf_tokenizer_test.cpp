@@ -11,13 +11,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/model/gguf.hpp"
-#include "core/model/gguf_writer.hpp"
-#include "core/tokenizer/byte_level.hpp"
-#include "core/tokenizer/byte_tokenizer.hpp"
-#include "core/tokenizer/gguf_vocab.hpp"
-#include "core/tokenizer/hf_tokenizer.hpp"
-#include "core/tokenizer/llama2c_tokenizer.hpp"
+#include "core/model/gguf/gguf.hpp"
+#include "core/model/gguf/gguf_writer.hpp"
+#include "core/model/tokenizer/byte_level.hpp"
+#include "core/model/tokenizer/byte_tokenizer.hpp"
+#include "core/model/tokenizer/gguf_vocab.hpp"
+#include "core/model/tokenizer/hf_tokenizer.hpp"
+#include "core/model/tokenizer/llama2c_tokenizer.hpp"
 #include "tests/shared_data.hpp"
 
 using namespace inflight;

@@ -6,9 +6,9 @@
 #include <fstream>
 #include <random>
 
-#include "core/model/gguf.hpp"
-#include "core/model/gguf_writer.hpp"
-#include "core/quant/convert.hpp"
+#include "core/model/gguf/gguf.hpp"
+#include "core/model/gguf/gguf_writer.hpp"
+#include "core/model/convert.hpp"
 
 using namespace inflight;
 namespace fs = std::filesystem;

@@ -14,7 +14,7 @@
 #include "core/grammar/grammar_cache.hpp"
 #include "core/grammar/matcher.hpp"
 #include "core/grammar/tokenizer_vocab.hpp"
-#include "core/tokenizer/llama2c_tokenizer.hpp"
+#include "core/model/tokenizer/llama2c_tokenizer.hpp"
 #include "tests/shared_data.hpp"
 
 using namespace inflight;

@@ -9,12 +9,12 @@
 
 #include <unistd.h>
 
-#include "core/model/dummy_model.hpp"
-#include "core/model/hf_model.hpp"
+#include "core/model/formats/dummy_model.hpp"
+#include "core/model/formats/hf_model.hpp"
 #include "tests/test_weights.hpp"
-#include "core/model/hf_writer.hpp"
-#include "core/model/llama2c.hpp"
-#include "core/util/half.hpp"
+#include "core/model/formats/hf_writer.hpp"
+#include "core/model/formats/llama2c.hpp"
+#include "core/base/half.hpp"
 #include "tests/shared_data.hpp"
 
 using namespace inflight;

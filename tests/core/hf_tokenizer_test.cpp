@@ -3,10 +3,10 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "core/tokenizer/byte_level.hpp"
-#include "core/tokenizer/codepoints.hpp"
-#include "core/tokenizer/hf_tokenizer.hpp"
-#include "core/tokenizer/unicode_nfc.hpp"
+#include "core/model/tokenizer/byte_level.hpp"
+#include "core/base/codepoints.hpp"
+#include "core/model/tokenizer/hf_tokenizer.hpp"
+#include "core/model/tokenizer/unicode_nfc.hpp"
 
 using inflight::errc;
 using inflight::hf_tokenizer;

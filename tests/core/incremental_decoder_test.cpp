@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "core/tokenizer/llama2c_tokenizer.hpp"
-#include "core/tokenizer/tokenizer.hpp"
-#include "core/tokenizer/utf8.hpp"
+#include "core/model/tokenizer/llama2c_tokenizer.hpp"
+#include "core/model/tokenizer/tokenizer.hpp"
+#include "core/model/tokenizer/utf8.hpp"
 #include "tests/shared_data.hpp"
 
 using namespace inflight;

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "core/util/json_depth.hpp"
+#include "core/base/json_depth.hpp"
 
 using inflight::json_nests_deeper_than;
 

@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "core/kv/kv_manager.hpp"
+#include "core/engine/kv/kv_manager.hpp"
 
 using namespace inflight;
 

@@ -6,7 +6,7 @@
 #include <numeric>
 #include <vector>
 
-#include "core/kv/kv_manager.hpp"
+#include "core/engine/kv/kv_manager.hpp"
 
 namespace inflight::kv_test {
 

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <random>
 
-#include "core/model/dummy_model.hpp"
-#include "core/model/llama2c.hpp"
+#include "core/model/formats/dummy_model.hpp"
+#include "core/model/formats/llama2c.hpp"
 #include "tests/shared_data.hpp"
 
 using namespace inflight;

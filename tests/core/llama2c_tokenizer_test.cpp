@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "core/tokenizer/llama2c_tokenizer.hpp"
-#include "core/tokenizer/tokenizer.hpp"
+#include "core/model/tokenizer/llama2c_tokenizer.hpp"
+#include "core/model/tokenizer/tokenizer.hpp"
 #include "tests/shared_data.hpp"
 
 using namespace inflight;

@@ -1,5 +1,5 @@
 // The one sampling pipeline: penalties -> logit_bias -> grammar mask -> greedy / draw.
-#include "core/sampling/logit_processors.hpp"
+#include "core/engine/sampling/logit_processors.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -11,7 +11,7 @@
 #include <set>
 #include <vector>
 
-#include "core/sampling/sampler.hpp"
+#include "core/engine/sampling/sampler.hpp"
 
 using namespace inflight;
 

@@ -1,4 +1,4 @@
-// core/util/mapped_file: a file mapped or read into memory of its own, and how
+// core/base/mapped_file: a file mapped or read into memory of its own, and how
 // model.load_mode picks between them.
 #include <catch2/catch.hpp>
 
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "core/model/model_loader.hpp"
-#include "core/util/mapped_file.hpp"
+#include "core/base/mapped_file.hpp"
 
 using namespace inflight;
 namespace fs = std::filesystem;

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "core/metrics/metrics.hpp"
+#include "core/engine/metrics/metrics.hpp"
 
 using namespace inflight;
 

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <random>
 
-#include "core/sched/plugin_dir.hpp"
+#include "core/engine/sched/plugin_dir.hpp"
 
 using namespace inflight;
 namespace fs = std::filesystem;

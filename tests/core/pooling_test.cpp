@@ -1,10 +1,10 @@
-// The last steps of an embedding (core/embed/pooling.hpp): cut to `dimensions`, then
+// The last steps of an embedding (core/model/pooling.hpp): cut to `dimensions`, then
 // L2-normalised; and the pooling names of the embeddings.pooling setting.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 
-#include "core/embed/pooling.hpp"
+#include "core/model/pooling.hpp"
 
 using namespace inflight;
 

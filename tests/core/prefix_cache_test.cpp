@@ -4,7 +4,7 @@
 #include <numeric>
 #include <vector>
 
-#include "core/kv/kv_manager.hpp"
+#include "core/engine/kv/kv_manager.hpp"
 #include "tests/core/kv_test_util.hpp"
 
 using namespace inflight;

@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/tokenizer/hf_regex.hpp"
-#include "core/tokenizer/pretokenizer.hpp"
+#include "core/model/tokenizer/hf_regex.hpp"
+#include "core/model/tokenizer/pretokenizer.hpp"
 
 using json = nlohmann::json;
 using pieces = std::vector<std::string>;

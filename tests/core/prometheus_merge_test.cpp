@@ -1,10 +1,10 @@
 // A router's /metrics: its own page and each engine's, relabelled and merged family by
-// family (core/metrics/prometheus_merge.hpp).
+// family (core/engine/metrics/prometheus_merge.hpp).
 #include <catch2/catch.hpp>
 
 #include <string>
 
-#include "core/metrics/prometheus_merge.hpp"
+#include "core/engine/metrics/prometheus_merge.hpp"
 
 using namespace inflight;
 

@@ -5,10 +5,10 @@
 #include <cmath>
 #include <vector>
 
-#include "core/model/dummy_model.hpp"
+#include "core/model/formats/dummy_model.hpp"
 #include "core/model/model_loader.hpp"
-#include "core/quant/convert.hpp"
-#include "core/quant/quantize.hpp"
+#include "core/model/convert.hpp"
+#include "core/model/quant/quantize.hpp"
 
 using namespace inflight;
 

@@ -7,9 +7,9 @@
 #include <random>
 #include <vector>
 
-#include "core/util/half.hpp"
+#include "core/base/half.hpp"
 
-#include "core/quant/quantize.hpp"
+#include "core/model/quant/quantize.hpp"
 
 using namespace inflight;
 

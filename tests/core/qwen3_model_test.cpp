@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
-#include "core/model/dummy_model.hpp"
-#include "core/model/hf_model.hpp"
-#include "core/model/hf_writer.hpp"
-#include "core/model/shapes.hpp"
+#include "core/model/formats/dummy_model.hpp"
+#include "core/model/formats/hf_model.hpp"
+#include "core/model/formats/hf_writer.hpp"
+#include "core/model/formats/shapes.hpp"
 
 using namespace inflight;
 

@@ -4,9 +4,9 @@
 
 #include <cmath>
 
-#include "core/rerank/reranker.hpp"
-#include "core/tokenizer/byte_tokenizer.hpp"
-#include "core/tokenizer/llama2c_tokenizer.hpp"
+#include "core/api/reranker.hpp"
+#include "core/model/tokenizer/byte_tokenizer.hpp"
+#include "core/model/tokenizer/llama2c_tokenizer.hpp"
 #include "tests/shared_data.hpp"
 
 using namespace inflight;

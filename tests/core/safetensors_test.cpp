@@ -10,8 +10,8 @@
 
 #include <unistd.h>
 
-#include "core/model/safetensors.hpp"
-#include "core/util/half.hpp"
+#include "core/model/formats/safetensors.hpp"
+#include "core/base/half.hpp"
 
 using namespace inflight;
 

@@ -1,4 +1,4 @@
-#include "core/sampling/sampler.hpp"
+#include "core/engine/sampling/sampler.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -11,8 +11,8 @@
 #include <set>
 #include <vector>
 
-#include "core/sampling/rng.hpp"
-#include "core/sampling/row_math.hpp"
+#include "core/engine/sampling/rng.hpp"
+#include "core/engine/sampling/row_math.hpp"
 
 using namespace inflight;
 

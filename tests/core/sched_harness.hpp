@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "core/kv/kv_manager.hpp"
-#include "core/sched/scheduler.hpp"
-#include "core/sched/step_loop.hpp"
+#include "core/engine/kv/kv_manager.hpp"
+#include "core/engine/sched/scheduler.hpp"
+#include "core/engine/sched/step_loop.hpp"
 #include "tests/shipped_policies.hpp"
 
 namespace inflight::test {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/grammar/grammar_cache.hpp"
-#include "core/sampling/sampler.hpp"
+#include "core/engine/sampling/sampler.hpp"
 #include "tests/core/sched_harness.hpp"
 
 using namespace inflight;

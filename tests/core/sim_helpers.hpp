@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/sim/simulator.hpp"
+#include "core/bench/sim/simulator.hpp"
 #include "tests/core/sched_harness.hpp"
 
 namespace inflight::test {

@@ -6,8 +6,8 @@
 #include <random>
 
 #include "core/bench/arrival.hpp"
-#include "core/sim/profile_cost_model.hpp"
-#include "core/sim/simulator.hpp"
+#include "core/bench/sim/profile_cost_model.hpp"
+#include "core/bench/sim/simulator.hpp"
 #include "tests/core/sched_harness.hpp"
 
 using namespace inflight;

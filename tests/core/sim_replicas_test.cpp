@@ -1,4 +1,4 @@
-// simulate() with several replicas behind the router (core/sim/simulator.hpp): each
+// simulate() with several replicas behind the router (core/bench/sim/simulator.hpp): each
 // replica steps on its own, the router picks from what they report at their steps' ends.
 #include <catch2/catch.hpp>
 
@@ -6,9 +6,9 @@
 
 #include "core/bench/arrival.hpp"
 #include "core/bench/dataset.hpp"
-#include "core/model/shapes.hpp"
+#include "core/model/formats/shapes.hpp"
 #include "core/route/route_policy.hpp"
-#include "core/sim/simulator.hpp"
+#include "core/bench/sim/simulator.hpp"
 #include "tests/core/sched_harness.hpp"
 
 using namespace inflight;

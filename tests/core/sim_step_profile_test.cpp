@@ -4,8 +4,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "core/sim/profile_cost_model.hpp"
-#include "core/sim/step_profile.hpp"
+#include "core/bench/sim/profile_cost_model.hpp"
+#include "core/bench/sim/step_profile.hpp"
 
 using namespace inflight;
 

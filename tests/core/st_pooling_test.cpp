@@ -1,9 +1,9 @@
-// A sentence-transformers Pooling module's config.json (core/model/st_pooling.hpp):
+// A sentence-transformers Pooling module's config.json (core/model/formats/st_pooling.hpp):
 // exactly one implemented mode is a pooling; several, none, another mode or mean
 // without the prompt is stated but not implemented; bad files are clear errors.
 #include <catch2/catch.hpp>
 
-#include "core/model/st_pooling.hpp"
+#include "core/model/formats/st_pooling.hpp"
 
 using namespace inflight;
 

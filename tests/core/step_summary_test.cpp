@@ -2,7 +2,7 @@
 
 #include <random>
 
-#include "core/metrics/step_summary.hpp"
+#include "core/engine/metrics/step_summary.hpp"
 
 using namespace inflight;
 

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "core/request/text_stream.hpp"
-#include "core/tokenizer/byte_tokenizer.hpp"
+#include "core/engine/request/text_stream.hpp"
+#include "core/model/tokenizer/byte_tokenizer.hpp"
 
 using namespace inflight;
 

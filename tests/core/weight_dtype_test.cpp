@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "core/quant/weight_dtype.hpp"
+#include "core/model/quant/weight_dtype.hpp"
 
 using namespace inflight;
 

@@ -9,7 +9,7 @@
 #include "actors/gateway/errors.hpp"
 #include "actors/gateway/openai_request.hpp"
 #include "actors/gateway/served_model.hpp"
-#include "core/tokenizer/byte_tokenizer.hpp"
+#include "core/model/tokenizer/byte_tokenizer.hpp"
 #include "tests/fuzz/fuzz_util.hpp"
 
 namespace inflight::fuzz {

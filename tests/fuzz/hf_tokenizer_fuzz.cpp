@@ -2,7 +2,7 @@
 // optionally a NUL byte and tokenizer_config.json, then a NUL byte and
 // generation_config.json. A tokenizer that loads must encode and decode text (a fixed
 // sample and the input's own first bytes) with every id inside its vocabulary.
-#include "core/tokenizer/hf_tokenizer.hpp"
+#include "core/model/tokenizer/hf_tokenizer.hpp"
 #include "tests/fuzz/fuzz_util.hpp"
 
 using namespace inflight;

@@ -5,7 +5,7 @@
 // rendering is repeatable.
 #include <nlohmann/json.hpp>
 
-#include "core/template/jinja_template.hpp"
+#include "core/model/template/jinja_template.hpp"
 #include "tests/fuzz/fuzz_util.hpp"
 
 using namespace inflight;

@@ -1,6 +1,6 @@
 // libFuzzer harness: llama2.c checkpoints (7 x int32 header, then fp32 weights). A file
 // that loads must hold exactly the weights its header describes.
-#include "core/model/llama2c.hpp"
+#include "core/model/formats/llama2c.hpp"
 #include "tests/fuzz/fuzz_util.hpp"
 
 using namespace inflight;

@@ -1,7 +1,7 @@
 // libFuzzer harness: llama2.c tokenizer.bin contents, read to the end of the input and
 // with the vocabulary size a model header would give (the first two input bytes). A
 // tokenizer that loads must encode any text into ids of its vocabulary and decode them.
-#include "core/tokenizer/llama2c_tokenizer.hpp"
+#include "core/model/tokenizer/llama2c_tokenizer.hpp"
 #include "tests/fuzz/fuzz_util.hpp"
 
 using namespace inflight;

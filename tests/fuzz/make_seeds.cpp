@@ -10,11 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/model/dummy_model.hpp"
-#include "core/model/gguf_model_writer.hpp"
-#include "core/model/gguf_writer.hpp"
-#include "core/model/llama2c.hpp"
-#include "core/model/safetensors.hpp"
+#include "core/model/formats/dummy_model.hpp"
+#include "core/model/formats/gguf_model_writer.hpp"
+#include "core/model/gguf/gguf_writer.hpp"
+#include "core/model/formats/llama2c.hpp"
+#include "core/model/formats/safetensors.hpp"
 
 using namespace inflight;
 using json = nlohmann::json;

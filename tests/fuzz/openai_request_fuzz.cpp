@@ -5,7 +5,7 @@
 #include "actors/gateway/embed_request.hpp"
 #include "actors/gateway/openai_request.hpp"
 #include "actors/gateway/score_request.hpp"
-#include "core/sampling/sampler.hpp"
+#include "core/engine/sampling/sampler.hpp"
 #include "tests/fuzz/gateway_model.hpp"
 
 using namespace inflight;

@@ -3,7 +3,7 @@
 // shape and dtype, do not overlap, and convert to fp32 where the dtype allows.
 #include <vector>
 
-#include "core/model/safetensors.hpp"
+#include "core/model/formats/safetensors.hpp"
 #include "tests/fuzz/fuzz_util.hpp"
 
 using namespace inflight;

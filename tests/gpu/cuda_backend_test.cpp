@@ -7,11 +7,11 @@
 #include <memory>
 #include <random>
 
-#include "actors/backend/cpu_backend.hpp"
-#include "actors/backend/cuda_backend.hpp"
-#include "core/model/llama2c.hpp"
-#include "core/sampling/sampler.hpp"
-#include "core/tokenizer/llama2c_tokenizer.hpp"
+#include "backends/cpu_backend.hpp"
+#include "backends/cuda_backend.hpp"
+#include "core/model/formats/llama2c.hpp"
+#include "core/engine/sampling/sampler.hpp"
+#include "core/model/tokenizer/llama2c_tokenizer.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 #include "tests/shared_data.hpp"
 

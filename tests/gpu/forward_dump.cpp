@@ -15,10 +15,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/backend/cpu_backend.hpp"
-#include "core/model/hf_model.hpp"
+#include "backends/cpu_backend.hpp"
+#include "core/model/formats/hf_model.hpp"
 #ifdef INFLIGHT_HAS_CUDA
-#include "actors/backend/cuda_backend.hpp"
+#include "backends/cuda_backend.hpp"
 #endif
 
 using namespace inflight;

@@ -6,10 +6,10 @@
 #include <memory>
 #include <random>
 
-#include "actors/backend/cpu_backend.hpp"
-#include "actors/backend/cuda_backend.hpp"
-#include "core/model/dummy_model.hpp"
-#include "core/model/shapes.hpp"
+#include "backends/cpu_backend.hpp"
+#include "backends/cuda_backend.hpp"
+#include "core/model/formats/dummy_model.hpp"
+#include "core/model/formats/shapes.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 
 using namespace inflight;

@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "core/quant/quantize.hpp"
+#include "core/model/quant/quantize.hpp"
 #include "kernels/cpu/cpu_isa.hpp"
 
 namespace inflight::test {

@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/tokenizer/chat_template.hpp"
-#include "core/tokenizer/hf_tokenizer.hpp"
+#include "core/model/template/chat_template.hpp"
+#include "core/model/tokenizer/hf_tokenizer.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 
 #include "actors/gateway/served_model.hpp"
 #include "core/grammar/tokenizer_vocab.hpp"
-#include "core/tokenizer/byte_tokenizer.hpp"
+#include "core/model/tokenizer/byte_tokenizer.hpp"
 
 namespace inflight::test {
 

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "actors/gateway/embed_request.hpp"
-#include "core/tokenizer/byte_tokenizer.hpp"
+#include "core/model/tokenizer/byte_tokenizer.hpp"
 
 using namespace inflight;
 using namespace inflight::gateway;

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "actors/gateway/served_model.hpp"
-#include "core/model/gguf_model_writer.hpp"
+#include "core/model/formats/gguf_model_writer.hpp"
 #include "tests/actors/gateway/gateway_fixture.hpp"
 #include "tests/actors/rerank_fixture.hpp"
 

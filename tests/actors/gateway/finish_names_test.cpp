@@ -7,7 +7,7 @@
 
 #include "actors/gateway/engine_events.hpp"
 #include "actors/gateway/ws_message.hpp"
-#include "core/sched/sequence.hpp"
+#include "core/engine/sched/sequence.hpp"
 
 using namespace inflight;
 using namespace inflight::gateway;

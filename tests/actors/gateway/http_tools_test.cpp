@@ -1,7 +1,7 @@
 // Structured outputs and tools over HTTP against a real server driving stories260K (the
 // plain chat template, so the generic JSON call format).
 #include "actors/gateway/sse.hpp"
-#include "core/chat/tool_calls.hpp"
+#include "core/api/tool_calls.hpp"
 #include "tests/actors/gateway/gateway_fixture.hpp"
 
 using namespace inflight;

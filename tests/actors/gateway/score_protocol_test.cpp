@@ -5,7 +5,7 @@
 
 #include "actors/gateway/score_request.hpp"
 #include "actors/gateway/score_response.hpp"
-#include "core/tokenizer/byte_tokenizer.hpp"
+#include "core/model/tokenizer/byte_tokenizer.hpp"
 
 using namespace inflight;
 using namespace inflight::gateway;

@@ -1,12 +1,12 @@
-// Tool calls read from model output (core/chat/tool_calls, tool_call_stream): every
+// Tool calls read from model output (core/api/tool_calls, tool_call_stream): every
 // family's syntax, malformed output as text, several calls, and streaming that sends the
 // same calls and content whatever the text's cut points.
 #include <catch2/catch.hpp>
 
 #include <random>
 
-#include "core/chat/tool_call_stream.hpp"
-#include "core/chat/tool_calls.hpp"
+#include "core/api/tool_call_stream.hpp"
+#include "core/api/tool_calls.hpp"
 
 using namespace inflight;
 

@@ -1,10 +1,10 @@
-// Tools on the way in (core/chat/tool_prompt): the grammar that forces calls in each
+// Tools on the way in (core/api/tool_prompt): the grammar that forces calls in each
 // family's syntax (what it accepts and refuses, and that what it accepts parses back),
 // and conversations with tools flattened for the built-in renderers.
 #include <catch2/catch.hpp>
 
-#include "core/chat/tool_calls.hpp"
-#include "core/chat/tool_prompt.hpp"
+#include "core/api/tool_calls.hpp"
+#include "core/api/tool_prompt.hpp"
 #include "core/grammar/earley.hpp"
 
 using namespace inflight;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/kv/block_hash.hpp"
+#include "core/engine/kv/block_hash.hpp"
 #include "core/route/router.hpp"
 
 using namespace inflight;

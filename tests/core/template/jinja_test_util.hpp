@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/template/jinja_template.hpp"
+#include "core/model/template/jinja_template.hpp"
 
 namespace inflight::jinja::testing {
 

@@ -1,6 +1,6 @@
 // Whitespace control: {%- -%}, trim_blocks, lstrip_blocks, the trailing newline, and
 // lexer errors that name the line and column.
-#include "core/template/lexer.hpp"
+#include "core/model/template/lexer.hpp"
 #include "tests/core/template/jinja_test_util.hpp"
 
 using namespace inflight::jinja;

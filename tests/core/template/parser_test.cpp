@@ -1,5 +1,5 @@
 // Parse errors: a template that does not parse is an error value naming where.
-#include "core/template/parser.hpp"
+#include "core/model/template/parser.hpp"
 #include "tests/core/template/jinja_test_util.hpp"
 
 using namespace inflight::jinja::testing;

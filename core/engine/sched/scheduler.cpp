@@ -1,0 +1,423 @@
+#include "core/engine/sched/scheduler.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace inflight {
+namespace {
+
+double steady_seconds() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+// splitmix64: spreads (engine seed, sequence id) into an independent per-request seed.
+std::uint64_t mix_seed(std::uint64_t seed, std::uint64_t id) {
+  std::uint64_t z = seed + 0x9E3779B97F4A7C15ull * (id + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/// The hidden output one chunk of an embedding sequence contributes to its pooling.
+hidden_output hidden_of(pooling_kind pooling, int start_position, bool is_last) {
+  switch (pooling) {
+    case pooling_kind::last: return is_last ? hidden_output::last : hidden_output::none;
+    case pooling_kind::first: return start_position == 0 ? hidden_output::first : hidden_output::none;
+    case pooling_kind::mean: return hidden_output::sum;
+  }
+  return hidden_output::none;
+}
+
+template <class Queue>
+void erase_id(Queue& queue, seq_id id) {
+  auto it = std::find(queue.begin(), queue.end(), id);
+  if (it != queue.end()) queue.erase(it);
+}
+
+}  // namespace
+
+scheduler::scheduler(const scheduler_config& config, const kv_snapshot& kv, policy pol, clock_fn clock)
+    : config_(config), kv_(kv), policy_(std::move(pol)), clock_(std::move(clock)) {
+  if (!clock_) clock_ = steady_seconds;
+  max_context_ = kv_.num_blocks * kv_.block_size;
+  if (config_.max_seq_len > 0) max_context_ = std::min(max_context_, config_.max_seq_len);
+}
+
+result<scheduler> scheduler::try_create(const scheduler_config& config, const kv_snapshot& kv,
+                                        policy pol, clock_fn clock) {
+  if (kv.num_blocks < 1 || kv.block_size < 1)
+    return make_error(errc::invalid_argument, "the scheduler needs a KV pool of at least one block");
+  if (config.max_num_batched_tokens < 1)
+    return make_error(errc::invalid_argument, "max_num_batched_tokens must be at least 1, got " +
+                                                  std::to_string(config.max_num_batched_tokens));
+  if (config.max_num_seqs < 1)
+    return make_error(errc::invalid_argument,
+                      "max_num_seqs must be at least 1, got " + std::to_string(config.max_num_seqs));
+  if (config.max_seq_len < 0)
+    return make_error(errc::invalid_argument, "max_seq_len must not be negative");
+  return scheduler(config, kv, std::move(pol), std::move(clock));
+}
+
+const sequence* scheduler::find(seq_id id) const {
+  auto it = seqs_.find(id);
+  return it == seqs_.end() ? nullptr : &it->second;
+}
+
+result<void> scheduler::submit(seq_request request) {
+  std::string who = "request " + std::to_string(request.id);
+  if (seqs_.contains(request.id))
+    return make_error(errc::invalid_argument, who + ": a live sequence already has this id");
+  if (request.prompt.empty()) return make_error(errc::invalid_argument, who + ": empty prompt");
+  if (request.params.max_tokens < 1)
+    return make_error(errc::invalid_argument, who + ": max_tokens must be at least 1, got " +
+                                                  std::to_string(request.params.max_tokens));
+  if (static_cast<int>(request.prompt.size()) > max_context_)
+    return make_error(errc::invalid_argument,
+                      who + ": prompt has " + std::to_string(request.prompt.size()) +
+                          " tokens, the context holds " + std::to_string(max_context_));
+  if (!(request.targets.ttft_ms >= 0.0 && request.targets.tpot_ms >= 0.0) ||
+      !std::isfinite(request.targets.ttft_ms) || !std::isfinite(request.targets.tpot_ms))
+    return make_error(errc::invalid_argument, who + ": latency targets must be finite and not negative");
+  if (!(request.timeout_s >= 0.0) || !std::isfinite(request.timeout_s))
+    return make_error(errc::invalid_argument, who + ": the timeout must be finite and not negative");
+  if (request.arrival && !std::isfinite(*request.arrival))
+    return make_error(errc::invalid_argument, who + ": the arrival time must be finite");
+  sequence seq;
+  seq.id = request.id;
+  seq.targets = resolve_targets(request.targets, config_.default_targets);
+  seq.prompt = std::move(request.prompt);
+  seq.priority = request.priority;
+  seq.params = std::move(request.params);
+  seq.score_rows = std::move(request.score_rows);
+  seq.pooling = request.pooling;
+  seq.seed = request.seed.value_or(mix_seed(config_.seed, seq.id));
+  seq.cache_salt = std::move(request.cache_salt);
+  if (seq.params.grammar && !seq.is_prefill_only()) seq.matcher.emplace(seq.params.grammar);
+  seq.times.arrival = request.arrival.value_or(now());
+  seq.timeout_s = request.timeout_s;
+  hash_full_blocks(seq);
+  waiting_.push_back(seq.id);
+  seqs_.emplace(seq.id, std::move(seq));
+  ++counters_.num_submitted;
+  return {};
+}
+
+result<seq_event> scheduler::finish(seq_id id, finish_reason reason, std::optional<error> cause) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end())
+    return make_error(errc::not_found, "sequence " + std::to_string(id) + " is not live");
+  return finish_sequence(it->second, reason, std::move(cause));
+}
+
+seq_event scheduler::finish_sequence(sequence& seq, finish_reason reason, std::optional<error> cause) {
+  seq_event event;
+  event.id = seq.id;
+  event.type = seq_event::kind::finished;
+  event.reason = reason;
+  event.cause = std::move(cause);
+  event.num_generated_tokens = seq.num_generated_tokens();
+  event.num_cached_tokens = seq.num_cached_tokens;
+  seq.times.finished = now();
+  event.times = seq.times;
+  const seq_id id = seq.id;  // `seq` dangles after the erase below
+  queue_release(seq, /*is_finished=*/true);
+  erase_id(running_, id);
+  erase_id(waiting_, id);
+  ++counters_.num_finished;
+  seqs_.erase(id);
+  return event;
+}
+
+void scheduler::hash_full_blocks(sequence& seq) {
+  // Without hashes the KV manager neither finds a cached prefix nor caches its blocks.
+  if (!config_.enable_prefix_caching || !seq.can_share_prefix()) return;
+  const int bs = kv_.block_size;
+  const int num_full = seq.num_tokens() / bs;
+  if (num_full <= seq.num_hashed_blocks) return;
+  kv_block_hashes out{seq.id, {}};
+  std::vector<token_id> block(static_cast<std::size_t>(bs));
+  for (int k = seq.num_hashed_blocks; k < num_full; ++k) {
+    for (int i = 0; i < bs; ++i) block[static_cast<std::size_t>(i)] = seq.token_at(k * bs + i);
+    // The salt enters the first block; the chain carries it to every later one.
+    seq.last_block_hash = k == 0 ? hash_block(nullptr, block, seq.cache_salt)
+                                 : hash_block(&seq.last_block_hash, block, {});
+    out.hashes.push_back(seq.last_block_hash);
+  }
+  seq.num_hashed_blocks = num_full;
+  new_hashes_.push_back(std::move(out));
+}
+
+void scheduler::take_cached_prefixes(const std::vector<kv_cached_prefix>& prefixes) {
+  for (seq_id id : waiting_) seqs_.at(id).num_cached_hint = 0;
+  for (const auto& c : prefixes) {
+    auto it = seqs_.find(c.id);
+    if (it == seqs_.end() || it->second.status == seq_status::running) continue;
+    // Whole blocks, and never the last token: its logits are needed.
+    const int cap = (it->second.num_tokens() - 1) / kv_.block_size * kv_.block_size;
+    it->second.num_cached_hint = std::min(c.num_tokens, cap);
+  }
+}
+
+void scheduler::queue_release(sequence& seq, bool is_finished) {
+  releases_.push_back({seq.id, seq.num_computed_tokens, is_finished});
+  num_released_blocks_ += seq.num_blocks_held;
+  seq.num_blocks_held = 0;
+}
+
+result<kv_request> scheduler::schedule() {
+  if (phase_ != step_phase::idle)
+    return make_error(errc::internal, "schedule() called while step " + std::to_string(next_step_id_) +
+                                          " is not applied");
+  kv_request request;
+  if (has_work()) {
+    validation v = decide_and_validate(next_step_id_);
+    request.asks = std::move(v.asks);
+    request.victims = victim_order();
+    request.fallback = fallback_ask();
+  }
+  request.new_hashes = std::move(new_hashes_);
+  new_hashes_.clear();
+  request.releases = std::move(releases_);
+  releases_.clear();
+  num_released_blocks_ = 0;
+  releases_in_flight_ = request.releases;
+  asked_ = request.asks;
+  fallback_ = request.fallback;
+  phase_ = step_phase::awaiting_grant;
+  return request;
+}
+
+result<step_plan> scheduler::on_grant(kv_grant grant) {
+  if (phase_ != step_phase::awaiting_grant)
+    return make_error(errc::internal, "on_grant() without a pending kv request");
+  const std::size_t num_expected = asked_.size() + (grant.is_fallback_used ? 1 : 0);
+  if (grant.grants.size() != num_expected || (grant.is_fallback_used && !fallback_))
+    return make_error(errc::internal, "kv grant answers " + std::to_string(grant.grants.size()) +
+                                          " asks, the request had " + std::to_string(num_expected));
+  for (std::size_t i = 0; i < grant.grants.size(); ++i) {
+    if (grant.grants[i].id != (i < asked_.size() ? asked_[i] : *fallback_).id)
+      return make_error(errc::internal, "kv grant " + std::to_string(i) + " is for sequence " +
+                                            std::to_string(grant.grants[i].id) + ", not the one asked");
+  }
+  kv_ = std::move(grant.snapshot);
+  releases_in_flight_.clear();
+  for (seq_id id : grant.preempted) {
+    auto it = seqs_.find(id);
+    if (it != seqs_.end() && it->second.status == seq_status::running) preempt(it->second);
+  }
+  step_plan plan;
+  plan.step_id = next_step_id_;
+  pending_step pending{plan.step_id, {}};
+  for (std::size_t i = 0; i < grant.grants.size(); ++i) {
+    const kv_ask& ask = i < asked_.size() ? asked_[i] : *fallback_;
+    kv_granted& g = grant.grants[i];
+    auto it = seqs_.find(g.id);
+    // Finished while the request was out: its release is queued already.
+    if (g.num_tokens <= 0 || it == seqs_.end()) continue;
+    sequence& seq = it->second;
+    if (ask.is_admission) admit(seq, g.num_computed_tokens);
+    seq.num_blocks_held = static_cast<int>(g.block_table.size());
+    plan.seqs.push_back(make_seq_step(seq, g.num_tokens, std::move(g.block_table)));
+    const auto& step = plan.seqs.back();
+    const bool is_prefill_end = seq.is_prefill_only() && step.start_position + g.num_tokens == seq.num_tokens();
+    pending.entries.push_back({g.id, g.num_tokens, step.do_sample, !step.logit_rows.empty(),
+                               step.hidden != hidden_output::none, is_prefill_end});
+  }
+  take_cached_prefixes(kv_.cached_prefixes);
+  if (grant.is_fallback_used)
+    reject("policy '" + policy_.name() + "' scheduled nothing that could run while work was waiting: " +
+           "the engine runs sequence " + std::to_string(fallback_->id));
+  asked_.clear();
+  fallback_.reset();
+  phase_ = step_phase::idle;
+  if (plan.seqs.empty()) return plan;
+  ++next_step_id_;
+  ++counters_.num_steps;
+  pending_ = std::move(pending);
+  phase_ = step_phase::awaiting_result;
+  return plan;
+}
+
+void scheduler::admit(sequence& seq, int num_computed_tokens) {
+  erase_id(waiting_, seq.id);
+  running_.push_back(seq.id);
+  seq.status = seq_status::running;
+  seq.num_computed_tokens = num_computed_tokens;
+  seq.num_cached_hint = 0;
+  if (seq.times.first_scheduled) return;
+  seq.times.first_scheduled = now();
+  seq.num_cached_tokens = num_computed_tokens;  // the prefix-cache hit
+  if (!config_.enable_prefix_caching) return;
+  counters_.num_prefix_cache_queries += static_cast<std::uint64_t>(seq.num_tokens());
+  counters_.num_prefix_cache_hits += static_cast<std::uint64_t>(num_computed_tokens);
+}
+
+seq_step scheduler::make_seq_step(sequence& seq, int num_tokens, std::vector<block_id> block_table) {
+  seq_step step;
+  step.id = seq.id;
+  step.start_position = seq.num_computed_tokens;
+  step.tokens.reserve(static_cast<std::size_t>(num_tokens));
+  for (int i = 0; i < num_tokens; ++i) step.tokens.push_back(seq.token_at(step.start_position + i));
+  step.block_table = std::move(block_table);
+  // Sample only when the chunk reaches the end of the known tokens: a recompute of
+  // already generated tokens never samples them again. A prefill-only sequence asks
+  // for its score rows there instead, or for the hidden states its pooling needs.
+  const bool is_last = step.start_position + num_tokens == seq.num_tokens();
+  step.do_sample = is_last && !seq.is_prefill_only();
+  if (is_last) step.logit_rows = seq.score_rows;
+  if (seq.pooling) step.hidden = hidden_of(*seq.pooling, step.start_position, is_last);
+  step.params = seq.params;
+  step.seed = seq.seed;
+  step.sample_index = static_cast<std::uint64_t>(seq.num_generated_tokens());
+  step.num_prompt_tokens = seq.num_prompt_tokens();
+  if (step.do_sample && seq.params.has_penalties()) step.history = seq.all_tokens();
+  if (step.do_sample && seq.matcher) fill_token_mask(seq, step);
+  return step;
+}
+
+void scheduler::fill_token_mask(sequence& seq, seq_step& step) {
+  const auto start = std::chrono::steady_clock::now();
+  step.allowed_tokens.resize(seq.matcher->index().vocab().num_mask_words());
+  seq.matcher->fill_next_token_mask(step.allowed_tokens);
+  ++counters_.num_constrained_steps;
+  if (mask_observer_)
+    mask_observer_(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+result<std::vector<seq_event>> scheduler::apply(const step_result& result) {
+  if (!pending_) return make_error(errc::invalid_argument, "apply() without a scheduled step");
+  if (result.step_id != pending_->step_id)
+    return make_error(errc::invalid_argument, "step result " + std::to_string(result.step_id) +
+                                                  " does not match pending step " +
+                                                  std::to_string(pending_->step_id));
+  if (auto ok = check_result(result); !ok) return std::unexpected(ok.error());
+  std::vector<seq_event> events;
+  std::size_t k = 0, r = 0, h = 0;
+  for (const auto& e : pending_->entries) {
+    const sampled_token* token = e.do_sample ? &result.tokens[k++] : nullptr;
+    const seq_row_logits* rows = e.has_rows ? &result.rows[r++] : nullptr;
+    const seq_hidden* hidden = e.has_hidden ? &result.hidden[h++] : nullptr;
+    auto it = seqs_.find(e.id);
+    // Finished (cancelled, stopped) while the step ran: its result is dropped.
+    if (it == seqs_.end() || it->second.status != seq_status::running) continue;
+    it->second.num_computed_tokens += e.num_tokens;
+    if (hidden != nullptr) pool_hidden(it->second, *hidden);
+    if (token != nullptr) {
+      append_token(it->second, *token, events);
+    } else if (e.is_prefill_end) {  // done: its blocks go back with the next kv request
+      events.push_back(finish_prefill_only(it->second, rows));
+    }
+  }
+  pending_.reset();
+  phase_ = step_phase::idle;
+  return events;
+}
+
+void scheduler::pool_hidden(sequence& seq, const seq_hidden& hidden) const {
+  if (seq.pooling != pooling_kind::mean || seq.pooled.size() != hidden.values.size()) {
+    seq.pooled = hidden.values;  // first / last: the one state; mean: its first chunk
+    return;
+  }
+  for (std::size_t i = 0; i < hidden.values.size(); ++i) seq.pooled[i] += hidden.values[i];
+}
+
+seq_event scheduler::finish_prefill_only(sequence& seq, const seq_row_logits* rows) {
+  std::vector<float> embedding = std::move(seq.pooled);
+  if (seq.pooling == pooling_kind::mean) {
+    for (float& v : embedding) v /= float(seq.num_prompt_tokens());
+  }
+  seq_event event = finish_sequence(seq, finish_reason::stop, {});
+  if (rows != nullptr) event.row_logits = rows->values;
+  event.embedding = std::move(embedding);
+  return event;
+}
+
+result<void> scheduler::check_result(const step_result& result) const {
+  std::size_t num_samples = 0, num_rows = 0, num_hidden = 0;
+  for (const auto& e : pending_->entries) {
+    const auto lacks = [&](const char* what) {
+      return make_error(errc::invalid_argument, "step result " + std::to_string(result.step_id) + " lacks the " +
+                                                    what + " of sequence " + std::to_string(e.id));
+    };
+    if (e.do_sample && (num_samples >= result.tokens.size() || result.tokens[num_samples++].id != e.id)) {
+      return lacks("sampled token");
+    }
+    if (e.has_rows && (num_rows >= result.rows.size() || result.rows[num_rows++].id != e.id)) {
+      return lacks("score rows");
+    }
+    if (e.has_hidden && (num_hidden >= result.hidden.size() || result.hidden[num_hidden].id != e.id ||
+                         result.hidden[num_hidden++].values.empty())) {
+      return lacks("hidden state");
+    }
+  }
+  return {};
+}
+
+bool scheduler::append_token(sequence& seq, const sampled_token& token,
+                             std::vector<seq_event>& events) {
+  // The mask allowed only tokens the grammar takes; a backend that ignored it must not
+  // turn into an output that breaks the grammar, nor into a crash.
+  if (seq.matcher && !seq.matcher->try_accept_token(token.token)) {
+    error cause{errc::internal, "sequence " + std::to_string(seq.id) + ": the sampled token " +
+                                    std::to_string(token.token) + " is not allowed by its grammar"};
+    events.push_back(finish_sequence(seq, finish_reason::error, std::move(cause)));
+    return true;
+  }
+  seq.generated.push_back(token.token);
+  hash_full_blocks(seq);
+  double t = now();
+  if (!seq.times.first_token) seq.times.first_token = t;
+  seq.times.last_token = t;
+  seq_event event;
+  event.id = seq.id;
+  event.type = seq_event::kind::token;
+  event.token = token;
+  event.num_generated_tokens = seq.num_generated_tokens();
+  event.times = seq.times;
+  events.push_back(std::move(event));
+  auto reason = check_stop(seq, token.token);
+  if (!reason) return false;
+  events.push_back(finish_sequence(seq, *reason, {}));
+  return true;
+}
+
+std::optional<finish_reason> scheduler::check_stop(const sequence& seq, token_id token) const {
+  const auto& stops = seq.params.stop_token_ids;
+  if (std::find(stops.begin(), stops.end(), token) != stops.end()) return finish_reason::stop;
+  const auto& eos = config_.eos_token_ids;
+  if (!seq.params.ignore_eos && std::find(eos.begin(), eos.end(), token) != eos.end())
+    return finish_reason::stop;
+  // Nothing but EOS can follow: the output is complete, no step is spent sampling EOS
+  // (an EOS taken under ignore_eos ends the grammar too).
+  if (seq.matcher && seq.matcher->is_complete()) return finish_reason::stop;
+  if (seq.num_generated_tokens() >= seq.params.max_tokens) return finish_reason::length;
+  if (seq.num_tokens() >= max_context_) return finish_reason::length;
+  return std::nullopt;
+}
+
+std::vector<seq_event> scheduler::fail_step(const error& cause) {
+  std::vector<seq_id> ids;
+  if (phase_ == step_phase::awaiting_grant) {
+    // The KV manager never applied the request: its releases go out again.
+    releases_.insert(releases_.begin(), releases_in_flight_.begin(), releases_in_flight_.end());
+    for (const auto& a : asked_) ids.push_back(a.id);
+    if (fallback_) ids.push_back(fallback_->id);
+  } else if (pending_) {
+    for (const auto& e : pending_->entries) ids.push_back(e.id);
+  }
+  releases_in_flight_.clear();
+  asked_.clear();
+  fallback_.reset();
+  pending_.reset();
+  phase_ = step_phase::idle;
+  std::vector<seq_event> events;
+  for (seq_id id : ids) {
+    auto it = seqs_.find(id);
+    if (it != seqs_.end()) events.push_back(finish_sequence(it->second, finish_reason::error, cause));
+  }
+  return events;
+}
+
+}  // namespace inflight

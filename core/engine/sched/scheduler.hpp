@@ -1,0 +1,230 @@
+#pragma once
+/// The scheduler mechanism: queues, token budget and the validation of the policy's
+/// decisions. It owns no KV blocks: kv_manager does (in the engine, inside the
+/// kv-allocator actor). One step is four calls, as in a serving loop:
+///
+///   auto ask   = sched.schedule();         // ask the policy, validate: one kv_request
+///   auto grant = kv.try_grant(*ask);       // elsewhere: the kv-allocator
+///   auto plan  = sched.on_grant(*grant);   // block tables in, preemptions applied
+///   auto out   = backend.execute(*plan);   // elsewhere: the executor
+///   auto ev    = sched.apply(*out);        // advance, append tokens, finish
+///
+/// The policy sees the KV snapshot of the last grant (plus the blocks released since);
+/// the grant is the authority. Preemption is by recompute: a victim loses its blocks,
+/// goes to the front of the waiting queue with its generated tokens kept and
+/// num_computed_tokens = 0; it is re-prefilled later (prompt + generated) and decoding
+/// continues without re-sampling.
+///
+/// Constrained decoding: a sequence with params.grammar owns a grammar_matcher. Building
+/// a plan fills each sampled sequence's allowed-token mask onto its seq_step (the
+/// executor only applies it); applying the result feeds the sampled token to the
+/// matcher, and a sequence whose grammar is complete finishes with reason stop.
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "core/base/error.hpp"
+#include "core/engine/kv/kv_grant.hpp"
+#include "core/engine/sched/policy.hpp"
+#include "core/engine/sched/scheduler_config.hpp"
+#include "core/engine/sched/sequence.hpp"
+#include "core/engine/step/step_plan.hpp"
+
+namespace inflight {
+
+/// Something a caller routes to the request that owns `id`.
+struct seq_event {
+  enum class kind { token, finished };
+  seq_id id = 0;
+  kind type = kind::token;
+  sampled_token token;          ///< kind::token: the new token (stop tokens included)
+  finish_reason reason = finish_reason::stop;  ///< kind::finished
+  std::optional<error> cause;   ///< kind::finished: why, for error / aborted (mapped at the edge)
+  int num_generated_tokens = 0; ///< after this event
+  int num_cached_tokens = 0;    ///< kind::finished: prompt tokens taken from the prefix cache
+  std::vector<float> row_logits{};  ///< kind::finished of a prefill-only sequence: its score rows' logits
+  /// kind::finished of an embedding sequence: its pooled final hidden state (not
+  /// normalised; mean pooling already divided by the prompt length).
+  std::vector<float> embedding{};
+  /// The sequence's times on the scheduler's clock after this event (a token event: its
+  /// last_token is this token's time; a finished event: finished is set). Request timings
+  /// (TTFT, TPOT, queue time, E2E) come from these.
+  seq_timestamps times{};
+};
+
+struct scheduler_counters {
+  std::uint64_t num_steps = 0;
+  std::uint64_t num_submitted = 0;
+  std::uint64_t num_finished = 0;
+  std::uint64_t num_preemptions = 0;
+  /// Entries of policy decisions that were clipped or refused (each entry counts once).
+  std::uint64_t num_rejected_decisions = 0;
+  /// Prefix cache, in tokens, at each request's first admission (vLLM's counters):
+  /// tokens looked up, and tokens found cached.
+  std::uint64_t num_prefix_cache_queries = 0;
+  std::uint64_t num_prefix_cache_hits = 0;
+  /// Sampled sequence-steps under a grammar (each filled one allowed-token mask).
+  std::uint64_t num_constrained_steps = 0;
+  /// Requests the policy shed (finished unserved: they could not meet their targets).
+  std::uint64_t num_shed = 0;
+};
+
+class scheduler {
+ public:
+  /// Seconds on a monotonic clock; injectable for tests.
+  using clock_fn = std::function<double()>;
+
+  /// `kv` is the KV manager's snapshot before the first step (its size bounds the
+  /// context).
+  static result<scheduler> try_create(const scheduler_config& config, const kv_snapshot& kv,
+                                      policy pol, clock_fn clock = {});
+
+  /// Queues a request. Refuses a duplicate live id, an empty prompt, max_tokens < 1 and
+  /// a prompt longer than the context.
+  result<void> submit(seq_request request);
+  /// Ends a live sequence for any reason; its blocks go back with the next kv request.
+  result<seq_event> finish(seq_id id, finish_reason reason, std::optional<error> cause = {});
+  result<seq_event> cancel(seq_id id) { return finish(id, finish_reason::cancelled); }
+
+  /// Plans the next step: the policy's decision, validated, as the step's one kv
+  /// request (with the releases since the last one). Refused while a request or a step
+  /// is pending. Call it when has_work() or has_pending_releases(). Sequences the policy
+  /// shed finish here: take their events with take_shed_events().
+  result<kv_request> schedule();
+  /// The finished events (reason error, cause errc::queue_timeout, message starting
+  /// with shed_message) of the sequences the
+  /// last schedule() shed; the caller routes them like any finish.
+  std::vector<seq_event> take_shed_events() { return std::exchange(shed_events_, {}); }
+  /// The KV manager's answer to the pending request: the step plan (empty when
+  /// nothing runs). Victims it preempted go back to the waiting queue.
+  result<step_plan> on_grant(kv_grant grant);
+  /// Applies the executor's result for the pending plan.
+  result<std::vector<seq_event>> apply(const step_result& result);
+  /// The pending request or step failed: its sequences finish with reason error and `cause`.
+  std::vector<seq_event> fail_step(const error& cause);
+
+  bool has_work() const { return !running_.empty() || !waiting_.empty(); }
+  /// Finished or preempted sequences whose blocks the next kv request returns.
+  bool has_pending_releases() const { return !releases_.empty(); }
+  /// A kv request or a step plan is out and not answered yet.
+  bool has_pending_step() const { return phase_ != step_phase::idle; }
+  int num_running() const { return static_cast<int>(running_.size()); }
+  int num_waiting() const { return static_cast<int>(waiting_.size()); }
+  /// The KV manager's state after the last grant.
+  const kv_snapshot& kv() const { return kv_; }
+  double kv_usage() const { return kv_.usage(); }
+  /// Longest sequence (prompt + generated) the engine lets grow.
+  int max_context() const { return max_context_; }
+  const scheduler_counters& counters() const { return counters_; }
+  std::uint64_t num_preemptions() const { return counters_.num_preemptions; }
+  std::uint64_t num_rejected_decisions() const { return counters_.num_rejected_decisions; }
+  /// Why the last decision entry was clipped or refused; empty when none was.
+  const std::string& last_rejection() const { return last_rejection_; }
+  const scheduler_config& config() const { return config_; }
+  const std::string& policy_name() const { return policy_.name(); }
+  /// Seconds on the scheduler's clock (the injected one).
+  double now() const { return clock_(); }
+  /// A live (not finished) sequence, or nullptr.
+  const sequence* find(seq_id id) const;
+  const std::vector<seq_id>& running() const { return running_; }
+  const std::deque<seq_id>& waiting() const { return waiting_; }
+  /// Called with the reason of every clipped or refused decision entry (logging).
+  void set_rejection_logger(std::function<void(const std::string&)> logger) {
+    rejection_logger_ = std::move(logger);
+  }
+  /// Called with the seconds each grammar mask took to fill (one per constrained
+  /// sequence-step, while the plan is built): the metrics' histogram.
+  void set_mask_observer(std::function<void(double)> observer) { mask_observer_ = std::move(observer); }
+
+ private:
+  enum class step_phase { idle, awaiting_grant, awaiting_result };
+  struct pending_entry {
+    seq_id id = 0;
+    int num_tokens = 0;
+    bool do_sample = false;
+    bool has_rows = false;  ///< the step returns its score rows (its prompt ends here)
+    bool has_hidden = false;  ///< the step returns a hidden output (embeddings)
+    bool is_prefill_end = false;  ///< a prefill-only sequence whose prompt ends in this step
+  };
+  struct pending_step {
+    std::uint64_t step_id = 0;
+    std::vector<pending_entry> entries;
+  };
+  /// Working state while one decision is validated against the policy's view.
+  struct validation {
+    int budget_left = 0;
+    int num_free_blocks = 0;  // the view's free blocks, less what earlier entries need
+    std::unordered_set<seq_id> asked;
+    std::unordered_set<seq_id> policy_preempted;
+    int num_admitted = 0;
+    std::vector<kv_ask> asks;
+  };
+
+  scheduler(const scheduler_config& config, const kv_snapshot& kv, policy pol, clock_fn clock);
+
+  // scheduler_decision.cpp: view, validation, preemption
+  void build_view(std::uint64_t step_id);
+  validation decide_and_validate(std::uint64_t step_id);
+  void apply_policy_preemptions(const inflight_decision& decision, validation& v);
+  void apply_policy_sheds(const inflight_decision& decision, validation& v);
+  void validate_entry(const inflight_schedule_entry& entry, validation& v);
+  int fit_admission(const sequence& seq, int num_tokens, validation& v);
+  std::vector<kv_release> victim_order() const;
+  std::optional<kv_ask> fallback_ask() const;
+  kv_ask make_ask(const sequence& seq, int num_tokens) const;
+  void reject(std::string reason);
+  void preempt(sequence& seq);
+
+  // scheduler.cpp: plan, apply, finish
+  seq_step make_seq_step(sequence& seq, int num_tokens, std::vector<block_id> block_table);
+  void fill_token_mask(sequence& seq, seq_step& step);
+  void admit(sequence& seq, int num_computed_tokens);
+  void queue_release(sequence& seq, bool is_finished);
+  void hash_full_blocks(sequence& seq);
+  void take_cached_prefixes(const std::vector<kv_cached_prefix>& prefixes);
+  bool append_token(sequence& seq, const sampled_token& token, std::vector<seq_event>& events);
+  result<void> check_result(const step_result& result) const;
+  void pool_hidden(sequence& seq, const seq_hidden& hidden) const;
+  seq_event finish_prefill_only(sequence& seq, const seq_row_logits* rows);
+  seq_event finish_sequence(sequence& seq, finish_reason reason, std::optional<error> cause);
+  std::optional<finish_reason> check_stop(const sequence& seq, token_id token) const;
+
+  scheduler_config config_;
+  kv_snapshot kv_;
+  policy policy_;
+  clock_fn clock_;
+  int max_context_ = 0;
+  std::unordered_map<seq_id, sequence> seqs_;  // live sequences only
+  std::vector<seq_id> running_;                // admission order
+  std::deque<seq_id> waiting_;                 // preempted at the front, then arrivals
+  step_phase phase_ = step_phase::idle;
+  std::vector<kv_ask> asked_;                  // awaiting_grant: the asks sent, in order
+  std::optional<kv_ask> fallback_;
+  std::vector<kv_block_hashes> new_hashes_;    // not sent yet
+  std::vector<kv_release> releases_;           // not sent yet
+  std::vector<kv_release> releases_in_flight_; // sent with the pending request
+  int num_released_blocks_ = 0;                // blocks held by releases_ (the view counts them free)
+  std::optional<pending_step> pending_;
+  std::uint64_t next_step_id_ = 1;
+  scheduler_counters counters_;
+  std::string last_rejection_;
+  std::function<void(const std::string&)> rejection_logger_;
+  std::function<void(double)> mask_observer_;
+  // Scratch buffers handed to the policy; reused across steps.
+  std::vector<inflight_seq_info> view_running_;
+  std::vector<inflight_seq_info> view_waiting_;
+  std::vector<inflight_schedule_entry> decision_entries_;
+  std::vector<std::uint64_t> decision_preempt_;
+  std::vector<std::uint64_t> decision_shed_;
+  std::vector<seq_event> shed_events_;         // of the last schedule(), not taken yet
+  inflight_sched_view view_{};
+};
+
+}  // namespace inflight

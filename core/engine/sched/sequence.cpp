@@ -1,0 +1,59 @@
+#include "core/engine/sched/sequence.hpp"
+
+namespace inflight {
+
+const char* to_string(seq_status status) {
+  switch (status) {
+    case seq_status::waiting: return "waiting";
+    case seq_status::running: return "running";
+    case seq_status::preempted: return "preempted";
+    case seq_status::finished: return "finished";
+  }
+  return "unknown";
+}
+
+const char* to_string(finish_reason reason) {
+  switch (reason) {
+    case finish_reason::stop: return "stop";
+    case finish_reason::length: return "length";
+    case finish_reason::cancelled: return "cancelled";
+    case finish_reason::aborted: return "aborted";
+    case finish_reason::error: return "error";
+  }
+  return "unknown";
+}
+
+const char* finish_name(finish_reason reason) {
+  switch (reason) {
+    case finish_reason::stop: return "stop";
+    case finish_reason::length: return "length";
+    case finish_reason::cancelled: return "cancelled";
+    case finish_reason::aborted: return "abort";
+    case finish_reason::error: return "error";
+  }
+  return "error";
+}
+
+const char* metrics_label(finish_reason reason) {
+  switch (reason) {
+    case finish_reason::stop: return "stop";
+    case finish_reason::length: return "length";
+    case finish_reason::cancelled:
+    case finish_reason::aborted: return "abort";
+    case finish_reason::error: return "error";
+  }
+  return "error";
+}
+
+token_id sequence::token_at(int pos) const {
+  if (pos < num_prompt_tokens()) return prompt[static_cast<std::size_t>(pos)];
+  return generated[static_cast<std::size_t>(pos - num_prompt_tokens())];
+}
+
+std::vector<token_id> sequence::all_tokens() const {
+  std::vector<token_id> out = prompt;
+  out.insert(out.end(), generated.begin(), generated.end());
+  return out;
+}
+
+}  // namespace inflight

@@ -1,0 +1,183 @@
+#include "core/model/formats/gguf_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/model/formats/hf_model.hpp"
+#include "core/model/rope_factors.hpp"
+
+namespace inflight {
+
+namespace {
+
+/// Reads "{arch}.<key>" fields and keeps the first problem, so config reading is a list.
+class gguf_fields {
+ public:
+  gguf_fields(const gguf_file& file, std::string arch) : file_(file), arch_(std::move(arch)) {}
+
+  const gguf_value* find(const std::string& key) const { return file_.find(arch_ + "." + key); }
+
+  /// A positive integer; a per-layer array is accepted when all its entries are equal.
+  int positive_int(const std::string& key, std::optional<int> fallback = std::nullopt) {
+    const gguf_value* value = find(key);
+    if (value == nullptr) {
+      if (!fallback) fail(errc::corrupt_file, arch_ + "." + key + " is missing");
+      return fallback.value_or(0);
+    }
+    std::optional<std::int64_t> number = value->as_int();
+    if (value->is_array() && value->size() > 0) {
+      number = value->int_at(0);
+      for (std::size_t i = 1; i < value->size(); ++i) {
+        if (value->int_at(i) != number) {
+          fail(errc::unsupported, arch_ + "." + key + " differs between layers, which is not supported");
+        }
+      }
+    }
+    if (!number || *number <= 0 || *number > (std::int64_t(1) << 30)) {
+      fail(errc::corrupt_file, arch_ + "." + key + " must be a positive integer");
+      return 0;
+    }
+    return int(*number);
+  }
+
+  float number(const std::string& key, float fallback) {
+    const gguf_value* value = find(key);
+    if (value == nullptr) return fallback;
+    const auto x = value->as_float();
+    if (!x || !std::isfinite(*x) || std::abs(*x) > double(std::numeric_limits<float>::max())) {
+      fail(errc::corrupt_file, arch_ + "." + key + " must be a finite number");
+      return fallback;
+    }
+    return float(*x);
+  }
+
+  void fail(errc code, const std::string& what) {
+    if (!error_) error_ = error{code, "GGUF file '" + file_.source() + "': " + what};
+  }
+  const std::optional<error>& first_error() const { return error_; }
+
+ private:
+  const gguf_file& file_;
+  std::string arch_;
+  std::optional<error> error_;
+};
+
+const char* hf_architecture_of(std::string_view arch) {
+  if (arch == "qwen2") return "Qwen2ForCausalLM";
+  if (arch == "qwen3") return "Qwen3ForCausalLM";
+  return "LlamaForCausalLM";
+}
+
+result<std::string> read_architecture(const gguf_file& file) {
+  const gguf_value* value = file.find("general.architecture");
+  const std::string arch(value != nullptr ? value->as_string().value_or("") : std::string_view());
+  for (const auto supported : supported_gguf_architectures) {
+    if (arch == supported) return arch;
+  }
+  std::string list;
+  for (const auto supported : supported_gguf_architectures) list += (list.empty() ? "" : ", ") + std::string(supported);
+  return make_error(errc::unsupported, "GGUF file '" + file.source() + "': architecture '" +
+                                           (arch.empty() ? std::string("(general.architecture missing)") : arch) +
+                                           "' is not supported; supported: " + list);
+}
+
+/// Features the engine does not compute: refused by name.
+void check_unsupported(gguf_fields& fields, const model_config& c) {
+  if (const gguf_value* experts = fields.find("expert_count"); experts != nullptr && experts->as_int().value_or(0) > 0) {
+    fields.fail(errc::unsupported, "mixture of experts (expert_count " + std::to_string(*experts->as_int()) +
+                                       ") is not supported");
+  }
+  if (fields.find("rope.dimension_count") != nullptr && fields.positive_int("rope.dimension_count") != c.head_dim) {
+    fields.fail(errc::unsupported, "rope.dimension_count differs from the head size " + std::to_string(c.head_dim) +
+                                       ": partial rotary embeddings are not supported");
+  }
+  if (fields.find("attention.value_length") != nullptr && fields.positive_int("attention.value_length") != c.head_dim) {
+    fields.fail(errc::unsupported, "attention.value_length differs from attention.key_length");
+  }
+  if (const gguf_value* type = fields.find("rope.scaling.type"); type != nullptr) {
+    const auto name = type->as_string().value_or("?");
+    if (name != "none") fields.fail(errc::unsupported, "rope.scaling.type '" + std::string(name) + "' is not supported");
+  }
+}
+
+/// llama: Llama-3 scaling from rope_freqs.weight, when the file has it.
+result<void> read_rope_factors(const gguf_file& file, gguf_fields& fields, model_config& c) {
+  const gguf_tensor_info* info = file.find_tensor("rope_freqs.weight");
+  if (info == nullptr) return {};
+  auto factors = file.try_values_f32(*info);
+  if (!factors) return std::unexpected(factors.error());
+  const int original = fields.positive_int("rope.scaling.original_context_length", 8192);
+  if (fields.first_error()) return std::unexpected(*fields.first_error());
+  auto scaling = try_fit_llama3_scaling(*factors, c, original);
+  if (!scaling) return make_error(scaling.error().code, "GGUF file '" + file.source() + "': " + scaling.error().message);
+  c.scaling = *scaling;
+  return {};
+}
+
+}  // namespace
+
+result<model_config> try_read_gguf_config(const gguf_file& file, int vocab_size) {
+  auto arch = read_architecture(file);
+  if (!arch) return std::unexpected(arch.error());
+  gguf_fields fields(file, *arch);
+  model_config c;
+  c.architecture = hf_architecture_of(*arch);
+  c.dim = fields.positive_int("embedding_length");
+  c.hidden_dim = fields.positive_int("feed_forward_length");
+  c.num_layers = fields.positive_int("block_count");
+  c.num_heads = fields.positive_int("attention.head_count");
+  c.num_kv_heads = fields.positive_int("attention.head_count_kv", c.num_heads);
+  const bool divides = c.num_heads > 0 && c.dim % c.num_heads == 0;
+  c.head_dim = fields.positive_int("attention.key_length", divides ? std::optional<int>(c.dim / c.num_heads) : std::nullopt);
+  c.vocab_size = vocab_size;
+  c.max_seq_len = fields.positive_int("context_length");
+  c.norm_eps = fields.number("attention.layer_norm_rms_epsilon", 1e-5f);
+  c.rope_theta = fields.number("rope.freq_base", 10000.0f);
+  c.rope = *arch == "llama" ? rope_style::interleaved : rope_style::half;
+  c.tied_embeddings = file.find_tensor("output.weight") == nullptr;
+  c.attention_bias = *arch == "qwen2" || (*arch == "llama" && file.find_tensor("blk.0.attn_q.bias") != nullptr);
+  c.qk_norm = *arch == "qwen3";
+  // Sliding-window attention is not implemented; within the window it is full attention.
+  if (fields.find("attention.sliding_window") != nullptr) {
+    c.max_seq_len = std::min(c.max_seq_len, fields.positive_int("attention.sliding_window"));
+  }
+  check_unsupported(fields, c);
+  if (fields.first_error()) return std::unexpected(*fields.first_error());
+  if (*arch == "llama") {
+    if (auto ok = read_rope_factors(file, fields, c); !ok) return std::unexpected(ok.error());
+  }
+  if (auto ok = try_check_shape(c); !ok) return make_error(ok.error().code, "GGUF file '" + file.source() + "': " + ok.error().message);
+  return c;
+}
+
+result<model_pooling> try_read_gguf_pooling(const gguf_file& file, const std::string& architecture) {
+  const std::string key = architecture + ".pooling_type";
+  const gguf_value* value = file.find(key);
+  if (value == nullptr) return model_pooling{};
+  const auto type = value->as_int();
+  if (!type) return make_error(errc::corrupt_file, "GGUF file '" + file.source() + "': " + key + " must be an integer");
+  return gguf_pooling(*type, key);
+}
+
+result<gguf_model> try_load_gguf_model(const std::filesystem::path& path, file_load load) {
+  auto file = gguf_file::try_open(path, load);
+  if (!file) return std::unexpected(file.error());
+  auto arch = read_architecture(*file);
+  if (!arch) return std::unexpected(arch.error());
+  auto vocab = try_read_gguf_vocab(*file);
+  if (!vocab) return std::unexpected(vocab.error());
+  auto config = try_read_gguf_config(*file, vocab->num_tokens());
+  if (!config) return std::unexpected(config.error());
+  auto weights = try_load_gguf_weights(*file, *config);
+  if (!weights) return std::unexpected(weights.error());
+  auto tok = try_make_gguf_tokenizer(*vocab);
+  if (!tok) return make_error(tok.error().code, "GGUF file '" + file->source() + "': " + tok.error().message);
+  auto pooling = try_read_gguf_pooling(*file, *arch);
+  if (!pooling) return std::unexpected(pooling.error());
+  gguf_model m{std::move(*weights), std::move(*vocab), std::move(*tok), std::move(*arch), {}, std::move(*pooling)};
+  if (const gguf_value* name = file->find("general.name"); name != nullptr) m.name = std::string(name->as_string().value_or(""));
+  return m;
+}
+
+}  // namespace inflight

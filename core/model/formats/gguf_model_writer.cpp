@@ -1,0 +1,156 @@
+#include "core/model/formats/gguf_model_writer.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "core/model/gguf/gguf_writer.hpp"
+#include "core/model/rope_factors.hpp"
+
+namespace inflight {
+
+namespace {
+
+/// New row r of a [num_heads * head_dim] projection is old row order[r]. Interleaved
+/// pairs (2i, 2i+1) and half pairs (i, i + head_dim/2) are the same pairs, rows moved.
+std::vector<std::int64_t> head_row_order(int num_heads, int head_dim, rope_style to) {
+  std::vector<std::int64_t> order(std::size_t(num_heads) * head_dim);
+  const int half = head_dim / 2;
+  for (int h = 0; h < num_heads; ++h) {
+    for (int i = 0; i < half; ++i) {
+      for (int j = 0; j < 2; ++j) {
+        const std::int64_t interleaved = std::int64_t(h) * head_dim + 2 * i + j;
+        const std::int64_t halved = std::int64_t(h) * head_dim + i + j * half;
+        order[std::size_t(to == rope_style::interleaved ? interleaved : halved)] =
+            to == rope_style::interleaved ? halved : interleaved;
+      }
+    }
+  }
+  return order;
+}
+
+weight_tensor reorder_rows(const weight_tensor& t, const std::vector<std::int64_t>& order) {
+  const auto row_bytes = std::size_t(t.row_bytes());
+  std::vector<std::byte> bytes(t.bytes().size());
+  for (std::size_t r = 0; r < order.size(); ++r) std::memcpy(bytes.data() + r * row_bytes, t.row(order[r]).data(), row_bytes);
+  return weight_tensor::from_bytes(t.dtype(), t.rows(), t.cols(), std::move(bytes));
+}
+
+std::vector<float> reorder(const std::vector<float>& values, const std::vector<std::int64_t>& order) {
+  if (values.empty()) return values;
+  std::vector<float> out(values.size());
+  for (std::size_t r = 0; r < order.size(); ++r) out[r] = values[std::size_t(order[r])];
+  return out;
+}
+
+/// The layer with its Q/K rows in `to`'s order.
+layer_weights with_rope_order(const layer_weights& l, const model_config& c, rope_style to) {
+  layer_weights out = l;
+  const auto q_order = head_row_order(c.num_heads, c.head_dim, to);
+  const auto k_order = head_row_order(c.num_kv_heads, c.head_dim, to);
+  const auto norm_order = head_row_order(1, c.head_dim, to);
+  out.wq = reorder_rows(l.wq, q_order);
+  out.wk = reorder_rows(l.wk, k_order);
+  out.bq = reorder(l.bq, q_order);
+  out.bk = reorder(l.bk, k_order);
+  out.q_norm = reorder(l.q_norm, norm_order);
+  out.k_norm = reorder(l.k_norm, norm_order);
+  return out;
+}
+
+/// llama.cpp's general.file_type for the type most layer matrices have (display only).
+std::uint32_t file_type_of(const model_weights& w) {
+  std::array<int, num_weight_dtypes> counts{};
+  for (const auto& l : w.layers) {
+    for (const auto* m : matrices_of(l)) ++counts[std::size_t(m->dtype())];
+  }
+  const auto most = weight_dtype(std::max_element(counts.begin(), counts.end()) - counts.begin());
+  constexpr std::array<std::uint32_t, num_weight_dtypes> ftypes{0, 1, 32, 7, 2, 15, 17, 18};
+  return ftypes[std::size_t(most)];
+}
+
+void write_config(gguf_writer& w, const model_weights& weights, const std::string& arch) {
+  const model_config& c = weights.config;
+  const auto key = [&](const char* k) { return arch + "." + k; };
+  w.set_u32(key("context_length"), std::uint32_t(c.max_seq_len));
+  w.set_u32(key("embedding_length"), std::uint32_t(c.dim));
+  w.set_u32(key("block_count"), std::uint32_t(c.num_layers));
+  w.set_u32(key("feed_forward_length"), std::uint32_t(c.hidden_dim));
+  w.set_u32(key("attention.head_count"), std::uint32_t(c.num_heads));
+  w.set_u32(key("attention.head_count_kv"), std::uint32_t(c.num_kv_heads));
+  w.set_u32(key("attention.key_length"), std::uint32_t(c.head_dim));
+  w.set_u32(key("attention.value_length"), std::uint32_t(c.head_dim));
+  w.set_f32(key("attention.layer_norm_rms_epsilon"), c.norm_eps);
+  w.set_f32(key("rope.freq_base"), c.rope_theta);
+  w.set_u32(key("rope.dimension_count"), std::uint32_t(c.head_dim));
+  w.set_u32(key("vocab_size"), std::uint32_t(c.vocab_size));
+  if (c.scaling.enabled) w.set_u32(key("rope.scaling.original_context_length"), std::uint32_t(c.scaling.original_max_position));
+  w.set_u32("general.file_type", file_type_of(weights));
+}
+
+result<void> add_layer(gguf_writer& w, const layer_weights& l, int i) {
+  const std::string p = "blk." + std::to_string(i) + ".";
+  const std::pair<const char*, const std::vector<float>*> vectors[] = {
+      {"attn_norm.weight", &l.attn_norm}, {"attn_q.bias", &l.bq},        {"attn_k.bias", &l.bk},
+      {"attn_v.bias", &l.bv},             {"attn_q_norm.weight", &l.q_norm}, {"attn_k_norm.weight", &l.k_norm},
+      {"ffn_norm.weight", &l.ffn_norm}};
+  for (const auto& [name, values] : vectors) {
+    if (values->empty()) continue;
+    if (auto ok = w.try_add_vector(p + name, *values); !ok) return ok;
+  }
+  const std::pair<const char*, const weight_tensor*> matrices[] = {
+      {"attn_q.weight", &l.wq},        {"attn_k.weight", &l.wk},     {"attn_v.weight", &l.wv},
+      {"attn_output.weight", &l.wo},   {"ffn_gate.weight", &l.w_gate}, {"ffn_up.weight", &l.w_up},
+      {"ffn_down.weight", &l.w_down}};
+  for (const auto& [name, matrix] : matrices) {
+    if (auto ok = w.try_add_matrix(p + name, *matrix); !ok) return ok;
+  }
+  return {};
+}
+
+}  // namespace
+
+result<std::string> try_gguf_architecture_of(const model_config& c) {
+  if (c.qk_norm && c.attention_bias) {
+    return make_error(errc::unsupported, "GGUF writer: no architecture has both q/k/v biases and q/k norms");
+  }
+  const std::string arch = c.qk_norm ? "qwen3" : c.attention_bias ? "qwen2" : "llama";
+  if (c.scaling.enabled && arch != "llama") {
+    return make_error(errc::unsupported, "GGUF writer: Llama-3 RoPE scaling is only written for the llama architecture");
+  }
+  return arch;
+}
+
+result<void> try_write_gguf_model(const model_weights& weights, const gguf_vocab& vocab,
+                                  const std::filesystem::path& path, const gguf_model_options& options) {
+  const model_config& c = weights.config;
+  auto arch = try_gguf_architecture_of(c);
+  if (!arch) return std::unexpected(arch.error());
+  if (vocab.num_tokens() != c.vocab_size) {
+    return make_error(errc::invalid_argument, "GGUF writer: the tokenizer has " + std::to_string(vocab.num_tokens()) +
+                                                  " tokens but the model's vocab_size is " + std::to_string(c.vocab_size));
+  }
+  gguf_writer w(options.alignment);
+  w.set_string("general.architecture", *arch);
+  if (!options.name.empty()) w.set_string("general.name", options.name);
+  write_config(w, weights, *arch);
+  if (options.pooling_type) w.set_u32(*arch + ".pooling_type", *options.pooling_type);
+  write_gguf_vocab(w, vocab);
+  if (c.scaling.enabled) {
+    if (auto ok = w.try_add_vector("rope_freqs.weight", llama3_rope_factors(c)); !ok) return ok;
+  }
+  if (auto ok = w.try_add_matrix("token_embd.weight", weights.token_embedding); !ok) return ok;
+  if (auto ok = w.try_add_vector("output_norm.weight", weights.final_norm); !ok) return ok;
+  if (!weights.classifier.empty()) {
+    if (auto ok = w.try_add_matrix("output.weight", weights.classifier); !ok) return ok;
+  }
+  const rope_style wanted = *arch == "llama" ? rope_style::interleaved : rope_style::half;
+  for (int i = 0; i < c.num_layers; ++i) {
+    const auto& layer = weights.layers[std::size_t(i)];
+    const auto ok = c.rope == wanted ? add_layer(w, layer, i) : add_layer(w, with_rope_order(layer, c, wanted), i);
+    if (!ok) return ok;
+  }
+  return w.try_write(path);
+}
+
+}  // namespace inflight

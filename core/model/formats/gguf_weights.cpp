@@ -1,0 +1,108 @@
+// The tensors of a GGUF model, by llama.cpp's names, into model_weights.
+#include <set>
+
+#include "core/model/formats/gguf_model.hpp"
+
+namespace inflight {
+
+namespace {
+
+/// A tensor the config implies: a matrix [rows x cols] (ne = {cols, rows}) or a vector.
+struct gguf_request {
+  std::string name;
+  std::vector<std::int64_t> ne;
+  weight_tensor* matrix = nullptr;
+  std::vector<float>* values = nullptr;
+};
+
+std::string ne_string(const std::vector<std::int64_t>& ne) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < ne.size(); ++i) text += (i ? ", " : "") + std::to_string(ne[i]);
+  return text + "]";
+}
+
+void add_layer(std::vector<gguf_request>& list, const model_config& c, int i, layer_weights& l) {
+  const std::int64_t dim = c.dim, hidden = c.hidden_dim, q = c.q_dim(), kv = c.kv_dim();
+  const std::string p = "blk." + std::to_string(i) + ".";
+  list.push_back({p + "attn_norm.weight", {dim}, nullptr, &l.attn_norm});
+  list.push_back({p + "attn_q.weight", {dim, q}, &l.wq, nullptr});
+  list.push_back({p + "attn_k.weight", {dim, kv}, &l.wk, nullptr});
+  list.push_back({p + "attn_v.weight", {dim, kv}, &l.wv, nullptr});
+  if (c.attention_bias) {
+    list.push_back({p + "attn_q.bias", {q}, nullptr, &l.bq});
+    list.push_back({p + "attn_k.bias", {kv}, nullptr, &l.bk});
+    list.push_back({p + "attn_v.bias", {kv}, nullptr, &l.bv});
+  }
+  if (c.qk_norm) {
+    list.push_back({p + "attn_q_norm.weight", {c.head_dim}, nullptr, &l.q_norm});
+    list.push_back({p + "attn_k_norm.weight", {c.head_dim}, nullptr, &l.k_norm});
+  }
+  list.push_back({p + "attn_output.weight", {q, dim}, &l.wo, nullptr});
+  list.push_back({p + "ffn_norm.weight", {dim}, nullptr, &l.ffn_norm});
+  list.push_back({p + "ffn_gate.weight", {dim, hidden}, &l.w_gate, nullptr});
+  list.push_back({p + "ffn_up.weight", {dim, hidden}, &l.w_up, nullptr});
+  list.push_back({p + "ffn_down.weight", {hidden, dim}, &l.w_down, nullptr});
+}
+
+std::vector<gguf_request> list_tensors(const model_config& c, model_weights& w) {
+  std::vector<gguf_request> list;
+  list.push_back({"token_embd.weight", {c.dim, c.vocab_size}, &w.token_embedding, nullptr});
+  for (int i = 0; i < c.num_layers; ++i) add_layer(list, c, i, w.layers[std::size_t(i)]);
+  list.push_back({"output_norm.weight", {c.dim}, nullptr, &w.final_norm});
+  if (!c.tied_embeddings) list.push_back({"output.weight", {c.dim, c.vocab_size}, &w.classifier, nullptr});
+  return list;
+}
+
+result<void> load_tensor(const gguf_file& file, const gguf_request& request) {
+  const gguf_tensor_info* info = file.find_tensor(request.name);
+  if (info == nullptr) {
+    return make_error(errc::not_found, "GGUF file '" + file.source() + "' lacks tensor '" + request.name +
+                                           "' (expected ne " + ne_string(request.ne) + ")");
+  }
+  if (info->ne != request.ne) {
+    return make_error(errc::corrupt_file, "GGUF file '" + file.source() + "': tensor '" + request.name + "' has ne " +
+                                              ne_string(info->ne) + ", expected " + ne_string(request.ne));
+  }
+  if (request.matrix != nullptr) {
+    auto matrix = file.try_matrix(*info);
+    if (!matrix) return std::unexpected(matrix.error());
+    *request.matrix = std::move(*matrix);
+    return {};
+  }
+  auto values = file.try_values_f32(*info);
+  if (!values) return std::unexpected(values.error());
+  *request.values = std::move(*values);
+  return {};
+}
+
+}  // namespace
+
+result<model_weights> try_load_gguf_weights(const gguf_file& file, const model_config& config) {
+  // Each layer has at least 9 tensors: a block count the file cannot hold is refused
+  // before anything is sized by it.
+  if (config.num_layers < 1 || std::size_t(config.num_layers) > file.tensors().size() / 9) {
+    return make_error(errc::corrupt_file, "GGUF file '" + file.source() + "': block_count " +
+                                              std::to_string(config.num_layers) + " but the file holds " +
+                                              std::to_string(file.tensors().size()) + " tensors");
+  }
+  model_weights weights;
+  weights.config = config;
+  weights.layers.resize(std::size_t(config.num_layers));
+  std::set<std::string, std::less<>> used;
+  // llama's Llama-3 scaling factors went into config.scaling (try_read_gguf_config).
+  if (config.architecture == "LlamaForCausalLM") used.insert("rope_freqs.weight");
+  for (const auto& request : list_tensors(config, weights)) {
+    if (auto ok = load_tensor(file, request); !ok) return std::unexpected(ok.error());
+    used.insert(request.name);
+  }
+  for (const auto& info : file.tensors()) {
+    if (used.find(info.name) == used.end()) {
+      return make_error(errc::unsupported, "GGUF file '" + file.source() + "': tensor '" + std::string(info.name) +
+                                               "' is not used by inflight's " + config.architecture +
+                                               " model; refusing to compute without it");
+    }
+  }
+  return weights;
+}
+
+}  // namespace inflight

@@ -1,0 +1,388 @@
+#include "core/model/formats/hf_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/model/formats/st_pooling.hpp"
+#include "core/base/json_depth.hpp"
+
+namespace inflight {
+
+namespace {
+
+using json = nlohmann::json;
+
+// Reads typed fields and keeps the first problem, so parsing reads as a list of fields.
+class field_reader {
+ public:
+  field_reader(const json& object, std::string source) : object_(object), source_(std::move(source)) {}
+
+  int positive_int(const char* key, std::optional<int> fallback = std::nullopt) {
+    const json* value = find(key);
+    if (value == nullptr) {
+      if (!fallback) fail(key, "is missing");
+      return fallback.value_or(0);
+    }
+    if (!value->is_number_integer() || value->get<std::int64_t>() <= 0 ||
+        value->get<std::int64_t>() > (std::int64_t(1) << 30)) {
+      fail(key, "must be a positive integer, found " + value->dump());
+      return 0;
+    }
+    return int(value->get<std::int64_t>());
+  }
+
+  float number(const char* key, float fallback) {
+    const json* value = find(key);
+    if (value == nullptr) return fallback;
+    // Range-checked first: narrowing an out-of-range double to float is undefined.
+    if (value->is_number() && std::abs(value->get<double>()) <= double(std::numeric_limits<float>::max())) {
+      return float(value->get<double>());
+    }
+    fail(key, "must be a finite number, found " + value->dump());
+    return fallback;
+  }
+
+  bool boolean(const char* key, bool fallback) {
+    const json* value = find(key);
+    if (value == nullptr) return fallback;
+    if (value->is_boolean()) return value->get<bool>();
+    fail(key, "must be true or false, found " + value->dump());
+    return fallback;
+  }
+
+  std::optional<std::string> string(const char* key) {
+    const json* value = find(key);
+    if (value == nullptr) return std::nullopt;
+    if (value->is_string()) return value->get<std::string>();
+    fail(key, "must be a string, found " + value->dump());
+    return std::nullopt;
+  }
+
+  /// Null counts as absent: HF writes `"head_dim": null` and `"rope_scaling": null`.
+  const json* find(const char* key) const {
+    const auto it = object_.find(key);
+    return it == object_.end() || it->is_null() ? nullptr : &*it;
+  }
+
+  void fail(const std::string& key, const std::string& what) {
+    if (!error_) error_ = error{errc::corrupt_file, source_ + ": '" + key + "' " + what};
+  }
+
+  const std::optional<error>& first_error() const { return error_; }
+  const std::string& source() const { return source_; }
+
+ private:
+  const json& object_;
+  std::string source_;
+  std::optional<error> error_;
+};
+
+result<std::string> read_architecture(const json& root, const std::string& source) {
+  std::string named;
+  const auto it = root.find("architectures");
+  if (it != root.end() && it->is_array()) {
+    for (const auto& item : *it) {
+      if (!item.is_string()) continue;
+      named = item.get<std::string>();
+      for (const auto supported : supported_hf_architectures) {
+        if (named == supported) return named;
+      }
+    }
+  }
+  std::string list;
+  for (const auto supported : supported_hf_architectures) list += (list.empty() ? "" : ", ") + std::string(supported);
+  return make_error(errc::unsupported, source + ": unsupported architecture '" +
+                                           (named.empty() ? std::string("(none)") : named) +
+                                           "'; supported: " + list);
+}
+
+result<rope_scaling> read_rope_scaling(const json& root, const std::string& source) {
+  const auto it = root.find("rope_scaling");
+  if (it == root.end() || it->is_null()) return rope_scaling{};
+  if (!it->is_object()) return make_error(errc::corrupt_file, source + ": 'rope_scaling' must be an object");
+  field_reader fields(*it, source + " rope_scaling");
+  auto type = fields.string("rope_type");
+  if (!type) type = fields.string("type");
+  rope_scaling scaling;
+  if (type == "llama3") {
+    scaling.enabled = true;
+    scaling.factor = fields.number("factor", scaling.factor);
+    scaling.low_freq_factor = fields.number("low_freq_factor", scaling.low_freq_factor);
+    scaling.high_freq_factor = fields.number("high_freq_factor", scaling.high_freq_factor);
+    scaling.original_max_position =
+        fields.positive_int("original_max_position_embeddings", scaling.original_max_position);
+    if (!fields.first_error() && (scaling.factor <= 0 || scaling.high_freq_factor <= scaling.low_freq_factor)) {
+      fields.fail("factor", "must be positive with high_freq_factor > low_freq_factor");
+    }
+  } else if (type && *type != "default") {
+    return make_error(errc::unsupported, source + ": rope_scaling type '" + *type + "' is not supported (only llama3)");
+  }
+  if (fields.first_error()) return std::unexpected(*fields.first_error());
+  return scaling;
+}
+
+// Fields that would change the computation in ways this engine does not implement.
+result<void> check_unsupported_features(field_reader& fields, model_config& config) {
+  const auto activation = fields.string("hidden_act");
+  if (activation && *activation != "silu") {
+    return make_error(errc::unsupported, fields.source() + ": hidden_act '" + *activation + "' is not supported (only silu)");
+  }
+  if (fields.boolean("mlp_bias", false)) {
+    return make_error(errc::unsupported, fields.source() + ": mlp_bias is not supported");
+  }
+  // Sliding-window attention is not implemented: within the window it equals full attention.
+  const bool uses_window = config.architecture == "MistralForCausalLM" || fields.boolean("use_sliding_window", false);
+  if (uses_window && fields.find("sliding_window") != nullptr) {
+    config.max_seq_len = std::min(config.max_seq_len, fields.positive_int("sliding_window"));
+  }
+  return {};
+}
+
+}  // namespace
+
+result<model_config> try_parse_hf_config(std::string_view json_text, const std::string& source) {
+  if (json_nests_deeper_than(json_text)) {
+    return make_error(errc::corrupt_file, source + ": nests deeper than " + std::to_string(max_json_depth) + " levels");
+  }
+  const json root = json::parse(json_text.begin(), json_text.end(), nullptr, false);
+  if (root.is_discarded() || !root.is_object()) {
+    return make_error(errc::corrupt_file, source + ": not a JSON object");
+  }
+  auto architecture = read_architecture(root, source);
+  if (!architecture) return std::unexpected(architecture.error());
+  auto scaling = read_rope_scaling(root, source);
+  if (!scaling) return std::unexpected(scaling.error());
+
+  field_reader fields(root, source);
+  model_config config;
+  config.architecture = *architecture;
+  config.dim = fields.positive_int("hidden_size");
+  config.hidden_dim = fields.positive_int("intermediate_size");
+  config.num_layers = fields.positive_int("num_hidden_layers");
+  config.num_heads = fields.positive_int("num_attention_heads");
+  config.num_kv_heads = fields.positive_int("num_key_value_heads", config.num_heads);
+  const bool divides = config.num_heads > 0 && config.dim % config.num_heads == 0;
+  if (fields.find("head_dim") == nullptr && !divides && !fields.first_error()) {
+    fields.fail("head_dim", "is missing and hidden_size is not a multiple of num_attention_heads");
+  }
+  config.head_dim = fields.positive_int("head_dim", divides ? config.dim / config.num_heads : 1);
+  config.vocab_size = fields.positive_int("vocab_size");
+  config.max_seq_len = fields.positive_int("max_position_embeddings", 2048);
+  config.norm_eps = fields.number("rms_norm_eps", 1e-6f);
+  config.rope_theta = fields.number("rope_theta", 10000.0f);
+  config.rope = rope_style::half;
+  config.scaling = *scaling;
+  config.tied_embeddings = fields.boolean("tie_word_embeddings", false);
+  // Qwen2 always has q/k/v biases; Llama declares them with attention_bias.
+  config.attention_bias = config.architecture == "Qwen2ForCausalLM" || fields.boolean("attention_bias", false);
+  // Qwen3 normalises each head of q and k (q_norm / k_norm) before RoPE.
+  config.qk_norm = config.architecture == "Qwen3ForCausalLM" || fields.string("model_type") == "qwen3";
+  if (auto ok = check_unsupported_features(fields, config); !ok) return std::unexpected(ok.error());
+  if (fields.first_error()) return std::unexpected(*fields.first_error());
+  if (auto ok = try_check_shape(config); !ok) {
+    return make_error(ok.error().code, source + ": " + ok.error().message);
+  }
+  return config;
+}
+
+result<std::string> read_text_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const errc code = std::filesystem::exists(path) ? errc::io_error : errc::not_found;
+    return make_error(code, "cannot open '" + path.string() + "'");
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return make_error(errc::io_error, "cannot read '" + path.string() + "'");
+  return text.str();
+}
+
+result<model_config> try_load_hf_config(const std::filesystem::path& config_path) {
+  auto text = read_text_file(config_path);
+  if (!text) return std::unexpected(text.error());
+  return try_parse_hf_config(*text, config_path.string());
+}
+
+result<void> try_check_shape(const model_config& c) {
+  const auto bad = [](const std::string& what) { return make_error(errc::invalid_argument, "invalid model shape: " + what); };
+  if (c.dim <= 0 || c.hidden_dim <= 0 || c.num_layers <= 0 || c.vocab_size <= 0 || c.max_seq_len <= 0) {
+    return bad("hidden size, intermediate size, layers, vocabulary and context must be positive");
+  }
+  if (c.num_heads <= 0 || c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads != 0) {
+    return bad(std::to_string(c.num_heads) + " attention heads do not divide into " +
+               std::to_string(c.num_kv_heads) + " KV heads");
+  }
+  if (c.head_dim <= 0 || c.head_dim % 2 != 0) {
+    return bad("head_dim " + std::to_string(c.head_dim) + " must be positive and even for RoPE");
+  }
+  // q_dim() and kv_dim() are ints: no real model comes near 2^30.
+  if (std::int64_t(c.num_heads) * c.head_dim > (std::int64_t(1) << 30)) {
+    return bad(std::to_string(c.num_heads) + " heads of " + std::to_string(c.head_dim) + " values is too wide");
+  }
+  if (!(c.norm_eps > 0) || !(c.rope_theta > 0)) return bad("rms_norm_eps and rope_theta must be positive");
+  return {};
+}
+
+namespace {
+
+result<std::optional<token_id>> read_token_id(const json& value, const std::string& what, int vocab_size) {
+  if (value.is_null()) return std::optional<token_id>{};
+  if (!value.is_number_integer() || value.get<std::int64_t>() < 0 || value.get<std::int64_t>() >= vocab_size) {
+    return make_error(errc::corrupt_file, what + " must be a token id below the vocabulary size " +
+                                              std::to_string(vocab_size) + ", found " + value.dump());
+  }
+  return std::optional<token_id>(token_id(value.get<std::int64_t>()));
+}
+
+}  // namespace
+
+result<generation_ids> try_parse_generation_ids(std::string_view json_text, const std::string& source,
+                                                int vocab_size) {
+  if (json_nests_deeper_than(json_text)) {
+    return make_error(errc::corrupt_file, source + ": nests deeper than " + std::to_string(max_json_depth) + " levels");
+  }
+  const json root = json::parse(json_text.begin(), json_text.end(), nullptr, false);
+  if (root.is_discarded() || !root.is_object()) {
+    return make_error(errc::corrupt_file, source + ": not a JSON object");
+  }
+  generation_ids ids;
+  if (const auto it = root.find("eos_token_id"); it != root.end()) {
+    // A single id or, as Llama 3 writes it, a list of ids.
+    const json list = it->is_array() ? *it : json::array({*it});
+    for (const auto& item : list) {
+      auto id = read_token_id(item, source + ": 'eos_token_id'", vocab_size);
+      if (!id) return std::unexpected(id.error());
+      if (*id && std::find(ids.eos_ids.begin(), ids.eos_ids.end(), **id) == ids.eos_ids.end()) {
+        ids.eos_ids.push_back(**id);
+      }
+    }
+  }
+  if (const auto it = root.find("bos_token_id"); it != root.end()) {
+    auto id = read_token_id(*it, source + ": 'bos_token_id'", vocab_size);
+    if (!id) return std::unexpected(id.error());
+    ids.bos_id = *id;
+  }
+  return ids;
+}
+
+namespace {
+
+/// A tensor to load into a vector (norms, biases) or a matrix.
+struct tensor_request {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::vector<float>* out = nullptr;
+  weight_tensor* matrix = nullptr;
+
+  tensor_request(std::string n, std::vector<std::int64_t> s, std::vector<float>* v)
+      : name(std::move(n)), shape(std::move(s)), out(v) {}
+  tensor_request(std::string n, std::vector<std::int64_t> s, weight_tensor* m)
+      : name(std::move(n)), shape(std::move(s)), matrix(m) {}
+};
+
+std::string shape_string(const std::vector<std::int64_t>& shape) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+// Every tensor the config implies, in checkpoint order, with its destination.
+std::vector<tensor_request> list_tensors(const model_config& c, model_weights& w) {
+  const std::int64_t dim = c.dim, hidden = c.hidden_dim, q = c.q_dim(), kv = c.kv_dim();
+  std::vector<tensor_request> list;
+  list.push_back({"model.embed_tokens.weight", {c.vocab_size, dim}, &w.token_embedding});
+  for (int i = 0; i < c.num_layers; ++i) {
+    auto& layer = w.layers[std::size_t(i)];
+    const std::string prefix = "model.layers." + std::to_string(i) + ".";
+    list.push_back({prefix + "input_layernorm.weight", {dim}, &layer.attn_norm});
+    list.push_back({prefix + "self_attn.q_proj.weight", {q, dim}, &layer.wq});
+    list.push_back({prefix + "self_attn.k_proj.weight", {kv, dim}, &layer.wk});
+    list.push_back({prefix + "self_attn.v_proj.weight", {kv, dim}, &layer.wv});
+    if (c.attention_bias) {
+      list.push_back({prefix + "self_attn.q_proj.bias", {q}, &layer.bq});
+      list.push_back({prefix + "self_attn.k_proj.bias", {kv}, &layer.bk});
+      list.push_back({prefix + "self_attn.v_proj.bias", {kv}, &layer.bv});
+    }
+    if (c.qk_norm) {
+      list.push_back({prefix + "self_attn.q_norm.weight", {c.head_dim}, &layer.q_norm});
+      list.push_back({prefix + "self_attn.k_norm.weight", {c.head_dim}, &layer.k_norm});
+    }
+    list.push_back({prefix + "self_attn.o_proj.weight", {dim, q}, &layer.wo});
+    list.push_back({prefix + "post_attention_layernorm.weight", {dim}, &layer.ffn_norm});
+    list.push_back({prefix + "mlp.gate_proj.weight", {hidden, dim}, &layer.w_gate});
+    list.push_back({prefix + "mlp.up_proj.weight", {hidden, dim}, &layer.w_up});
+    list.push_back({prefix + "mlp.down_proj.weight", {dim, hidden}, &layer.w_down});
+  }
+  list.push_back({"model.norm.weight", {dim}, &w.final_norm});
+  if (!c.tied_embeddings) list.push_back({"lm_head.weight", {c.vocab_size, dim}, &w.classifier});
+  return list;
+}
+
+result<void> load_tensor(const tensor_store& store, const tensor_request& request) {
+  const tensor_view* view = store.find(request.name);
+  if (view == nullptr) {
+    return make_error(errc::not_found, "model weights lack tensor '" + request.name + "' (expected shape " +
+                                           shape_string(request.shape) + ")");
+  }
+  const std::string where = "tensor '" + request.name + "' in '" + store.file_of(request.name).string() + "'";
+  if (view->shape != request.shape) {
+    return make_error(errc::corrupt_file, where + " has shape " + shape_string(view->shape) + ", expected " +
+                                              shape_string(request.shape));
+  }
+  std::vector<float> values(std::size_t(view->num_elements()));
+  if (auto ok = try_convert_to_f32(*view, values); !ok) {
+    return make_error(ok.error().code, where + ": " + ok.error().message);
+  }
+  if (request.matrix != nullptr) {
+    *request.matrix = weight_tensor::from_f32(std::move(values), request.shape[0], request.shape[1]);
+  } else {
+    *request.out = std::move(values);
+  }
+  return {};
+}
+
+}  // namespace
+
+result<model_weights> try_load_hf_weights(const tensor_store& store, const model_config& config) {
+  if (auto ok = try_check_shape(config); !ok) return std::unexpected(ok.error());
+  model_weights weights;
+  weights.config = config;
+  weights.layers.resize(std::size_t(config.num_layers));
+  for (const auto& request : list_tensors(config, weights)) {
+    if (auto ok = load_tensor(store, request); !ok) return std::unexpected(ok.error());
+  }
+  return weights;
+}
+
+result<hf_model> try_load_hf_model(const std::filesystem::path& folder, file_load load) {
+  const auto config_path = folder / "config.json";
+  auto config_text = read_text_file(config_path);
+  if (!config_text) return std::unexpected(config_text.error());
+  auto config = try_parse_hf_config(*config_text, config_path.string());
+  if (!config) return std::unexpected(config.error());
+  auto ids = try_parse_generation_ids(*config_text, config_path.string(), config->vocab_size);
+  if (!ids) return std::unexpected(ids.error());
+  const auto generation_path = folder / "generation_config.json";
+  if (std::filesystem::exists(generation_path)) {
+    auto text = read_text_file(generation_path);
+    if (!text) return std::unexpected(text.error());
+    auto overrides = try_parse_generation_ids(*text, generation_path.string(), config->vocab_size);
+    if (!overrides) return std::unexpected(overrides.error());
+    if (!overrides->eos_ids.empty()) ids->eos_ids = overrides->eos_ids;
+    if (overrides->bos_id) ids->bos_id = overrides->bos_id;
+  }
+  auto store = tensor_store::try_open_folder(folder, load);
+  if (!store) return std::unexpected(store.error());
+  auto weights = try_load_hf_weights(*store, *config);
+  if (!weights) return std::unexpected(weights.error());
+  auto pooling = try_read_st_pooling(folder);
+  if (!pooling) return std::unexpected(pooling.error());
+  return hf_model{std::move(*weights), std::move(ids->eos_ids), ids->bos_id, std::move(*pooling)};
+}
+
+}  // namespace inflight

@@ -1,0 +1,108 @@
+#include "core/model/formats/shapes.hpp"
+
+namespace inflight {
+namespace {
+
+model_config llama2c_shape(int dim, int hidden, int layers, int heads) {
+  model_config c;
+  c.architecture = "llama2.c";
+  c.dim = dim;
+  c.hidden_dim = hidden;
+  c.num_layers = layers;
+  c.num_heads = heads;
+  c.num_kv_heads = heads;
+  c.head_dim = dim / heads;
+  c.vocab_size = 32000;
+  c.max_seq_len = 2048;
+  c.rope = rope_style::interleaved;
+  c.tied_embeddings = true;
+  return c;
+}
+
+model_config llama3_shape(int dim, int hidden, int layers, int head_dim, bool tied) {
+  model_config c;
+  c.architecture = "LlamaForCausalLM";
+  c.dim = dim;
+  c.hidden_dim = hidden;
+  c.num_layers = layers;
+  c.num_heads = 32;
+  c.num_kv_heads = 8;
+  c.head_dim = head_dim;
+  c.vocab_size = 128256;
+  c.max_seq_len = 131072;
+  c.rope_theta = 500000.0f;
+  c.rope = rope_style::half;
+  c.scaling = {true, tied ? 32.0f : 8.0f, 1.0f, 4.0f, 8192};
+  c.tied_embeddings = tied;
+  return c;
+}
+
+// Qwen3-Reranker-0.6B (and Qwen3-0.6B): explicit head_dim 128 over 16 heads of a 1024 model.
+model_config qwen3_0_6b_shape() {
+  model_config c;
+  c.architecture = "Qwen3ForCausalLM";
+  c.dim = 1024;
+  c.hidden_dim = 3072;
+  c.num_layers = 28;
+  c.num_heads = 16;
+  c.num_kv_heads = 8;
+  c.head_dim = 128;
+  c.vocab_size = 151669;
+  c.max_seq_len = 40960;
+  c.norm_eps = 1e-6f;
+  c.rope_theta = 1000000.0f;
+  c.rope = rope_style::half;
+  c.tied_embeddings = true;
+  c.qk_norm = true;
+  return c;
+}
+
+// Llama-2-13B: the 13B class of Anyscale's continuous-batching experiment (OPT-13B there),
+// for `inflight simulate` (no GPU test runs it).
+model_config llama2_13b_shape() {
+  model_config c;
+  c.architecture = "LlamaForCausalLM";
+  c.dim = 5120;
+  c.hidden_dim = 13824;
+  c.num_layers = 40;
+  c.num_heads = 40;
+  c.num_kv_heads = 40;
+  c.head_dim = 128;
+  c.vocab_size = 32000;
+  c.max_seq_len = 4096;
+  c.norm_eps = 1e-5f;
+  c.rope = rope_style::half;
+  return c;
+}
+
+}  // namespace
+
+std::optional<model_config> named_shape(std::string_view name) {
+  if (name == "bench-20M") return llama2c_shape(288, 768, 6, 6);
+  if (name == "bench-110M") return llama2c_shape(768, 2048, 12, 12);
+  if (name == "llama-3.2-1b") return llama3_shape(2048, 8192, 16, 64, true);
+  if (name == "llama-3.1-8b") return llama3_shape(4096, 14336, 32, 128, false);
+  if (name == "qwen3-0.6b") return qwen3_0_6b_shape();
+  if (name == "llama-2-13b") return llama2_13b_shape();
+  return std::nullopt;
+}
+
+std::vector<std::string> shape_names() {
+  return {"bench-20M", "bench-110M", "llama-3.2-1b", "llama-3.1-8b", "qwen3-0.6b", "llama-2-13b"};
+}
+
+std::vector<std::string> family_names() { return {"llama", "qwen3"}; }
+
+result<model_config> try_as_family(model_config config, std::string_view family) {
+  if (family == "llama") return config;
+  if (family != "qwen3") {
+    return make_error(errc::invalid_argument, "unknown model family '" + std::string(family) + "' (llama | qwen3)");
+  }
+  config.architecture = "Qwen3ForCausalLM";
+  config.rope = rope_style::half;
+  config.attention_bias = false;
+  config.qk_norm = true;
+  return config;
+}
+
+}  // namespace inflight

@@ -1,0 +1,29 @@
+#pragma once
+/// The filters' shared declarations: filters.cpp holds the table and the scalar and
+/// string filters, filters_seq.cpp the ones over lists and dicts.
+
+#include <string_view>
+
+#include "core/model/template/builtins.hpp"
+
+namespace inflight::jinja {
+
+using filter_fn = result<value> (*)(renderer& r, const value& subject, const call_args& args);
+
+std::unexpected<error> filter_error(std::string_view filter, std::string_view what);
+
+result<value> join_filter(renderer& r, const value& v, const call_args& args);
+result<value> first_filter(renderer& r, const value& v, const call_args& args);
+result<value> last_filter(renderer& r, const value& v, const call_args& args);
+result<value> items_filter(renderer& r, const value& v, const call_args& args);
+result<value> list_filter(renderer& r, const value& v, const call_args& args);
+result<value> select_filter(renderer& r, const value& v, const call_args& args);
+result<value> reject_filter(renderer& r, const value& v, const call_args& args);
+result<value> selectattr_filter(renderer& r, const value& v, const call_args& args);
+result<value> rejectattr_filter(renderer& r, const value& v, const call_args& args);
+result<value> map_filter(renderer& r, const value& v, const call_args& args);
+result<value> unique_filter(renderer& r, const value& v, const call_args& args);
+result<value> sort_filter(renderer& r, const value& v, const call_args& args);
+result<value> reverse_filter(renderer& r, const value& v, const call_args& args);
+
+}  // namespace inflight::jinja
