@@ -1,26 +1,124 @@
 #pragma once
-/// What a gateway needs of an engine. The in-process engine (actors/engine/engine.hpp) provides
-/// it, and so does a router in front of engines in other processes: the gateway's HTTP,
-/// SSE, WebSocket and metrics code is the same for both.
+/// What a gateway needs of an engine: the request it submits, the events it hears back,
+/// and the engine's face. The in-process engine (actors/engine/engine.hpp) provides it,
+/// and so does a router in front of engines in other processes (actors/cluster/): the
+/// gateway's HTTP, SSE, WebSocket and metrics code is the same for both.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "core/config/deployment.hpp"
 #include "core/base/error.hpp"
+#include "core/config/deployment.hpp"
 #include "core/engine/metrics/metrics.hpp"
+#include "core/engine/sched/sequence.hpp"
+#include "core/engine/step/step_plan.hpp"
 #include "core/model/model_loader.hpp"
 
 namespace inflight {
 
 using request_id = seq_id;
-struct generate_request;
-struct submission;  // actors/engine/engine.hpp: a request and the sink of its events
-struct engine_snapshot;
-struct engine_health;
 class request_sink;
 class step_sink;  // actors/step_feed.hpp
+
+struct generate_request {
+  std::vector<token_id> prompt;        ///< already tokenized (BOS included when the model wants it)
+  sampling_params params;
+  std::optional<std::uint64_t> seed;   ///< reproducible sampling; none = a seed of its own per request
+  std::vector<std::string> stop;       ///< stop strings (not included in the output)
+  int priority = 0;                    ///< larger = more important (priority policy)
+  /// Prefix-cache salt: requests with different salts never share cached K/V.
+  std::string cache_salt;
+  double timeout_s = 0.0;              ///< deadline from submission (0 = none)
+  /// Latency targets for an SLO-aware policy (0 = the deployment's [scheduler] default).
+  slo_targets targets{};
+  /// Prefill-only scoring when not empty: nothing is generated; the request finishes
+  /// once its prompt is computed, with the logits of these vocabulary rows at the last
+  /// prompt position (finish_event::row_logits). `params` are not used.
+  std::vector<token_id> score_rows{};
+  /// Prefill-only embedding when set: nothing is generated; the request finishes once
+  /// its prompt is computed, with its final hidden states pooled this way
+  /// (finish_event::embedding). `params` are not used.
+  std::optional<pooling_kind> pooling{};
+
+  bool is_prefill_only() const { return !score_rows.empty() || pooling.has_value(); }
+};
+
+/// A request and the sink of its events (engine_api::submit_all).
+struct submission {
+  generate_request request;
+  std::shared_ptr<request_sink> sink;
+};
+
+/// Times of one request, from the engine's clock.
+struct request_timings {
+  double queue_ms = 0.0;   ///< submission -> first scheduled
+  double ttft_ms = 0.0;    ///< submission -> first token
+  double tpot_ms = 0.0;    ///< (e2e - ttft) / (output tokens - 1)
+  double e2e_ms = 0.0;     ///< submission -> finish
+};
+
+struct token_event {
+  std::string text;                    ///< new text (may be empty while a character or stop string is pending)
+  std::vector<token_id> token_ids;     ///< the token(s) of this event
+  std::vector<sampled_token> logprobs; ///< one per token when logprobs were asked for
+  int index = 0;                       ///< number of tokens before this event
+};
+
+struct finish_event {
+  finish_reason reason = finish_reason::stop;
+  std::optional<error> cause;          ///< why, for error / aborted (a value: the edge maps it)
+  std::string text;                    ///< text released at the end (held bytes)
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+  int cached_tokens = 0;               ///< prompt tokens taken from the prefix cache
+  request_timings timings;
+  std::vector<float> row_logits{};     ///< scoring requests: the score_rows' logits, in their order
+  /// Embedding requests: the pooled final hidden state (model width, not normalised).
+  std::vector<float> embedding{};
+};
+
+/// Receives a request's events, on an engine thread: implementations must be
+/// thread-safe and must not block (post to the connection's own executor).
+class request_sink {
+ public:
+  virtual ~request_sink() = default;
+  virtual void on_token(const token_event& event) = 0;
+  /// Called exactly once, last.
+  virtual void on_finish(const finish_event& event) = 0;
+};
+
+struct engine_snapshot {
+  engine_gauges gauges;
+  std::uint64_t num_steps = 0;
+  int num_free_blocks = 0;
+  int num_blocks = 0;
+  double backend_seconds = 0.0;   ///< total time inside the backend
+  double engine_seconds = 0.0;    ///< total time of steps, end to end (plan -> applied)
+  double batch_size_sum = 0.0;    ///< sum over steps of sequences per step
+  double kv_usage_sum = 0.0;      ///< sum over steps of KV usage
+  std::uint64_t num_failed_steps = 0;    ///< backend (or engine) steps that failed, since start
+  int num_consecutive_failed_steps = 0;  ///< failed steps since the last one that succeeded
+  std::string last_step_error;           ///< message of the last failed step ("" = none yet)
+  int num_waiting_to_start = 0;          ///< requests in the admission bound (server.max_waiting_requests)
+  std::int64_t num_waiting_tokens = 0;   ///< their prompt tokens (server.max_waiting_tokens)
+  bool is_idle = true;                   ///< no sequence, no step and no block release pending
+};
+
+/// What /health reports. A failed step fails only its own requests; the engine serves
+/// on. It is unhealthy once engine.unhealthy_after_failed_steps steps failed in a row
+/// (the backend is likely broken, not one request), until a step succeeds again.
+struct engine_health {
+  bool is_healthy = true;
+  bool is_stopped = false;
+  int num_consecutive_failed_steps = 0;
+  std::uint64_t num_failed_steps = 0;
+  std::string last_step_error;
+};
+
+/// Seconds on the engine's monotonic clock: the clock of every timestamp its events carry.
+double engine_now();
 
 class engine_api {
  public:

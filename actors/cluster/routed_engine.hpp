@@ -26,9 +26,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "actors/engine/engine.hpp"
-#include "actors/engine_api.hpp"
 #include "actors/cluster/remote_engine.hpp"
+#include "actors/engine_api.hpp"
 #include "core/route/router.hpp"
 
 namespace inflight {

@@ -15,7 +15,7 @@
 #include <string>
 #include <type_traits>
 
-#include "actors/engine/engine.hpp"
+#include "actors/engine_api.hpp"
 #include "core/grammar/grammar_cache.hpp"
 #include "core/engine/metrics/step_summary.hpp"
 #include "core/route/engine_report.hpp"

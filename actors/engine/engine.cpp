@@ -240,19 +240,6 @@ result<std::vector<request_id>> engine::submit_all(std::vector<submission> reque
   return ids;
 }
 
-result<std::vector<request_id>> engine_api::submit_all(std::vector<submission> requests) {
-  std::vector<request_id> ids;
-  for (auto& s : requests) {
-    auto id = submit(std::move(s.request), std::move(s.sink));
-    if (!id) {
-      for (auto queued : ids) cancel(queued);
-      return std::unexpected(id.error());
-    }
-    ids.push_back(*id);
-  }
-  return ids;
-}
-
 void engine::cancel(request_id id) {
   if (!impl_->is_stopped) caf::anon_send(impl_->sched, cancel_atom::value, id);
 }

@@ -9,7 +9,7 @@
 
 #include <optional>
 
-#include "actors/engine/engine.hpp"
+#include "actors/engine_api.hpp"
 #include "core/engine/kv/kv_grant.hpp"
 #include "core/engine/sched/scheduler.hpp"
 #include "core/engine/step/step_plan.hpp"
@@ -94,9 +94,6 @@ using scheduler_actor = caf::typed_actor<caf::reacts_to<submit_atom, seq_request
                                          caf::reacts_to<drain_atom>,
                                          caf::reacts_to<abort_atom>,
                                          caf::reacts_to<full_report_atom>>;
-
-/// Seconds on the engine's monotonic clock.
-double engine_now();
 
 }  // namespace inflight
 

@@ -7,10 +7,6 @@
 
 namespace inflight {
 
-double engine_now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 request_timings make_timings(double arrival, std::optional<double> first_scheduled, std::optional<double> first_token,
                              double finished, int num_tokens) {
   request_timings t;

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "actors/engine/messages.hpp"
+#include "actors/engine_api.hpp"
 
 namespace inflight::gateway {
 

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/engine/engine.hpp"
+#include "actors/engine_api.hpp"
 #include "core/base/error.hpp"
 
 namespace inflight::gateway {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/engine/engine.hpp"
+#include "actors/engine_api.hpp"
 #include "actors/gateway/api_keys.hpp"
 #include "actors/gateway/served_model.hpp"
 #include "actors/gateway/step_fanout.hpp"

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/engine/engine.hpp"
+#include "actors/engine_api.hpp"
 #include "actors/gateway/errors.hpp"
 #include "actors/gateway/served_model.hpp"
 #include "actors/gateway/tool_request.hpp"

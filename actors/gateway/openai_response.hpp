@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/engine/engine.hpp"
+#include "actors/engine_api.hpp"
 #include "actors/gateway/served_model.hpp"
 
 namespace inflight::gateway {

@@ -6,7 +6,7 @@
 #include <functional>
 #include <memory>
 
-#include "actors/engine/engine.hpp"
+#include "actors/engine_api.hpp"
 
 namespace inflight::gateway {
 

@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "actors/engine/engine.hpp"
+#include "actors/engine_api.hpp"
 #include "core/base/error.hpp"
 
 namespace inflight::gateway {

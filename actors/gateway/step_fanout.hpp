@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/engine/engine.hpp"
+#include "actors/engine_api.hpp"
 #include "actors/gateway/errors.hpp"
 #include "actors/step_feed.hpp"
 

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/engine/engine.hpp"
+#include "actors/engine_api.hpp"
 #include "actors/gateway/errors.hpp"
 #include "actors/gateway/openai_request.hpp"
 #include "actors/gateway/served_model.hpp"

@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 
+#include "apps/inflight/bench_response_timeline.hpp"
 #include "core/bench/bench_metrics.hpp"
 #include "core/bench/dataset.hpp"
 
@@ -30,8 +31,6 @@ result<client_target> parse_url(const std::string& url);
 /// The JSON body of a request (completions or a WebSocket generate message); a prompt
 /// with a json_schema asks for it in `response_format` (type json_schema).
 std::string request_body(const client_target& target, const bench::bench_prompt& prompt, int index, int max_tokens);
-
-using request_done = std::function<void(bench::request_record)>;
 
 /// Starts one request; `done` runs on the io thread with the record (start_s is the
 /// absolute send time, the caller makes it relative).

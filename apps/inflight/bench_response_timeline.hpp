@@ -5,12 +5,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
-#include "apps/inflight/bench_client.hpp"
+#include "core/bench/bench_metrics.hpp"
 
 namespace inflight::app {
+
+/// Receives a request's record when it ends.
+using request_done = std::function<void(bench::request_record)>;
 
 class response_timeline {
  public:

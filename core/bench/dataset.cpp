@@ -240,6 +240,18 @@ result<std::vector<bench_prompt>> prefix_chat_workload(const workload_options& o
   return out;
 }
 
+/// The variance workload with `builtin_schemas()[i % n]` as request i's json_schema.
+result<std::vector<bench_prompt>> structured_workload(const workload_options& o, std::mt19937_64& rng) {
+  auto prompts = variance_workload(o, rng);
+  if (!prompts) return prompts;
+  const auto& schemas = builtin_schemas();
+  for (std::size_t i = 0; i < prompts->size(); ++i) {
+    (*prompts)[i].json_schema = schemas[i % schemas.size()].text;
+    (*prompts)[i].tag = schemas[i % schemas.size()].name;
+  }
+  return prompts;
+}
+
 }  // namespace
 
 result<std::vector<bench_prompt>> workload_dataset(const workload_options& o, std::mt19937_64& rng) {

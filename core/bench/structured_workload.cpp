@@ -177,17 +177,4 @@ result<std::vector<named_schema>> load_schemas(const std::string& source) {
   return load_schema_file(source);
 }
 
-result<std::vector<bench_prompt>> structured_workload(const workload_options& o, std::mt19937_64& rng) {
-  workload_options variance = o;
-  variance.name = "variance";
-  auto prompts = workload_dataset(variance, rng);
-  if (!prompts) return prompts;
-  const auto& schemas = builtin_schemas();
-  for (std::size_t i = 0; i < prompts->size(); ++i) {
-    (*prompts)[i].json_schema = schemas[i % schemas.size()].text;
-    (*prompts)[i].tag = schemas[i % schemas.size()].name;
-  }
-  return prompts;
-}
-
 }  // namespace inflight::bench

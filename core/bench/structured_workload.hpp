@@ -1,15 +1,14 @@
 #pragma once
-/// The `structured` workload: the variance workload's requests, each asking for JSON
-/// that follows one of a small rotating set of realistic JSON Schemas (objects with
-/// required string / integer / enum / array fields, nested objects, a $ref). Benchmarks
-/// run it once with the constraint and once without and compare.
+/// The schemas of the `structured` workload (core/bench/dataset.hpp): the variance
+/// workload's requests, each asking for JSON that follows one of a small rotating set of
+/// realistic JSON Schemas (objects with required string / integer / enum / array fields,
+/// nested objects, a $ref). Benchmarks run it once with the constraint and once without
+/// and compare.
 
 #include <filesystem>
-#include <random>
 #include <string>
 #include <vector>
 
-#include "core/bench/dataset.hpp"
 #include "core/base/error.hpp"
 
 namespace inflight::bench {
@@ -29,9 +28,5 @@ result<std::vector<named_schema>> load_schema_file(const std::filesystem::path& 
 
 /// "builtin" or a file (load_schema_file).
 result<std::vector<named_schema>> load_schemas(const std::string& source);
-
-/// The variance workload of `o` (size, cap, count) with `builtin_schemas()[i % n]` as
-/// request i's json_schema.
-result<std::vector<bench_prompt>> structured_workload(const workload_options& o, std::mt19937_64& rng);
 
 }  // namespace inflight::bench

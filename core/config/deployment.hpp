@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/model/model_settings.hpp"
 #include "core/model/pooling.hpp"
 
 namespace inflight {
@@ -64,44 +65,6 @@ struct router_settings {
   std::string policy = "least_load";      ///< a routing policy in the plugin directory
   double request_timeout_s = 10.0;        ///< an engine's answer to a submit or health check
   double reconnect_interval_s = 1.0;      ///< how often an engine that is down is tried again
-};
-
-/// Shape of a random-weight model (format = "dummy").
-struct dummy_shape {
-  int hidden_size = 256;
-  int intermediate_size = 688;
-  int num_layers = 4;
-  int num_heads = 8;
-  int num_kv_heads = 4;
-  int head_dim = 0;  ///< 0 = hidden_size / num_heads
-  int vocab_size = 259;  ///< the byte-level tokenizer's vocabulary (3 specials + 256 bytes)
-  int max_position = 2048;
-  float rope_theta = 10000.0f;
-  bool tied_embeddings = true;
-  std::string family = "llama";  ///< llama | qwen3 (per-head q/k norms)
-  std::uint64_t seed = 0;
-};
-
-struct model_settings {
-  std::string path;                ///< llama2.c .bin, .gguf file, or a Hugging Face model folder; empty = dummy
-  std::string format = "auto";     ///< auto | llama2c | hf | gguf | dummy
-  std::string tokenizer;           ///< tokenizer file or folder; empty = next to the model / byte-level
-  std::string name;                ///< served model name; empty = derived from the path
-  std::string dtype = "auto";      ///< auto | float32 | bfloat16 | float16
-  /// Storage type of the matrices: "auto" keeps the file's; a weight_dtype name (or
-  /// "q4_k_m", llama.cpp's mix) converts at load.
-  std::string weight_dtype = "auto";
-  /// How weight files (GGUF, safetensors) come into memory: "mmap" maps them, "read" reads
-  /// them into memory of the process's own (huge pages advised; on the CPU their products
-  /// stream faster), "auto" reads for the cpu backend when they fit in three quarters of the
-  /// available memory and maps otherwise (cuda keeps its weights on the GPU).
-  std::string load_mode = "auto";
-  int max_context = 0;             ///< 0 = the model's own
-  std::string chat_template;       ///< empty = the model's own (Jinja) template; else a built-in by name
-  /// How the model writes tool calls: auto (from the chat template) | hermes | llama3_json | json.
-  std::string tool_call_format = "auto";
-  std::string config_json;         ///< format = dummy: shape from this config.json instead of [model.dummy]
-  dummy_shape dummy;
 };
 
 struct engine_settings {

@@ -7,9 +7,9 @@
 #include <string_view>
 #include <vector>
 
-#include "core/config/deployment.hpp"
 #include "core/model/pooling.hpp"
 #include "core/base/error.hpp"
+#include "core/model/model_settings.hpp"
 #include "core/model/model_weights.hpp"
 #include "core/model/template/chat_template.hpp"
 #include "core/model/tokenizer/tokenizer.hpp"

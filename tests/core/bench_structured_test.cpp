@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/bench/grammar_bench.hpp"
+#include "core/bench/dataset.hpp"
 #include "core/bench/structured_workload.hpp"
 #include "core/grammar/grammar_cache.hpp"
 

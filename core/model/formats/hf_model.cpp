@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/base/text_file.hpp"
 #include "core/model/formats/st_pooling.hpp"
 #include "core/base/json_depth.hpp"
 
@@ -188,18 +189,6 @@ result<model_config> try_parse_hf_config(std::string_view json_text, const std::
     return make_error(ok.error().code, source + ": " + ok.error().message);
   }
   return config;
-}
-
-result<std::string> read_text_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const errc code = std::filesystem::exists(path) ? errc::io_error : errc::not_found;
-    return make_error(code, "cannot open '" + path.string() + "'");
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return make_error(errc::io_error, "cannot read '" + path.string() + "'");
-  return text.str();
 }
 
 result<model_config> try_load_hf_config(const std::filesystem::path& config_path) {

@@ -55,9 +55,6 @@ result<void> try_check_shape(const model_config& config);
 /// errc::unsupported; each message names the tensor (and the expected shape).
 result<model_weights> try_load_hf_weights(const tensor_store& store, const model_config& config);
 
-/// The whole text of a file (errc::not_found when it does not exist).
-result<std::string> read_text_file(const std::filesystem::path& path);
-
 /// Loads a whole model folder.
 result<hf_model> try_load_hf_model(const std::filesystem::path& folder, file_load load = file_load::map);
 

@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/model/formats/hf_model.hpp"
 #include "core/base/json_depth.hpp"
+#include "core/base/text_file.hpp"
 
 namespace inflight {
 

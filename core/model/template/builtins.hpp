@@ -6,10 +6,12 @@
 #include <string_view>
 
 #include "core/base/error.hpp"
-#include "core/model/template/renderer.hpp"
 #include "core/model/template/value.hpp"
 
 namespace inflight::jinja {
+
+class renderer;    // renderer.hpp: the render calls back into it (macros, loops, caller())
+struct call_args;  // renderer.hpp
 
 /// Whether `name` is a filter this engine implements (the parser refuses others, so a
 /// template using one fails to parse rather than to render).

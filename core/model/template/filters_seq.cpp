@@ -5,6 +5,7 @@
 
 #include "core/model/template/filters.hpp"
 #include "core/model/template/text.hpp"
+#include "core/model/template/renderer.hpp"
 
 namespace inflight::jinja {
 namespace {

@@ -1,6 +1,7 @@
 // Methods templates call on strings (Python's str) and dicts.
 #include "core/model/template/builtins.hpp"
 #include "core/model/template/text.hpp"
+#include "core/model/template/renderer.hpp"
 
 namespace inflight::jinja {
 namespace {

@@ -4,6 +4,7 @@
 #include "core/model/template/builtins.hpp"
 #include "core/model/template/operators.hpp"
 #include "core/model/template/text.hpp"
+#include "core/model/template/renderer.hpp"
 
 namespace inflight::jinja {
 namespace {
