@@ -128,23 +128,28 @@ void http_session::handle(request_t&& req) {
     }
   }
   if (auto denied = check_api_key(state_, path, authorization)) return send_reply(error_reply(*denied));
-  if (kind == route_kind::websocket && beast::websocket::is_upgrade(req)) {
-    stream_.tcp().expires_never();
-    std::make_shared<ws_session>(std::move(stream_), state_)->run(std::move(req));
-    phase_ = phase::closed;  // the socket now belongs to the WebSocket session
-    return;
+  switch (kind) {
+    case route_kind::websocket:
+      if (!beast::websocket::is_upgrade(req)) break;  // answer(): 426
+      stream_.tcp().expires_never();
+      std::make_shared<ws_session>(std::move(stream_), state_)->run(std::move(req));
+      phase_ = phase::closed;  // the socket now belongs to the WebSocket session
+      return;
+    case route_kind::engine_events:
+      return start_engine_events(query_param(std::string_view(req.target().data(), req.target().size()), "engine"));
+    case route_kind::completion:
+    case route_kind::chat:
+    case route_kind::rerank:
+    case route_kind::score:
+    case route_kind::embeddings:
+      if (state_.is_shutting_down()) return send_reply(error_reply(shutting_down()));
+      if (kind == route_kind::rerank || kind == route_kind::score) return start_scoring(kind, req.body());
+      if (kind == route_kind::embeddings) return start_embedding(req.body());
+      return start_generation(kind, req.body());
+    default:
+      break;
   }
-  if (kind == route_kind::engine_events)
-    return start_engine_events(query_param(std::string_view(req.target().data(), req.target().size()), "engine"));
-  if (kind == route_kind::completion || kind == route_kind::chat || kind == route_kind::rerank ||
-      kind == route_kind::score || kind == route_kind::embeddings) {
-    if (state_.is_shutting_down())
-      return send_reply(error_reply(shutting_down()));
-    if (kind == route_kind::rerank || kind == route_kind::score) return start_scoring(kind, req.body());
-    if (kind == route_kind::embeddings) return start_embedding(req.body());
-    return start_generation(kind, req.body());
-  }
-  send_reply(answer(state_, method, path, req.body()));
+  send_reply(answer(state_, kind, method, path, req.body()));
 }
 
 void http_session::start_engine_events(const std::optional<std::string>& engine) {

@@ -1,6 +1,5 @@
 #include "actors/gateway/routes.hpp"
 
-#include <array>
 
 #include "actors/gateway/openai_request.hpp"
 #include "actors/gateway/openai_response.hpp"
@@ -9,12 +8,6 @@
 namespace inflight::gateway {
 
 using nlohmann::json;
-
-http_reply json_reply(int status, const json& body) { return {status, "application/json", dump_json(body), {}}; }
-
-http_reply error_reply(const api_error& e) {
-  return json_reply(e.status, error_body(e));
-}
 
 std::string_view target_path(std::string_view target) { return target.substr(0, target.find('?')); }
 
@@ -63,38 +56,63 @@ std::optional<std::string> query_param(std::string_view target, std::string_view
   return std::nullopt;
 }
 
+namespace {
+
+/// Every route, once.
+constexpr route routes[] = {
+    {"/v1/completions", "POST", route_kind::completion},
+    {"/v1/chat/completions", "POST", route_kind::chat},
+    {"/v1/ws", "GET", route_kind::websocket, route_access::key, true},
+    {"/v1/engine/events", "GET", route_kind::engine_events},
+    {"/v1/rerank", "POST", route_kind::rerank},
+    {"/rerank", "POST", route_kind::rerank},
+    {"/v2/rerank", "POST", route_kind::rerank},
+    {"/v1/score", "POST", route_kind::score},
+    {"/score", "POST", route_kind::score},
+    {"/v1/embeddings", "POST", route_kind::embeddings},
+    {"/embeddings", "POST", route_kind::embeddings},
+    {"/health", "GET", route_kind::health, route_access::open, true},
+    {"/metrics", "GET", route_kind::metrics, route_access::metrics, true},
+    {"/v1/models", "GET", route_kind::models, route_access::key, true},
+    {"/v1/models/", "GET", route_kind::model, route_access::key, true},
+    {"/version", "GET", route_kind::version, route_access::key, true},
+    {"/tokenize", "POST", route_kind::tokenize},
+    {"/v1/tokenize", "POST", route_kind::tokenize},
+    {"/detokenize", "POST", route_kind::detokenize},
+    {"/v1/detokenize", "POST", route_kind::detokenize},
+};
+
+bool is_prefix(const route& r) { return r.path.ends_with('/'); }
+
+bool has_path(const route& r, std::string_view path) {
+  return is_prefix(r) ? path.starts_with(r.path) : path == r.path;
+}
+
+bool takes_method(const route& r, std::string_view method) {
+  return method == r.method || (method == "HEAD" && r.takes_head);
+}
+
+/// The route of a path, whatever the method: the first row that has it.
+const route* route_of(std::string_view path) {
+  for (const auto& r : routes)
+    if (has_path(r, path)) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
 route_kind classify(std::string_view method, std::string_view path) {
-  if (method == "POST" && path == "/v1/completions") return route_kind::completion;
-  if (method == "POST" && path == "/v1/chat/completions") return route_kind::chat;
-  if (method == "GET" && path == "/v1/ws") return route_kind::websocket;
-  if (method == "GET" && path == "/v1/engine/events") return route_kind::engine_events;
-  if (method == "POST" && (path == "/v1/rerank" || path == "/rerank" || path == "/v2/rerank")) return route_kind::rerank;
-  if (method == "POST" && (path == "/v1/score" || path == "/score")) return route_kind::score;
-  if (method == "POST" && (path == "/v1/embeddings" || path == "/embeddings")) return route_kind::embeddings;
+  for (const auto& r : routes)
+    if (has_path(r, path) && takes_method(r, method)) return r.kind;
   return route_kind::other;
 }
 
 namespace {
 
-struct route_entry {
-  std::string_view path;
-  std::string_view method;
-};
-
-constexpr std::array<route_entry, 19> known_routes{{
-    {"/v1/completions", "POST"},  {"/v1/chat/completions", "POST"}, {"/v1/ws", "GET"},
-    {"/v1/models", "GET"},        {"/health", "GET"},               {"/metrics", "GET"},
-    {"/version", "GET"},          {"/tokenize", "POST"},            {"/detokenize", "POST"},
-    {"/v1/tokenize", "POST"},     {"/v1/detokenize", "POST"},       {"/v1/engine/events", "GET"},
-    {"/v1/rerank", "POST"},       {"/rerank", "POST"},              {"/v2/rerank", "POST"},
-    {"/v1/score", "POST"},        {"/score", "POST"},               {"/v1/embeddings", "POST"},
-    {"/embeddings", "POST"},
-}};
-
 /// 200 while requests can be served: {"status": "ok"}, or "degraded" with the last
 /// failure when a recent step failed; 503 while shutting down, or once
 /// engine.unhealthy_after_failed_steps steps failed in a row (until one succeeds).
-http_reply health(gateway_state& state) {
+http_reply health_reply(gateway_state& state) {
   if (state.is_shutting_down()) return error_reply(shutting_down());
   const auto h = state.eng().health();
   if (!h.is_healthy) {
@@ -117,7 +135,7 @@ http_reply model_by_name(gateway_state& state, std::string_view name) {
   return error_reply(not_found("The model `" + std::string(name) + "` does not exist", "model_not_found"));
 }
 
-http_reply tokenize(gateway_state& state, const std::string& text) {
+http_reply tokenize_reply(gateway_state& state, const std::string& text) {
   auto body = try_parse_json(text);
   if (!body) return error_reply(body.error());
   auto ids = try_parse_tokenize(*body, state.model());
@@ -136,9 +154,10 @@ http_reply detokenize_reply(gateway_state& state, const std::string& text) {
 }  // namespace
 
 bool is_open_route(std::string_view path, const server_settings& settings) {
-  if (path == "/health") return true;
-  if (path == "/metrics") return settings.metrics_open;
-  return path == "/" || path == "/index.html" || path.starts_with("/ui/");
+  if (is_ui_path(path)) return true;
+  const route* r = route_of(path);
+  if (r == nullptr) return false;
+  return r->access == route_access::open || (r->access == route_access::metrics && settings.metrics_open);
 }
 
 std::optional<api_error> check_api_key(const gateway_state& state, std::string_view path,
@@ -148,22 +167,25 @@ std::optional<api_error> check_api_key(const gateway_state& state, std::string_v
   return unauthorized(authorization.has_value());
 }
 
-http_reply answer(gateway_state& state, std::string_view method, std::string_view path, const std::string& body) {
-  const bool is_get = method == "GET" || method == "HEAD";
-  if (is_get && path == "/health") return health(state);
-  if (is_get && path == "/metrics") return {200, "text/plain; version=0.0.4; charset=utf-8", state.eng().render_metrics(), {}};
-  if (is_get && path == "/v1/models") return json_reply(200, models_list(state.model()));
-  if (is_get && path.starts_with("/v1/models/")) return model_by_name(state, path.substr(11));
-  if (is_get && path == "/version") return json_reply(200, {{"version", state.version()}});
-  if (method == "POST" && (path == "/tokenize" || path == "/v1/tokenize")) return tokenize(state, body);
-  if (method == "POST" && (path == "/detokenize" || path == "/v1/detokenize")) return detokenize_reply(state, body);
-  if (is_get) {
+http_reply answer(gateway_state& state, route_kind kind, std::string_view method, std::string_view path,
+                  const std::string& body) {
+  switch (kind) {
+    case route_kind::health: return health_reply(state);
+    case route_kind::metrics: return {200, "text/plain; version=0.0.4; charset=utf-8", state.eng().render_metrics(), {}};
+    case route_kind::models: return json_reply(200, models_list(state.model()));
+    case route_kind::model: return model_by_name(state, path.substr(std::string_view("/v1/models/").size()));
+    case route_kind::version: return json_reply(200, {{"version", state.version()}});
+    case route_kind::tokenize: return tokenize_reply(state, body);
+    case route_kind::detokenize: return detokenize_reply(state, body);
+    case route_kind::websocket:
+      return error_reply(api_error{426, "invalid_request_error", "/v1/ws takes a WebSocket upgrade", {}, "upgrade_required"});
+    default: break;
+  }
+  if (method == "GET" || method == "HEAD") {
     if (auto ui = try_answer_ui(state, path)) return std::move(*ui);
   }
-  if (is_get && path == "/v1/ws")
-    return error_reply(api_error{426, "invalid_request_error", "/v1/ws takes a WebSocket upgrade", {}, "upgrade_required"});
-  for (const auto& r : known_routes) {
-    if (r.path == path) {
+  for (const auto& r : routes) {
+    if (!is_prefix(r) && r.path == path) {
       auto e = method_not_allowed(std::string(method) + " is not allowed on " + std::string(path) + " (use " +
                                   std::string(r.method) + ")");
       auto reply = error_reply(e);

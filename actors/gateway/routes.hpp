@@ -10,29 +10,46 @@
 
 #include "actors/gateway/errors.hpp"
 #include "actors/gateway/gateway_state.hpp"
+#include "actors/gateway/http_reply.hpp"
 
 namespace inflight::gateway {
 
-/// A complete HTTP answer.
-struct http_reply {
-  int status = 200;
-  std::string content_type = "application/json";
-  std::string body;
-  std::string allow;  ///< the Allow header of a 405
+/// What a request asks for, from its method and path (classify()).
+enum class route_kind {
+  completion,     ///< POST /v1/completions
+  chat,           ///< POST /v1/chat/completions
+  websocket,      ///< GET /v1/ws (an upgrade; without one, 426)
+  engine_events,  ///< GET /v1/engine/events (a long-lived SSE stream; events_session)
+  rerank,         ///< POST /v1/rerank, /rerank, /v2/rerank
+  score,          ///< POST /v1/score, /score
+  embeddings,     ///< POST /v1/embeddings, /embeddings
+  // answered at once by answer():
+  health,         ///< GET /health
+  metrics,        ///< GET /metrics
+  models,         ///< GET /v1/models
+  model,          ///< GET /v1/models/{name}
+  version,        ///< GET /version
+  tokenize,       ///< POST /tokenize, /v1/tokenize
+  detokenize,     ///< POST /detokenize, /v1/detokenize
+  other,          ///< no route: a file of the web UI, a 405 for a known path, else 404
 };
 
-http_reply json_reply(int status, const nlohmann::json& body);
-http_reply error_reply(const api_error& e);
+/// Who may call a route when API keys are configured.
+enum class route_access {
+  key,      ///< a valid key
+  open,     ///< anyone
+  metrics,  ///< anyone with server.metrics_open, else a valid key
+};
 
-enum class route_kind {
-  completion,  ///< POST /v1/completions
-  chat,        ///< POST /v1/chat/completions
-  websocket,   ///< GET /v1/ws (an upgrade)
-  engine_events,  ///< GET /v1/engine/events (a long-lived SSE stream; events_session)
-  rerank,      ///< POST /v1/rerank, /rerank, /v2/rerank
-  score,       ///< POST /v1/score, /score
-  embeddings,  ///< POST /v1/embeddings, /embeddings
-  other,       ///< answered by answer()
+/// One route: every answer the gateway gives by method and path comes from the one
+/// table of these (routes.cpp): classify(), the 405s and their Allow header, the open
+/// routes and the endpoints answer() serves.
+struct route {
+  std::string_view path;    ///< the path; a prefix of paths when it ends in '/'
+  std::string_view method;  ///< "GET" or "POST"
+  route_kind kind;
+  route_access access = route_access::key;
+  bool takes_head = false;  ///< a GET route that answers HEAD too
 };
 
 /// The path of a request target, without its query string.
@@ -41,6 +58,7 @@ std::string_view target_path(std::string_view target);
 /// space); none when absent (or not well formed).
 std::optional<std::string> query_param(std::string_view target, std::string_view name);
 
+/// The route a request takes; route_kind::other when none takes its method and path.
 route_kind classify(std::string_view method, std::string_view path);
 
 /// Whether `path` answers without an API key when keys are configured: /health, the
@@ -53,8 +71,10 @@ bool is_open_route(std::string_view path, const server_settings& settings);
 std::optional<api_error> check_api_key(const gateway_state& state, std::string_view path,
                                        std::optional<std::string_view> authorization);
 
-/// Answers a request of route_kind::other (unknown routes: 404, known routes under
-/// another method: 405).
-http_reply answer(gateway_state& state, std::string_view method, std::string_view path, const std::string& body);
+/// Answers a request that a session does not serve itself: the routes answered at once,
+/// GET /v1/ws without an upgrade (426), and for route_kind::other a file of the web UI,
+/// a 405 (a known path under another method) or a 404.
+http_reply answer(gateway_state& state, route_kind kind, std::string_view method, std::string_view path,
+                  const std::string& body);
 
 }  // namespace inflight::gateway

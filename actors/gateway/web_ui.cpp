@@ -33,13 +33,13 @@ std::string_view content_type_of(std::string_view name) {
 }
 
 std::string_view file_name_of(std::string_view path) {
-  if (path == "/" || path == "/index.html") return "index.html";
-  if (path.starts_with("/ui/")) return path.substr(4);
-  return {};
+  if (!is_ui_path(path)) return {};
+  return path.starts_with("/ui/") ? path.substr(4) : "index.html";
 }
 
-
 }  // namespace
+
+bool is_ui_path(std::string_view path) { return path == "/" || path == "/index.html" || path.starts_with("/ui/"); }
 
 std::optional<web_file> find_web_file(std::string_view path) {
   const auto name = file_name_of(path);

@@ -8,9 +8,14 @@
 #include <optional>
 #include <string_view>
 
-#include "actors/gateway/routes.hpp"
+#include "actors/gateway/gateway_state.hpp"
+#include "actors/gateway/http_reply.hpp"
 
 namespace inflight::gateway {
+
+/// The UI's paths: /, /index.html and /ui/<file>. They answer without an API key (the
+/// UI's own API calls need one).
+bool is_ui_path(std::string_view path);
 
 /// A file of the UI: its bytes and content type; nullopt for a path that is not one.
 struct web_file {
