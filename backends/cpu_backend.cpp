@@ -74,14 +74,9 @@ result<step_result> cpu_backend::execute(const step_plan& plan) {
   if (!logits) return std::unexpected(logits.error());
   step_result out;
   out.step_id = plan.step_id;
-  std::size_t row = 0;
-  for (const auto& s : plan.seqs) {
-    if (!s.do_sample) continue;
-    auto logits_row = logits->subspan(row++ * shape_.vocab_size, shape_.vocab_size);
-    auto token = sample(logits_row, s);
-    token.id = s.id;
-    out.tokens.push_back(std::move(token));
-  }
+  out.tokens = sample_rows(plan, [&](const seq_step& s, std::size_t row) {
+    return sample(logits->subspan(row * shape_.vocab_size, shape_.vocab_size), s);
+  });
   out.rows = split_row_logits(plan, batch_, row_logits_);
   out.hidden = split_hidden(plan, hidden_, shape_.dim);
   out.backend_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

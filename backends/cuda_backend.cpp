@@ -137,26 +137,25 @@ result<step_result> cuda_backend::execute(const step_plan& plan) {
   }
   step_result out;
   out.step_id = plan.step_id;
-  std::size_t row = 0, masked = 0;
-  for (const auto& s : plan.seqs) {
-    if (!s.do_sample) continue;
+  std::size_t masked = 0;  // masked_greedy rows in plan order
+  out.tokens = sample_rows(plan, [&](const seq_step& s, std::size_t row) {
     sampled_token token;
-    const auto path = path_of(s);
-    if (path == row_path::greedy) {
-      token.token = greedy_tokens_[row];
-      token.logprob = greedy_logprobs_[row];
-    } else if (path == row_path::masked_greedy) {
-      token.token = masked_tokens_[masked];
-      token.logprob = masked_logprobs_[masked];
-      ++masked;
-    } else {
-      const std::span<const float> logits_row(logits_.data() + row * vocab, vocab);
-      token = sample(logits_row, s);
+    switch (path_of(s)) {
+      case row_path::greedy:
+        token.token = greedy_tokens_[row];
+        token.logprob = greedy_logprobs_[row];
+        break;
+      case row_path::masked_greedy:
+        token.token = masked_tokens_[masked];
+        token.logprob = masked_logprobs_[masked];
+        ++masked;
+        break;
+      case row_path::host:
+        token = sample(std::span<const float>(logits_.data() + row * vocab, vocab), s);
+        break;
     }
-    ++row;
-    token.id = s.id;
-    out.tokens.push_back(std::move(token));
-  }
+    return token;
+  });
   out.rows = split_row_logits(plan, batch_, row_logits_);
   out.backend_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;

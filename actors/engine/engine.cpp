@@ -14,6 +14,7 @@
 #include "actors/engine/request_actor.hpp"
 #include "actors/engine/scheduler_actor.hpp"
 #include "core/grammar/token_index.hpp"
+#include "core/engine/request/prompt_limit.hpp"
 #include "core/engine/sampling/sampler.hpp"
 #include "core/engine/sched/plugin_dir.hpp"
 
@@ -155,9 +156,7 @@ result<queued_request> prepare(engine::impl& p, generate_request request, std::s
   if (!p.is_accepting) return make_error(errc::shutting_down, "the server is shutting down");
   if (request.prompt.empty()) return make_error(errc::invalid_argument, "the prompt is empty");
   const int max_context = p.model.max_context;
-  // A scoring or embedding request generates nothing: its prompt may fill the whole context.
-  const int max_prompt = request.is_prefill_only() ? max_context : max_context - 1;
-  if (int(request.prompt.size()) > max_prompt) {
+  if (int(request.prompt.size()) > max_prompt_tokens(max_context, request.is_prefill_only())) {
     return make_error(errc::invalid_argument, "the prompt has " + std::to_string(request.prompt.size()) +
                                                   " tokens, but the model's context is " +
                                                   std::to_string(max_context) + " tokens (including the output)");
@@ -197,12 +196,21 @@ result<queued_request> prepare(engine::impl& p, generate_request request, std::s
     return std::unexpected(ok.error());
   }
   const request_id id = p.next_id++;
-  seq_request seq{.id = id, .prompt = request.prompt, .params = request.params, .priority = request.priority,
-                  .cache_salt = request.cache_salt, .seed = request.seed, .targets = request.targets,
-                  .arrival = engine_now(), .timeout_s = request.timeout_s};
-  seq.score_rows = request.score_rows;
+  // The request actor keeps what it needs for the text; the sequence takes the rest.
+  request_context ctx{.id = id,
+                      .stop = std::move(request.stop),
+                      .num_prompt_tokens = int(request.prompt.size()),
+                      .last_prompt_token = request.prompt.back(),
+                      .has_logprobs = request.params.logprobs > 0,
+                      .sink = std::move(sink),
+                      .tok = p.model.tok,
+                      .metrics = p.metrics,
+                      .num_live = p.num_live};
+  seq_request seq{.id = id, .prompt = std::move(request.prompt), .params = std::move(request.params),
+                  .priority = request.priority, .cache_salt = std::move(request.cache_salt), .seed = request.seed,
+                  .targets = request.targets, .arrival = engine_now(), .timeout_s = request.timeout_s};
+  seq.score_rows = std::move(request.score_rows);
   seq.pooling = request.pooling;
-  request_context ctx{id, std::move(request), std::move(sink), p.model.tok, p.model.eos_ids, p.metrics, p.num_live};
   return queued_request{std::move(seq), std::move(ctx)};
 }
 

@@ -47,10 +47,12 @@ using kv_reply = result<kv_grant>;
 /// threads outside the actor system only ever send messages.
 struct request_context {
   request_id id = 0;
-  generate_request request;
+  std::vector<std::string> stop;      ///< the request's stop strings
+  int num_prompt_tokens = 0;
+  token_id last_prompt_token = -1;    ///< decides the first token's leading space (text_stream)
+  bool has_logprobs = false;          ///< the request asked for logprobs
   std::shared_ptr<request_sink> sink;
   std::shared_ptr<const tokenizer> tok;
-  std::vector<token_id> eos_ids;
   std::shared_ptr<engine_metrics> metrics;
   std::shared_ptr<std::atomic<int>> num_live;  ///< requests not yet finished
 };
@@ -65,6 +67,7 @@ struct queued_request {
 struct token_message {
   sampled_token token;
   seq_timestamps times;
+  bool is_stop_token = false;  ///< seq_event::is_stop_token: no text of its own
 };
 
 /// warm_up_atom: backend::warm_up() once, before the scheduler exists (the reply's

@@ -36,12 +36,12 @@ void on_token(self_ptr self, const token_message& msg) {
   const int index = st.num_tokens++;
   if (st.is_stopping) return;
   // A stop token ends the text: its own text is never sent (the finish event follows).
-  if (is_stop_token(msg.token.token, st.ctx.request.params, st.ctx.eos_ids)) return;
+  if (msg.is_stop_token) return;
   auto delta = st.stream->push(msg.token.token);
   token_event ev;
   ev.text = std::move(delta.text);
   ev.token_ids = {msg.token.token};
-  if (st.ctx.request.params.logprobs > 0 || !msg.token.top_logprobs.empty()) ev.logprobs = {msg.token};
+  if (st.ctx.has_logprobs || !msg.token.top_logprobs.empty()) ev.logprobs = {msg.token};
   ev.index = index;
   st.ctx.sink->on_token(ev);
   if (delta.is_stopped) {
@@ -70,7 +70,7 @@ void on_finished(self_ptr self, const seq_event& ev) {
   } else {
     out.text = st.stream->finish();
   }
-  out.prompt_tokens = int(st.ctx.request.prompt.size());
+  out.prompt_tokens = st.ctx.num_prompt_tokens;
   out.completion_tokens = st.num_tokens;
   out.cached_tokens = ev.num_cached_tokens;
   out.timings = make_timings(times.arrival, times.first_scheduled, times.first_token, finished, st.num_tokens);
@@ -89,8 +89,7 @@ void on_finished(self_ptr self, const seq_event& ev) {
 
 request_actor::behavior_type request_fn(self_ptr self, request_context ctx, scheduler_actor scheduler) {
   auto& st = self->state;
-  const token_id prev = ctx.request.prompt.empty() ? -1 : ctx.request.prompt.back();
-  st.stream.emplace(*ctx.tok, ctx.request.stop, prev);
+  st.stream.emplace(*ctx.tok, ctx.stop, ctx.last_prompt_token);
   st.scheduler = scheduler;
   st.ctx = std::move(ctx);
   return {

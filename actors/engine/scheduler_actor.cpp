@@ -59,7 +59,7 @@ void route(self_ptr self, const std::vector<seq_event>& events, std::optional<do
     auto it = st.routes.find(ev.id);
     if (it == st.routes.end()) continue;
     if (ev.type == seq_event::kind::token) {
-      self->send(it->second, token_atom::value, token_message{ev.token, ev.times});
+      self->send(it->second, token_atom::value, token_message{ev.token, ev.times, ev.is_stop_token});
     } else {
       self->send(it->second, finished_atom::value, ev);
       st.routes.erase(it);

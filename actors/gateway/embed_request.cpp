@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "actors/gateway/json_fields.hpp"
+#include "core/engine/request/prompt_limit.hpp"
 
 namespace inflight::gateway {
 
@@ -58,8 +59,7 @@ opt_error check_length(const std::vector<token_id>& ids, const std::string& wher
                            " per input (embeddings.max_input_tokens)",
                        input_param, "input_too_long");
   }
-  // No token is generated: the whole context may hold the input.
-  if (int(ids.size()) > m.max_context) {
+  if (int(ids.size()) > max_prompt_tokens(m.max_context, true)) {
     return bad_request(where + " has " + std::to_string(ids.size()) + " tokens, but the model's context is " +
                            std::to_string(m.max_context) + " tokens",
                        input_param, "context_length_exceeded");

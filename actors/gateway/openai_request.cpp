@@ -8,6 +8,7 @@
 #include "actors/gateway/constraint_request.hpp"
 #include "actors/gateway/json_fields.hpp"
 #include "actors/gateway/unsupported_fields.hpp"
+#include "core/engine/request/prompt_limit.hpp"
 #include "core/engine/sampling/sampler.hpp"
 #include "core/base/json_depth.hpp"
 
@@ -72,7 +73,8 @@ api_result<std::vector<std::vector<token_id>>> parse_prompts(const json& p, cons
   }
   for (const auto& ids : out) {
     if (ids.empty()) return std::unexpected(bad_request("prompt must not be empty", "prompt"));
-    if (int(ids.size()) >= m.max_context) return std::unexpected(context_error(ids.size(), m, "prompt"));
+    if (int(ids.size()) > max_prompt_tokens(m.max_context, false))
+      return std::unexpected(context_error(ids.size(), m, "prompt"));
   }
   return out;
 }
@@ -92,7 +94,8 @@ api_result<std::vector<std::vector<token_id>>> parse_chat_prompt(const json& bod
   auto ids = try_tokenize_chat(m, input);
   if (!ids) return std::unexpected(to_api_error(ids.error(), "messages"));
   if (ids->empty()) return std::unexpected(bad_request("messages render to an empty prompt", "messages"));
-  if (int(ids->size()) >= m.max_context) return std::unexpected(context_error(ids->size(), m, "messages"));
+  if (int(ids->size()) > max_prompt_tokens(m.max_context, false))
+    return std::unexpected(context_error(ids->size(), m, "messages"));
   return std::vector<std::vector<token_id>>{std::move(*ids)};
 }
 
@@ -213,9 +216,9 @@ opt_error parse_options(const json& body, const served_model& m, openai_request&
   std::size_t longest = 0;
   for (const auto& ids : r.prompts) longest = std::max(longest, ids.size());
   p.max_tokens = r.is_chat ? m.max_context - int(longest) : 16;
-  if (auto e = read_int(body, "max_tokens", 1, INT_MAX, p.max_tokens)) return e;
+  if (auto e = read_int(body, "max_tokens", min_max_tokens, INT_MAX, p.max_tokens)) return e;
   if (r.kind == api_kind::chat)
-    if (auto e = read_int(body, "max_completion_tokens", 1, INT_MAX, p.max_tokens)) return e;
+    if (auto e = read_int(body, "max_completion_tokens", min_max_tokens, INT_MAX, p.max_tokens)) return e;
   if (auto ok = try_validate(p); !ok) {
     const auto& msg = ok.error().message;
     return bad_request(msg, msg.substr(0, msg.find(' ')));

@@ -3,6 +3,7 @@
 #include <climits>
 
 #include "actors/gateway/json_fields.hpp"
+#include "core/engine/request/prompt_limit.hpp"
 
 namespace inflight::gateway {
 
@@ -72,8 +73,7 @@ api_result<std::vector<std::vector<token_id>>> tokenize_pairs(const served_model
   for (std::size_t i = 0; i < documents.size(); ++i) {
     const std::size_t q = queries.size() == 1 ? 0 : i;
     auto prompt = r.encode(prefixes[q], queries[q], documents[i]);
-    // No token is generated: the whole context may hold the prompt.
-    if (int(prompt.tokens.size()) > m.max_context) {
+    if (int(prompt.tokens.size()) > max_prompt_tokens(m.max_context, true)) {
       return std::unexpected(bad_request(
           std::string(document_param) + "[" + std::to_string(i) + "]: the scoring prompt has " +
               std::to_string(prompt.tokens.size()) + " tokens (template, instruction, query and document), but the "

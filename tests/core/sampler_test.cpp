@@ -325,6 +325,28 @@ TEST_CASE("is_stop_token: stop ids always, eos unless ignore_eos", "[core][sampl
   CHECK(is_stop_token(8, p, eos));
 }
 
+TEST_CASE("sample_rows: one token per sampling step, in plan order, each from its own row", "[core][sampling]") {
+  step_plan plan;
+  for (seq_id id : {7, 3, 9, 4}) {
+    seq_step s;
+    s.id = id;
+    s.do_sample = id != 3;  // a prompt chunk that does not end its prompt takes no row
+    plan.seqs.push_back(s);
+  }
+  std::vector<std::size_t> rows;
+  const auto tokens = sample_rows(plan, [&](const seq_step& s, std::size_t row) {
+    rows.push_back(row);
+    sampled_token t;
+    t.token = token_id(100 * s.id + int(row));
+    return t;
+  });
+  CHECK(rows == std::vector<std::size_t>{0, 1, 2});
+  REQUIRE(tokens.size() == 3);
+  CHECK((tokens[0].id == 7 && tokens[0].token == 700));
+  CHECK((tokens[1].id == 9 && tokens[1].token == 901));
+  CHECK((tokens[2].id == 4 && tokens[2].token == 402));
+}
+
 TEST_CASE("try_validate rejects out-of-range params", "[core][sampling]") {
   CHECK(try_validate(sampling_params{}).has_value());
   sampling_params p;

@@ -99,6 +99,19 @@ TEST_CASE("simulate: a client's cancel ends its request at its time and gives it
   }
 }
 
+TEST_CASE("simulate: a request past its deadline ends with the clients' finish name (abort)", "[core][sim]") {
+  // One sequence at a time at 0.25 s a step: the first is done in about 1.25 s; the
+  // second starts then and would need 5 s more, past its 2 s deadline.
+  const sim::constant_cost_model cost(0.25);
+  auto c = sim_config(512, 1, 64);
+  c.request_timeout_s = 2.0;
+  const auto r = run_sim({sim_prompt(10, 4), sim_prompt(10, 20, 0.0, 50)}, "fcfs", c, cost);
+  CHECK(r.records[0].is_success);
+  CHECK(!r.records[1].is_success);
+  CHECK(r.records[1].finish_reason == finish_name(finish_reason::aborted));
+  CHECK(r.records[1].finish_reason == "abort");  // what /v1/completions and the step feed say
+}
+
 TEST_CASE("simulate: the admission gate refuses past its bounds with 429 and lets requests out as they start",
           "[core][sim]") {
   const sim::constant_cost_model cost(0.25);

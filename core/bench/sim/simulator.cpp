@@ -396,10 +396,10 @@ bench::request_record simulation::record_of(std::size_t i) const {
     r.error = "did not finish";
   } else if (t.reason != finish_reason::stop && t.reason != finish_reason::length) {
     r.is_success = false;
-    r.error = t.error.empty() ? std::string("finished: ") + to_string(t.reason) : t.error;
+    r.error = t.error.empty() ? std::string("finished: ") + finish_name(t.reason) : t.error;
   }
   r.http_status = t.http_status;
-  if (t.is_finished) r.finish_reason = to_string(t.reason);
+  if (t.is_finished) r.finish_reason = finish_name(t.reason);
   r.index = int(i);
   r.start_s = t.arrival_s;
   r.prompt_tokens = int(prompts_[i].prompt_ids.size());

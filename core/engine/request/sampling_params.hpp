@@ -2,15 +2,30 @@
 /// Per-request sampling settings. Defaults are greedy-free sampling as OpenAI's API does
 /// (temperature 1); temperature 0 means greedy.
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
+#include "core/base/error.hpp"
 #include "core/base/types.hpp"
 
 namespace inflight {
 
 class token_index;  // core/grammar/token_index.hpp
+
+/// Most top logprobs a request may ask for (OpenAI's limit).
+inline constexpr int max_top_logprobs = 20;
+
+/// Largest |bias| of a logit_bias entry (OpenAI's range).
+inline constexpr float max_logit_bias = 100.0f;
+
+/// Temperatures below this sample greedily: dividing by them overflows the scaled logits.
+inline constexpr float min_temperature = 1e-5f;
+
+/// The least max_tokens a request may ask for (a request always generates a token).
+inline constexpr int min_max_tokens = 1;
 
 /// One OpenAI `logit_bias` entry: added to the token's logit before sampling.
 struct logit_bias_entry {
@@ -41,5 +56,20 @@ struct sampling_params {
     return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f;
   }
 };
+
+/// Checks that the values of `params` are in range (temperature >= 0, top_p in (0, 1],
+/// min_p in [0, 1], repetition_penalty > 0, max_tokens >= min_max_tokens, logprobs in
+/// [0, 20], logit_bias ids >= 0 and biases in [-100, 100], ...): the one place these
+/// rules are written. The gateway calls it to reject a bad request before it reaches the
+/// engine, the engine and the scheduler to take none they cannot run.
+result<void> try_validate(const sampling_params& params);
+
+/// The stop-token rule, the one place it is written (the scheduler finishes a sequence
+/// on such a token; its request actor sends no text for it): true when `token` is one
+/// of params.stop_token_ids, or one of `eos_ids` unless params.ignore_eos.
+inline bool is_stop_token(token_id token, const sampling_params& params, std::span<const token_id> eos_ids) {
+  if (std::ranges::find(params.stop_token_ids, token) != params.stop_token_ids.end()) return true;
+  return !params.ignore_eos && std::ranges::find(eos_ids, token) != eos_ids.end();
+}
 
 }  // namespace inflight

@@ -189,31 +189,6 @@ void fill_top_logprobs(std::span<const float> logits, float log_norm, int n, scr
 
 }  // namespace
 
-result<void> try_validate(const sampling_params& params) {
-  const auto bad = [](std::string what) { return make_error(errc::invalid_argument, std::move(what)); };
-  if (!(params.temperature >= 0.0f) || !std::isfinite(params.temperature))
-    return bad("temperature must be a finite number >= 0");
-  if (!(params.top_p > 0.0f && params.top_p <= 1.0f)) return bad("top_p must be in (0, 1]");
-  if (!(params.min_p >= 0.0f && params.min_p <= 1.0f)) return bad("min_p must be in [0, 1]");
-  if (!(params.repetition_penalty > 0.0f) || !std::isfinite(params.repetition_penalty))
-    return bad("repetition_penalty must be a finite number > 0");
-  if (!(params.presence_penalty >= -2.0f && params.presence_penalty <= 2.0f))
-    return bad("presence_penalty must be in [-2, 2]");
-  if (!(params.frequency_penalty >= -2.0f && params.frequency_penalty <= 2.0f))
-    return bad("frequency_penalty must be in [-2, 2]");
-  if (params.max_tokens < 1) return bad("max_tokens must be at least 1");
-  if (params.logprobs < 0 || params.logprobs > max_top_logprobs)
-    return bad("logprobs must be in [0, " + std::to_string(max_top_logprobs) + "]");
-  for (token_id id : params.stop_token_ids)
-    if (id < 0) return bad("stop_token_ids must be non-negative");
-  for (const auto& e : params.logit_bias) {
-    if (e.token < 0) return bad("logit_bias: token ids must be non-negative, got " + std::to_string(e.token));
-    if (!(e.bias >= -max_logit_bias && e.bias <= max_logit_bias))
-      return bad("logit_bias: the bias of token " + std::to_string(e.token) + " must be in [-100, 100]");
-  }
-  return {};
-}
-
 sampled_token sample(std::span<const float> logits, const sampling_params& params,
                      std::span<const token_id> history, int num_prompt_tokens, std::uint64_t seed,
                      std::uint64_t sample_index, std::span<const std::uint64_t> allowed_tokens) {
@@ -274,11 +249,6 @@ bool is_masked_greedy(const seq_step& step) {
   const sampling_params& p = step.params;
   return p.temperature < min_temperature && !step.allowed_tokens.empty() && !p.has_penalties() &&
          p.logit_bias.empty() && p.logprobs == 0;
-}
-
-bool is_stop_token(token_id token, const sampling_params& params, std::span<const token_id> eos_ids) {
-  if (std::ranges::find(params.stop_token_ids, token) != params.stop_token_ids.end()) return true;
-  return !params.ignore_eos && std::ranges::find(eos_ids, token) != eos_ids.end();
 }
 
 }  // namespace inflight

@@ -15,8 +15,10 @@
 /// logit_bias or a response format. So a top_logprobs entry may name a token that the
 /// grammar or a -100 bias made impossible.
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "core/base/error.hpp"
 #include "core/engine/sampling/logit_processors.hpp"
@@ -26,20 +28,7 @@
 
 namespace inflight {
 
-/// Most top logprobs a request may ask for (OpenAI's limit).
-inline constexpr int max_top_logprobs = 20;
-
-/// Largest |bias| of a logit_bias entry (OpenAI's range).
-inline constexpr float max_logit_bias = 100.0f;
-
-/// Temperatures below this sample greedily: dividing by them overflows the scaled logits.
-inline constexpr float min_temperature = 1e-5f;
-
-/// Checks that the values of `params` are in range (temperature >= 0, top_p in (0, 1],
-/// min_p in [0, 1], repetition_penalty > 0, logprobs in [0, 20], logit_bias ids >= 0 and
-/// biases in [-100, 100], ...): for the edge to
-/// reject a bad request before it is scheduled. The functions below assume valid params.
-result<void> try_validate(const sampling_params& params);
+/// The functions below assume params that try_validate (sampling_params.hpp) accepted.
 
 /// Samples one token from `logits` (see the pipeline above). The draw depends only on the
 /// row, `params`, `history`, `allowed_tokens` and (seed, sample_index), never on what else
@@ -55,6 +44,22 @@ sampled_token sample(std::span<const float> logits, const sampling_params& param
 /// sample() with everything a seq_step carries: what the backends call per sampled row.
 sampled_token sample(std::span<const float> logits, const seq_step& step);
 
+/// The one loop over a step's sampled rows, which every backend samples through: for
+/// each seq_step that samples, in plan order, `pick(step, row)`, where row is its index
+/// among them (its row of the step's logits). The tokens come back with their ids set.
+template <class Pick>
+std::vector<sampled_token> sample_rows(const step_plan& plan, Pick&& pick) {
+  std::vector<sampled_token> out;
+  std::size_t row = 0;
+  for (const auto& s : plan.seqs) {
+    if (!s.do_sample) continue;
+    sampled_token token = pick(s, row++);
+    token.id = s.id;
+    out.push_back(std::move(token));
+  }
+  return out;
+}
+
 /// True when the step's token is the arg-max of its raw logits and only that token's
 /// logprob is asked (greedy, no processor, no top logprobs): a backend may pick it on the
 /// device without running sample(), with the same answer.
@@ -64,10 +69,5 @@ bool is_raw_greedy(const seq_step& step);
 /// row's logprob, which a backend may compute where its logits are (the cuda backend's
 /// engine.cuda_grammar_mask = "device").
 bool is_masked_greedy(const seq_step& step);
-
-/// True when `token` ends generation: one of params.stop_token_ids, or one of `eos_ids`
-/// unless params.ignore_eos.
-bool is_stop_token(token_id token, const sampling_params& params,
-                   std::span<const token_id> eos_ids);
 
 }  // namespace inflight

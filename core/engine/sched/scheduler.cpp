@@ -70,9 +70,7 @@ result<void> scheduler::submit(seq_request request) {
   if (seqs_.contains(request.id))
     return make_error(errc::invalid_argument, who + ": a live sequence already has this id");
   if (request.prompt.empty()) return make_error(errc::invalid_argument, who + ": empty prompt");
-  if (request.params.max_tokens < 1)
-    return make_error(errc::invalid_argument, who + ": max_tokens must be at least 1, got " +
-                                                  std::to_string(request.params.max_tokens));
+  if (auto ok = try_validate(request.params); !ok) return make_error(errc::invalid_argument, who + ": " + ok.error().message);
   if (static_cast<int>(request.prompt.size()) > max_context_)
     return make_error(errc::invalid_argument,
                       who + ": prompt has " + std::to_string(request.prompt.size()) +
@@ -374,6 +372,7 @@ bool scheduler::append_token(sequence& seq, const sampled_token& token,
   event.id = seq.id;
   event.type = seq_event::kind::token;
   event.token = token;
+  event.is_stop_token = is_stop_token(token.token, seq.params, config_.eos_token_ids);
   event.num_generated_tokens = seq.num_generated_tokens();
   event.times = seq.times;
   events.push_back(std::move(event));
@@ -384,11 +383,7 @@ bool scheduler::append_token(sequence& seq, const sampled_token& token,
 }
 
 std::optional<finish_reason> scheduler::check_stop(const sequence& seq, token_id token) const {
-  const auto& stops = seq.params.stop_token_ids;
-  if (std::find(stops.begin(), stops.end(), token) != stops.end()) return finish_reason::stop;
-  const auto& eos = config_.eos_token_ids;
-  if (!seq.params.ignore_eos && std::find(eos.begin(), eos.end(), token) != eos.end())
-    return finish_reason::stop;
+  if (is_stop_token(token, seq.params, config_.eos_token_ids)) return finish_reason::stop;
   // Nothing but EOS can follow: the output is complete, no step is spent sampling EOS
   // (an EOS taken under ignore_eos ends the grammar too).
   if (seq.matcher && seq.matcher->is_complete()) return finish_reason::stop;

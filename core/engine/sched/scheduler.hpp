@@ -45,6 +45,9 @@ struct seq_event {
   seq_id id = 0;
   kind type = kind::token;
   sampled_token token;          ///< kind::token: the new token (stop tokens included)
+  /// kind::token: the token is a stop token (is_stop_token, the one rule): it ends the
+  /// sequence and its text is never shown.
+  bool is_stop_token = false;
   finish_reason reason = finish_reason::stop;  ///< kind::finished
   std::optional<error> cause;   ///< kind::finished: why, for error / aborted (mapped at the edge)
   int num_generated_tokens = 0; ///< after this event

@@ -12,38 +12,30 @@ const char* to_string(seq_status status) {
   return "unknown";
 }
 
-const char* to_string(finish_reason reason) {
+namespace {
+
+struct finish_names {
+  const char* name;           ///< what clients see: finish_reason, the step feed, simulate's records
+  const char* metrics_label;  ///< request_success_total's finished_reason (vLLM's)
+};
+
+/// The one table of finish names.
+finish_names names_of(finish_reason reason) {
   switch (reason) {
-    case finish_reason::stop: return "stop";
-    case finish_reason::length: return "length";
-    case finish_reason::cancelled: return "cancelled";
-    case finish_reason::aborted: return "aborted";
-    case finish_reason::error: return "error";
+    case finish_reason::stop: return {"stop", "stop"};
+    case finish_reason::length: return {"length", "length"};
+    case finish_reason::cancelled: return {"cancelled", "abort"};
+    case finish_reason::aborted: return {"abort", "abort"};
+    case finish_reason::error: return {"error", "error"};
   }
-  return "unknown";
+  return {"error", "error"};
 }
 
-const char* finish_name(finish_reason reason) {
-  switch (reason) {
-    case finish_reason::stop: return "stop";
-    case finish_reason::length: return "length";
-    case finish_reason::cancelled: return "cancelled";
-    case finish_reason::aborted: return "abort";
-    case finish_reason::error: return "error";
-  }
-  return "error";
-}
+}  // namespace
 
-const char* metrics_label(finish_reason reason) {
-  switch (reason) {
-    case finish_reason::stop: return "stop";
-    case finish_reason::length: return "length";
-    case finish_reason::cancelled:
-    case finish_reason::aborted: return "abort";
-    case finish_reason::error: return "error";
-  }
-  return "error";
-}
+const char* finish_name(finish_reason reason) { return names_of(reason).name; }
+
+const char* metrics_label(finish_reason reason) { return names_of(reason).metrics_label; }
 
 token_id sequence::token_at(int pos) const {
   if (pos < num_prompt_tokens()) return prompt[static_cast<std::size_t>(pos)];

@@ -28,10 +28,9 @@ enum class finish_reason {
 };
 
 const char* to_string(seq_status status);
-const char* to_string(finish_reason reason);
 /// The one finish vocabulary every client sees (HTTP finish_reason, the WebSocket `done`
-/// message, /v1/engine/events' finished[].reason): "stop", "length", "cancelled",
-/// "abort" (aborted) or "error". A chat whose output parsed as tool calls says
+/// message, /v1/engine/events' finished[].reason, `inflight simulate`'s records): "stop",
+/// "length", "cancelled", "abort" (aborted) or "error". A chat whose output parsed as tool calls says
 /// tool_calls_finish_name instead of the engine's reason (table: docs/http-api.md).
 const char* finish_name(finish_reason reason);
 inline constexpr const char* tool_calls_finish_name = "tool_calls";
