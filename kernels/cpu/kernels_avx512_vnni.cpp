@@ -8,6 +8,7 @@
 #include "kernels/cpu/simd_avx512_vnni.hpp"
 #include "kernels/cpu/simd_half.hpp"
 #include "kernels/cpu/simd_gemv_k.hpp"
+#include "kernels/cpu/simd_table.hpp"
 
 namespace inflight::kernels::cpu {
 namespace {
@@ -56,12 +57,7 @@ const cpu_kernel_table& avx512_vnni_kernels() {
     cpu_kernel_table t = avx512_kernels();  // f32 kernels and input preparation: the same bits
     t.isa = cpu_isa::avx512_vnni;
     t.weights[int(weight_type::bf16)].gemm = bf16_dot_gemm;
-    t.weights[int(weight_type::q8_0)].gemm = gemm32<V, q8_0_format>;
-    t.weights[int(weight_type::q4_0)].gemm = gemm32<V, q4_0_format>;
-    t.weights[int(weight_type::q5_0)].gemm = gemm32<V, q5_0_format>;
-    t.weights[int(weight_type::q4_k)].gemm = gemm_k_by_tokens<V, k_type::q4_k>;
-    t.weights[int(weight_type::q5_k)].gemm = gemm_k_by_tokens<V, k_type::q5_k>;
-    t.weights[int(weight_type::q6_k)].gemm = gemm_k_by_tokens<V, k_type::q6_k>;
+    set_block_gemms<V>(t, []<k_type K> { return gemm_k_by_tokens<V, K>; });
     return t;
   }();
   return table;
