@@ -17,6 +17,7 @@
 #include "core/model/tokenizer/llama2c_tokenizer.hpp"
 #include "tests/backends/toy_driver.hpp"
 #include "tests/shared_data.hpp"
+#include "tests/test_shapes.hpp"
 
 using namespace inflight;
 namespace fs = std::filesystem;
@@ -118,15 +119,7 @@ TEST_CASE("stories260K as GGUF computes what the checkpoint computes", "[backend
 }
 
 TEST_CASE("a half-RoPE Llama written as GGUF (rows reordered, interleaved RoPE) gives the same logits", "[backend][gguf]") {
-  model_config c;
-  c.dim = 64;
-  c.hidden_dim = 96;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 16;
-  c.vocab_size = 300;
-  c.max_seq_len = 128;
+  auto c = test::small_config({.dim = 64, .hidden = 96, .vocab = 300});
   c.rope = rope_style::half;
   auto w = make_dummy_weights(c, 11);
   REQUIRE(w.has_value());
@@ -165,16 +158,7 @@ TEST_CASE("a half-RoPE Llama written as GGUF (rows reordered, interleaved RoPE) 
 }
 
 TEST_CASE("quantized matrices mapped from a GGUF file give the logits of the same matrices in memory", "[backend][gguf]") {
-  model_config c;
-  c.dim = 256;
-  c.hidden_dim = 512;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 64;
-  c.vocab_size = 300;
-  c.max_seq_len = 128;
-  c.rope = rope_style::interleaved;
+  const auto c = test::small_config({.dim = 256, .hidden = 512, .vocab = 300});
   auto recipe = try_parse_recipe("q4_k_m");
   REQUIRE(recipe.has_value());
   auto w = make_dummy_weights(c, 5, &*recipe);

@@ -12,6 +12,7 @@
 #include "core/model/formats/dummy_model.hpp"
 #include "core/model/formats/shapes.hpp"
 #include "tests/backends/naive_forward.hpp"
+#include "tests/test_shapes.hpp"
 
 using namespace inflight;
 using namespace inflight::test;
@@ -19,21 +20,11 @@ using namespace inflight::test;
 namespace {
 
 model_config tiny_qwen3() {
-  model_config c;
-  c.dim = 32;
-  c.hidden_dim = 48;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 16;
-  c.vocab_size = 70;
-  c.max_seq_len = 128;
+  auto c = test::small_qwen3_config({.head_dim = 16, .vocab = 70});
   c.norm_eps = 1e-6f;
   c.rope_theta = 1000000.0f;
   c.tied_embeddings = false;
-  auto q = try_as_family(c, "qwen3");
-  REQUIRE(q.has_value());
-  return *q;
+  return c;
 }
 
 /// Dummy weights with norms far from 1, so that every norm weight shows in the logits.

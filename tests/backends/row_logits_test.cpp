@@ -8,25 +8,15 @@
 #include "backends/cpu_backend.hpp"
 #include "core/model/formats/dummy_model.hpp"
 #include "core/model/formats/shapes.hpp"
+#include "tests/test_shapes.hpp"
 
 using namespace inflight;
 
 namespace {
 
 std::shared_ptr<const model_weights> qwen3_model() {
-  model_config c;
-  c.dim = 48;
-  c.hidden_dim = 64;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 16;
-  c.vocab_size = 300;
-  c.max_seq_len = 256;
-  c.tied_embeddings = true;
-  auto q = try_as_family(c, "qwen3");
-  REQUIRE(q.has_value());
-  auto w = make_dummy_weights(*q, 3);
+  const auto c = test::small_qwen3_config({.dim = 48, .hidden = 64, .head_dim = 16, .vocab = 300, .max_seq_len = 256});
+  auto w = make_dummy_weights(c, 3);
   REQUIRE(w.has_value());
   return std::make_shared<const model_weights>(std::move(*w));
 }

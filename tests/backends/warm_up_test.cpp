@@ -7,23 +7,11 @@
 
 #include "backends/cpu_backend.hpp"
 #include "core/model/formats/dummy_model.hpp"
+#include "tests/test_shapes.hpp"
 
 using namespace inflight;
 
 namespace {
-
-model_config small_config() {
-  model_config c;
-  c.dim = 32;
-  c.hidden_dim = 48;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 8;
-  c.vocab_size = 50;
-  c.max_seq_len = 128;
-  return c;
-}
 
 /// A prompt in blocks {0, 1}: the blocks the warm-up wrote.
 step_plan prompt_plan() {
@@ -40,7 +28,7 @@ step_plan prompt_plan() {
 }  // namespace
 
 TEST_CASE("warm-up: a prefill then one decode step, inside the cache and the context", "[backend][warm_up]") {
-  auto c = small_config();
+  auto c = test::small_config();
   const auto plans = warm_up_plans(c, 64, 16);
   REQUIRE(plans.size() == 2);
   const auto& prefill = plans[0].seqs.at(0);
@@ -66,11 +54,11 @@ TEST_CASE("warm-up: a prefill then one decode step, inside the cache and the con
   CHECK(warm_up_plans(c, 64, 16).at(0).seqs.at(0).tokens.size() == 5);
   c.max_seq_len = 1;
   CHECK(warm_up_plans(c, 64, 16).empty());
-  CHECK(warm_up_plans(small_config(), 0, 16).empty());
+  CHECK(warm_up_plans(test::small_config(), 0, 16).empty());
 }
 
 TEST_CASE("warm-up: a warmed-up cpu backend computes what a fresh one does, bit for bit", "[backend][warm_up]") {
-  auto w = make_dummy_weights(small_config(), 5);
+  auto w = make_dummy_weights(test::small_config(), 5);
   REQUIRE(w.has_value());
   const auto weights = std::make_shared<const model_weights>(std::move(*w));
   auto fresh = cpu_backend::create(weights, kv_cache_config{16, 8, 0});

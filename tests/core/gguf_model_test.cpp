@@ -17,6 +17,7 @@
 #include "core/model/formats/shapes.hpp"
 #include "core/model/tokenizer/llama2c_tokenizer.hpp"
 #include "tests/shared_data.hpp"
+#include "tests/test_shapes.hpp"
 
 using namespace inflight;
 namespace fs = std::filesystem;
@@ -30,16 +31,7 @@ fs::path temp_path(const std::string& name) {
 }
 
 model_config small_config(int dim = 64, int hidden = 96) {
-  model_config c;
-  c.architecture = "LlamaForCausalLM";
-  c.dim = dim;
-  c.hidden_dim = hidden;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = dim / 4;
-  c.vocab_size = 300;
-  c.max_seq_len = 128;
+  auto c = test::small_config({.dim = dim, .hidden = hidden, .vocab = 300});
   c.rope = rope_style::half;
   c.tied_embeddings = false;
   return c;

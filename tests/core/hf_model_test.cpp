@@ -16,6 +16,7 @@
 #include "core/model/formats/llama2c.hpp"
 #include "core/base/half.hpp"
 #include "tests/shared_data.hpp"
+#include "tests/test_shapes.hpp"
 
 using namespace inflight;
 
@@ -39,16 +40,8 @@ void write_text(const std::filesystem::path& path, const std::string& text) {
 
 // GQA (4 heads, 2 KV heads), untied classifier, Qwen2 q/k/v biases.
 model_config small_config() {
-  model_config c;
+  auto c = test::small_config();
   c.architecture = "Qwen2ForCausalLM";
-  c.dim = 32;
-  c.hidden_dim = 48;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 8;
-  c.vocab_size = 50;
-  c.max_seq_len = 128;
   c.norm_eps = 1e-6f;
   c.rope_theta = 1000000.0f;
   c.rope = rope_style::half;

@@ -8,6 +8,7 @@
 #include "core/model/formats/dummy_model.hpp"
 #include "core/model/formats/llama2c.hpp"
 #include "tests/shared_data.hpp"
+#include "tests/test_shapes.hpp"
 
 using namespace inflight;
 namespace fs = std::filesystem;
@@ -26,17 +27,8 @@ fs::path write_temp(const std::string& name, const std::string& bytes) {
 }
 
 model_config small_config(bool tied, int kv_heads) {
-  model_config c;
-  c.dim = 16;
-  c.hidden_dim = 40;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = kv_heads;
-  c.head_dim = 4;
-  c.vocab_size = 32;
-  c.max_seq_len = 8;
+  auto c = test::small_config({.dim = 16, .hidden = 40, .kv_heads = kv_heads, .vocab = 32, .max_seq_len = 8});
   c.tied_embeddings = tied;
-  c.rope = rope_style::interleaved;
   return c;
 }
 

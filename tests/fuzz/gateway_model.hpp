@@ -9,7 +9,7 @@
 #include "actors/gateway/errors.hpp"
 #include "actors/gateway/openai_request.hpp"
 #include "actors/gateway/served_model.hpp"
-#include "core/model/tokenizer/byte_tokenizer.hpp"
+#include "tests/actors/gateway/byte_model.hpp"
 #include "tests/fuzz/fuzz_util.hpp"
 
 namespace inflight::fuzz {
@@ -19,13 +19,10 @@ namespace inflight::fuzz {
 inline const std::vector<gateway::served_model>& served_models() {
   static const std::vector<gateway::served_model> models = [] {
     std::vector<gateway::served_model> out;
-    auto tok = std::make_shared<const byte_tokenizer>(300);
+    const test::byte_model_options byte300{.max_context = 256, .vocab_size = 300, .has_grammars = false};
     for (const char* name : {"", "llama-2", "llama-3", "mistral", "chatml", "qwen3", "zephyr"}) {
-      gateway::served_model m;
-      m.tok = tok;
+      auto m = test::byte_model(byte300);
       m.name = "fuzz-model";
-      m.max_context = 256;
-      m.vocab_size = tok->vocab_size();
       m.bos_text = "<s>";
       m.eos_text = "</s>";
       if (*name) {
@@ -47,15 +44,12 @@ inline const std::vector<gateway::served_model>& served_models() {
     out.push_back(std::move(jinja));
     // Plain chat again, serving /v1/rerank and /v1/score (one-byte yes/no words, so the
     // byte tokenizer holds each in one token).
-    auto scoring = out.front();
     rerank_settings rs;
     rs.yes_word = "Y";
     rs.no_word = "N";
     rs.max_documents = 64;
-    auto r = reranker::try_create(rs, tok);
-    FUZZ_CHECK(r.has_value());
-    scoring.rerank = std::make_shared<const reranker>(std::move(*r));
-    scoring.max_rerank_documents = rs.max_documents;
+    auto scoring = out.front();
+    test::serve_reranking(scoring, rs);
     // ... and /v1/embeddings, with every option a request can meet: dimensions
     // allowed, a query prefix, EOS appended, small limits.
     embeddings_settings es;
@@ -64,9 +58,7 @@ inline const std::vector<gateway::served_model>& served_models() {
     es.append_eos = true;
     es.max_inputs = 32;
     es.max_input_tokens = 200;
-    scoring.embeddings = es;
-    scoring.embedding_width = 64;
-    scoring.max_embedding_inputs = es.max_inputs;
+    test::serve_embeddings(scoring, es, 64);
     out.push_back(std::move(scoring));
     return out;
   }();

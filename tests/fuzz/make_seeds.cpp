@@ -15,6 +15,7 @@
 #include "core/model/gguf/gguf_writer.hpp"
 #include "core/model/formats/llama2c.hpp"
 #include "core/model/formats/safetensors.hpp"
+#include "tests/test_shapes.hpp"
 
 using namespace inflight;
 using json = nlohmann::json;
@@ -52,16 +53,8 @@ void safetensors_seeds(const fs::path& dir) {
 
 void llama2c_checkpoint_seeds(const fs::path& dir) {
   fs::create_directories(dir);
-  model_config c;
+  auto c = test::small_config({.dim = 8, .hidden = 16, .layers = 1, .heads = 2, .kv_heads = 1, .vocab = 8, .max_seq_len = 4});
   c.architecture = "llama2.c";
-  c.dim = 8;
-  c.hidden_dim = 16;
-  c.num_layers = 1;
-  c.num_heads = 2;
-  c.num_kv_heads = 1;
-  c.head_dim = 4;
-  c.vocab_size = 8;
-  c.max_seq_len = 4;
   for (bool tied : {true, false}) {
     c.tied_embeddings = tied;
     auto w = make_dummy_weights(c, 1);
@@ -200,17 +193,8 @@ void hf_tokenizer_seeds(const fs::path& dir) {
 }  // namespace
 
 model_config tiny_gguf_config(int dim, int vocab_size) {
-  model_config c;
-  c.dim = dim;
-  c.hidden_dim = dim;
-  c.num_layers = 1;
-  c.num_heads = 2;
-  c.num_kv_heads = 1;
-  c.head_dim = dim / 2;
-  c.vocab_size = vocab_size;
-  c.max_seq_len = 64;
-  c.rope = rope_style::interleaved;
-  return c;
+  return test::small_config(
+      {.dim = dim, .hidden = dim, .layers = 1, .heads = 2, .kv_heads = 1, .vocab = vocab_size, .max_seq_len = 64});
 }
 
 model_weights tiny_gguf_weights(const model_config& c, const char* recipe_name) {

@@ -11,6 +11,7 @@
 #include "core/model/formats/dummy_model.hpp"
 #include "core/model/formats/shapes.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
+#include "tests/test_shapes.hpp"
 
 using namespace inflight;
 using namespace inflight::test::gpu;
@@ -18,21 +19,11 @@ using namespace inflight::test::gpu;
 namespace {
 
 std::shared_ptr<const model_weights> qwen3_weights() {
-  model_config c;
-  c.dim = 256;
-  c.hidden_dim = 512;
-  c.num_layers = 3;
-  c.num_heads = 8;
-  c.num_kv_heads = 2;
-  c.head_dim = 64;
-  c.vocab_size = 1000;
-  c.max_seq_len = 1024;
+  auto c = test::small_qwen3_config(
+      {.dim = 256, .hidden = 512, .layers = 3, .heads = 8, .kv_heads = 2, .vocab = 1000, .max_seq_len = 1024});
   c.norm_eps = 1e-6f;
   c.rope_theta = 1000000.0f;
-  c.tied_embeddings = true;
-  auto q = try_as_family(c, "qwen3");
-  REQUIRE(q.has_value());
-  auto w = make_dummy_weights(*q, 5);
+  auto w = make_dummy_weights(c, 5);
   REQUIRE(w.has_value());
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> scale(0.5f, 2.0f);

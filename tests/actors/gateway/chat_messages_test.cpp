@@ -11,7 +11,7 @@ using nlohmann::json;
 
 namespace {
 
-served_model byte_model() { return test::byte_model(512); }
+served_model byte_model() { return test::byte_model({.max_context = 512}); }
 
 api_result<openai_request> parse_chat(const std::string& messages) {
   return try_parse_request(json{{"messages", json::parse(messages)}}, api_kind::chat, byte_model());

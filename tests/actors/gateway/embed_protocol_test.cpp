@@ -6,35 +6,24 @@
 #include <cstring>
 
 #include "actors/gateway/embed_request.hpp"
-#include "core/model/tokenizer/byte_tokenizer.hpp"
+#include "tests/actors/gateway/byte_model.hpp"
 
 using namespace inflight;
 using namespace inflight::gateway;
+using inflight::test::byte_ids;
 using nlohmann::json;
 
 namespace {
 
 served_model embedding_model(bool matryoshka = true) {
-  served_model m;
-  m.tok = std::make_shared<byte_tokenizer>();
-  m.name = "dummy";
-  m.max_context = 64;
-  m.vocab_size = byte_tokenizer::min_vocab_size;
   embeddings_settings s;
   s.matryoshka = matryoshka;
   s.query_prefix = "Q:";
   s.max_inputs = 4;
   s.max_input_tokens = 32;
-  m.embeddings = s;
-  m.embedding_width = 8;
-  m.max_embedding_inputs = s.max_inputs;
+  auto m = test::byte_model({.has_grammars = false});
+  test::serve_embeddings(m, s, 8);
   return m;
-}
-
-std::vector<token_id> byte_ids(std::string_view text) {
-  std::vector<token_id> ids{byte_tokenizer::bos_token};
-  for (const unsigned char c : text) ids.push_back(token_id(c) + byte_tokenizer::byte_offset);
-  return ids;
 }
 
 api_error parse_error(const json& body, const served_model& m) {

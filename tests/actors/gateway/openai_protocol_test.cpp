@@ -14,7 +14,7 @@ using nlohmann::json;
 
 namespace {
 
-served_model byte_model() { return test::byte_model(64, 30.0); }
+served_model byte_model() { return test::byte_model({.max_context = 64, .request_timeout_s = 30.0}); }
 
 struct bad_case {
   const char* body;

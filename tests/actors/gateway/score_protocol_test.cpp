@@ -5,36 +5,25 @@
 
 #include "actors/gateway/score_request.hpp"
 #include "actors/gateway/score_response.hpp"
-#include "core/model/tokenizer/byte_tokenizer.hpp"
+#include "tests/actors/gateway/byte_model.hpp"
 
 using namespace inflight;
 using namespace inflight::gateway;
+using inflight::test::byte_ids;
 using nlohmann::json;
 
 namespace {
 
 // BOS + "Q:<query>\n" is the prefix; "D:<document>\nA:" the document part.
 served_model scoring_model(int max_documents = 8) {
-  served_model m;
-  m.tok = std::make_shared<byte_tokenizer>();
-  m.name = "dummy";
-  m.max_context = 64;
-  m.vocab_size = byte_tokenizer::min_vocab_size;
   rerank_settings s;
   s.prompt_template = "Q:{query}\nD:{document}\nA:";
   s.yes_word = "y";
   s.no_word = "n";
-  auto r = reranker::try_create(s, m.tok);
-  REQUIRE(r.has_value());
-  m.rerank = std::make_shared<const reranker>(std::move(*r));
-  m.max_rerank_documents = max_documents;
+  s.max_documents = max_documents;
+  auto m = test::byte_model({.has_grammars = false});
+  test::serve_reranking(m, s);
   return m;
-}
-
-std::vector<token_id> byte_ids(std::string_view text) {
-  std::vector<token_id> ids{byte_tokenizer::bos_token};
-  for (const unsigned char c : text) ids.push_back(token_id(c) + byte_tokenizer::byte_offset);
-  return ids;
 }
 
 api_error parse_error(const json& body, bool is_rerank, const served_model& m) {

@@ -14,7 +14,7 @@ using nlohmann::json;
 
 namespace {
 
-served_model byte_model() { return test::byte_model(8192); }
+served_model byte_model() { return test::byte_model({.max_context = 8192}); }
 
 const char* person = R"({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]})";
 
