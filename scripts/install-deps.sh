@@ -18,6 +18,7 @@ packages=(
   libpcre2-dev          # tokenizer.json pre-tokenization
   libxxhash-dev         # prefix-cache block hashes (XXH3-128)
   curl                  # SSE test script
+  python3               # scripts/layers.py (the folders' layering test), test helpers
   gnuplot-nox           # inflight bench serve --plot
   clang-16 libclang-rt-16-dev  # libFuzzer harnesses (tests/fuzz; clang-14 lacks std::expected)
   llvm-16               # llvm-symbolizer for readable sanitizer reports
