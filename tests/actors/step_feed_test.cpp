@@ -6,7 +6,7 @@
 
 #include "actors/step_feed.hpp"
 #include "core/engine/sched/step_loop.hpp"
-#include "tests/actors/engine_fixture.hpp"
+#include "tests/actors/engine/engine_fixture.hpp"
 
 using namespace inflight;
 using namespace inflight::test;

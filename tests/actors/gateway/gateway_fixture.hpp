@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/gateway/server.hpp"
-#include "tests/actors/engine_fixture.hpp"
+#include "tests/actors/engine/engine_fixture.hpp"
 
 namespace inflight::test {
 

@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "tests/actors/gateway/gateway_fixture.hpp"
-#include "tests/actors/rerank_fixture.hpp"
+#include "tests/actors/engine/rerank_fixture.hpp"
 
 using namespace inflight;
 using namespace inflight::test;

@@ -4,7 +4,7 @@
 #include <thread>
 
 #include "actors/gateway/step_fanout.hpp"
-#include "tests/actors/engine_fixture.hpp"
+#include "tests/actors/engine/engine_fixture.hpp"
 
 using namespace inflight;
 using namespace inflight::test;
