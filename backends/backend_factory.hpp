@@ -4,8 +4,8 @@
 #include <memory>
 
 #include "backends/cpu_backend.hpp"
-#include "core/engine/step/backend.hpp"
 #include "core/config/deployment.hpp"
+#include "core/engine/step/backend.hpp"
 #include "core/model/model_weights.hpp"
 
 namespace inflight {

@@ -10,8 +10,8 @@
 
 #include "backends/kernel_views.hpp"
 #include "backends/ragged_batch.hpp"
-#include "core/engine/step/backend.hpp"
 #include "core/engine/kv/block_pool.hpp"
+#include "core/engine/step/backend.hpp"
 #include "core/model/model_weights.hpp"
 #include "kernels/cpu/llama.hpp"
 

@@ -7,8 +7,8 @@
 
 #include <memory>
 
-#include "core/engine/step/backend.hpp"
 #include "core/config/deployment.hpp"
+#include "core/engine/step/backend.hpp"
 
 namespace inflight {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "core/config/deployment.hpp"
 #include "core/base/error.hpp"
+#include "core/config/deployment.hpp"
 
 namespace inflight::config {
 

@@ -9,8 +9,8 @@
 
 #include <caf/actor_system_config.hpp>
 
-#include "core/config/deployment.hpp"
 #include "core/base/error.hpp"
+#include "core/config/deployment.hpp"
 
 namespace inflight {
 

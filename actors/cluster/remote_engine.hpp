@@ -27,8 +27,8 @@
 #include <optional>
 #include <string>
 
-#include "actors/engine/engine.hpp"
 #include "actors/cluster/wire.hpp"
+#include "actors/engine/engine.hpp"
 #include "core/base/error.hpp"
 
 namespace inflight {

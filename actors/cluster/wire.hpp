@@ -16,8 +16,8 @@
 #include <type_traits>
 
 #include "actors/engine_api.hpp"
-#include "core/grammar/grammar_cache.hpp"
 #include "core/engine/metrics/step_summary.hpp"
+#include "core/grammar/grammar_cache.hpp"
 #include "core/route/engine_report.hpp"
 
 namespace inflight {

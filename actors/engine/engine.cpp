@@ -7,16 +7,16 @@
 #include <thread>
 
 #include "actors/actor_runtime.hpp"
-#include "backends/backend_factory.hpp"
-#include "backends/debug_backend.hpp"
 #include "actors/engine/executor_actor.hpp"
 #include "actors/engine/kv_allocator_actor.hpp"
 #include "actors/engine/request_actor.hpp"
 #include "actors/engine/scheduler_actor.hpp"
-#include "core/grammar/token_index.hpp"
+#include "backends/backend_factory.hpp"
+#include "backends/debug_backend.hpp"
 #include "core/engine/request/prompt_limit.hpp"
 #include "core/engine/sampling/sampler.hpp"
 #include "core/engine/sched/plugin_dir.hpp"
+#include "core/grammar/token_index.hpp"
 
 namespace inflight {
 

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/config/deployment.hpp"
 #include "core/base/error.hpp"
+#include "core/config/deployment.hpp"
 
 namespace inflight::gateway {
 

@@ -21,8 +21,8 @@
 #include "actors/gateway/errors.hpp"
 #include "actors/gateway/json_fields.hpp"
 #include "actors/gateway/served_model.hpp"
-#include "core/grammar/grammar_cache.hpp"
 #include "core/engine/request/sampling_params.hpp"
+#include "core/grammar/grammar_cache.hpp"
 
 namespace inflight::gateway {
 

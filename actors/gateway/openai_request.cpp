@@ -8,9 +8,9 @@
 #include "actors/gateway/constraint_request.hpp"
 #include "actors/gateway/json_fields.hpp"
 #include "actors/gateway/unsupported_fields.hpp"
+#include "core/base/json_depth.hpp"
 #include "core/engine/request/prompt_limit.hpp"
 #include "core/engine/sampling/sampler.hpp"
-#include "core/base/json_depth.hpp"
 
 namespace inflight::gateway {
 

@@ -9,14 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "core/api/tool_prompt.hpp"
-#include "core/config/deployment.hpp"
-#include "core/model/pooling.hpp"
-#include "core/base/error.hpp"
-#include "core/grammar/grammar_cache.hpp"
-#include "core/engine/metrics/metrics.hpp"
-#include "core/model/model_loader.hpp"
 #include "core/api/reranker.hpp"
+#include "core/api/tool_prompt.hpp"
+#include "core/base/error.hpp"
+#include "core/config/deployment.hpp"
+#include "core/engine/metrics/metrics.hpp"
+#include "core/grammar/grammar_cache.hpp"
+#include "core/model/model_loader.hpp"
+#include "core/model/pooling.hpp"
 #include "core/model/template/chat_template.hpp"
 #include "core/model/tokenizer/tokenizer.hpp"
 

@@ -8,14 +8,14 @@
 #include <thread>
 #include <vector>
 
-#include "backends/cpu_backend.hpp"
 #include "apps/inflight/commands.hpp"
 #include "apps/inflight/host_info.hpp"
+#include "backends/cpu_backend.hpp"
+#include "core/model/convert.hpp"
 #include "core/model/formats/dummy_model.hpp"
 #include "core/model/formats/llama2c.hpp"
-#include "core/model/model_loader.hpp"
 #include "core/model/formats/shapes.hpp"
-#include "core/model/convert.hpp"
+#include "core/model/model_loader.hpp"
 
 namespace inflight::app {
 namespace {

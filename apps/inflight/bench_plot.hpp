@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "core/bench/bench_metrics.hpp"
 #include "core/base/error.hpp"
+#include "core/bench/bench_metrics.hpp"
 
 namespace inflight::app {
 

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "core/config/deployment.hpp"
-#include "core/route/route_policy.hpp"
 #include "core/engine/sched/policy.hpp"
+#include "core/route/route_policy.hpp"
 
 namespace inflight::app {
 

@@ -8,11 +8,11 @@
 #include <ctime>
 #include <fstream>
 
-#include "backends/backend_factory.hpp"
 #include "apps/inflight/commands.hpp"
 #include "apps/inflight/host_info.hpp"
-#include "core/model/model_loader.hpp"
+#include "backends/backend_factory.hpp"
 #include "core/bench/sim/step_profile.hpp"
+#include "core/model/model_loader.hpp"
 
 namespace inflight::app {
 namespace {

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "actors/engine/engine.hpp"
-#include "core/bench/rerank_workload.hpp"
 #include "core/api/reranker.hpp"
+#include "core/bench/rerank_workload.hpp"
 
 namespace inflight::app {
 

@@ -14,8 +14,8 @@
 
 #include "core/bench/bench_metrics.hpp"
 #include "core/bench/dataset.hpp"
-#include "core/grammar/token_index.hpp"
 #include "core/engine/metrics/metrics.hpp"
+#include "core/grammar/token_index.hpp"
 
 namespace inflight::app {
 

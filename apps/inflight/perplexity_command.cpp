@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "apps/inflight/commands.hpp"
 #include "backends/backend_factory.hpp"
 #include "backends/cpu_backend.hpp"
-#include "apps/inflight/commands.hpp"
 #include "core/bench/perplexity.hpp"
 #include "core/model/model_loader.hpp"
 

@@ -6,8 +6,8 @@
 #include "config/deployment_loader.hpp"
 #include "core/bench/capacity_plan.hpp"
 #include "core/model/formats/hf_model.hpp"
-#include "core/model/model_loader.hpp"
 #include "core/model/formats/shapes.hpp"
+#include "core/model/model_loader.hpp"
 #include "core/model/quant/weight_dtype.hpp"
 
 namespace inflight::app {

@@ -18,10 +18,10 @@
 #include "core/bench/gpu_specs.hpp"
 #include "core/bench/policy_budget.hpp"
 #include "core/bench/rerank_workload.hpp"
-#include "core/engine/kv/block_pool.hpp"
-#include "core/model/formats/shapes.hpp"
 #include "core/bench/sim/profile_cost_model.hpp"
 #include "core/bench/sim/simulator.hpp"
+#include "core/engine/kv/block_pool.hpp"
+#include "core/model/formats/shapes.hpp"
 
 namespace inflight::app {
 namespace {

@@ -18,8 +18,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/config/deployment.hpp"
 #include "core/base/error.hpp"
+#include "core/config/deployment.hpp"
 #include "core/model/tokenizer/tokenizer.hpp"
 
 namespace inflight {

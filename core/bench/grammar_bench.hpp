@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "core/bench/structured_workload.hpp"
 #include "core/base/error.hpp"
+#include "core/bench/structured_workload.hpp"
 #include "core/grammar/token_index.hpp"
 
 namespace inflight::bench {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/bench/dataset.hpp"
 #include "core/base/error.hpp"
+#include "core/bench/dataset.hpp"
 #include "core/model/tokenizer/tokenizer.hpp"
 
 namespace inflight::bench {

@@ -25,8 +25,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/base/error.hpp"
 #include "core/base/codepoints.hpp"
+#include "core/base/error.hpp"
 
 namespace inflight {
 

@@ -34,9 +34,9 @@
 #include <string>
 #include <vector>
 
+#include "core/base/types.hpp"
 #include "core/grammar/grammar.hpp"
 #include "core/grammar/grammar_spec.hpp"
-#include "core/base/types.hpp"
 
 namespace inflight {
 

@@ -4,12 +4,12 @@
 #include <fstream>
 #include <limits>
 
+#include "core/model/convert.hpp"
 #include "core/model/formats/dummy_model.hpp"
 #include "core/model/formats/gguf_model.hpp"
 #include "core/model/formats/hf_model.hpp"
 #include "core/model/formats/llama2c.hpp"
 #include "core/model/formats/shapes.hpp"
-#include "core/model/convert.hpp"
 #include "core/model/tokenizer/byte_tokenizer.hpp"
 #include "core/model/tokenizer/gguf_vocab.hpp"
 #include "core/model/tokenizer/hf_tokenizer.hpp"

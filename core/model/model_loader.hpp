@@ -7,13 +7,13 @@
 #include <string_view>
 #include <vector>
 
-#include "core/model/pooling.hpp"
 #include "core/base/error.hpp"
+#include "core/base/mapped_file.hpp"
 #include "core/model/model_settings.hpp"
 #include "core/model/model_weights.hpp"
+#include "core/model/pooling.hpp"
 #include "core/model/template/chat_template.hpp"
 #include "core/model/tokenizer/tokenizer.hpp"
-#include "core/base/mapped_file.hpp"
 
 namespace inflight {
 

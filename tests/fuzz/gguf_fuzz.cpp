@@ -5,8 +5,8 @@
 // must only produce ids of its vocabulary.
 #include <vector>
 
-#include "core/model/gguf/gguf.hpp"
 #include "core/model/formats/gguf_model.hpp"
+#include "core/model/gguf/gguf.hpp"
 #include "tests/fuzz/fuzz_util.hpp"
 
 using namespace inflight;

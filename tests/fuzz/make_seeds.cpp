@@ -12,9 +12,9 @@
 
 #include "core/model/formats/dummy_model.hpp"
 #include "core/model/formats/gguf_model_writer.hpp"
-#include "core/model/gguf/gguf_writer.hpp"
 #include "core/model/formats/llama2c.hpp"
 #include "core/model/formats/safetensors.hpp"
+#include "core/model/gguf/gguf_writer.hpp"
 #include "tests/test_shapes.hpp"
 
 using namespace inflight;

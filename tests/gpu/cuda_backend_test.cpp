@@ -9,8 +9,8 @@
 
 #include "backends/cpu_backend.hpp"
 #include "backends/cuda_backend.hpp"
-#include "core/model/formats/llama2c.hpp"
 #include "core/engine/sampling/sampler.hpp"
+#include "core/model/formats/llama2c.hpp"
 #include "core/model/tokenizer/llama2c_tokenizer.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 #include "tests/shared_data.hpp"

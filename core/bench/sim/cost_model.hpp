@@ -17,10 +17,10 @@
 
 #include <string>
 
-#include "core/bench/capacity_plan.hpp"
 #include "core/base/error.hpp"
-#include "core/model/model_config.hpp"
+#include "core/bench/capacity_plan.hpp"
 #include "core/engine/step/step_shape.hpp"
+#include "core/model/model_config.hpp"
 
 namespace inflight::sim {
 

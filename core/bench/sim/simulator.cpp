@@ -7,8 +7,8 @@
 #include <queue>
 #include <unordered_map>
 
-#include "core/route/router.hpp"
 #include "core/engine/sched/step_loop.hpp"
+#include "core/route/router.hpp"
 
 namespace inflight::sim {
 namespace {

@@ -34,14 +34,14 @@
 #include <string>
 #include <vector>
 
+#include "core/base/error.hpp"
 #include "core/bench/bench_metrics.hpp"
 #include "core/bench/dataset.hpp"
-#include "core/base/error.hpp"
-#include "core/route/route_policy.hpp"
+#include "core/bench/sim/cost_model.hpp"
 #include "core/engine/sched/admission_gate.hpp"
 #include "core/engine/sched/policy.hpp"
 #include "core/engine/sched/scheduler.hpp"
-#include "core/bench/sim/cost_model.hpp"
+#include "core/route/route_policy.hpp"
 
 namespace inflight::sim {
 

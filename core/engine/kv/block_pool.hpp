@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "core/base/error.hpp"
-#include "core/engine/kv/block_hash.hpp"
 #include "core/base/types.hpp"
+#include "core/engine/kv/block_hash.hpp"
 
 namespace inflight {
 

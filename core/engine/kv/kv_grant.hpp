@@ -10,8 +10,8 @@
 #include <optional>
 #include <vector>
 
-#include "core/engine/kv/block_hash.hpp"
 #include "core/base/types.hpp"
+#include "core/engine/kv/block_hash.hpp"
 
 namespace inflight {
 

@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <span>
 
-#include "core/engine/request/sampling_params.hpp"
 #include "core/base/types.hpp"
+#include "core/engine/request/sampling_params.hpp"
 
 namespace inflight {
 

@@ -21,10 +21,10 @@
 #include <vector>
 
 #include "core/base/error.hpp"
-#include "core/engine/sampling/logit_processors.hpp"
-#include "core/engine/request/sampling_params.hpp"
-#include "core/engine/step/step_plan.hpp"
 #include "core/base/types.hpp"
+#include "core/engine/request/sampling_params.hpp"
+#include "core/engine/sampling/logit_processors.hpp"
+#include "core/engine/step/step_plan.hpp"
 
 namespace inflight {
 

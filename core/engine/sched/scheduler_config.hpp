@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/engine/request/slo_targets.hpp"
 #include "core/base/types.hpp"
+#include "core/engine/request/slo_targets.hpp"
 
 namespace inflight {
 

@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "core/model/pooling.hpp"
-#include "core/grammar/matcher.hpp"
+#include "core/base/types.hpp"
 #include "core/engine/kv/block_hash.hpp"
 #include "core/engine/request/sampling_params.hpp"
 #include "core/engine/request/slo_targets.hpp"
-#include "core/base/types.hpp"
+#include "core/grammar/matcher.hpp"
+#include "core/model/pooling.hpp"
 
 namespace inflight {
 

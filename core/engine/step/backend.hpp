@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "core/base/error.hpp"
-#include "core/model/model_config.hpp"
 #include "core/engine/step/step_plan.hpp"
+#include "core/model/model_config.hpp"
 
 namespace inflight {
 

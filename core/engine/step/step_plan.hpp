@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/engine/request/sampling_params.hpp"
 #include "core/base/types.hpp"
+#include "core/engine/request/sampling_params.hpp"
 
 namespace inflight {
 

@@ -4,9 +4,9 @@
 #include <cstdint>
 
 #include "core/base/error.hpp"
+#include "core/model/convert.hpp"
 #include "core/model/model_config.hpp"
 #include "core/model/model_weights.hpp"
-#include "core/model/convert.hpp"
 
 namespace inflight {
 

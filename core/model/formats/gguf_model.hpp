@@ -23,10 +23,10 @@
 #include <memory>
 #include <string_view>
 
-#include "core/model/pooling.hpp"
 #include "core/base/error.hpp"
 #include "core/model/gguf/gguf.hpp"
 #include "core/model/model_weights.hpp"
+#include "core/model/pooling.hpp"
 #include "core/model/tokenizer/gguf_vocab.hpp"
 #include "core/model/tokenizer/tokenizer.hpp"
 

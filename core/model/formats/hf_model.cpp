@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/base/json_depth.hpp"
 #include "core/base/text_file.hpp"
 #include "core/model/formats/st_pooling.hpp"
-#include "core/base/json_depth.hpp"
 
 namespace inflight {
 

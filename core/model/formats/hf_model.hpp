@@ -8,12 +8,12 @@
 #include <string_view>
 #include <vector>
 
-#include "core/model/pooling.hpp"
 #include "core/base/error.hpp"
+#include "core/base/types.hpp"
+#include "core/model/formats/safetensors.hpp"
 #include "core/model/model_config.hpp"
 #include "core/model/model_weights.hpp"
-#include "core/model/formats/safetensors.hpp"
-#include "core/base/types.hpp"
+#include "core/model/pooling.hpp"
 
 namespace inflight {
 

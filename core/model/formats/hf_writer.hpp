@@ -9,8 +9,8 @@
 
 #include "core/base/error.hpp"
 #include "core/model/formats/hf_model.hpp"
-#include "core/model/model_weights.hpp"
 #include "core/model/formats/safetensors.hpp"
+#include "core/model/model_weights.hpp"
 
 namespace inflight {
 

@@ -17,8 +17,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/model/pooling.hpp"
 #include "core/base/error.hpp"
+#include "core/model/pooling.hpp"
 
 namespace inflight {
 

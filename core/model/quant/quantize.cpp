@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/model/quant/quant_search.hpp"
 #include "core/base/half.hpp"
+#include "core/model/quant/quant_search.hpp"
 
 namespace inflight {
 namespace quant_detail {

@@ -6,9 +6,9 @@
 #include <charconv>
 #include <cmath>
 
+#include "core/model/template/renderer.hpp"
 #include "core/model/template/text.hpp"
 #include "core/model/template/value_json.hpp"
-#include "core/model/template/renderer.hpp"
 
 namespace inflight::jinja {
 

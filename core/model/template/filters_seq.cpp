@@ -4,8 +4,8 @@
 #include <unordered_set>
 
 #include "core/model/template/filters.hpp"
-#include "core/model/template/text.hpp"
 #include "core/model/template/renderer.hpp"
+#include "core/model/template/text.hpp"
 
 namespace inflight::jinja {
 namespace {

@@ -2,9 +2,9 @@
 #include <ctime>
 
 #include "core/model/template/builtins.hpp"
+#include "core/model/template/renderer.hpp"
 #include "core/model/template/text.hpp"
 #include "core/model/template/value_json.hpp"
-#include "core/model/template/renderer.hpp"
 
 namespace inflight::jinja {
 namespace {

@@ -1,7 +1,7 @@
 // Methods templates call on strings (Python's str) and dicts.
 #include "core/model/template/builtins.hpp"
-#include "core/model/template/text.hpp"
 #include "core/model/template/renderer.hpp"
+#include "core/model/template/text.hpp"
 
 namespace inflight::jinja {
 namespace {

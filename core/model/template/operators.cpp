@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/model/template/text.hpp"
 #include "core/base/codepoints.hpp"
+#include "core/model/template/text.hpp"
 
 namespace inflight::jinja {
 namespace {

@@ -3,8 +3,8 @@
 
 #include "core/model/template/builtins.hpp"
 #include "core/model/template/operators.hpp"
-#include "core/model/template/text.hpp"
 #include "core/model/template/renderer.hpp"
+#include "core/model/template/text.hpp"
 
 namespace inflight::jinja {
 namespace {

@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/model/tokenizer/byte_level.hpp"
 #include "core/base/codepoints.hpp"
+#include "core/model/tokenizer/byte_level.hpp"
 
 namespace inflight {
 namespace {

@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/model/tokenizer/utf8.hpp"
 #include "core/base/json_depth.hpp"
+#include "core/model/tokenizer/utf8.hpp"
 
 namespace inflight {
 namespace {

@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "core/base/error.hpp"
+#include "core/base/types.hpp"
 #include "core/model/tokenizer/added_tokens.hpp"
 #include "core/model/tokenizer/tokenizer.hpp"
-#include "core/base/types.hpp"
 
 namespace inflight {
 

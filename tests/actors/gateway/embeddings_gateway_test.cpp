@@ -8,8 +8,8 @@
 
 #include "actors/gateway/served_model.hpp"
 #include "core/model/formats/gguf_model_writer.hpp"
-#include "tests/actors/gateway/gateway_fixture.hpp"
 #include "tests/actors/engine/rerank_fixture.hpp"
+#include "tests/actors/gateway/gateway_fixture.hpp"
 
 using namespace inflight;
 using namespace inflight::test;

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <thread>
 
-#include "tests/actors/gateway/gateway_fixture.hpp"
 #include "tests/actors/engine/rerank_fixture.hpp"
+#include "tests/actors/gateway/gateway_fixture.hpp"
 
 using namespace inflight;
 using namespace inflight::test;

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <string>
 
-#include "core/model/model_loader.hpp"
 #include "core/base/mapped_file.hpp"
+#include "core/model/model_loader.hpp"
 
 using namespace inflight;
 namespace fs = std::filesystem;

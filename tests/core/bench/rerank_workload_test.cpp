@@ -2,8 +2,8 @@
 // sizes of ../shared/workloads/README.md.
 #include <catch2/catch.hpp>
 
-#include "core/bench/rerank_workload.hpp"
 #include "core/api/reranker.hpp"
+#include "core/bench/rerank_workload.hpp"
 #include "core/model/tokenizer/byte_tokenizer.hpp"
 #include "core/model/tokenizer/llama2c_tokenizer.hpp"
 #include "tests/shared_data.hpp"

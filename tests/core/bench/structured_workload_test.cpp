@@ -6,8 +6,8 @@
 #include <fstream>
 #include <set>
 
-#include "core/bench/grammar_bench.hpp"
 #include "core/bench/dataset.hpp"
+#include "core/bench/grammar_bench.hpp"
 #include "core/bench/structured_workload.hpp"
 #include "core/grammar/grammar_cache.hpp"
 

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <vector>
 
+#include "core/model/convert.hpp"
 #include "core/model/formats/dummy_model.hpp"
 #include "core/model/model_loader.hpp"
-#include "core/model/convert.hpp"
 #include "core/model/quant/quantize.hpp"
 
 using namespace inflight;

@@ -2,8 +2,8 @@
 
 #include "core/bench/gpu_specs.hpp"
 #include "core/bench/policy_budget.hpp"
-#include "core/model/formats/shapes.hpp"
 #include "core/bench/sim/cost_model.hpp"
+#include "core/model/formats/shapes.hpp"
 
 using namespace inflight;
 

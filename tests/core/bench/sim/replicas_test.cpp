@@ -6,9 +6,9 @@
 
 #include "core/bench/arrival.hpp"
 #include "core/bench/dataset.hpp"
+#include "core/bench/sim/simulator.hpp"
 #include "core/model/formats/shapes.hpp"
 #include "core/route/route_policy.hpp"
-#include "core/bench/sim/simulator.hpp"
 #include "tests/core/engine/sched/sched_harness.hpp"
 
 using namespace inflight;

@@ -5,8 +5,8 @@
 
 #include "core/bench/arrival.hpp"
 #include "core/bench/policy_budget.hpp"
-#include "core/model/formats/shapes.hpp"
 #include "core/bench/sim/simulator.hpp"
+#include "core/model/formats/shapes.hpp"
 #include "tests/core/bench/sim/sim_helpers.hpp"
 
 using namespace inflight;

@@ -18,8 +18,8 @@
 #include "core/bench/arrival.hpp"
 #include "core/bench/gpu_specs.hpp"
 #include "core/bench/policy_budget.hpp"
-#include "core/model/formats/shapes.hpp"
 #include "core/bench/sim/simulator.hpp"
+#include "core/model/formats/shapes.hpp"
 #include "tests/core/engine/sched/sched_harness.hpp"
 
 using namespace inflight;

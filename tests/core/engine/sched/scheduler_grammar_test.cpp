@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "core/grammar/grammar_cache.hpp"
 #include "core/engine/sampling/sampler.hpp"
+#include "core/grammar/grammar_cache.hpp"
 #include "tests/core/engine/sched/sched_harness.hpp"
 
 using namespace inflight;

@@ -9,8 +9,8 @@
 #include <memory>
 
 #include "core/bench/gpu_specs.hpp"
-#include "core/model/formats/shapes.hpp"
 #include "core/bench/sim/simulator.hpp"
+#include "core/model/formats/shapes.hpp"
 #include "tests/core/engine/sched/sched_harness.hpp"
 
 using namespace inflight;

@@ -10,8 +10,8 @@
 
 #include <unistd.h>
 
-#include "core/model/formats/safetensors.hpp"
 #include "core/base/half.hpp"
+#include "core/model/formats/safetensors.hpp"
 
 using namespace inflight;
 

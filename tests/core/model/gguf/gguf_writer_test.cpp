@@ -6,9 +6,9 @@
 #include <fstream>
 #include <random>
 
+#include "core/model/convert.hpp"
 #include "core/model/gguf/gguf.hpp"
 #include "core/model/gguf/gguf_writer.hpp"
-#include "core/model/convert.hpp"
 
 using namespace inflight;
 namespace fs = std::filesystem;

@@ -3,8 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "core/model/tokenizer/byte_level.hpp"
 #include "core/base/codepoints.hpp"
+#include "core/model/tokenizer/byte_level.hpp"
 #include "core/model/tokenizer/hf_tokenizer.hpp"
 #include "core/model/tokenizer/unicode_nfc.hpp"
 
