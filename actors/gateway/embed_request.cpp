@@ -147,11 +147,7 @@ opt_error read_options(const json& body, const served_model& m, embed_request& r
   if (auto e = read_dimensions(body, m, r)) return e;
   if (auto e = read_input_type(body, r)) return e;
   if (auto e = read_string(body, "user", r.user)) return e;
-  if (auto e = read_int(body, "priority", -1000000000LL, 1000000000LL, r.priority)) return e;
-  if (auto e = read_string(body, "cache_salt", r.cache_salt)) return e;
-  if (field(body, "cache_salt") && r.cache_salt.empty())
-    return bad_request("cache_salt must be a non-empty string", "cache_salt");
-  return {};
+  return read_scheduling_fields(body, r.priority, r.cache_salt);
 }
 
 }  // namespace

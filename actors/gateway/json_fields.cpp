@@ -68,6 +68,14 @@ opt_error read_string(const json& body, const char* key, std::string& out) {
   return {};
 }
 
+opt_error read_scheduling_fields(const json& body, int& priority, std::string& cache_salt) {
+  if (auto e = read_int(body, "priority", -1000000000LL, 1000000000LL, priority)) return e;
+  if (auto e = read_string(body, "cache_salt", cache_salt)) return e;
+  if (field(body, "cache_salt") && cache_salt.empty())
+    return bad_request("cache_salt must be a non-empty string", "cache_salt");
+  return {};
+}
+
 opt_error check_model_name(const json& body, const std::string& served_name) {
   std::string model;
   if (auto e = read_string(body, "model", model)) return e;

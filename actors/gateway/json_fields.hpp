@@ -25,6 +25,10 @@ opt_error read_int(const nlohmann::json& body, const char* key, long long lo, lo
 opt_error read_bool(const nlohmann::json& body, const char* key, bool& out);
 opt_error read_string(const nlohmann::json& body, const char* key, std::string& out);
 
+/// The scheduling fields every request to the engine may carry, read in one place:
+/// `priority` (an integer in [-1e9, 1e9]) and `cache_salt` (a non-empty string).
+opt_error read_scheduling_fields(const nlohmann::json& body, int& priority, std::string& cache_salt);
+
 /// The optional `model` field must name the served model: 404 model_not_found otherwise.
 opt_error check_model_name(const nlohmann::json& body, const std::string& served_name);
 

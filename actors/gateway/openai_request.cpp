@@ -201,12 +201,9 @@ opt_error parse_options(const json& body, const served_model& m, openai_request&
   }
   if (r.kind == api_kind::completion)
     if (auto e = read_bool(body, "echo", r.echo)) return e;
-  if (auto e = read_int(body, "priority", -1000000000LL, 1000000000LL, r.base.priority)) return e;
+  if (auto e = read_scheduling_fields(body, r.base.priority, r.base.cache_salt)) return e;
   if (auto e = parse_targets(body, r.base.targets)) return e;
   if (auto e = read_string(body, "user", r.user)) return e;
-  if (auto e = read_string(body, "cache_salt", r.base.cache_salt)) return e;
-  if (field(body, "cache_salt") && r.base.cache_salt.empty())
-    return bad_request("cache_salt must be a non-empty string", "cache_salt");
   if (auto e = parse_stop(body, r.base.stop)) return e;
   if (auto e = parse_logprobs(body, r.kind, r)) return e;
   auto& p = r.base.params;

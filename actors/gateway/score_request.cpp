@@ -85,14 +85,6 @@ api_result<std::vector<std::vector<token_id>>> tokenize_pairs(const served_model
   return out;
 }
 
-opt_error read_common(const json& body, score_request& r) {
-  if (auto e = read_int(body, "priority", -1000000000LL, 1000000000LL, r.priority)) return e;
-  if (auto e = read_string(body, "cache_salt", r.cache_salt)) return e;
-  if (field(body, "cache_salt") && r.cache_salt.empty())
-    return bad_request("cache_salt must be a non-empty string", "cache_salt");
-  return {};
-}
-
 }  // namespace
 
 int score_request::num_prompt_tokens() const {
@@ -120,7 +112,7 @@ api_result<score_request> try_parse_rerank(const json& body, const served_model&
   if (auto e = check_pair_count(docs->size(), m, "documents", "documents")) return std::unexpected(*e);
   if (auto e = read_int(body, "top_n", 0, INT_MAX, r.top_n)) return std::unexpected(*e);
   if (auto e = read_bool(body, "return_documents", r.return_documents)) return std::unexpected(*e);
-  if (auto e = read_common(body, r)) return std::unexpected(*e);
+  if (auto e = read_scheduling_fields(body, r.priority, r.cache_salt)) return std::unexpected(*e);
   auto prompts = tokenize_pairs(m, {*query_text}, *docs, "documents");
   if (!prompts) return std::unexpected(prompts.error());
   r.prompts = std::move(*prompts);
@@ -144,7 +136,7 @@ api_result<score_request> try_parse_score(const json& body, const served_model& 
                                        "text_2"));
   }
   if (auto e = check_pair_count(text_2->size(), m, "text_2", "texts")) return std::unexpected(*e);
-  if (auto e = read_common(body, r)) return std::unexpected(*e);
+  if (auto e = read_scheduling_fields(body, r.priority, r.cache_salt)) return std::unexpected(*e);
   auto prompts = tokenize_pairs(m, *text_1, *text_2, "text_2");
   if (!prompts) return std::unexpected(prompts.error());
   r.prompts = std::move(*prompts);
