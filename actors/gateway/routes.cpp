@@ -1,6 +1,5 @@
 #include "actors/gateway/routes.hpp"
 
-
 #include "actors/gateway/openai_request.hpp"
 #include "actors/gateway/openai_response.hpp"
 #include "actors/gateway/web_ui.hpp"

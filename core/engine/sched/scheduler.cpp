@@ -70,7 +70,8 @@ result<void> scheduler::submit(seq_request request) {
   if (seqs_.contains(request.id))
     return make_error(errc::invalid_argument, who + ": a live sequence already has this id");
   if (request.prompt.empty()) return make_error(errc::invalid_argument, who + ": empty prompt");
-  if (auto ok = try_validate(request.params); !ok) return make_error(errc::invalid_argument, who + ": " + ok.error().message);
+  if (auto ok = try_validate(request.params); !ok)
+    return make_error(errc::invalid_argument, who + ": " + ok.error().message);
   if (static_cast<int>(request.prompt.size()) > max_context_)
     return make_error(errc::invalid_argument,
                       who + ": prompt has " + std::to_string(request.prompt.size()) +
@@ -375,15 +376,16 @@ bool scheduler::append_token(sequence& seq, const sampled_token& token,
   event.is_stop_token = is_stop_token(token.token, seq.params, config_.eos_token_ids);
   event.num_generated_tokens = seq.num_generated_tokens();
   event.times = seq.times;
+  const bool ends_on_stop_token = event.is_stop_token;
   events.push_back(std::move(event));
-  auto reason = check_stop(seq, token.token);
+  auto reason = check_stop(seq, ends_on_stop_token);
   if (!reason) return false;
   events.push_back(finish_sequence(seq, *reason, {}));
   return true;
 }
 
-std::optional<finish_reason> scheduler::check_stop(const sequence& seq, token_id token) const {
-  if (is_stop_token(token, seq.params, config_.eos_token_ids)) return finish_reason::stop;
+std::optional<finish_reason> scheduler::check_stop(const sequence& seq, bool ends_on_stop_token) const {
+  if (ends_on_stop_token) return finish_reason::stop;
   // Nothing but EOS can follow: the output is complete, no step is spent sampling EOS
   // (an EOS taken under ignore_eos ends the grammar too).
   if (seq.matcher && seq.matcher->is_complete()) return finish_reason::stop;

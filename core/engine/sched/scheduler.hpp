@@ -197,7 +197,7 @@ class scheduler {
   void pool_hidden(sequence& seq, const seq_hidden& hidden) const;
   seq_event finish_prefill_only(sequence& seq, const seq_row_logits* rows);
   seq_event finish_sequence(sequence& seq, finish_reason reason, std::optional<error> cause);
-  std::optional<finish_reason> check_stop(const sequence& seq, token_id token) const;
+  std::optional<finish_reason> check_stop(const sequence& seq, bool ends_on_stop_token) const;
 
   scheduler_config config_;
   kv_snapshot kv_;
