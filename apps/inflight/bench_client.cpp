@@ -80,6 +80,12 @@ std::string ws_error_text(const nlohmann::json& j) {
   return text + ": " + error_text(j);
 }
 
+/// A request the network failed: past --timeout it timed out (code "timeout").
+void finish_failed(response_timeline& timeline, beast::error_code ec, const char* what) {
+  const bool is_timeout = ec == beast::error::timeout;
+  timeline.finish(std::string(what) + ": " + ec.message(), 0, is_timeout ? "timeout" : "");
+}
+
 /// A numeric host needs no resolver: Asio runs every getaddrinfo of an io_context on
 /// one background thread, which would serialise the connects of a burst of requests
 /// and show up as time to first token.
@@ -211,7 +217,7 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
   }
   /// One streamed event, or the whole answer of a server that did not stream.
   void on_completion(const nlohmann::json& j) {
-    if (j.contains("error")) return timeline_.finish(error_text(j));
+    if (j.contains("error")) return timeline_.finish(error_text(j), 0, bench::error_code_name(j));
     const auto choices = j.find("choices");
     if (choices != j.end() && choices->is_array() && !choices->empty()) {
       timeline_.event();
@@ -236,14 +242,16 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
   void done() {
     const int status = parser_.get().result_int();
     switch (kind_) {
-      case answer_kind::error: timeline_.finish(bench::http_error_text(status, body_), status); break;
+      case answer_kind::error:
+        timeline_.finish(bench::http_error_text(status, body_), status, bench::body_error_code_name(body_));
+        break;
       case answer_kind::json: on_json_answer(); break;
       case answer_kind::event_stream: timeline_.finish("the stream ended without [DONE]"); break;
     }
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
   }
-  void fail(beast::error_code ec, const char* what) { timeline_.finish(std::string(what) + ": " + ec.message()); }
+  void fail(beast::error_code ec, const char* what) { finish_failed(timeline_, ec, what); }
 
   tcp::resolver resolver_;
   beast::tcp_stream stream_;
@@ -291,7 +299,8 @@ class ws_session : public std::enable_shared_from_this<ws_session> {
   void on_handshake(beast::error_code ec) {
     // A server that refuses the upgrade (429, 503, 404) says why in its answer's body.
     if (const int status = handshake_answer_.result_int(); ec && status >= 300) {
-      return timeline_.finish(bench::http_error_text(status, handshake_answer_.body()), status);
+      return timeline_.finish(bench::http_error_text(status, handshake_answer_.body()), status,
+                              bench::body_error_code_name(handshake_answer_.body()));
     }
     if (ec) return fail(ec, "handshake");
     ws_.text(true);
@@ -319,14 +328,14 @@ class ws_session : public std::enable_shared_from_this<ws_session> {
       if (auto u = j.find("usage"); u != j.end()) timeline_.usage(*u);
       return close("");
     }
-    if (type == "error") return close(ws_error_text(j));
+    if (type == "error") return close(ws_error_text(j), bench::error_code_name(j));
     do_read();  // other message types (e.g. a greeting) are not ours
   }
-  void close(std::string error) {
-    timeline_.finish(std::move(error));
+  void close(std::string error, std::string code = {}) {
+    timeline_.finish(std::move(error), 0, std::move(code));
     ws_.async_close(websocket::close_code::normal, [self = shared_from_this()](beast::error_code) {});
   }
-  void fail(beast::error_code ec, const char* what) { timeline_.finish(std::string(what) + ": " + ec.message()); }
+  void fail(beast::error_code ec, const char* what) { finish_failed(timeline_, ec, what); }
 
   tcp::resolver resolver_;
   websocket::stream<beast::tcp_stream> ws_;

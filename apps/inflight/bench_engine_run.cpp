@@ -56,6 +56,11 @@ class timeline_sink final : public request_sink {
     if (finish_.reason != finish_reason::length && finish_.reason != finish_reason::stop) {
       r.is_success = false;
       r.error = finish_.cause ? finish_.cause->message : std::string("finished abnormally");
+      // As a served client would see it: the code's name and HTTP status.
+      const errc code = finish_.cause ? finish_.cause->code
+                        : finish_.reason == finish_reason::cancelled ? errc::cancelled : errc::internal;
+      r.error_code = to_string(code);
+      r.http_status = info(code).http_status;
     }
     return r;
   }
@@ -205,6 +210,9 @@ result<engine_run> run_engine_workload(const deployment& d, const loaded_model& 
     }
     const double sent = monotonic_seconds();
     std::vector<submission> group;
+    const auto request_of = [&](std::size_t k) {
+      return make_request(prompts[k], grammars.empty() ? nullptr : grammars[k]);
+    };
     for (std::size_t k = i; k < end; ++k) {
       if (prompts[k].prompt_ids.empty()) {
         (*eng)->shutdown(0.0);
@@ -212,11 +220,21 @@ result<engine_run> run_engine_workload(const deployment& d, const loaded_model& 
       }
       auto sink = std::make_shared<timeline_sink>(sent, latch);
       sinks.push_back(sink);
-      group.push_back({make_request(prompts[k], grammars.empty() ? nullptr : grammars[k]), std::move(sink)});
+      group.push_back({request_of(k), std::move(sink)});
     }
     if (auto ids = (*eng)->submit_all(std::move(group)); !ids) {
-      (*eng)->shutdown(0.0);
-      return std::unexpected(ids.error());
+      // The engine refused one of them (a prompt past the context, ...), and so the whole
+      // group: one by one instead, and each refusal is a failed record, as a served
+      // client's error answer is.
+      for (std::size_t k = i; k < end; ++k) {
+        const auto& sink = sinks[k];
+        if (auto id = (*eng)->submit(request_of(k), sink); !id) {
+          finish_event refused;
+          refused.reason = finish_reason::error;
+          refused.cause = id.error();
+          sink->on_finish(refused);
+        }
+      }
     }
     i = end;
   }

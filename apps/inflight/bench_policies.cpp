@@ -35,6 +35,9 @@ std::vector<std::string> expand_policies(const std::vector<std::string>& asked, 
   };
   for (const auto& name : asked) {
     if (name != "all") {
+      // Every named policy loads before the first run: a typo fails at once, not after
+      // the runs before it.
+      if (auto ok = try_load_policy(s, name); !ok) fail("--policy " + name + ": " + ok.error().message);
       add(name);
       continue;
     }

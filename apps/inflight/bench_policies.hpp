@@ -22,7 +22,7 @@ result<route_policy> try_load_route_policy(const scheduler_settings& s, const st
 /// The policies to run: `all` stands for every policy in the plugin directory (static
 /// first, the baseline of the ratio column; then by name). One that does not load is
 /// left out with a note on stderr (prefixed by `command`); a policy named explicitly
-/// runs (and fails) as given.
+/// that does not load ends the command before anything runs.
 std::vector<std::string> expand_policies(const std::vector<std::string>& asked, const scheduler_settings& s,
                                          const std::string& command);
 

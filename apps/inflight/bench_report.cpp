@@ -13,6 +13,8 @@ nlohmann::json to_json(const bench::request_record& r) {
                       {"cached_tokens", r.cached_tokens}};
   if (!r.error.empty()) j["error"] = r.error;
   if (r.http_status != 0) j["status"] = r.http_status;
+  if (!r.error_code.empty()) j["code"] = r.error_code;
+  if (!r.is_success) j["outcome"] = bench::to_string(bench::outcome_of(r));
   if (!r.tag.empty()) j["tag"] = r.tag;
   if (!r.finish_reason.empty()) j["finish_reason"] = r.finish_reason;
   if (!r.output_text.empty()) j["output_text"] = r.output_text;
@@ -32,7 +34,11 @@ nlohmann::json to_json(const bench::metric_stats& s) {
 nlohmann::json to_json(const bench::bench_summary& s) {
   nlohmann::json j = {{"completed", s.num_completed},
                       {"failed", s.num_failed},
+                      {"refused", s.num_refused},
+                      {"timed_out", s.num_timed_out},
                       {"shed", s.num_shed},
+                      {"cancelled", s.num_cancelled},
+                      {"other_failed", s.num_other_failed()},
                       {"duration_s", s.duration_s},
                       {"total_input_tokens", s.total_input_tokens},
                       {"total_output_tokens", s.total_output_tokens},
@@ -67,6 +73,38 @@ std::string failure_line(const bench::bench_summary& s) {
   return line;
 }
 
+std::string outcome_counts(const bench::bench_summary& s) {
+  std::string out;
+  const auto add = [&](int n, const char* what) {
+    if (n > 0) out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+  };
+  add(s.num_refused, "refused");
+  add(s.num_timed_out, "timed out");
+  add(s.num_shed, "shed");
+  add(s.num_cancelled, "cancelled");
+  add(s.num_other_failed(), "failed");
+  return out;
+}
+
+void check_every_request_completed(const std::string& command, const std::vector<labelled_summary>& runs,
+                                   bool allow_failures) {
+  std::fflush(stdout);  // the tables first, then the verdict
+  int num_lossy = 0;
+  for (const auto& run : runs) {
+    const auto& s = run.summary;
+    if (s.num_lost() == 0) continue;
+    ++num_lossy;
+    std::fprintf(stderr, "%s: %s: %d of %d requests did not complete (%s)\n", command.c_str(), run.label.c_str(),
+                 s.num_lost(), s.num_completed + s.num_failed, outcome_counts(s).c_str());
+  }
+  if (num_lossy == 0) return;
+  std::fprintf(stderr,
+               "%s: %d of %zu runs lost requests: their throughput and latencies count only the requests that "
+               "completed%s\n",
+               command.c_str(), num_lossy, runs.size(), allow_failures ? " (--allow-failures: exit 0)" : "");
+  if (!allow_failures) throw CLI::RuntimeError(lost_requests_exit_code);
+}
+
 namespace {
 
 void print_metric(std::FILE* out, const char* name, const char* label, const bench::metric_stats& m) {
@@ -89,15 +127,30 @@ void print_summary(std::FILE* out, const std::string& title, const bench::bench_
   std::fprintf(out, "%s\n", head.c_str());
   std::fprintf(out, "%-40s %10d\n", "Successful requests:", s.num_completed);
   std::fprintf(out, "%-40s %10d\n", "Failed requests:", s.num_failed);
-  if (s.num_shed > 0) std::fprintf(out, "%-40s %10d\n", "  of them shed by the policy:", s.num_shed);
+  const std::pair<const char*, int> kinds[] = {{"  refused (queue full, no engine):", s.num_refused},
+                                               {"  timed out (queue time, deadline):", s.num_timed_out},
+                                               {"  shed by the policy:", s.num_shed},
+                                               {"  cancelled by the client:", s.num_cancelled},
+                                               {"  other failures:", s.num_other_failed()}};
+  for (const auto& [label, n] : kinds) {
+    if (n > 0) std::fprintf(out, "%-40s %10d\n", label, n);
+  }
   std::fprintf(out, "%-40s %10.2f\n", "Benchmark duration (s):", s.duration_s);
   std::fprintf(out, "%-40s %10lld\n", "Total input tokens:", s.total_input_tokens);
   std::fprintf(out, "%-40s %10lld\n", "Total generated tokens:", s.total_output_tokens);
   std::fprintf(out, "%-40s %10.2f\n", "Prefix cache hit rate (%):", 100.0 * s.prefix_cache_hit_rate());
-  std::fprintf(out, "%-40s %10.2f\n", "Request throughput (req/s):", s.request_throughput);
+  // Throughputs count the completed requests; with failures the label says so.
+  const bool is_partial = s.num_failed > 0;
+  std::fprintf(out, "%-40s %10.2f\n",
+               is_partial ? "Request throughput (completed req/s):" : "Request throughput (req/s):",
+               s.request_throughput);
   if (s.goodput) std::fprintf(out, "%-40s %10.2f\n", "Request goodput (req/s):", *s.goodput);
-  std::fprintf(out, "%-40s %10.2f\n", "Output token throughput (tok/s):", s.output_throughput);
-  std::fprintf(out, "%-40s %10.2f\n", "Total token throughput (tok/s):", s.total_token_throughput);
+  std::fprintf(out, "%-40s %10.2f\n",
+               is_partial ? "Output token throughput (completed, tok/s):" : "Output token throughput (tok/s):",
+               s.output_throughput);
+  std::fprintf(out, "%-40s %10.2f\n",
+               is_partial ? "Total token throughput (completed, tok/s):" : "Total token throughput (tok/s):",
+               s.total_token_throughput);
   std::fprintf(out, "%-40s %10d\n", "Peak concurrent requests:", s.peak_concurrency);
   print_metric(out, "TTFT", "Time to First Token", s.ttft_ms);
   print_metric(out, "TPOT", "Time per Output Token (excl. 1st token)", s.tpot_ms);

@@ -20,6 +20,26 @@ nlohmann::json to_json(const bench::bench_summary& s);
 /// so a failed run says why in one line; empty when none failed.
 std::string failure_line(const bench::bench_summary& s);
 
+/// "2952 refused, 3 timed out": the counts of the outcomes other than completed that
+/// occurred, in request_outcome order; empty when every request completed.
+std::string outcome_counts(const bench::bench_summary& s);
+
+/// The exit status of a benchmark run whose every table printed but some run lost
+/// requests (refused, timed out, shed or failed; not the cancellations it asked for).
+inline constexpr int lost_requests_exit_code = 3;
+
+/// One labelled run of a benchmark command, for the verdict below.
+struct labelled_summary {
+  std::string label;
+  bench::bench_summary summary;
+};
+
+/// After the tables: when a run lost requests, says which and how many on stderr, and,
+/// unless `allow_failures` (--allow-failures), ends the command with
+/// lost_requests_exit_code.
+void check_every_request_completed(const std::string& command, const std::vector<labelled_summary>& runs,
+                                   bool allow_failures);
+
 /// The vLLM-style summary block: counts, throughputs, then TTFT / TPOT / ITL / E2EL.
 void print_summary(std::FILE* out, const std::string& title, const bench::bench_summary& s);
 

@@ -28,7 +28,7 @@ void response_timeline::output(const nlohmann::json& choice, bool keep_text) {
   if (const auto t = choice.find("text"); keep_text && t != choice.end() && t->is_string()) text_ += t->get<std::string>();
 }
 
-void response_timeline::finish(std::string error, int http_status) {
+void response_timeline::finish(std::string error, int http_status, std::string error_code) {
   if (is_finished_) return;
   is_finished_ = true;
   const int tokens = completion_tokens_ >= 0 ? completion_tokens_ : int(chunks_.size());
@@ -44,6 +44,7 @@ void response_timeline::finish(std::string error, int http_status) {
     r.is_success = false;
     r.error = std::move(error);
     r.http_status = http_status;
+    r.error_code = std::move(error_code);
   }
   done_(std::move(r));
 }

@@ -31,8 +31,9 @@ class response_timeline {
   void output(const nlohmann::json& choice, bool keep_text);
   bool is_finished() const { return is_finished_; }
   /// Ends the record: a success when `error` is empty, else a failure with the status
-  /// of the server's error answer (0 when there was none). Later calls do nothing.
-  void finish(std::string error = {}, int http_status = 0);
+  /// of the server's error answer (0 when there was none) and its error code name
+  /// ("queue_full", ...; empty when unknown). Later calls do nothing.
+  void finish(std::string error = {}, int http_status = 0, std::string error_code = {});
 
  private:
   request_done done_;

@@ -1,6 +1,9 @@
 #include "apps/inflight/commands.hpp"
 
+#include <charconv>
+#include <cmath>
 #include <iostream>
+#include <optional>
 
 #include "config/deployment_loader.hpp"
 #include "core/model/formats/shapes.hpp"
@@ -21,6 +24,42 @@ void add_commands(CLI::App& app) {
   add_plan_command(app);
   add_perplexity_command(app);
   add_simulate_command(app);
+}
+
+namespace {
+
+/// The number `text` holds in full, or nullopt ("inf" and "infinity" are numbers here).
+std::optional<double> parse_double(const std::string& text) {
+  if (text == "inf" || text == "infinity") return INFINITY;
+  double v = 0.0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+CLI::Validator positive_number(bool allow_inf) {
+  return CLI::Validator(
+      [allow_inf](std::string& text) -> std::string {
+        const auto v = parse_double(text);
+        if (!v || std::isnan(*v)) return "'" + text + "' is not a number";
+        if (std::isinf(*v) && !allow_inf) return "'" + text + "' is not finite";
+        if (!(*v > 0)) return "'" + text + "' is not above 0";
+        return {};
+      },
+      allow_inf ? "POSITIVE|inf" : "POSITIVE");
+}
+
+CLI::Validator non_negative_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const auto v = parse_double(text);
+        if (!v || !std::isfinite(*v)) return "'" + text + "' is not a finite number";
+        if (*v < 0) return "'" + text + "' is below 0";
+        return {};
+      },
+      "NONNEGATIVE");
 }
 
 deployment load_deployment_or_fail(const std::string& config_path, const std::vector<std::string>& overrides) {

@@ -41,6 +41,12 @@ void use_named_shape(deployment& d, const std::string& shape);
 /// policy's settings; a malformed one ends the command.
 route_settings parse_route_settings(const std::vector<std::string>& texts);
 
+/// Option checks for numbers, stricter than CLI11's own (which let "nan" through): a
+/// finite number > 0 (`allow_inf`: or "inf", e.g. a request rate of all at once), and a
+/// finite number >= 0. CLI11 names the option in the message.
+CLI::Validator positive_number(bool allow_inf = false);
+CLI::Validator non_negative_number();
+
 /// Prints "inflight: <message>" on stderr and ends the command with exit code 1.
 [[noreturn]] void fail(const std::string& message);
 

@@ -70,6 +70,7 @@ struct simulate_options {
   double cancel_after_s = -1;  // every client cancels this long after its arrival
   std::string admission = "offline";  // offline | serve: the admission gate's bounds
   int max_concurrency = 0;            // closed-loop clients: calls in flight at most (0 = open)
+  bool allow_failures = false;        // exit 0 although some run lost requests
   double first_step_delay_ms = 0.0;   // a cold engine's time before its first step
   std::vector<int> rerank_template;   // rerank: tokens before the query, around a document
 };
@@ -289,8 +290,15 @@ sim::sim_config run_config(const simulate_options& o, const deployment& base, co
   // Each replica's admission gate: the deployment's, as `serve` meets its clients, or as
   // `bench offline` lifts it (room for every request of the workload).
   c.admission = admission_gate::limits{base.server.max_waiting_requests, base.server.max_waiting_tokens};
-  if (o.admission == "offline")
-    c.admission->max_requests = std::max<int>(c.admission->max_requests, int(prompts.size()) + 1);
+  if (o.admission == "offline") {
+    // Every request is admitted and runs to its end, however long it waits: no
+    // waiting-request or waiting-token bound, no queue time limit, no deadline.
+    const auto room = bench::offline_admission(prompts);
+    c.admission->max_requests = std::max(c.admission->max_requests, room.max_requests);
+    c.admission->max_tokens = std::max(c.admission->max_tokens, room.max_tokens);
+    c.max_queue_time_s = 0.0;
+    c.request_timeout_s = 0.0;
+  }
   c.max_concurrency = o.max_concurrency;
   c.first_step_delay_s = o.first_step_delay_ms / 1e3;
   return c;
@@ -348,7 +356,9 @@ run_row run_one(const simulate_options& o, const deployment& base, const sim_set
 }
 
 
-void run_simulate(simulate_options o) {
+/// Runs every row and prints the tables (and JSON, plots); `rows` and `keys` are what
+/// ran, for the verdict on lost requests that follows.
+void run_simulate(simulate_options o, std::vector<run_row>& rows, std::vector<std::string>& keys) {
   if (!o.dataset_path.empty()) o.workload = "trace";  // the requests are the file's
   if (is_rerank(o)) {
     if (o.max_tokens > 0 || o.stop_strings) fail("--max-tokens, --stop-strings: a rerank call generates no tokens");
@@ -365,7 +375,6 @@ void run_simulate(simulate_options o) {
   (void)objectives(o);  // checked before anything runs
   const auto targets = parse_targets(o.targets);
   const auto points = parse_sweeps(o.sweeps);
-  std::vector<std::string> keys;
   for (const auto& text : o.sweeps) keys.push_back(sweep_key(text));
   if (o.replicas < 1) fail("--replicas: at least 1");
   if (o.route_policies.empty()) o.route_policies = {base.router.policy};
@@ -377,7 +386,6 @@ void run_simulate(simulate_options o) {
   o.policies = expand_policies(o.policies, base.scheduler, "simulate");
   if (o.cost_model.starts_with("replay:") && (o.policies.size() != 1 || points.size() != 1 || o.replicas != 1))
     fail("--cost-model replay: one policy, one run and one replica (the recording is one engine run's steps)");
-  std::vector<run_row> rows;
   bool show_replicas = false;
   for (const auto& point : points) {
     const int replicas = point.replicas.value_or(o.replicas);
@@ -422,6 +430,23 @@ void run_simulate(simulate_options o) {
   write_json_file(o.json_path, doc);
 }
 
+/// The run's label in the verdict: its policy, sweep values and routing.
+std::string run_label(const run_row& row, const std::vector<std::string>& keys) {
+  std::string label = row.policy;
+  for (std::size_t i = 0; i < keys.size(); ++i) label += " " + keys[i] + "=" + row.point.labels.at(i);
+  if (row.replicas > 1) label += " " + row.route;
+  return label;
+}
+
+void run_simulate_checked(simulate_options o) {
+  std::vector<run_row> rows;
+  std::vector<std::string> keys;
+  run_simulate(o, rows, keys);
+  std::vector<labelled_summary> runs;
+  for (const auto& row : rows) runs.push_back({run_label(row, keys), row.result.summary});
+  check_every_request_completed("simulate", runs, o.allow_failures);
+}
+
 }  // namespace
 
 void add_simulate_command(CLI::App& app) {
@@ -439,12 +464,17 @@ void add_simulate_command(CLI::App& app) {
                   "above output_len (ends on its own: EOS, or a stop string with \"stop\": true), "
                   "\"cancel_after_s\"");
   cmd->add_option("--size", o->size, "small | full")->capture_default_str();
-  cmd->add_option("--cap", o->cap, "variance: output length cap (default: the largest of the size)");
-  cmd->add_option("--num-prompts", o->num_prompts, "requests (default: the workload's own count)");
+  cmd->add_option("--cap", o->cap, "variance: output length cap (default: the largest of the size)")
+      ->check(positive_number());
+  cmd->add_option("--num-prompts", o->num_prompts, "requests (default: the workload's own count)")
+      ->check(positive_number());
   cmd->add_option("--seed", o->seed, "workload and arrival seed")->capture_default_str();
   cmd->add_option("--request-rate", o->request_rate,
-                  "requests per second, Poisson (inf = the workload's own times, all at once for most)");
-  cmd->add_option("--burstiness", o->burstiness, "gamma shape of the arrival gaps (1 = Poisson)")->capture_default_str();
+                  "requests per second, Poisson (inf = the workload's own times, all at once for most)")
+      ->check(positive_number(true));
+  cmd->add_option("--burstiness", o->burstiness, "gamma shape of the arrival gaps (1 = Poisson)")
+      ->check(positive_number())
+      ->capture_default_str();
   cmd->add_option("--policy", o->policies, "policies to compare, in order; all = every policy in the plugin dir")
       ->delimiter(',')
       ->capture_default_str();
@@ -462,7 +492,9 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--gpu-memory", o->memory, "device memory (default: the GPU's)");
   cmd->add_option("--bandwidth", o->bandwidth, "memory bandwidth (default: the GPU's)");
   cmd->add_option("--flops", o->flops, "dense peak FLOP/s (default: the GPU's)");
-  cmd->add_option("--utilization", o->utilization, "fraction of memory for weights + KV")->capture_default_str();
+  cmd->add_option("--utilization", o->utilization, "fraction of memory for weights + KV")
+      ->check(positive_number() & CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   cmd->add_option("--weight-dtype", o->weight_dtype, "weight type (bytes per weight)")->capture_default_str();
   cmd->add_option("--kv-dtype", o->kv_dtype, "KV cache element type: f32 | f16 | bf16")->capture_default_str();
   cmd->add_option("--num-kv-blocks", o->num_kv_blocks,
@@ -473,22 +505,28 @@ void add_simulate_command(CLI::App& app) {
                   "replay:FILE (the steps of one bench offline --record-steps run, in order)")
       ->capture_default_str();
   cmd->add_option("--bandwidth-efficiency", o->bandwidth_efficiency, "roofline: share of the bandwidth reached")
+      ->check(positive_number() & CLI::Range(0.0, 1.0))
       ->capture_default_str();
   cmd->add_option("--compute-efficiency", o->compute_efficiency, "roofline: share of the peak FLOP/s reached")
+      ->check(positive_number() & CLI::Range(0.0, 1.0))
       ->capture_default_str();
   cmd->add_option("--step-overhead-ms", o->step_overhead_ms, "roofline: fixed time added to every step")
+      ->check(non_negative_number())
       ->capture_default_str();
   cmd->add_option("--engine-overhead-ms", o->engine_overhead_ms,
                   "profile: time per step outside the backend, added to the profile's (default 0.3 for a grid "
                   "profile, 0 for steps recorded in the engine); replay: the engine's time between its steps "
-                  "(default 0)");
+                  "(default 0)")
+      ->check(non_negative_number());
   cmd->add_option("--first-step-delay-ms", o->first_step_delay_ms,
                   "a cold engine's time before its first step, added to each replica's first (default 0)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_number())
       ->capture_default_str();
-  cmd->add_option("--slo-ttft", o->slo_ttft_ms, "goodput: TTFT limit in ms (also every request's TTFT target)");
-  cmd->add_option("--slo-tpot", o->slo_tpot_ms, "goodput: TPOT limit in ms (also every request's TPOT target)");
-  cmd->add_option("--slo-e2e", o->slo_e2e_ms, "goodput: end-to-end latency limit in ms");
+  cmd->add_option("--slo-ttft", o->slo_ttft_ms, "goodput: TTFT limit in ms (also every request's TTFT target)")
+      ->check(positive_number());
+  cmd->add_option("--slo-tpot", o->slo_tpot_ms, "goodput: TPOT limit in ms (also every request's TPOT target)")
+      ->check(positive_number());
+  cmd->add_option("--slo-e2e", o->slo_e2e_ms, "goodput: end-to-end latency limit in ms")->check(positive_number());
   cmd->add_option("--prefix-caching", o->prefix_caching, "on | off (default: the deployment's)")
       ->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("--sweep", o->sweeps,
@@ -513,15 +551,16 @@ void add_simulate_command(CLI::App& app) {
                 "outputs below their limit end by a stop string (seen after the token, one step later) instead of EOS");
   cmd->add_option("--cancel-after", o->cancel_after_s,
                   "every client cancels its request this many seconds after sending it, if it has not finished")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   cmd->add_option("--max-concurrency", o->max_concurrency,
                   "closed-loop clients, as bench serve --max-concurrency: at most this many requests (rerank: calls) "
                   "in flight; the next is sent when one finishes (0 = open arrivals)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--admission", o->admission,
-                  "the admission gate of each replica: offline (as bench offline: room for every request) | serve "
-                  "(the deployment's server.max_waiting_requests and max_waiting_tokens: 429s)")
+                  "the admission gate and time limits of each replica: offline (as bench offline: every request "
+                  "admitted, no queue time limit, no deadline) | serve (the deployment's server.max_waiting_requests, "
+                  "max_waiting_tokens, max_queue_time_s and request_timeout_s, as served clients meet them)")
       ->check(CLI::IsMember({"offline", "serve"}))
       ->capture_default_str();
   cmd->add_option("--rerank-template-tokens", o->rerank_template,
@@ -532,7 +571,10 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--plot", o->plot_dir,
                   "render PNG charts into this folder, as bench serve does (latency CDFs; throughput against latency "
                   "for a sweep of one policy); needs gnuplot");
-  cmd->callback([o] { run_simulate(*o); });
+  cmd->add_flag("--allow-failures", o->allow_failures,
+                "exit 0 although a run lost requests (refused, timed out, shed or failed); without it such a run "
+                "ends the command with exit status 3 after its tables");
+  cmd->callback([o] { run_simulate_checked(*o); });
 }
 
 }  // namespace inflight::app

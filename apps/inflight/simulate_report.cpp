@@ -89,7 +89,8 @@ void print_table(const std::vector<run_row>& rows, const std::vector<std::string
                  const std::vector<latency_target>& targets, bool show_route) {
   const row_head head(keys, show_route);
   head.print_names();
-  std::printf(" %6s %5s %5s %7s %9s %7s %24s %24s %24s %24s %6s %5s %7s %5s", "budget", "done", "shed", "req/s",
+  std::printf(" %6s %6s %7s %7s %5s %6s %6s %7s %9s %7s %24s %24s %24s %24s %6s %5s %7s %5s", "budget", "done",
+              "refused", "timeout", "shed", "cancel", "failed", "req/s",
               "out tok/s", "good/s", "TTFT p50/p90/p99", "TPOT p50/p90/p99", "ITL p50/p90/p99", "E2E p50/p90/p99",
               "batch", "KV%", "preempt", "hit%");
   if (!targets.empty()) std::printf(" %5s", "meets");
@@ -106,17 +107,20 @@ void print_table(const std::vector<run_row>& rows, const std::vector<std::string
       return std::string(text);
     };
     head.print(row);
-    std::printf(" %6d %5d %5llu %7.2f %9.1f %7s %24s %24s %24s %24s %6.1f %5.1f %7llu %5.1f", row.budget,
-                s.num_completed, (unsigned long long)r.counters.num_shed, s.request_throughput, s.output_throughput,
+    std::printf(" %6d %6d %7d %7d %5d %6d %6d %7.2f %9.1f %7s %24s %24s %24s %24s %6.1f %5.1f %7llu %5.1f",
+                row.budget, s.num_completed, s.num_refused, s.num_timed_out, s.num_shed, s.num_cancelled,
+                s.num_other_failed(), s.request_throughput, s.output_throughput,
                 good, triple(s.ttft_ms).c_str(), triple(s.tpot_ms).c_str(), triple(s.itl_ms).c_str(),
                 triple(s.e2el_ms).c_str(), r.batch_size_sum / steps, 100.0 * r.kv_usage_sum / steps,
                 (unsigned long long)r.counters.num_preemptions, 100.0 * s.prefix_cache_hit_rate());
     if (!targets.empty()) std::printf(" %5s", meets(row, targets) ? "yes" : "no");
     std::printf("\n");
   }
-  std::printf("(virtual time; latencies in ms; done = requests completed; shed = requests the policy shed; good/s = "
-              "requests meeting every SLO per second; batch = mean sequences per step; KV%% = mean KV usage; hit%% = "
-              "prompt tokens from the prefix cache%s)\n",
+  std::printf("(virtual time; latencies in ms; done = requests completed; refused = by the admission gate (429 "
+              "queue_full); timeout = past server.max_queue_time_s or request_timeout_s; shed = by the policy; cancel "
+              "= by their client; failed = any other error; req/s, out tok/s and latencies count completed requests "
+              "only; good/s = requests meeting every SLO per second; batch = mean sequences per step; KV%% = mean KV "
+              "usage; hit%% = prompt tokens from the prefix cache%s)\n",
               targets.empty() ? "" : "; meets = every --target met and a request completed");
   if (targets.empty()) return;
   // The cheapest answer: the fewest replicas, then the first row in the table's order.
@@ -146,7 +150,8 @@ void print_table(const std::vector<run_row>& rows, const std::vector<std::string
 void print_rerank_table(const std::vector<run_row>& rows, const std::vector<std::string>& keys, bool show_route) {
   const row_head head(keys, show_route);
   head.print_names();
-  std::printf(" %6s %6s %8s %10s %7s %7s %9s %9s %9s %6s %6s\n", "budget", "calls", "docs/s", "prompt t/s", "cached",
+  std::printf(" %6s %6s %6s %8s %10s %7s %7s %9s %9s %9s %6s %6s\n", "budget", "calls", "failed", "docs/s",
+              "prompt t/s", "cached",
               "calls/s", "lat p50", "lat p99", "lat max", "batch", "steps");
   for (const auto& row : rows) {
     const auto& r = row.result;
@@ -155,12 +160,14 @@ void print_rerank_table(const std::vector<run_row>& rows, const std::vector<std:
     const double cached = double(c.num_cached_tokens) / double(std::max(1LL, c.num_prompt_tokens));
     head.print(row);
     const int done = c.num_calls - c.num_failed_calls;
-    std::printf(" %6d %6d %8.1f %10.0f %6.1f%% %7.2f %9.3f %9.3f %9.3f %6.1f %6llu\n", row.budget, done,
+    std::printf(" %6d %6d %6d %8.1f %10.0f %6.1f%% %7.2f %9.3f %9.3f %9.3f %6.1f %6llu\n", row.budget, done,
+                c.num_failed_calls,
                 c.num_documents / d, double(c.num_prompt_tokens) / d, 100.0 * cached, done / d,
                 pct(c.latency_ms, 50) / 1e3, pct(c.latency_ms, 99) / 1e3, c.latency_ms.max / 1e3,
                 r.batch_size_sum / steps, (unsigned long long)r.num_steps);
   }
-  std::printf("(virtual time; calls = rerank calls with every document scored; latency per call in seconds, its "
+  std::printf("(virtual time; calls = rerank calls with every document scored; failed = calls with a document "
+              "that was not; latency per call in seconds, its "
               "arrival to its last score; cached = prompt tokens from the prefix cache; batch = mean sequences per "
               "step)\n");
 }

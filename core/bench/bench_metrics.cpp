@@ -151,6 +151,36 @@ double bench_summary::prefix_cache_hit_rate() const {
   return total_input_tokens > 0 ? double(total_cached_tokens) / double(total_input_tokens) : 0.0;
 }
 
+const char* to_string(request_outcome outcome) {
+  switch (outcome) {
+    case request_outcome::completed: return "completed";
+    case request_outcome::refused: return "refused";
+    case request_outcome::timed_out: return "timed out";
+    case request_outcome::shed: return "shed";
+    case request_outcome::cancelled: return "cancelled";
+    case request_outcome::failed: return "failed";
+  }
+  return "failed";
+}
+
+request_outcome outcome_of(const request_record& r) {
+  if (r.is_success) return request_outcome::completed;
+  // A shed is a queue_timeout by code (a load condition, 429): its message tells it apart.
+  if (r.error.find(shed_message) != std::string::npos) return request_outcome::shed;
+  const std::string_view code = r.error_code;
+  if (code == "queue_full" || code == "shutting_down" || code == "unavailable") return request_outcome::refused;
+  if (code == "queue_timeout" || code == "timeout") return request_outcome::timed_out;
+  if (code == "cancelled") return request_outcome::cancelled;
+  if (!code.empty()) return request_outcome::failed;
+  switch (r.http_status) {  // a server that names no code
+    case 429:
+    case 503: return request_outcome::refused;
+    case 408:
+    case 504: return request_outcome::timed_out;
+    default: return request_outcome::failed;
+  }
+}
+
 bench_summary summarize(const std::vector<request_record>& records, double duration_s,
                         const std::vector<double>& percentiles, const slo& objectives) {
   bench_summary s;
@@ -160,7 +190,13 @@ bench_summary summarize(const std::vector<request_record>& records, double durat
   for (const auto& r : records) {
     if (!r.is_success) {
       ++s.num_failed;
-      if (r.error.find(shed_message) != std::string::npos) ++s.num_shed;
+      switch (outcome_of(r)) {
+        case request_outcome::refused: ++s.num_refused; break;
+        case request_outcome::timed_out: ++s.num_timed_out; break;
+        case request_outcome::shed: ++s.num_shed; break;
+        case request_outcome::cancelled: ++s.num_cancelled; break;
+        default: break;
+      }
       continue;
     }
     ++s.num_completed;

@@ -19,6 +19,7 @@ struct request_record {
   bool is_success = false;
   std::string error;            ///< why it failed (empty on success); "HTTP <status>: ..." for an error answer
   int http_status = 0;          ///< the status of a non-2xx answer (0: none, e.g. a connection error)
+  std::string error_code;       ///< the error's machine name where known ("queue_full", "timeout", ...; errc names)
   double start_s = 0.0;         ///< when the request was sent
   double ttft_s = 0.0;          ///< send -> first chunk with output
   double e2el_s = 0.0;          ///< send -> end of the response
@@ -85,11 +86,37 @@ inline constexpr std::size_t num_top_failures = 3;
 /// first; of equal counts, the one that failed first in `records` comes first.
 std::vector<failure_group> top_failures(const std::vector<request_record>& records, std::size_t limit);
 
+/// How a request of a benchmark run ended. Throughput and latency count completed
+/// requests only; every other outcome is a request the run lost, shown beside them.
+enum class request_outcome {
+  completed,  ///< it finished (stop or length) and delivered its output
+  refused,    ///< the server would not take it: waiting queue full, shutting down, no engine (429 / 503)
+  timed_out,  ///< it waited past server.max_queue_time_s, or passed its deadline (429 queue_timeout, 504)
+  shed,       ///< the scheduling policy dropped it: it could no longer meet its latency target
+  cancelled,  ///< its client cancelled it (the benchmark asked for that)
+  failed,     ///< anything else: an error answer, a broken connection, a bad request
+};
+
+/// "completed", "refused", "timed out", "shed", "cancelled", "failed".
+const char* to_string(request_outcome outcome);
+
+/// The outcome of one record: from its error code where the server gave one (inflight's
+/// errc names, which other servers share for the common cases), else from its HTTP status.
+request_outcome outcome_of(const request_record& r);
+
 struct bench_summary {
   int num_completed = 0;
+  /// Every request that did not complete: the sum of the counts below and the other failures.
   int num_failed = 0;
+  int num_refused = 0;
+  int num_timed_out = 0;
   /// Of the failed, requests the scheduling policy shed (could not meet their targets).
   int num_shed = 0;
+  int num_cancelled = 0;
+  /// Failures that are none of the above (request_outcome::failed).
+  int num_other_failed() const { return num_failed - num_refused - num_timed_out - num_shed - num_cancelled; }
+  /// Requests the run lost that its client did not ask to lose (all but the cancelled).
+  int num_lost() const { return num_failed - num_cancelled; }
   double duration_s = 0.0;
   long long total_input_tokens = 0;
   long long total_output_tokens = 0;

@@ -28,4 +28,10 @@ int interference_budget(const std::vector<bench_prompt>& prompts) {
   return longest_prompt(prompts) + int(streams);
 }
 
+admission_gate::limits offline_admission(const std::vector<bench_prompt>& prompts) {
+  std::int64_t tokens = 0;
+  for (const auto& p : prompts) tokens += std::max<std::int64_t>(std::int64_t(p.prompt_ids.size()), p.input_len);
+  return {int(prompts.size()) + 1, tokens + 1};
+}
+
 }  // namespace inflight::bench

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/bench/dataset.hpp"
+#include "core/engine/sched/admission_gate.hpp"
 
 namespace inflight::bench {
 
@@ -28,5 +29,10 @@ int offline_budget(std::string_view policy, int budget, int max_num_seqs, int nu
 /// The interference workload's budget for every policy: the longest prompt plus one
 /// token per decode stream (prompts tagged "decode"), so a long prompt fits one step.
 int interference_budget(const std::vector<bench_prompt>& prompts);
+
+/// Admission bounds under which every prompt of an offline run enters the waiting queue
+/// at once: waiting requests and waiting prompt tokens above the workload's totals (an
+/// offline run also lifts server.max_queue_time_s: nobody waits on the other end).
+admission_gate::limits offline_admission(const std::vector<bench_prompt>& prompts);
 
 }  // namespace inflight::bench

@@ -38,6 +38,18 @@ std::optional<int> error_status(const nlohmann::json& answer) {
   return code->get<int>();
 }
 
+std::string error_code_name(const nlohmann::json& answer) {
+  if (!answer.is_object()) return {};
+  const auto e = answer.find("error");
+  if (e == answer.end() || !e->is_object()) return {};
+  const auto code = e->find("code");
+  return code != e->end() && code->is_string() ? code->get<std::string>() : std::string();
+}
+
+std::string body_error_code_name(std::string_view body) {
+  return error_code_name(nlohmann::json::parse(body, nullptr, false));
+}
+
 std::string one_line_excerpt(std::string_view text, std::size_t max_bytes) {
   std::string out;
   for (char c : utf8_prefix(text, max_bytes)) {

@@ -23,6 +23,12 @@ std::optional<std::string> error_message(const nlohmann::json& answer);
 /// when the code is absent or a name (inflight, OpenAI: "queue_full").
 std::optional<int> error_status(const nlohmann::json& answer);
 
+/// The name in `error.code` (inflight, OpenAI: "queue_full"); empty when the code is
+/// absent or a number.
+std::string error_code_name(const nlohmann::json& answer);
+/// error_code_name of `body` parsed as JSON (empty when it is not JSON).
+std::string body_error_code_name(std::string_view body);
+
 /// "HTTP <status>: <message>": the envelope's message when `body` is one, otherwise
 /// the first error_excerpt_bytes of the body on one line.
 std::string http_error_text(int status, std::string_view body);

@@ -107,13 +107,41 @@ ends=$(sim --policy orca --max-tokens 4000 --json "$dir/max-tokens.json") || { c
 python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['runs'][0]['requests']; sys.exit(0 if all(x['finish_reason']=='stop' for x in r) else 1)" \
   "$dir/max-tokens.json" || fail "--max-tokens 4000: not every output ended on its own"
 if sim --policy fcfs --stop-strings > /dev/null; then fail "--stop-strings without --max-tokens was accepted"; fi
-gate=$(sim --policy fcfs --admission serve --set server.max_waiting_requests=4 --json "$dir/gate.json") ||
-  { cat "$dir/simulate_smoke.err"; fail "--admission serve exited $?"; }
-python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['runs'][0]; sys.exit(0 if r['rejected'] == 20 and r['summary']['completed'] == 4 else 1)" \
-  "$dir/gate.json" || fail "--admission serve with 4 waiting requests did not refuse 20 of 24 at t = 0"
+# A run that lost requests says so beside its throughput, after its tables, and in its
+# exit status (3) unless --allow-failures.
+gate=$(sim --policy fcfs --admission serve --set server.max_waiting_requests=4 --json "$dir/gate.json")
+rc=$?
+[ "$rc" = 3 ] || { cat "$dir/simulate_smoke.err"; fail "a run with 20 refused requests exited $rc, not 3"; }
+echo "$gate"
+python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['runs'][0]; s=r['summary']; sys.exit(0 if r['rejected'] == 20 and s['completed'] == 4 and s['refused'] == 20 and s['failures'][0]['status'] == 429 and r['requests'][23]['code'] == 'queue_full' else 1)" \
+  "$dir/gate.json" || fail "--admission serve with 4 waiting requests did not refuse 20 of 24 at t = 0, or the JSON does not say so"
 grep -q "20 x" "$dir/simulate_smoke.err" || fail "the refusals were not reported"
-[ "$(sim --policy fcfs --json "$dir/nogate.json" > /dev/null; python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['runs'][0]['rejected'])" "$dir/nogate.json")" = 0 ] ||
-  fail "--admission offline refused requests"
+grep -q "fcfs: 20 of 24 requests did not complete (20 refused)" "$dir/simulate_smoke.err" || fail "no verdict on the lost requests"
+# the table's counts: done 4, refused 20 (columns after the budget)
+[ "$(echo "$gate" | awk '$1 == "fcfs" { print $4 "/" $5 "/" $6 "/" $7 "/" $9 }')" = "4/20/0/0/0" ] ||
+  fail "the table does not show 4 done and 20 refused"
+sim --policy fcfs --admission serve --set server.max_waiting_requests=4 --allow-failures > /dev/null ||
+  fail "--allow-failures did not exit 0"
+# --admission offline admits every request and lets it run, whatever the server's limits.
+sim --policy fcfs --set server.max_waiting_requests=1 --set server.max_waiting_tokens=100 \
+  --set server.max_queue_time_s=0.001 --set server.request_timeout_s=0.01 --json "$dir/nogate.json" > /dev/null ||
+  { cat "$dir/simulate_smoke.err"; fail "--admission offline lost requests under tight server limits"; }
+python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['runs'][0]['summary']; sys.exit(0 if s['completed'] == 24 else 1)" \
+  "$dir/nogate.json" || fail "--admission offline did not complete every request"
+# ... and --admission serve keeps the queue time limit: timed-out requests, counted as such.
+sim --policy fcfs --admission serve --set server.max_queue_time_s=0.001 --request-rate 1000 --json "$dir/qt.json" > /dev/null
+[ $? = 3 ] || fail "queue time-outs did not end the command with 3"
+python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['runs'][0]; s=r['summary']; t=[x for x in r['requests'] if not x['success']]; sys.exit(0 if s['timed_out'] == len(t) > 0 and all(x['status'] == 429 and x['code'] == 'queue_timeout' for x in t) else 1)" \
+  "$dir/qt.json" || fail "queue time-outs are not 429 queue_timeout, counted as timed out"
+# Every argument is checked before the first run, naming the option.
+for bad in "--request-rate nan" "--request-rate 0" "--num-prompts -3" "--num-prompts 0" "--burstiness nan" \
+  "--cancel-after nan" "--policy fcfs,nosuchpolicy"; do
+  # shellcheck disable=SC2086
+  if sim $bad > /dev/null; then fail "$bad was accepted"; fi
+  opt=${bad%% *}
+  grep -q -- "$opt" "$dir/simulate_smoke.err" || fail "the message for $bad does not name $opt"
+  if grep -q "requests, rate" "$dir/simulate_smoke.err"; then fail "$bad: a run started before the check"; fi
+done
 # The rerank workload: calls of scoring requests, figures per call.
 rr=$("$inflight" simulate --plugin-dir "$plugins" --shape qwen3-0.6b --workload rerank --size small --num-prompts 2 \
   --policy fcfs,splitfuse --json "$dir/rerank.json" 2> "$dir/simulate_smoke.err") || { cat "$dir/simulate_smoke.err"; fail "simulate rerank exited $?"; }
@@ -175,6 +203,26 @@ n1=$(grep -c '"seconds"' "$dir/recorded.json"); n2=$(grep -c '"seconds"' "$dir/m
 if "$inflight" bench profile --refit "$dir/recorded.json,$dir/tiny_profile.json" -o "$dir/mixed.json" > /dev/null 2>&1; then
   fail "a grid profile and recorded steps were merged"
 fi
+# bench offline counts what it lost beside its throughput too: a prompt longer than the
+# context is refused by the engine (a failure), said after the table, and exit status 3.
+printf '%s\n' '{"input_len": 20, "output_len": 4}' '{"input_len": 50000, "output_len": 4}' \
+  '{"input_len": 30, "output_len": 4}' > "$dir/too-long.jsonl"
+off=$("$inflight" bench offline --shape bench-20M --policy fcfs --dataset-path "$dir/too-long.jsonl" \
+  --result-json "$dir/too-long.json" 2> "$dir/offline.err")
+rc=$?
+echo "$off"
+[ "$rc" = 3 ] || { cat "$dir/offline.err"; fail "bench offline with a refused request exited $rc, not 3"; }
+[ "$(echo "$off" | awk '$1 == "fcfs" { print $3 "/" $4 "/" $5 "/" $6 "/" $7 }')" = "2/0/0/0/1" ] ||
+  fail "the bench offline table does not show 2 done and 1 failed"
+grep -q "fcfs: 1 of 3 requests did not complete (1 failed)" "$dir/offline.err" || fail "bench offline: no verdict"
+python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['policies']['fcfs']['summary']; sys.exit(0 if (s['completed'], s['other_failed']) == (2, 1) else 1)" \
+  "$dir/too-long.json" || fail "bench offline's JSON was not written with the counts before the exit"
+"$inflight" bench offline --shape bench-20M --policy fcfs --dataset-path "$dir/too-long.jsonl" --allow-failures \
+  > /dev/null 2>&1 || fail "bench offline --allow-failures did not exit 0"
+if "$inflight" bench offline --shape bench-20M --policy fcfs --num-prompts 0 > /dev/null 2> "$dir/offline.err"; then
+  fail "bench offline --num-prompts 0 was accepted"
+fi
+grep -q -- "--num-prompts" "$dir/offline.err" || fail "no message naming --num-prompts"
 # Replay: one run's recorded steps, in order; the same requests take them all.
 "$inflight" bench offline --shape bench-20M --workload variance --num-prompts 24 --policy splitfuse \
   --record-steps "$dir/one-run.json" > "$dir/one-run.out" 2>&1 || { cat "$dir/one-run.out"; fail "bench offline --record-steps of one policy failed"; }

@@ -25,7 +25,7 @@ struct request_trace {
   double finished_s = 0.0;
   finish_reason reason = finish_reason::stop;
   std::string error;
-  int http_status = 0;  // a refusal's, as the server answers it
+  std::optional<errc> error_code;  // why it failed, as the server would answer it (code, HTTP status)
   int num_output_tokens = 0;
   int num_cached_tokens = 0;
 };
@@ -257,7 +257,7 @@ void simulation::submit(int k, std::size_t i) {
       t.finished_s = t.arrival_s;
       t.reason = finish_reason::error;
       t.error = ok.error().message;
-      t.http_status = ok.error().code == errc::queue_full ? 429 : 400;
+      t.error_code = ok.error().code;
       ++num_rejected_;
       settle(k, i);
       *r.clock = now_;
@@ -370,7 +370,10 @@ void simulation::record(const std::vector<seq_event>& events, std::vector<std::s
     t.reason = e.reason;
     t.num_output_tokens = e.num_generated_tokens;
     t.num_cached_tokens = e.num_cached_tokens;
-    if (e.cause) t.error = e.cause->message;
+    if (e.cause) {
+      t.error = e.cause->message;
+      t.error_code = e.cause->code;
+    }
     if (settled) settled->push_back(i);
   }
 }
@@ -397,8 +400,10 @@ bench::request_record simulation::record_of(std::size_t i) const {
   } else if (t.reason != finish_reason::stop && t.reason != finish_reason::length) {
     r.is_success = false;
     r.error = t.error.empty() ? std::string("finished: ") + finish_name(t.reason) : t.error;
+    const errc code = t.error_code.value_or(t.reason == finish_reason::cancelled ? errc::cancelled : errc::internal);
+    r.error_code = to_string(code);
+    r.http_status = info(code).http_status;
   }
-  r.http_status = t.http_status;
   if (t.is_finished) r.finish_reason = finish_name(t.reason);
   r.index = int(i);
   r.start_s = t.arrival_s;

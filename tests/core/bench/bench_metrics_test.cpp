@@ -152,3 +152,55 @@ TEST_CASE("bench metrics: failures are counted by status and error, most frequen
   CHECK(top_failures({ok}, 3).empty());
   CHECK(top_failures(rs, 10).size() == 5);
 }
+
+TEST_CASE("bench metrics: every failed request is counted by its outcome", "[core][bench]") {
+  auto failed = [](int status, std::string code, std::string error = "x") {
+    request_record r;
+    r.http_status = status;
+    r.error_code = std::move(code);
+    r.error = std::move(error);
+    return r;
+  };
+  const auto ok = record_from_timeline(0.0, {0.1, 0.2}, 0.2, 2);
+  // inflight's codes, which name the outcome whatever the status
+  CHECK(outcome_of(ok) == request_outcome::completed);
+  CHECK(outcome_of(failed(429, "queue_full")) == request_outcome::refused);
+  CHECK(outcome_of(failed(503, "shutting_down")) == request_outcome::refused);
+  CHECK(outcome_of(failed(503, "unavailable")) == request_outcome::refused);
+  CHECK(outcome_of(failed(429, "queue_timeout")) == request_outcome::timed_out);
+  CHECK(outcome_of(failed(504, "timeout")) == request_outcome::timed_out);
+  CHECK(outcome_of(failed(0, "timeout")) == request_outcome::timed_out);  // the client's own --timeout
+  CHECK(outcome_of(failed(499, "cancelled")) == request_outcome::cancelled);
+  CHECK(outcome_of(failed(400, "invalid_argument")) == request_outcome::failed);
+  CHECK(outcome_of(failed(500, "backend_error")) == request_outcome::failed);
+  // A shed is a queue_timeout by code: its message tells it apart.
+  CHECK(outcome_of(failed(429, "queue_timeout", "shed by the scheduling policy: late")) == request_outcome::shed);
+  // A server that names no code: by status.
+  CHECK(outcome_of(failed(429, "")) == request_outcome::refused);
+  CHECK(outcome_of(failed(503, "")) == request_outcome::refused);
+  CHECK(outcome_of(failed(504, "")) == request_outcome::timed_out);
+  CHECK(outcome_of(failed(500, "")) == request_outcome::failed);
+  CHECK(outcome_of(failed(0, "", "connect: Connection refused")) == request_outcome::failed);
+
+  const std::vector<request_record> rs = {ok,
+                                          failed(429, "queue_full"),
+                                          failed(429, "queue_full"),
+                                          failed(429, "queue_timeout"),
+                                          failed(429, "queue_timeout", "shed by the scheduling policy: x"),
+                                          failed(499, "cancelled"),
+                                          failed(500, "backend_error"),
+                                          ok};
+  const auto s = summarize(rs, 2.0, {50}, slo{});
+  CHECK(s.num_completed == 2);
+  CHECK(s.num_failed == 6);
+  CHECK(s.num_refused == 2);
+  CHECK(s.num_timed_out == 1);
+  CHECK(s.num_shed == 1);
+  CHECK(s.num_cancelled == 1);
+  CHECK(s.num_other_failed() == 1);
+  CHECK(s.num_lost() == 5);  // a cancellation the client asked for is not lost
+  // Throughput counts what completed.
+  CHECK(s.request_throughput == Approx(1.0));
+  CHECK(s.output_throughput == Approx(2.0));
+  CHECK(to_string(request_outcome::timed_out) == std::string("timed out"));
+}

@@ -110,6 +110,28 @@ TEST_CASE("simulate: a request past its deadline ends with the clients' finish n
   CHECK(!r.records[1].is_success);
   CHECK(r.records[1].finish_reason == finish_name(finish_reason::aborted));
   CHECK(r.records[1].finish_reason == "abort");  // what /v1/completions and the step feed say
+  // As a client would see it: 504 timeout, counted as timed out.
+  CHECK(r.records[1].http_status == 504);
+  CHECK(r.records[1].error_code == "timeout");
+  CHECK(r.summary.num_timed_out == 1);
+}
+
+TEST_CASE("simulate: a request past the queue time limit is a 429 queue_timeout, counted as timed out",
+          "[core][sim]") {
+  // One sequence at a time at 0.25 s a step: the first runs about 2 s, so the second
+  // waits past a 1 s queue limit; the third arrives at 1.2 s and starts in time.
+  const sim::constant_cost_model cost(0.25);
+  auto c = sim_config(512, 1, 64);
+  c.max_queue_time_s = 1.0;
+  const auto r = run_sim({sim_prompt(10, 8), sim_prompt(10, 4), sim_prompt(10, 2, 1.2)}, "fcfs", c, cost);
+  CHECK(r.records[0].is_success);
+  REQUIRE(!r.records[1].is_success);
+  CHECK(r.records[1].http_status == 429);
+  CHECK(r.records[1].error_code == "queue_timeout");
+  CHECK(bench::outcome_of(r.records[1]) == bench::request_outcome::timed_out);
+  CHECK(r.records[2].is_success);
+  CHECK(r.summary.num_timed_out == 1);
+  CHECK(r.summary.num_refused == 0);
 }
 
 TEST_CASE("simulate: the admission gate refuses past its bounds with 429 and lets requests out as they start",
@@ -127,9 +149,11 @@ TEST_CASE("simulate: the admission gate refuses past its bounds with 429 and let
     INFO("request " << i);
     CHECK(!r.records[std::size_t(i)].is_success);
     CHECK(r.records[std::size_t(i)].http_status == 429);
+    CHECK(r.records[std::size_t(i)].error_code == "queue_full");
   }
   CHECK(r.records[5].is_success);
   CHECK(r.num_rejected == 3);
+  CHECK(r.summary.num_refused == 3);
   SECTION("a prompt longer than the token bound is a bad request (400), not a full queue") {
     c.admission = admission_gate::limits{100, 15};
     const auto one = run_sim({sim_prompt(20, 2), sim_prompt(10, 2)}, "fcfs", c, cost);
