@@ -76,6 +76,7 @@ struct host_state {
   std::shared_ptr<grammar_cache> grammars;
   std::set<caf::actor> subscribers;  ///< routers that get the engine's reports
   std::set<caf::actor> step_subscribers;  ///< routers that get the engine's step summaries
+  bool is_draining = false;               ///< the engine takes no new requests (engine_host::drain)
   std::shared_ptr<std::atomic<bool>> is_closed = std::make_shared<std::atomic<bool>>(false);
   /// Requests running for each gateway actor: tag -> engine id.
   std::map<caf::actor_addr, std::map<std::uint64_t, request_id>> running;
@@ -146,6 +147,12 @@ caf::behavior host_actor(caf::stateful_actor<host_state>* self, engine* eng, std
         if (!self->state.running.contains(router.address())) self->monitor(router);
         self->state.subscribers.insert(router);
         self->state.eng->request_full_report();  // to every subscriber: the others take it too
+        if (self->state.is_draining) self->send(router, draining_atom::value);
+      },
+      [self](draining_atom) {
+        if (self->current_sender() != nullptr) return;  // only engine_host::drain (no actor) says so
+        self->state.is_draining = true;
+        for (const auto& router : self->state.subscribers) self->send(router, draining_atom::value);
       },
       [self](engine_report_atom, const engine_report& report) {
         if (self->current_sender() != nullptr) return;  // only the engine's own sink (no actor) reports
@@ -192,6 +199,8 @@ struct client_entry {
 struct client_state {
   caf::actor host;
   remote_engine::report_handler on_report;
+  remote_engine::drain_handler on_drain;
+  std::shared_ptr<std::atomic<bool>> is_draining;
   std::shared_ptr<remote_engine::step_handler_slot> on_step;
   std::string address;
   caf::timespan timeout{};
@@ -209,18 +218,27 @@ struct client_state {
   }
 };
 
+/// Where the client actor's callbacks and flags come from (remote_engine::connect).
+struct client_hooks {
+  std::shared_ptr<std::atomic<bool>> is_down;
+  std::shared_ptr<std::atomic<bool>> is_draining;
+  remote_engine::report_handler on_report;
+  remote_engine::drain_handler on_drain;
+  std::shared_ptr<remote_engine::step_handler_slot> on_step;
+};
+
 caf::behavior client_actor(caf::stateful_actor<client_state>* self, caf::actor host, std::string address,
-                           caf::timespan timeout, std::shared_ptr<std::atomic<bool>> is_down,
-                           remote_engine::report_handler on_report,
-                           std::shared_ptr<remote_engine::step_handler_slot> on_step) {
+                           caf::timespan timeout, client_hooks hooks) {
   auto& st = self->state;
   st.host = std::move(host);
-  st.on_report = std::move(on_report);
-  st.on_step = std::move(on_step);
-  if (st.on_report) self->send(st.host, subscribe_atom::value);
+  st.on_report = std::move(hooks.on_report);
+  st.on_drain = std::move(hooks.on_drain);
+  st.is_draining = std::move(hooks.is_draining);
+  st.on_step = std::move(hooks.on_step);
+  if (st.on_report || st.on_drain) self->send(st.host, subscribe_atom::value);
   st.address = std::move(address);
   st.timeout = timeout;
-  st.is_down = std::move(is_down);
+  st.is_down = std::move(hooks.is_down);
   self->monitor(st.host);
   self->set_down_handler([self](caf::down_msg& dm) {
     if (dm.source != self->state.host.address()) return;
@@ -284,6 +302,11 @@ caf::behavior client_actor(caf::stateful_actor<client_state>* self, caf::actor h
         if (self->current_sender() == self->state.host.address() && self->state.on_report)
           self->state.on_report(report);
       },
+      [self](draining_atom) {
+        auto& st = self->state;
+        if (self->current_sender() != st.host.address() || st.is_draining->exchange(true)) return;
+        if (st.on_drain) st.on_drain();
+      },
       [self](step_subscribe_atom, bool is_on) { self->send(self->state.host, step_subscribe_atom::value, is_on); },
       [self](step_summary_atom, const step_summary& step) {
         if (self->current_sender() == self->state.host.address()) self->state.on_step->call(step);
@@ -343,6 +366,8 @@ result<std::unique_ptr<engine_host>> engine_host::start(caf::actor_system& net, 
   return std::unique_ptr<engine_host>(new engine_host(net, eng, std::move(actor), *bound));
 }
 
+void engine_host::drain() { caf::anon_send(actor_, draining_atom::value); }
+
 engine_host::~engine_host() {
   eng_.set_cache_sink(nullptr);
   if (net_.has_openssl_manager()) {
@@ -356,16 +381,19 @@ engine_host::~engine_host() {
 
 result<std::unique_ptr<remote_engine>> remote_engine::connect(caf::actor_system& net, const std::string& host,
                                                               std::uint16_t port, double timeout_s,
-                                                              report_handler on_report) {
+                                                              report_handler on_report, drain_handler on_drain) {
   const std::string address = host + ":" + std::to_string(port);
   auto remote = net.has_openssl_manager() ? caf::openssl::remote_actor(net, host, port)
                                           : net.middleman().remote_actor(host, port);
   if (!remote) return make_error(errc::unavailable, "no engine at " + address + ": " + net.render(remote.error()));
   auto is_down = std::make_shared<std::atomic<bool>>(false);
+  auto is_draining = std::make_shared<std::atomic<bool>>(false);
   auto on_step = std::make_shared<step_handler_slot>();
-  auto client = net.spawn(client_actor, *remote, address, seconds(timeout_s), is_down, std::move(on_report), on_step);
-  return std::unique_ptr<remote_engine>(
-      new remote_engine(net, std::move(client), std::move(is_down), std::move(on_step), address, timeout_s));
+  auto client = net.spawn(client_actor, *remote, address, seconds(timeout_s),
+                          client_hooks{is_down, is_draining, std::move(on_report), std::move(on_drain), on_step});
+  return std::unique_ptr<remote_engine>(new remote_engine(net, std::move(client), std::move(is_down),
+                                                          std::move(is_draining), std::move(on_step), address,
+                                                          timeout_s));
 }
 
 void remote_engine::step_handler_slot::set(step_handler handler) {

@@ -57,6 +57,9 @@ class engine_host {
   engine_host& operator=(const engine_host&) = delete;
 
   std::uint16_t port() const { return port_; }
+  /// Tells the subscribed routers that the engine drains (call as it stops taking
+  /// requests): they stop choosing it at once, before any request meets its refusal.
+  void drain();
 
  private:
   engine_host(caf::actor_system& net, engine& eng, caf::actor actor, std::uint16_t port)
@@ -76,6 +79,9 @@ class remote_engine {
   /// Receives the engine's step summaries (actors/step_feed.hpp), in order, on an actor
   /// thread of the network side: must be thread-safe and must not block.
   using step_handler = std::function<void(const step_summary&)>;
+  /// Called once when the engine says it drains (it takes no new requests and finishes
+  /// those it has), on an actor thread of the network side: thread-safe, must not block.
+  using drain_handler = std::function<void()>;
   /// Where the client actor finds the step handler (set from any thread).
   class step_handler_slot {
    public:
@@ -88,11 +94,11 @@ class remote_engine {
   };
 
   /// Connects to the engine_host at `host`:`port`; requests to it give up after
-  /// `timeout_s`. With `on_report`, subscribes to the engine's reports: a full one
-  /// first, then the deltas.
+  /// `timeout_s`. With `on_report` or `on_drain`, subscribes to the engine's reports (a
+  /// full one first, then the deltas) and its word that it drains.
   static result<std::unique_ptr<remote_engine>> connect(caf::actor_system& net, const std::string& host,
                                                         std::uint16_t port, double timeout_s = 10.0,
-                                                        report_handler on_report = {});
+                                                        report_handler on_report = {}, drain_handler on_drain = {});
   /// Requests still running end with an error event (their engine is not told).
   ~remote_engine();
   remote_engine(const remote_engine&) = delete;
@@ -116,16 +122,21 @@ class remote_engine {
   void set_step_handler(step_handler handler);
   /// False once the engine went away (a new connect() is needed).
   bool is_connected() const { return !is_down_->load(); }
+  /// True once the engine said it drains (subscribed connections only): it refuses new
+  /// requests with shutting_down until it exits; a new connection to its restart does not drain.
+  bool is_draining() const { return is_draining_->load(); }
   const std::string& address() const { return address_; }
 
  private:
   remote_engine(caf::actor_system& net, caf::actor client, std::shared_ptr<std::atomic<bool>> is_down,
-                std::shared_ptr<step_handler_slot> on_step, std::string address, double timeout_s)
-      : net_(net), client_(std::move(client)), is_down_(std::move(is_down)), on_step_(std::move(on_step)),
-        address_(std::move(address)), timeout_s_(timeout_s) {}
+                std::shared_ptr<std::atomic<bool>> is_draining, std::shared_ptr<step_handler_slot> on_step,
+                std::string address, double timeout_s)
+      : net_(net), client_(std::move(client)), is_down_(std::move(is_down)), is_draining_(std::move(is_draining)),
+        on_step_(std::move(on_step)), address_(std::move(address)), timeout_s_(timeout_s) {}
   caf::actor_system& net_;
   caf::actor client_;
   std::shared_ptr<std::atomic<bool>> is_down_;
+  std::shared_ptr<std::atomic<bool>> is_draining_;
   std::shared_ptr<step_handler_slot> on_step_;
   std::string address_;
   double timeout_s_;

@@ -73,6 +73,7 @@ routed_engine::routed_engine(const deployment& d, loaded_model model, caf::actor
       router_(std::move(policy), static_cast<int>(options_.engines.size()), d.engine.block_size),
       engines_(options_.engines.size()),
       generations_(options_.engines.size(), 0),
+      is_draining_(options_.engines.size(), false),
       is_block_size_reported_(options_.engines.size(), false) {
   report_target_->owner = this;
   // One pass now, so that the engines already up take requests from the start.
@@ -94,13 +95,34 @@ result<std::unique_ptr<remote_engine>> routed_engine::connect(int i) {
     std::lock_guard lock(target->mutex);
     if (target->owner != nullptr) target->owner->on_report(i, generation, report);
   };
-  return remote_engine::connect(net_, endpoint->first, endpoint->second, options_.timeout_s, std::move(on_report));
+  auto on_drain = [target = report_target_, i, generation] {
+    std::lock_guard lock(target->mutex);
+    if (target->owner != nullptr) target->owner->on_drain(i, generation);
+  };
+  return remote_engine::connect(net_, endpoint->first, endpoint->second, options_.timeout_s, std::move(on_report),
+                                std::move(on_drain));
+}
+
+void routed_engine::on_drain(int i, std::uint64_t generation) {
+  std::lock_guard lock(mutex_);
+  if (generation != generations_[static_cast<std::size_t>(i)]) return;  // from a connection replaced since
+  mark_draining(i);
+}
+
+void routed_engine::mark_draining(int i) {
+  const auto k = static_cast<std::size_t>(i);
+  router_.set_available(i, false);
+  if (is_draining_[k]) return;
+  is_draining_[k] = true;
+  std::fprintf(stderr, "router: engine %s drains: no new requests go to it until it comes back\n",
+               options_.engines[k].c_str());
 }
 
 void routed_engine::on_report(int i, std::uint64_t generation, const engine_report& report) {
   std::lock_guard lock(mutex_);
   const auto k = static_cast<std::size_t>(i);
   if (generation != generations_[k]) return;  // from a connection replaced since
+  if (is_draining_[k]) return;  // out of the index until it comes back
   auto ok = router_.apply_report(i, report);
   if (ok || is_block_size_reported_[k]) return;
   is_block_size_reported_[k] = true;
@@ -169,6 +191,11 @@ bool routed_engine::dispatch(const std::shared_ptr<live_request>& live, error& f
         router_.set_available(i, false);
         continue;
       }
+      if (remote->is_draining()) {  // said so before its word reached on_drain
+        router_.release(i, live->blocks);
+        mark_draining(i);
+        continue;
+      }
       live->engine = i;
     }
     auto id = remote->submit(live->request, std::make_shared<routing_sink>(this, live));
@@ -180,6 +207,11 @@ bool routed_engine::dispatch(const std::shared_ptr<live_request>& live, error& f
     }
     router_.release(i, live->blocks);
     live->engine = -1;
+    if (id.error().code == errc::shutting_down) {
+      // It began draining before its word reached this router: another engine takes it.
+      mark_draining(i);
+      continue;
+    }
     if (id.error().code != errc::unavailable) {
       failure = id.error();
       return false;
@@ -194,11 +226,15 @@ bool routed_engine::dispatch(const std::shared_ptr<live_request>& live, error& f
 
 void routed_engine::on_finished(const std::shared_ptr<live_request>& live, const finish_event& ev) {
   const bool engine_gone = ev.reason == finish_reason::error && ev.cause && ev.cause->code == errc::unavailable;
+  // Its engine drained past its grace before this request started there.
+  const bool engine_drained = ev.cause && ev.cause->code == errc::shutting_down;
   {
     std::lock_guard lock(mutex_);
     if (live->engine >= 0) router_.release(live->engine, live->blocks);
     if (engine_gone) router_.set_available(live->engine, false);
-    const bool can_retry = engine_gone && !live->has_token && !live->is_cancelled && !is_stopping_;
+    if (engine_drained && live->engine >= 0) mark_draining(live->engine);
+    const bool can_retry =
+        (engine_gone || engine_drained) && !live->has_token && !live->is_cancelled && !is_stopping_;
     if (can_retry && post([this, live, ev] {
         error failure;
         if (dispatch(live, failure)) return;
@@ -243,10 +279,12 @@ engine_snapshot routed_engine::snapshot() const {
 engine_health routed_engine::health() const {
   engine_health h;
   const int up = num_connected();
+  const int serving = num_serving();
   std::lock_guard lock(mutex_);
   h.is_stopped = is_stopping_;
-  h.is_healthy = up > 0 && !is_stopping_;
+  h.is_healthy = serving > 0 && !is_stopping_;
   if (up == 0) h.last_step_error = "no engine is reachable";
+  else if (serving == 0) h.last_step_error = "every reachable engine is draining";
   return h;
 }
 
@@ -255,6 +293,19 @@ int routed_engine::num_connected() const {
   int n = 0;
   for (const auto& e : engines_) n += e && e->is_connected() ? 1 : 0;
   return n;
+}
+
+int routed_engine::num_serving() const {
+  std::lock_guard lock(mutex_);
+  int n = 0;
+  for (std::size_t i = 0; i < engines_.size(); ++i)
+    n += engines_[i] && engines_[i]->is_connected() && !is_draining_[i] ? 1 : 0;
+  return n;
+}
+
+bool routed_engine::is_draining(int i) const {
+  std::lock_guard lock(mutex_);
+  return is_draining_.at(static_cast<std::size_t>(i));
 }
 
 bool routed_engine::has_block_size_mismatch(int i) const {
@@ -296,6 +347,9 @@ std::string routed_engine::render_own_metrics() const {
   per_engine("inflight:router_engine_up", "gauge", "Whether the router reaches the engine.", [&](std::size_t i) {
     return engines_[i] && engines_[i]->is_connected() ? 1 : 0;
   });
+  per_engine("inflight:router_engine_draining", "gauge",
+             "Whether the engine said it drains (it takes no new requests; it rejoins when it comes back).",
+             [&](std::size_t i) { return is_draining_[i] ? 1 : 0; });
   per_engine("inflight:router_engine_connects_total", "counter",
              "Connections the router opened or tried to open to each engine (growing: the engine was lost).",
              [&](std::size_t i) { return generations_[i]; });
@@ -304,7 +358,8 @@ std::string routed_engine::render_own_metrics() const {
   per_engine("inflight:router_indexed_blocks", "gauge",
              "KV blocks the router's prefix index holds for each engine (from the engine's reports).",
              [&](std::size_t i) { return router_.num_indexed_blocks(static_cast<int>(i)); });
-  out += "# HELP inflight:router_requests_retried_total Requests sent again after their engine went away.\n";
+  out += "# HELP inflight:router_requests_retried_total Requests sent again after their engine went away or "
+         "drained.\n";
   out += "# TYPE inflight:router_requests_retried_total counter\n";
   out += "inflight:router_requests_retried_total " + std::to_string(num_retried_) + "\n";
   return out;
@@ -386,6 +441,11 @@ void routed_engine::reconnect_loop() {
       if (!remote) continue;
       std::lock_guard lock(mutex_);
       engines_[i] = std::move(*remote);
+      // A new process on its address (a drained engine restarted): it takes requests again.
+      if (is_draining_[i]) {
+        is_draining_[i] = false;
+        std::fprintf(stderr, "router: engine %s is back\n", options_.engines[i].c_str());
+      }
       if (step_sink_) watch_steps(i, step_sink_);  // a page watches: this engine's steps too
       router_.set_load(static_cast<int>(i), {});  // until its first report
       router_.set_available(static_cast<int>(i), true);

@@ -13,6 +13,11 @@
 ///     token yet is sent again to another engine instead, unseen by the client. Engines
 ///     that are down, or not yet up, are tried again every `reconnect_interval_s`: an
 ///     engine that starts late or restarts joins without restarting the router.
+///   - Drains: an engine that stops taking requests (SIGTERM) says so over its port and
+///     leaves the choice at once; a request it refuses with `shutting_down` (sent before
+///     its word arrived), or ends with `shutting_down` before its first token, goes to
+///     another engine. It rejoins when its next process connects. With every engine
+///     draining or down, a request gets 503 `unavailable` (with Retry-After).
 
 #include <caf/all.hpp>
 
@@ -72,6 +77,10 @@ class routed_engine final : public engine_api {
 
   /// Engines connected now.
   int num_connected() const;
+  /// Engines connected now and not draining: those requests go to.
+  int num_serving() const;
+  /// Whether engine `i` said it drains (until its next process connects).
+  bool is_draining(int i) const;
   /// Requests sent to engine `i` so far (retries included).
   std::uint64_t num_routed(int i) const { return router_.num_routed(i); }
   /// KV blocks the router's prefix index holds for engine `i` (from its reports).
@@ -100,6 +109,10 @@ class routed_engine final : public engine_api {
   /// An engine's report into the router's index and load (one from a replaced
   /// connection is dropped); a block size that differs is said once on stderr.
   void on_report(int i, std::uint64_t generation, const engine_report& report);
+  /// Engine `i` said it drains (one from a replaced connection is dropped).
+  void on_drain(int i, std::uint64_t generation);
+  /// Takes engine `i` out of the choice until its next process connects. Under mutex_.
+  void mark_draining(int i);
   std::string render_own_metrics() const;
   /// Engine `i`'s summaries, named, into `sink` (none: unsubscribes). Under mutex_.
   void watch_steps(std::size_t i, const std::shared_ptr<step_sink>& sink);
@@ -119,6 +132,7 @@ class routed_engine final : public engine_api {
   mutable std::mutex mutex_;
   std::vector<std::shared_ptr<remote_engine>> engines_;  // null: not connected
   std::vector<std::uint64_t> generations_;   // of each engine's connection
+  std::vector<bool> is_draining_;            // said so; cleared when a new connection is made
   std::vector<bool> is_block_size_reported_;
   std::shared_ptr<report_target> report_target_ = std::make_shared<report_target>();
   std::shared_ptr<step_sink> step_sink_;  // the live step feed's, while someone watches

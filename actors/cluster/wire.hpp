@@ -46,6 +46,9 @@ struct wire_submit_reply {
 ///   router -> engine:   (subscribe_atom): a full report follows, then the deltas
 ///                       (metrics_atom) -> std::string, Prometheus' text format
 ///   engine -> router:   (engine_report_atom, engine_report), in the order they were made
+///                       (draining_atom) once the engine stops taking requests (SIGTERM:
+///                       it finishes those it has, then exits); also right after a
+///                       subscription to an engine that drains already
 /// and, while a page watches the router's live step feed, to the engine's steps:
 ///   router -> engine:   (step_subscribe_atom, bool): on or off
 ///   engine -> router:   (step_summary_atom, step_summary), one per step, in order
@@ -56,6 +59,7 @@ using engine_report_atom = caf::atom_constant<caf::atom("engreport")>;
 using metrics_atom = caf::atom_constant<caf::atom("metrics")>;
 using step_subscribe_atom = caf::atom_constant<caf::atom("stepsub")>;
 using step_summary_atom = caf::atom_constant<caf::atom("stepsum")>;
+using draining_atom = caf::atom_constant<caf::atom("draining")>;
 
 /// Registers every type below with `cfg` (call before the actor system starts, on both sides).
 void announce_wire_types(caf::actor_system_config& cfg);

@@ -224,8 +224,10 @@ void http_session::send_reply(http_reply reply) {
   res->set(http::field::server, "inflight");
   res->set(http::field::content_type, reply.content_type);
   if (!reply.allow.empty()) res->set(http::field::allow, reply.allow);
-  // A load refusal (queue_full, queue_timeout): the client should come back later.
-  if (reply.status == 429) res->set(http::field::retry_after, std::to_string(state_.settings().retry_after_s));
+  // A load refusal (429: queue_full, queue_timeout) or a server that cannot serve right
+  // now (503: shutting down, no engine available): the client should come back later.
+  if (reply.status == 429 || reply.status == 503)
+    res->set(http::field::retry_after, std::to_string(state_.settings().retry_after_s));
   if (reply.status == 401) res->set(http::field::www_authenticate, "Bearer");
   const bool keep_alive = exchange_.is_keep_alive && !is_stopping_;
   res->keep_alive(keep_alive);

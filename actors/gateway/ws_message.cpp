@@ -52,7 +52,7 @@ api_result<openai_request> try_parse_ws_generate(const json& body, const served_
 
 json ws_error_message(const json& id, const api_error& e, int retry_after_s) {
   json msg = {{"type", "error"}, {"id", id}, {"error", error_object(e)}};
-  if (e.status == 429) msg["retry_after_s"] = retry_after_s;
+  if (e.status == 429 || e.status == 503) msg["retry_after_s"] = retry_after_s;
   return msg;
 }
 

@@ -43,7 +43,7 @@ std::expected<ws_message, ws_message_error> try_parse_ws_message(const std::stri
 api_result<openai_request> try_parse_ws_generate(const nlohmann::json& body, const served_model& model);
 
 /// {"type": "error", "id": id, "error": {...}}: how every refusal is sent. A load refusal
-/// (429, as HTTP's Retry-After) carries "retry_after_s": the same id may be sent again.
+/// (429 or 503, as HTTP's Retry-After) carries "retry_after_s": the same id may be sent again.
 nlohmann::json ws_error_message(const nlohmann::json& id, const api_error& e, int retry_after_s = 1);
 
 /// {"type": "token", "id", "text", "token_ids", "index"[, "logprobs"]}: `index` tokens of

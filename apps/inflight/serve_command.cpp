@@ -113,6 +113,7 @@ void run_engine_role(const deployment& d, const serve_options& o) {
   sigwait(&stop_signals, &signal_number);
   std::printf("inflight: draining (signal %d)\n", signal_number);
   std::fflush(stdout);
+  (*host)->drain();  // routers stop sending here at once
   (*eng)->shutdown(d.server.shutdown_grace_s);
   host->reset();
   std::printf("inflight: shut down\n");

@@ -189,3 +189,94 @@ TEST_CASE("routed engine: an engine with another block size leaves the index emp
   CHECK(router->num_indexed_blocks(0) == 0);
   CHECK(router->num_routed(0) == 1);  // it still routes, by load
 }
+
+TEST_CASE("routed engine: an engine that drains leaves the choice at once, its streams finish",
+          "[actors][router][drain]") {
+  auto d = stories_deployment();
+  if (d.model.path.empty()) return;
+  served_engine a(d), b(d);
+  net_config cfg;
+  caf::actor_system net{cfg};
+  auto router = start_router(net, d, {a.address(), b.address()});
+  REQUIRE(router->num_serving() == 2);
+  // A stream running on a when it starts to drain.
+  auto running = std::make_shared<collect_sink>();
+  auto long_request = greedy_request(*a.eng, "Once upon a time", 200);
+  long_request.params.ignore_eos = true;
+  REQUIRE(router->submit(long_request, running).has_value());
+  CHECK(router->num_routed(0) == 1);  // round_robin: the first request goes to a
+  REQUIRE(wait_until([&] { return running->num_events() > 0; }));
+
+  a.host->drain();  // as `serve --role engine` does on SIGTERM, before the engine stops taking requests
+  REQUIRE(wait_until([&] { return router->is_draining(0); }, 10.0));
+  CHECK(router->num_serving() == 1);
+  CHECK(router->num_connected() == 2);  // still there: it finishes what it has
+  CHECK(router->health().is_healthy);
+  // Round robin would send every other request to a: none goes there now.
+  for (int i = 0; i < 4; ++i) REQUIRE(run(*router, *b.eng, "Once upon a time"));
+  CHECK(router->num_routed(0) == 1);
+  CHECK(router->num_routed(1) == 4);
+  CHECK(router->num_retried() == 0);  // none needed: the word came first
+  REQUIRE(running->wait(30.0));
+  CHECK(running->finish().reason == finish_reason::length);
+
+  SECTION("with every engine draining, a request is refused as unavailable and the router is unhealthy") {
+    b.host->drain();
+    REQUIRE(wait_until([&] { return router->num_serving() == 0; }, 10.0));
+    auto refused = router->submit(greedy_request(*b.eng, "Hi", 4), std::make_shared<collect_sink>());
+    REQUIRE_FALSE(refused.has_value());
+    CHECK(refused.error().code == errc::unavailable);  // 503 with Retry-After at the gateway
+    CHECK_FALSE(router->health().is_healthy);
+    CHECK(router->health().last_step_error == "every reachable engine is draining");
+  }
+  SECTION("a router that connects to a draining engine hears it at once") {
+    auto late = start_router(net, d, {a.address(), b.address()});
+    REQUIRE(wait_until([&] { return late->is_draining(0); }, 10.0));
+    CHECK_FALSE(late->is_draining(1));
+  }
+}
+
+TEST_CASE("routed engine: a request an engine refuses as shutting down runs on another", "[actors][router][drain]") {
+  auto d = stories_deployment();
+  if (d.model.path.empty()) return;
+  served_engine a(d), b(d);
+  net_config cfg;
+  caf::actor_system net{cfg};
+  auto router = start_router(net, d, {a.address(), b.address()});
+  // Engine a stops taking requests without a word to the router (its drain message not
+  // there yet): the first request, round robin's for a, is refused and goes to b.
+  a.eng->shutdown(0.0);
+  auto sink = std::make_shared<collect_sink>();
+  REQUIRE(router->submit(greedy_request(*b.eng, "Once upon a time", 8), sink).has_value());
+  REQUIRE(sink->wait(30.0));
+  CHECK(sink->finish().reason == finish_reason::length);
+  CHECK(router->num_routed(0) == 1);
+  CHECK(router->num_routed(1) == 1);
+  CHECK(router->is_draining(0));  // out of the choice from then on
+  REQUIRE(run(*router, *b.eng, "Once upon a time"));
+  CHECK(router->num_routed(0) == 1);
+}
+
+TEST_CASE("routed engine: a request its draining engine aborts before its first token runs on another",
+          "[actors][router][drain]") {
+  auto d = stories_deployment();
+  if (d.model.path.empty()) return;
+  auto slow = d;
+  slow.debug.step_delay_s = 2.0;  // its first step takes 2 s: no token before the grace ends
+  served_engine a(slow), b(d);
+  net_config cfg;
+  caf::actor_system net{cfg};
+  auto router = start_router(net, d, {a.address(), b.address()});
+  auto expected = std::make_shared<collect_sink>();
+  REQUIRE(b.eng->submit(greedy_request(*b.eng, "Once upon a time", 8), expected));
+  REQUIRE(expected->wait());
+  auto sink = std::make_shared<collect_sink>();
+  REQUIRE(router->submit(greedy_request(*b.eng, "Once upon a time", 8), sink).has_value());
+  CHECK(router->num_routed(0) == 1);
+  a.eng->shutdown(0.0);  // no grace: what it has not started ends with shutting_down
+  REQUIRE(sink->wait(30.0));
+  CHECK(sink->finish().reason == finish_reason::length);
+  CHECK(sink->text() == expected->text());
+  CHECK(router->num_retried() == 1);
+  CHECK(router->num_routed(1) == 1);
+}
