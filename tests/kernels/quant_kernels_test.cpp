@@ -262,3 +262,41 @@ TEST_CASE("dequantize_row of every table equals core's reference", "[kernels][qu
     }
   }
 }
+
+TEST_CASE("typed gemm writes only the rows it is asked for: guards around the output stay untouched",
+          "[kernels][quant]") {
+  // A kernel whose last (or first) group of rows ran one row too far would write into
+  // its neighbour's rows, or past the end of the output.
+  std::mt19937 rng(23);
+  constexpr int out = 13, guard = 8;
+  constexpr float sentinel = -1234.5f;
+  const std::vector<std::pair<int, int>> slices = {{0, 13}, {0, 1}, {3, 4}, {2, 5}, {1, 6},
+                                                   {4, 12}, {5, 12}, {9, 13}, {12, 13}};
+  for (auto isa : runnable_isas()) {
+    const auto& table = kernels_for(isa);
+    for (auto type : test::typed_weight_types()) {
+      const int k = 2 * std::max(block_of(type), 256);
+      const typed_matrix m(type, random_floats(std::size_t(out) * k, rng), out, k);
+      for (int n : {1, 2}) {
+        const prepared_rows p(table, type, random_floats(std::size_t(n) * k, rng), n, k);
+        std::vector<float> whole(std::size_t(n) * out);
+        typed_gemm(table, {p.bytes.data(), p.stride, m.view(), whole.data(), out, n, k, false}, 0, out);
+        for (const auto& [begin, end] : slices) {
+          INFO(to_string(isa) << " " << to_string(type) << " n " << n << " rows [" << begin << ", " << end << ")");
+          std::vector<float> y(whole.size() + 2 * guard, sentinel);
+          typed_gemm(table, {p.bytes.data(), p.stride, m.view(), y.data() + guard, out, n, k, false}, begin, end);
+          for (std::size_t i = 0; i < y.size(); ++i) {
+            const int at = int(i) - guard;  // token at / out, row at % out
+            const bool is_asked = at >= 0 && at < n * out && at % out >= begin && at % out < end;
+            INFO("float " << at << " of the output");
+            if (is_asked) {
+              REQUIRE(y[i] == whole[std::size_t(at)]);
+            } else {
+              REQUIRE(y[i] == sentinel);
+            }
+          }
+        }
+      }
+    }
+  }
+}

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <utility>
 
 #include "core/model/gguf/gguf_writer.hpp"
 #include "core/model/rope_factors.hpp"
@@ -29,32 +30,46 @@ std::vector<std::int64_t> head_row_order(int num_heads, int head_dim, rope_style
   return order;
 }
 
-weight_tensor reorder_rows(const weight_tensor& t, const std::vector<std::int64_t>& order) {
+std::unexpected<error> row_order_mismatch(std::size_t num_order_rows, std::int64_t num_rows) {
+  return make_error(errc::internal, "GGUF writer: a RoPE row order of " + std::to_string(num_order_rows) +
+                                        " rows for a tensor of " + std::to_string(num_rows));
+}
+
+/// An order built for another head count than the tensor's is refused: its rows would
+/// be read and written past the tensor's end.
+result<weight_tensor> try_reorder_rows(const weight_tensor& t, const std::vector<std::int64_t>& order) {
+  if (std::int64_t(order.size()) != t.rows()) return row_order_mismatch(order.size(), t.rows());
   const auto row_bytes = std::size_t(t.row_bytes());
   std::vector<std::byte> bytes(t.bytes().size());
   for (std::size_t r = 0; r < order.size(); ++r) std::memcpy(bytes.data() + r * row_bytes, t.row(order[r]).data(), row_bytes);
   return weight_tensor::from_bytes(t.dtype(), t.rows(), t.cols(), std::move(bytes));
 }
 
-std::vector<float> reorder(const std::vector<float>& values, const std::vector<std::int64_t>& order) {
+result<std::vector<float>> try_reorder(const std::vector<float>& values, const std::vector<std::int64_t>& order) {
   if (values.empty()) return values;
+  if (order.size() != values.size()) return row_order_mismatch(order.size(), std::int64_t(values.size()));
   std::vector<float> out(values.size());
   for (std::size_t r = 0; r < order.size(); ++r) out[r] = values[std::size_t(order[r])];
   return out;
 }
 
 /// The layer with its Q/K rows in `to`'s order.
-layer_weights with_rope_order(const layer_weights& l, const model_config& c, rope_style to) {
+result<layer_weights> try_with_rope_order(const layer_weights& l, const model_config& c, rope_style to) {
   layer_weights out = l;
   const auto q_order = head_row_order(c.num_heads, c.head_dim, to);
   const auto k_order = head_row_order(c.num_kv_heads, c.head_dim, to);
   const auto norm_order = head_row_order(1, c.head_dim, to);
-  out.wq = reorder_rows(l.wq, q_order);
-  out.wk = reorder_rows(l.wk, k_order);
-  out.bq = reorder(l.bq, q_order);
-  out.bk = reorder(l.bk, k_order);
-  out.q_norm = reorder(l.q_norm, norm_order);
-  out.k_norm = reorder(l.k_norm, norm_order);
+  for (auto [matrix, order] : {std::pair{&out.wq, &q_order}, std::pair{&out.wk, &k_order}}) {
+    auto moved = try_reorder_rows(*matrix, *order);
+    if (!moved) return std::unexpected(moved.error());
+    *matrix = std::move(*moved);
+  }
+  for (auto [values, order] : {std::pair{&out.bq, &q_order}, std::pair{&out.bk, &k_order},
+                               std::pair{&out.q_norm, &norm_order}, std::pair{&out.k_norm, &norm_order}}) {
+    auto moved = try_reorder(*values, *order);
+    if (!moved) return std::unexpected(moved.error());
+    *values = std::move(*moved);
+  }
   return out;
 }
 
@@ -147,8 +162,13 @@ result<void> try_write_gguf_model(const model_weights& weights, const gguf_vocab
   const rope_style wanted = *arch == "llama" ? rope_style::interleaved : rope_style::half;
   for (int i = 0; i < c.num_layers; ++i) {
     const auto& layer = weights.layers[std::size_t(i)];
-    const auto ok = c.rope == wanted ? add_layer(w, layer, i) : add_layer(w, with_rope_order(layer, c, wanted), i);
-    if (!ok) return ok;
+    if (c.rope == wanted) {
+      if (auto ok = add_layer(w, layer, i); !ok) return ok;
+      continue;
+    }
+    auto moved = try_with_rope_order(layer, c, wanted);
+    if (!moved) return std::unexpected(moved.error());
+    if (auto ok = add_layer(w, *moved, i); !ok) return ok;
   }
   return w.try_write(path);
 }

@@ -195,3 +195,43 @@ TEST_CASE("tool call stream: a call cut off by the length limit is incomplete", 
   CHECK(sent == "Hi  there \n");
   CHECK(t.num_calls() == 0);
 }
+
+TEST_CASE("tool calls: an escaped quote inside a string does not end it, whole or streamed at any cut",
+          "[chat][tools][stream]") {
+  // {"q":"a\"}b"}: a bracket matcher that missed the escape would end the string at \"
+  // and the arguments at the } after it.
+  const std::string args = R"({"q":"a\"}b","r":["\\",{"s":"\"]"}]})";
+  const std::vector<std::pair<tool_call_format, std::string>> outputs = {
+      {tool_call_format::hermes, "<tool_call>\n{\"name\": \"f\", \"arguments\": " + args + "}\n</tool_call>"},
+      {tool_call_format::llama3_json, "{\"name\": \"f\", \"parameters\": " + args + "}"},
+      {tool_call_format::json, "[{\"arguments\": " + args + ", \"name\": \"f\"}]"},
+  };
+  for (const auto& [format, text] : outputs) {
+    INFO(text);
+    const auto whole = parse_tool_calls(format, text);
+    REQUIRE(whole.calls.size() == 1);
+    CHECK(whole.calls[0] == tool_call{"f", args});
+    CHECK_FALSE(whole.content.has_value());
+    for (std::size_t cut = 0; cut <= text.size(); ++cut) {
+      INFO("cut at " << cut);
+      tool_call_stream s(format);
+      reassembled out;
+      apply(out, s.push(std::string_view(text).substr(0, cut)));
+      apply(out, s.push(std::string_view(text).substr(cut)));
+      apply(out, s.finish());
+      REQUIRE(out.calls.size() == 1);
+      CHECK(out.calls[0] == tool_call{"f", args});
+      CHECK(out.content.empty());
+      CHECK_FALSE(s.has_incomplete_call());
+    }
+    const auto by_byte = stream_in_pieces(format, text, {1});
+    REQUIRE(by_byte.calls.size() == 1);
+    CHECK(by_byte.calls[0] == tool_call{"f", args});
+    CHECK(by_byte.content.empty());
+  }
+  // Arguments given as a JSON string: its escapes are read the same way.
+  const auto quoted = parse_tool_calls(tool_call_format::json,
+                                       R"({"name": "f", "arguments": "{\"q\":\"a\\\"}b\"}"})");
+  REQUIRE(quoted.calls.size() == 1);
+  CHECK(quoted.calls[0] == tool_call{"f", R"({"q":"a\"}b"})"});
+}

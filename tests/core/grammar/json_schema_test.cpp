@@ -291,6 +291,23 @@ TEST_CASE("json schema: a member's additionalProperties speaks of names other me
   CHECK_FALSE(accepts(*dropped, R"({"a": "x"})"));
 }
 
+TEST_CASE("json schema: minLength equal to maxLength allows exactly that many characters", "[core][grammar]") {
+  auto three = schema(R"({"type": "string", "minLength": 3, "maxLength": 3})");
+  CHECK(accepts(*three, R"("abc")"));
+  CHECK(accepts(*three, R"("a\"b")"));
+  CHECK(accepts(*three, "\"日本語\""));
+  CHECK_FALSE(accepts(*three, R"("ab")"));
+  CHECK_FALSE(accepts(*three, R"("abcd")"));
+  CHECK_FALSE(accepts(*three, R"("")"));
+  auto one = schema(R"({"type": "string", "minLength": 1, "maxLength": 1})");
+  CHECK(accepts(*one, R"("x")"));
+  CHECK_FALSE(accepts(*one, R"("")"));
+  CHECK_FALSE(accepts(*one, R"("xy")"));
+  auto empty = schema(R"({"type": "string", "minLength": 0, "maxLength": 0})");
+  CHECK(accepts(*empty, R"("")"));
+  CHECK_FALSE(accepts(*empty, R"("x")"));
+}
+
 TEST_CASE("json schema: string length, pattern and format", "[core][grammar]") {
   auto len = schema(R"({"type": "string", "minLength": 2, "maxLength": 3})");
   CHECK_FALSE(accepts(*len, R"("a")"));

@@ -179,6 +179,32 @@ TEST_CASE("route: an answer naming no available engine is replaced by the least 
   CHECK(route_policy::try_from_vtable(&future).error().code == errc::unsupported);
 }
 
+TEST_CASE("route: no policy, asked alone, names an unavailable engine, even the one holding the prompt",
+          "[core][route]") {
+  // Engine 0 is down but would win on every count: the whole prompt cached, no load,
+  // nothing routed, the lowest index. The router would replace such an answer, so the
+  // policies are asked directly here.
+  const std::vector<inflight_route_engine> engines = {
+      {0, 0, 0, 0, 100, 100, 4, 0},
+      {1, 1, 1, 2, 100, 100, 3, 5},
+      {2, 1, 0, 1, 100, 100, 0, 5},
+  };
+  const inflight_route_view view{engines.data(), engines.size(), {16, 4, block_size}};
+  for (const char* name : {"round_robin", "least_load", "prefix"}) {
+    INFO(name);
+    auto p = load(name);
+    for (int i = 0; i < 4; ++i) {
+      auto index = p.choose(view);
+      REQUIRE(index.has_value());
+      CHECK((*index == 1 || *index == 2));
+    }
+  }
+  // prefix takes the best match among the available engines: 3 of 4 blocks on engine 1.
+  auto prefix = load("prefix");
+  CHECK(prefix.choose(view).value() == 1);
+  CHECK(load("least_load").choose(view).value() == 2);
+}
+
 TEST_CASE("route: engine reports feed the index: deltas, a full report replaces it", "[core][route]") {
   router r(load("prefix"), 2, block_size);
   const auto shared = prompt(100, 16);

@@ -205,6 +205,24 @@ TEST_CASE("slo: a request the prompts before it would make late waits behind tho
   CHECK(shed.shed.empty());
 }
 
+TEST_CASE("slo: a started prompt's remaining tokens count as work ahead of every waiting request",
+          "[core][plugin][slo]") {
+  // Request 1 is running with 300 prompt tokens left (30 ms at 0.1 ms a token). Request 2
+  // (deadline 25 ms) would meet it alone (10 ms) but not behind them (40 ms); request 3
+  // (deadline 45 ms) meets it behind them. Least slack alone would take 2 before 3.
+  inflight_seq_info started = waiting_seq(1, 0.0, 400, 10.0);
+  started.state = INFLIGHT_SEQ_RUNNING;
+  started.num_computed_tokens = 100;
+  started.num_tokens_needed = 300;
+  started.num_blocks_held = 7;
+  const std::vector<inflight_seq_info> waiting = {waiting_seq(2, 0.0, 100, 0.025), waiting_seq(3, 0.0, 100, 0.045)};
+  auto slo = load_policy("slo", fixed_estimate);
+  CHECK(decide(slo, {started}, waiting, 0.0, 1000).scheduled == grants{{1, 300}, {3, 100}, {2, 100}});
+  // Room for one of them: the one that can still make its target.
+  CHECK(decide(slo, {started}, waiting, 0.0, 400).scheduled == grants{{1, 300}, {3, 100}});
+  CHECK(decide(slo, {started}, waiting, 0.0, 1000, 2).scheduled == grants{{1, 300}, {3, 100}});
+}
+
 TEST_CASE("slo: a new request waits while the decode step it would join would miss the TPOT target",
           "[core][plugin][slo]") {
   // A step of n decodes takes 5 + n ms (decode_ms = 1). Target 20 ms, decode_share 0.9:

@@ -138,6 +138,37 @@ TEST_CASE("a half-RoPE Llama is written with Q/K rows in interleaved order: same
   CHECK(g.weights.classifier == w.classifier);
 }
 
+TEST_CASE("with fewer KV heads than query heads, K's rows are moved within each KV head", "[core][gguf]") {
+  // 8 query heads and 2 KV heads of 16: wk has 32 rows, wq 128.
+  auto config = small_config(128, 96);
+  config.num_heads = 8;
+  config.num_kv_heads = 2;
+  config.head_dim = 16;
+  const auto w = dummy(config);
+  const auto g = write_and_load(w, "gqa.gguf");
+  const auto& c = g.weights.config;
+  REQUIRE(c.num_kv_heads == 2);
+  REQUIRE(c.num_heads == 8);
+  const int half = c.head_dim / 2;
+  for (std::size_t l = 0; l < w.layers.size(); ++l) {
+    const auto& written = g.weights.layers[l].wk;
+    const auto& original = w.layers[l].wk;
+    REQUIRE(written.rows() == std::int64_t(c.num_kv_heads) * c.head_dim);
+    REQUIRE(written.rows() == original.rows());
+    for (int h = 0; h < c.num_kv_heads; ++h) {
+      for (int i = 0; i < c.head_dim; ++i) {
+        // Interleaved row 2p + j of a head is rotate_half row p + j x half.
+        const auto to = std::int64_t(h) * c.head_dim + i;
+        const auto from = std::int64_t(h) * c.head_dim + i / 2 + (i % 2) * half;
+        INFO("layer " << l << " head " << h << " row " << i);
+        const auto a = written.row(to), b = original.row(from);
+        REQUIRE(std::equal(a.begin(), a.end(), b.begin(), b.end()));
+      }
+    }
+    CHECK(g.weights.layers[l].wv == w.layers[l].wv);
+  }
+}
+
 TEST_CASE("Qwen3 (q/k norms) and Qwen2 (q/k/v biases) round-trip as qwen3 / qwen2", "[core][gguf]") {
   auto qwen3 = try_as_family(small_config(), "qwen3");
   REQUIRE(qwen3.has_value());

@@ -280,3 +280,32 @@ TEST_CASE("a file with metadata only and no tensors parses", "[core][gguf]") {
   CHECK(file->tensors().empty());
   CHECK(file->find("general.name")->as_string() == "x");
 }
+
+TEST_CASE("tensor info that ends exactly on the alignment puts the data right there, not one alignment later",
+          "[core][gguf]") {
+  // 24 header bytes, general.alignment (33 bytes), then one tensor's entry of 32 bytes
+  // plus its name: a 39-byte name ends the tensor infos at 128, a multiple of 32 and 64.
+  for (std::uint32_t alignment : {32u, 64u}) {
+    INFO("alignment " << alignment);
+    byte_builder b;
+    b.out = "GGUF";
+    b.put<std::uint32_t>(3).put<std::uint64_t>(1).put<std::uint64_t>(1);
+    b.key("general.alignment", gguf_type::u32).put<std::uint32_t>(alignment);
+    b.str(std::string(39, 'w')).put<std::uint32_t>(1).put<std::uint64_t>(4).put<std::uint32_t>(0).put<std::uint64_t>(0);
+    REQUIRE(b.out.size() == 128);
+    b.pad(alignment).mark("data");
+    REQUIRE(b.marks.at("data") == 128);
+    for (float v : {1.5f, -2.0f, 0.25f, 8.0f}) b.put<float>(v);
+    // A second alignment's worth of bytes after the data: a data section placed one
+    // alignment too late would still fit in the file, and read these.
+    b.out.append(alignment, '\x7f');
+    auto file = parse(b.out);
+    REQUIRE(file.has_value());
+    CHECK(file->data_offset() == 128);
+    const auto* w = file->find_tensor(std::string(39, 'w'));
+    REQUIRE(w != nullptr);
+    auto values = file->try_values_f32(*w);
+    REQUIRE(values.has_value());
+    CHECK(*values == std::vector<float>{1.5f, -2.0f, 0.25f, 8.0f});
+  }
+}

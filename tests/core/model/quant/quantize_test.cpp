@@ -155,6 +155,28 @@ TEST_CASE("dequantization of a hand-built q6_k super-block", "[core][quant]") {
   CHECK(v[128] == -7.75f);  // 0.25 * -1 * ((15 | 48) - 32)
 }
 
+TEST_CASE("q6_k keeps a block's largest value exactly, whether it is positive or negative", "[core][quant]") {
+  // Every value on its sub-block's grid: sub-block j holds levels -32, -28, .., 28 of a
+  // step -2^-(5 + j % 4), so its largest magnitude, 2^-(j % 4), is level -32 and the
+  // block's largest is 1. Its scale must then reach the int8 scales' full range (-128):
+  // with the opposite sign it could only reach 127, and the largest values would come
+  // back 1/128 short.
+  for (float sign : {1.0f, -1.0f}) {
+    INFO("largest value " << sign);
+    std::vector<float> x(256);
+    for (int i = 0; i < 256; ++i) {
+      const int j = i / 16, level = -32 + 4 * (i % 16);
+      x[std::size_t(i)] = sign * float(level) * -std::ldexp(1.0f, -5 - j % 4);
+    }
+    std::vector<std::byte> q(std::size_t(row_bytes(weight_dtype::q6_k, 256)));
+    REQUIRE(quantize_row(weight_dtype::q6_k, x.data(), 256, q.data()).has_value());
+    const auto back = dequantized(weight_dtype::q6_k, q, 256);
+    CHECK(back[0] == sign * 1.0f);
+    CHECK(back[64] == sign * 1.0f);
+    CHECK(back == x);
+  }
+}
+
 TEST_CASE("round trips of random rows stay within each format's error", "[core][quant]") {
   std::mt19937 rng(3);
   std::normal_distribution<float> normal(0.0f, 0.02f);
