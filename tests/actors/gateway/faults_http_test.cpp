@@ -56,6 +56,7 @@ TEST_CASE("faults http: a failed step mid-stream ends the stream with an error e
   auto health = get(s.port, "/health");
   CHECK(health.status == 503);
   CHECK(health.body_json()["error"]["code"] == "unavailable");
+  CHECK(health.headers.count("Retry-After") == 1);  // a load balancer may try it again then
   CHECK_THAT(health.body_json()["error"]["message"].get<std::string>(), Catch::Contains("injected failure"));
   CHECK(post_json(s.port, "/v1/completions", {{"prompt", "Tom"}, {"max_tokens", 2}}).status == 200);
   CHECK(get(s.port, "/health").status == 200);

@@ -69,4 +69,7 @@ TEST_CASE("finish vocabulary: WebSocket token and error messages", "[gateway][fi
   const json refused = ws_error_message("a", api_error{429, "rate_limit_error", "full", {}, "queue_full"}, 5);
   CHECK(refused["retry_after_s"] == 5);
   CHECK_FALSE(ws_error_message("a", bad_request("x"), 5).contains("retry_after_s"));
+  // A server that cannot serve right now (draining, no engine behind a router): try later.
+  CHECK(ws_error_message("a", to_api_error({errc::unavailable, "no engine"}), 5)["retry_after_s"] == 5);
+  CHECK(ws_error_message("a", to_api_error({errc::shutting_down, "bye"}), 5)["retry_after_s"] == 5);
 }
