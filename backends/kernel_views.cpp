@@ -5,26 +5,10 @@ namespace {
 
 const float* data_or_null(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
 
-kernels::cpu::weight_type kernel_type(weight_dtype t) {
-  using kernels::cpu::weight_type;
-  switch (t) {
-    case weight_dtype::f32: return weight_type::f32;
-    case weight_dtype::f16: return weight_type::f16;
-    case weight_dtype::bf16: return weight_type::bf16;
-    case weight_dtype::q8_0: return weight_type::q8_0;
-    case weight_dtype::q4_0: return weight_type::q4_0;
-    case weight_dtype::q4_k: return weight_type::q4_k;
-    case weight_dtype::q5_k: return weight_type::q5_k;
-    case weight_dtype::q6_k: return weight_type::q6_k;
-    case weight_dtype::q5_0: return weight_type::q5_0;
-  }
-  return weight_type::f32;
-}
-
 /// A matrix as the kernels read it: its bytes, row stride and type (null data when empty).
 kernels::cpu::weight_view view_of(const weight_tensor& t) {
   if (t.empty()) return {};
-  return {t.bytes().data(), t.row_bytes(), kernel_type(t.dtype())};
+  return {t.bytes().data(), t.row_bytes(), t.dtype()};
 }
 
 }  // namespace

@@ -23,19 +23,20 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # --root changes it
-TOP = ["core", "kernels", "config", "plugins", "backends", "actors", "apps", "examples"]
+TOP = ["dtypes", "core", "kernels", "config", "plugins", "backends", "actors", "apps", "examples"]
 SOURCE = (".hpp", ".cpp", ".h", ".cu", ".cuh", ".c")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 # Which top-level folders each may include (DESIGN: the layers).
 ALLOWED = {
-    "core": {"plugins"},  # plugins/abi only: the C ABI headers the policy loader fills
-    "kernels": set(),
-    "config": {"core"},
+    "dtypes": set(),  # the weight formats: below everything that reads weights
+    "core": {"plugins", "dtypes"},  # plugins/abi only: the C ABI headers the policy loader fills
+    "kernels": {"dtypes"},
+    "config": {"core", "dtypes"},
     "plugins": set(),
-    "backends": {"core", "kernels"},
-    "actors": {"core", "config", "backends", "plugins"},
-    "apps": {"core", "config", "kernels", "plugins", "backends", "actors"},
+    "backends": {"core", "kernels", "dtypes"},
+    "actors": {"core", "config", "backends", "plugins", "dtypes"},
+    "apps": {"core", "config", "kernels", "plugins", "backends", "actors", "dtypes"},
     "examples": {"plugins"},
 }
 

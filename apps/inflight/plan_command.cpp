@@ -8,7 +8,7 @@
 #include "core/model/formats/hf_model.hpp"
 #include "core/model/formats/shapes.hpp"
 #include "core/model/model_loader.hpp"
-#include "core/model/quant/weight_dtype.hpp"
+#include "dtypes/weight_dtype.hpp"
 
 namespace inflight::app {
 namespace {

@@ -18,7 +18,7 @@
 
 #include "core/base/error.hpp"
 #include "core/model/model_weights.hpp"
-#include "core/model/quant/weight_dtype.hpp"
+#include "dtypes/weight_dtype.hpp"
 
 namespace inflight {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/base/error.hpp"
-#include "core/model/quant/weight_dtype.hpp"
+#include "dtypes/weight_dtype.hpp"
 
 namespace inflight {
 

@@ -86,7 +86,7 @@ struct weight_kernels {
   /// One slice of rows of a linear layer (see typed_gemm_args).
   void (*gemm)(const typed_gemm_args& a, int row_begin, int row_end) = nullptr;
   /// out[0..k) = the values of one row of k values (a whole number of blocks).
-  void (*dequantize_row)(const std::byte* row, float* out, std::int64_t k) = nullptr;
+  void (*dequantize_row)(const std::byte* row, std::int64_t k, float* out) = nullptr;  // dtypes/dequantize.hpp's
 };
 
 /// Prepares columns [col_begin, col_end) (whole blocks of the format's scales: 32 values

@@ -112,10 +112,6 @@ void prepare_f32(const prepare_args& a) {
   }
 }
 
-void dequantize_f32(const std::byte* row, float* out, std::int64_t k) {
-  std::memcpy(out, row, std::size_t(k) * sizeof(float));
-}
-
 void store_kv_f32(std::byte* dst, const float* src, int n) { std::memcpy(dst, src, std::size_t(n) * sizeof(float)); }
 
 cpu_kernel_table make_table() {

@@ -16,7 +16,7 @@ void embedding_gather(float* out, const float* table, const std::int32_t* ids, i
 void embedding_gather(float* out, const weight_view& table, const std::int32_t* ids, int n, int dim,
                       const cpu_kernel_table& kernels) {
   const auto dequantize = kernels.weights[int(table.type)].dequantize_row;
-  for (int t = 0; t < n; ++t) dequantize(table.data + ids[t] * table.row_bytes, out + std::int64_t(t) * dim, dim);
+  for (int t = 0; t < n; ++t) dequantize(table.data + ids[t] * table.row_bytes, dim, out + std::int64_t(t) * dim);
 }
 
 void rmsnorm(float* out, const float* x, const float* w, int n, int dim, float eps) {
@@ -44,7 +44,7 @@ void linear(float* y, const float* x, const weight_view& w, const float* bias, i
   if (w.type == weight_type::f32) return linear(y, x, as_f32(w), bias, n, in, out);
   std::vector<float> dense(std::size_t(out) * in);
   for (int o = 0; o < out; ++o) {
-    kernels.weights[int(w.type)].dequantize_row(w.data + o * w.row_bytes, dense.data() + std::size_t(o) * in, in);
+    kernels.weights[int(w.type)].dequantize_row(w.data + o * w.row_bytes, in, dense.data() + std::size_t(o) * in);
   }
   linear(y, x, dense.data(), bias, n, in, out);
 }

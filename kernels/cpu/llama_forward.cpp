@@ -101,7 +101,7 @@ int chunk_rows(int rows, int align = 4) {
   return std::clamp((per_chunk + align - 1) / align * align, std::max(16, align), std::max(256, align));
 }
 
-input_format format_of(const weight_view& w) { return layout_of(w.type).input; }
+input_format format_of(const weight_view& w) { return input_of(w.type); }
 
 /// Values per scale of a prepared format: the granularity at which rows can be split.
 int format_block(input_format format) {
@@ -333,8 +333,8 @@ void step_forward(const step_context& c, stage_times* times) {
 #pragma omp for schedule(static) nowait
   for (int t = 0; t < n; ++t) {
     const auto& table = c.w.token_embedding;
-    c.k.weights[int(table.type)].dequantize_row(table.data + c.b.token_ids[t] * table.row_bytes,
-                                                c.ws.x.data() + std::int64_t(t) * d, d);
+    c.k.weights[int(table.type)].dequantize_row(table.data + c.b.token_ids[t] * table.row_bytes, d,
+                                                c.ws.x.data() + std::int64_t(t) * d);
     for (int j = 0; j < half; ++j) {
       const float angle = float(c.b.positions[t]) * c.ws.inv_freq[j];
       c.ws.cos_table[std::size_t(t) * half + j] = std::cos(angle);
@@ -359,7 +359,7 @@ void score_rows(const step_context& c, float* row_logits) {
   const auto& w = c.w.classifier;  // rows read through dequantize_row: any type, any alignment
   grow(c.ws.row_scratch, d);
   for (int i = 0; i < c.b.num_row_logits; ++i) {
-    c.k.weights[int(w.type)].dequantize_row(w.data + c.b.row_logit_ids[i] * w.row_bytes, c.ws.row_scratch.data(), d);
+    c.k.weights[int(w.type)].dequantize_row(w.data + c.b.row_logit_ids[i] * w.row_bytes, d, c.ws.row_scratch.data());
     const std::int32_t row = 0;  // the one dequantized row
     classifier_rows(row_logits + i, normed, c.ws.row_scratch.data(), c.b.row_logit_positions + i, &row, 1, c.s.dim);
   }

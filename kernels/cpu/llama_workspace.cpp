@@ -10,7 +10,7 @@ void grow(std::vector<float>& v, std::int64_t n) {
   if (std::int64_t(v.size()) < n) v.resize(std::size_t(n));
 }
 
-input_format format_of(const weight_view& w) { return layout_of(w.type).input; }
+input_format format_of(const weight_view& w) { return input_of(w.type); }
 
 /// The input formats the step's products read (bit f: input_format f), and the widest
 /// row of W_down's.

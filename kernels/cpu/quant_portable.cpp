@@ -13,12 +13,6 @@
 
 namespace inflight::kernels::cpu {
 
-float load_fp16(const std::byte* p) {
-  std::uint16_t h;
-  std::memcpy(&h, p, sizeof(h));
-  return fp16_to_float(h);
-}
-
 namespace {
 
 float load_bf16(const std::byte* p) {
@@ -95,7 +89,7 @@ float dot8(W w, X x, int k) {
 void gemm_f16(const typed_gemm_args& a, int row_begin, int row_end) {
   for_outputs(a, row_begin, row_end, [&](const std::byte* w, const std::byte* x) {
     const auto* xf = reinterpret_cast<const float*>(x);
-    return dot8([&](int i) { return load_fp16(w + 2 * i); }, [&](int i) { return xf[i]; }, a.k);
+    return dot8([&](int i) { return load_half(w + 2 * i); }, [&](int i) { return xf[i]; }, a.k);
   });
 }
 
@@ -117,7 +111,7 @@ float dot_blocks32(const std::byte* w, const std::byte* x, int k, Value value) {
     for (int i = 0; i < 32; ++i) isum += value(block, i) * xq[32 * b + i];
     float d;
     std::memcpy(&d, dx + 4 * b, sizeof(d));
-    acc += float(isum) * (load_fp16(block) * d);
+    acc += float(isum) * (load_half(block) * d);
   }
   return acc;
 }
@@ -168,43 +162,14 @@ void store_kv_bf16(std::byte* dst, const float* src, int n) {
 
 }  // namespace
 
-void dequantize_row_f16(const std::byte* row, float* out, std::int64_t k) {
-  for (std::int64_t i = 0; i < k; ++i) out[i] = load_fp16(row + 2 * i);
-}
-
-void dequantize_row_bf16(const std::byte* row, float* out, std::int64_t k) {
-  for (std::int64_t i = 0; i < k; ++i) out[i] = load_bf16(row + 2 * i);
-}
-
-void dequantize_row_q8_0(const std::byte* row, float* out, std::int64_t k) {
-  for (std::int64_t b = 0; b < k / 32; ++b) {
-    const float d = load_fp16(row + 34 * b);
-    for (int i = 0; i < 32; ++i) out[32 * b + i] = float(q8_0_value(row + 34 * b, i)) * d;
-  }
-}
-
-void dequantize_row_q4_0(const std::byte* row, float* out, std::int64_t k) {
-  for (std::int64_t b = 0; b < k / 32; ++b) {
-    const float d = load_fp16(row + 18 * b);
-    for (int i = 0; i < 32; ++i) out[32 * b + i] = float(q4_0_value(row + 18 * b, i)) * d;
-  }
-}
-
-void dequantize_row_q5_0(const std::byte* row, float* out, std::int64_t k) {
-  for (std::int64_t b = 0; b < k / 32; ++b) {
-    const float d = load_fp16(row + 22 * b);
-    for (int i = 0; i < 32; ++i) out[32 * b + i] = float(q5_0_value(row + 22 * b, i)) * d;
-  }
-}
-
 void add_portable_k_kernels(cpu_kernel_table& t);  // quant_portable_k.cpp
 
 void add_portable_quant_kernels(cpu_kernel_table& t) {
-  t.weights[int(weight_type::f16)] = {gemm_f16, dequantize_row_f16};
-  t.weights[int(weight_type::bf16)] = {gemm_bf16, dequantize_row_bf16};
-  t.weights[int(weight_type::q8_0)] = {gemm_q8_0, dequantize_row_q8_0};
-  t.weights[int(weight_type::q4_0)] = {gemm_q4_0, dequantize_row_q4_0};
-  t.weights[int(weight_type::q5_0)] = {gemm_q5_0, dequantize_row_q5_0};
+  t.weights[int(weight_type::f16)] = {gemm_f16, dequantize_f16};
+  t.weights[int(weight_type::bf16)] = {gemm_bf16, dequantize_bf16};
+  t.weights[int(weight_type::q8_0)] = {gemm_q8_0, dequantize_q8_0};
+  t.weights[int(weight_type::q4_0)] = {gemm_q4_0, dequantize_q4_0};
+  t.weights[int(weight_type::q5_0)] = {gemm_q5_0, dequantize_q5_0};
   t.prepare[int(input_format::bf16)] = prepare_bf16;
   t.prepare[int(input_format::q8_0)] = prepare_q8_0;
   t.prepare[int(input_format::q8_k)] = prepare_q8_k;

@@ -1,5 +1,5 @@
 // Portable kernels of the k-quant types (256-value super-blocks; layouts in
-// core/model/quant/quantize_k.cpp). A product of row r and token t is, over super-blocks s:
+// dtypes/dequantize.cpp). A product of row r and token t is, over super-blocks s:
 //
 //   q4_k, q5_k:  acc += float(isum_s) * (d_s * dx_s);  acc += float(msum_s) * (-dmin_s * dx_s)
 //                isum_s = sum_j sc_j * (q . x over sub-block j),  msum_s = sum_j m_j * (sum of x over j)
@@ -76,8 +76,8 @@ float dot_affine(const std::byte* w, const std::byte* x, int k) {
       msum += m * (p.sum16(16 * s + 2 * j) + p.sum16(16 * s + 2 * j + 1));
     }
     const float dx = p.scale(s);
-    acc += float(isum) * (load_fp16(b) * dx);
-    acc += float(msum) * (-load_fp16(b + 2) * dx);
+    acc += float(isum) * (load_half(b) * dx);
+    acc += float(msum) * (-load_half(b + 2) * dx);
   }
   return acc;
 }
@@ -94,7 +94,7 @@ float dot_q6_k(const std::byte* w, const std::byte* x, int k) {
       for (int i = 16 * j; i < 16 * j + 16; ++i) dot += q6_level(b, i) * p.q[super * s + i];
       isum += sc * dot - 32 * sc * p.sum16(16 * s + j);
     }
-    acc += float(isum) * (load_fp16(b + 208) * p.scale(s));
+    acc += float(isum) * (load_half(b + 208) * p.scale(s));
   }
   return acc;
 }
@@ -122,42 +122,12 @@ void gemm_q6_k(const typed_gemm_args& a, int row_begin, int row_end) {
   for_outputs(a, row_begin, row_end, dot_q6_k);
 }
 
-void dequantize_affine(const std::byte* row, float* out, std::int64_t k, int block_bytes, int qh_offset,
-                       int qs_offset) {
-  for (std::int64_t s = 0; s < k / super; ++s) {
-    const std::byte* b = row + s * block_bytes;
-    const float d = load_fp16(b), dmin = load_fp16(b + 2);
-    for (int j = 0; j < 8; ++j) {
-      int sc, m;
-      scale_min(b + 4, j, sc, m);
-      const float step = d * float(sc), offset = dmin * float(m);
-      for (int i = 32 * j; i < 32 * j + 32; ++i) {
-        out[super * s + i] = step * float(affine_level(qh_offset > 0 ? b + qh_offset : nullptr, b + qs_offset, i)) - offset;
-      }
-    }
-  }
-}
-
 }  // namespace
 
-void dequantize_row_q4_k(const std::byte* row, float* out, std::int64_t k) { dequantize_affine(row, out, k, 144, 0, 16); }
-
-void dequantize_row_q5_k(const std::byte* row, float* out, std::int64_t k) { dequantize_affine(row, out, k, 176, 16, 48); }
-
-void dequantize_row_q6_k(const std::byte* row, float* out, std::int64_t k) {
-  for (std::int64_t s = 0; s < k / super; ++s) {
-    const std::byte* b = row + s * 210;
-    const float d = load_fp16(b + 208);
-    for (int i = 0; i < super; ++i) {
-      out[super * s + i] = d * float(std::int8_t(b[192 + i / 16])) * float(q6_level(b, i) - 32);
-    }
-  }
-}
-
 void add_portable_k_kernels(cpu_kernel_table& t) {
-  t.weights[int(weight_type::q4_k)] = {gemm_q4_k, dequantize_row_q4_k};
-  t.weights[int(weight_type::q5_k)] = {gemm_q5_k, dequantize_row_q5_k};
-  t.weights[int(weight_type::q6_k)] = {gemm_q6_k, dequantize_row_q6_k};
+  t.weights[int(weight_type::q4_k)] = {gemm_q4_k, dequantize_q4_k};
+  t.weights[int(weight_type::q5_k)] = {gemm_q5_k, dequantize_q5_k};
+  t.weights[int(weight_type::q6_k)] = {gemm_q6_k, dequantize_q6_k};
 }
 
 }  // namespace inflight::kernels::cpu

@@ -2,9 +2,8 @@
 /// The storage types of weight matrices and of the KV cache as the CPU kernels see them,
 /// and the input (activation) formats their products read.
 ///
-/// The weight types mirror core's weight_dtype (core/model/quant/weight_dtype.hpp; kernels may
-/// not include core): the same order, and GGUF's (ggml's) block layouts, so a row can
-/// be read straight from a mapped file. A test checks the two tables agree.
+/// The weight types are dtypes/weight_dtype.hpp's (names, GGUF's block layouts: a row can
+/// be read straight from a mapped file); here each gets the input format its products read.
 ///
 /// A product y = x W^T over a quantized W reads x "prepared" once per product: each
 /// input row converted into the format its weight type's kernels want. Types that share
@@ -22,10 +21,18 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "dtypes/half.hpp"
+#include "dtypes/weight_dtype.hpp"
+
 namespace inflight::kernels::cpu {
 
-enum class weight_type : std::uint8_t { f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, q5_0 };
-inline constexpr int num_weight_types = 9;
+using weight_type = weight_dtype;
+inline constexpr int num_weight_types = num_weight_dtypes;
+// Scalar half conversions (round to nearest even): dtypes/half.hpp's.
+using ::inflight::bf16_to_float;
+using ::inflight::float_to_bf16;
+using ::inflight::float_to_fp16;
+using ::inflight::fp16_to_float;
 
 /// The input format a weight type's products read (see the sketch above).
 enum class input_format : std::uint8_t { f32, bf16, q8_0, q8_k };
@@ -35,24 +42,15 @@ inline constexpr int num_input_formats = 4;
 enum class kv_type : std::uint8_t { f32, f16, bf16 };
 inline constexpr int num_kv_types = 3;
 
-/// Values and bytes of one block (1 value for the float types), and the input format.
-struct weight_layout {
-  int block_values = 1;
-  int block_bytes = 4;
-  input_format input = input_format::f32;
-};
-
-weight_layout layout_of(weight_type type);
-/// "f32" | "f16" | "bf16" | "q8_0" | "q4_0" | "q4_k" | "q5_k" | "q6_k" | "q5_0" (core's spelling).
-const char* to_string(weight_type type);
+/// The input format `type`'s products read. Its name and block layout: to_string(type),
+/// layout_of(type) and row_bytes(type, cols) of dtypes/weight_dtype.hpp.
+input_format input_of(weight_type type);
 /// "f32" | "bf16" | "q8_0" | "q8_k".
 const char* to_string(input_format format);
 /// "f32" | "f16" | "bf16".
 const char* to_string(kv_type type);
 /// Bytes of one element of the KV cache.
 int element_bytes(kv_type type);
-/// Bytes of one row of `cols` values (cols a whole number of blocks).
-std::int64_t row_bytes_of(weight_type type, std::int64_t cols);
 /// Bytes of one prepared input row of k values (a multiple of 64).
 std::int64_t prepared_row_bytes(input_format format, std::int64_t k);
 /// Offsets of the scale and sum parts of a prepared q8_0 / q8_k row of k values.
@@ -72,11 +70,5 @@ struct weight_view {
 weight_view f32_weights(const float* w, std::int64_t cols);
 /// The floats of an f32 view; null for any other type.
 const float* as_f32(const weight_view& w);
-
-/// Scalar conversions (round to nearest even; NaN stays NaN).
-float fp16_to_float(std::uint16_t h);
-std::uint16_t float_to_fp16(float f);
-float bf16_to_float(std::uint16_t h);
-std::uint16_t float_to_bf16(float f);
 
 }  // namespace inflight::kernels::cpu

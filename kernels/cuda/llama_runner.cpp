@@ -83,7 +83,7 @@ status llama_runner::upload_matrix(device_buffer& dst, std::int64_t offset, cons
                                    std::int64_t n) {
   const float* floats = cpu::as_f32(src);
   if (floats == nullptr) {
-    return status::failure(std::string("cuda runner: ") + cpu::to_string(src.type) + " weights are not supported (f32 only)",
+    return status::failure(std::string("cuda runner: ") + inflight::to_string(src.type) + " weights are not supported (f32 only)",
                            __FILE__, __LINE__);
   }
   return upload_matrix(dst, offset, floats, n);

@@ -17,7 +17,7 @@ using kc::weight_type;
 
 weight_type type_named(const std::string& name) {
   for (int t = 0; t < kc::num_weight_types; ++t) {
-    if (name == kc::to_string(weight_type(t))) return weight_type(t);
+    if (name == inflight::to_string(weight_type(t))) return weight_type(t);
   }
   return weight_type::q4_k;  // q4_k_m: the mix below
 }
@@ -37,7 +37,7 @@ struct bench_model {
   kc::weight_view matrix(weight_type t, int rows, int cols, std::mt19937& rng) {
     storage.push_back(random_matrix(t, rows, cols, rng));
     weight_bytes += std::int64_t(storage.back().size());
-    return {storage.back().data(), kc::row_bytes_of(t, cols), t};
+    return {storage.back().data(), inflight::row_bytes(t, cols), t};
   }
 
   bench_model(const std::string& name, kc::kv_type kv_type, int blocks) : num_blocks(blocks), kv(kv_type) {

@@ -60,7 +60,7 @@ double step_seconds(const cpu_kernel_table& table, weight_type type, const std::
   const auto start = std::chrono::steady_clock::now();
   for (const auto& m : matrices) {
     for (int c = 0; c < m.s.count; ++c) {
-      const weight_view w{m.bytes.data(), row_bytes_of(type, m.s.cols), type};
+      const weight_view w{m.bytes.data(), inflight::row_bytes(type, m.s.cols), type};
       const int chunk = std::clamp((m.s.rows / (8 * threads) + 15) / 16 * 16, 16, 256);
       const int num_chunks = (m.s.rows + chunk - 1) / chunk;
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
@@ -85,7 +85,7 @@ void bench_type(const options& o, weight_type type, double bandwidth) {
   }
   decode.push_back({classifier_shape, random_matrix(type, classifier_shape.rows, classifier_shape.cols, rng)});
   for (const auto& m : decode) decode_bytes += std::int64_t(m.bytes.size());
-  const auto format = layout_of(type).input;
+  const auto format = input_of(type);
   const int max_k = 2048, n = o.tokens;
   const std::int64_t stride = format == input_format::f32 ? 4 * max_k : prepared_row_bytes(format, max_k);
   std::vector<float> x(std::size_t(n) * max_k), y(std::size_t(n) * 32000);

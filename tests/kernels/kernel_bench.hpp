@@ -65,7 +65,7 @@ inline void print_header(const options& o) {
 /// Random rows of `type`; the scales of quantized blocks set to a sane half (0.01).
 inline std::vector<std::byte> random_matrix(kc::weight_type type, int rows, int cols, std::mt19937& rng) {
   using namespace kc;
-  const std::int64_t rb = row_bytes_of(type, cols);
+  const std::int64_t rb = inflight::row_bytes(type, cols);
   std::vector<std::byte> bytes(std::size_t(rb * rows));
   std::uniform_int_distribution<int> byte(0, 255);
   for (auto& b : bytes) b = std::byte(byte(rng));

@@ -21,7 +21,7 @@ namespace {
 std::vector<double> prepared_values(weight_type type, const prepared_rows& p, int t, int k) {
   const std::byte* row = p.bytes.data() + t * p.stride;
   std::vector<double> out(static_cast<std::size_t>(k));
-  const auto format = layout_of(type).input;
+  const auto format = input_of(type);
   for (int i = 0; i < k; ++i) {
     if (format == input_format::f32) {
       out[i] = reinterpret_cast<const float*>(row)[i];
@@ -42,7 +42,7 @@ std::vector<double> prepared_values(weight_type type, const prepared_rows& p, in
 /// Largest error the inputs' preparation may cause in w . x (rows of k): half a
 /// quantization step per value, or bf16's relative rounding.
 double preparation_bound(weight_type type, const float* w, const float* x, int k) {
-  const auto format = layout_of(type).input;
+  const auto format = input_of(type);
   double bound = 0.0;
   if (format == input_format::f32) return 0.0;
   if (format == input_format::bf16) {
@@ -104,18 +104,6 @@ void check_gemm(cpu_isa isa, weight_type type, const gemm_case& g, float w_scale
 int block_of(weight_type type) { return layout_of(type).block_values; }
 
 }  // namespace
-
-TEST_CASE("the kernels' weight types mirror core's weight dtypes: order, names and block layouts",
-          "[kernels][quant]") {
-  static_assert(num_weight_types == num_weight_dtypes);
-  for (int i = 0; i < num_weight_types; ++i) {
-    INFO(i);
-    CHECK(std::string(to_string(weight_type(i))) == to_string(weight_dtype(i)));
-    CHECK(layout_of(weight_type(i)).block_values == inflight::layout_of(weight_dtype(i)).block_values);
-    CHECK(layout_of(weight_type(i)).block_bytes == inflight::layout_of(weight_dtype(i)).block_bytes);
-    CHECK(row_bytes_of(weight_type(i), 512) == row_bytes(weight_dtype(i), 512));
-  }
-}
 
 TEST_CASE("typed gemm of every table and type equals dequantize-then-f32, odd shapes and slices",
           "[kernels][quant]") {
@@ -247,7 +235,7 @@ TEST_CASE("prepared inputs: scales, sums and bf16 rows, a row prepared in column
   }
 }
 
-TEST_CASE("dequantize_row of every table equals core's reference", "[kernels][quant]") {
+TEST_CASE("dequantize_row of every table is the reference (dtypes/dequantize.hpp)", "[kernels][quant]") {
   std::mt19937 rng(19);
   for (auto isa : runnable_isas()) {
     for (auto type : test::typed_weight_types()) {
@@ -255,7 +243,7 @@ TEST_CASE("dequantize_row of every table equals core's reference", "[kernels][qu
       const typed_matrix m(type, random_floats(std::size_t(3) * k, rng), 3, k);
       std::vector<float> got(static_cast<std::size_t>(k));
       for (int r = 0; r < 3; ++r) {
-        kernels_for(isa).weights[int(type)].dequantize_row(m.view().data + r * m.view().row_bytes, got.data(), k);
+        kernels_for(isa).weights[int(type)].dequantize_row(m.view().data + r * m.view().row_bytes, k, got.data());
         INFO(to_string(isa) << " " << to_string(type) << " row " << r);
         CHECK(std::memcmp(got.data(), m.values.data() + std::size_t(r) * k, got.size() * 4) == 0);
       }

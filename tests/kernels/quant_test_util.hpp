@@ -39,7 +39,7 @@ struct typed_matrix {
 
   typed_matrix(kc::weight_type t, const std::vector<float>& dense, int r, int c) : type(t), rows(r), cols(c) {
     const auto dtype = weight_dtype(int(t));
-    const std::int64_t rb = kc::row_bytes_of(t, c);
+    const std::int64_t rb = inflight::row_bytes(t, c);
     bytes.resize(std::size_t(rb * r) + 64);  // slack: the view starts at an odd offset
     values.resize(std::size_t(r) * c);
     for (int o = 0; o < r; ++o) {
@@ -49,7 +49,7 @@ struct typed_matrix {
     }
   }
   /// Starts at byte 1 of the buffer: no alignment, as in a mapped file.
-  kc::weight_view view() const { return {bytes.data() + 1, kc::row_bytes_of(type, cols), type}; }
+  kc::weight_view view() const { return {bytes.data() + 1, inflight::row_bytes(type, cols), type}; }
 };
 
 /// n input rows of k floats prepared by `table` in the input format of `type`.
@@ -58,7 +58,7 @@ struct prepared_rows {
   std::int64_t stride = 0;
 
   prepared_rows(const kc::cpu_kernel_table& table, kc::weight_type type, const std::vector<float>& x, int n, int k) {
-    const auto format = kc::layout_of(type).input;
+    const auto format = kc::input_of(type);
     if (format == kc::input_format::f32) {
       stride = std::int64_t(k) * 4;
       bytes.resize(x.size() * 4);

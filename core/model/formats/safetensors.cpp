@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/base/half.hpp"
 #include "core/base/json_depth.hpp"
+#include "dtypes/half.hpp"
 
 namespace inflight {
 

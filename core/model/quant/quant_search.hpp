@@ -20,8 +20,7 @@ void search_affine(const float* x, const float* w, int n, int qmax, float& s, fl
 /// round(x / d) clamped to [qmin, qmax] (0 when d is 0).
 int quantize_value(float x, float d, int qmin, int qmax);
 
-/// Reads and writes a little-endian half at p (no alignment assumed).
-float load_half(const std::byte* p);
+/// Writes a little-endian half at p (no alignment assumed); dtypes/dequantize.hpp reads it.
 void store_half(std::byte* p, float value);
 
 }  // namespace inflight::quant_detail

@@ -4,8 +4,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/base/half.hpp"
 #include "core/model/quant/quant_search.hpp"
+#include "dtypes/dequantize.hpp"
+#include "dtypes/half.hpp"
 
 namespace inflight {
 namespace quant_detail {
@@ -86,12 +87,6 @@ void search_affine(const float* x, const float* w, int n, int qmax, float& s, fl
   }
 }
 
-float load_half(const std::byte* p) {
-  std::uint16_t h;
-  std::memcpy(&h, p, sizeof(h));
-  return fp16_to_float(h);
-}
-
 void store_half(std::byte* p, float value) {
   const std::uint16_t h = float_to_fp16(value);
   std::memcpy(p, &h, sizeof(h));
@@ -111,12 +106,7 @@ void quantize_q8_0(const float* x, std::int64_t n, std::byte* out) {
   }
 }
 
-void dequantize_q8_0(const std::byte* in, std::int64_t n, float* out) {
-  for (std::int64_t b = 0; b < n / 32; ++b, in += 34, out += 32) {
-    const float d = load_half(in);
-    for (int i = 0; i < 32; ++i) out[i] = d * float(std::int8_t(in[2 + i]));
-  }
-}
+
 
 void quantize_q4_0(const float* x, std::int64_t n, std::byte* out) {
   float w[32];
@@ -131,16 +121,7 @@ void quantize_q4_0(const float* x, std::int64_t n, std::byte* out) {
   }
 }
 
-void dequantize_q4_0(const std::byte* in, std::int64_t n, float* out) {
-  for (std::int64_t b = 0; b < n / 32; ++b, in += 18, out += 32) {
-    const float d = load_half(in);
-    for (int i = 0; i < 16; ++i) {
-      const int byte = std::to_integer<int>(in[2 + i]);
-      out[i] = d * float((byte & 0xf) - 8);
-      out[i + 16] = d * float((byte >> 4) - 8);
-    }
-  }
-}
+
 
 void quantize_q5_0(const float* x, std::int64_t n, std::byte* out) {
   float w[32];
@@ -158,18 +139,7 @@ void quantize_q5_0(const float* x, std::int64_t n, std::byte* out) {
   }
 }
 
-void dequantize_q5_0(const std::byte* in, std::int64_t n, float* out) {
-  for (std::int64_t b = 0; b < n / 32; ++b, in += 22, out += 32) {
-    const float d = load_half(in);
-    std::uint32_t high;
-    std::memcpy(&high, in + 2, 4);
-    for (int i = 0; i < 16; ++i) {
-      const int byte = std::to_integer<int>(in[6 + i]);
-      out[i] = d * float(((byte & 0xf) | int((high >> i) & 1) << 4) - 16);
-      out[i + 16] = d * float(((byte >> 4) | int((high >> (i + 16)) & 1) << 4) - 16);
-    }
-  }
-}
+
 
 namespace {
 
@@ -206,25 +176,7 @@ result<void> quantize_row(weight_dtype dtype, const float* x, std::int64_t n, st
 
 result<void> dequantize_row(weight_dtype dtype, const std::byte* in, std::int64_t n, float* out) {
   if (auto ok = check_fits(dtype, n); !ok) return ok;
-  switch (dtype) {
-    case weight_dtype::f32:
-      std::memcpy(out, in, std::size_t(n) * sizeof(float));
-      break;
-    case weight_dtype::f16:
-    case weight_dtype::bf16:
-      for (std::int64_t i = 0; i < n; ++i) {
-        std::uint16_t h;
-        std::memcpy(&h, in + 2 * i, sizeof(h));
-        out[i] = dtype == weight_dtype::f16 ? fp16_to_float(h) : bf16_to_float(h);
-      }
-      break;
-    case weight_dtype::q8_0: dequantize_q8_0(in, n, out); break;
-    case weight_dtype::q4_0: dequantize_q4_0(in, n, out); break;
-    case weight_dtype::q5_0: dequantize_q5_0(in, n, out); break;
-    case weight_dtype::q4_k: dequantize_q4_k(in, n, out); break;
-    case weight_dtype::q5_k: dequantize_q5_k(in, n, out); break;
-    case weight_dtype::q6_k: dequantize_q6_k(in, n, out); break;
-  }
+  dequantize(dtype, in, n, out);
   return {};
 }
 

@@ -1,7 +1,7 @@
 #pragma once
-/// The reference (de)quantization of every weight_dtype, in plain C++: the definition of
-/// each format's values (GGUF's / ggml's block layouts, see weight_dtype.hpp), used at
-/// model load to quantize f32 weights, by the GGUF writer, and by the kernels' twin tests.
+/// The reference quantization of every weight_dtype, in plain C++, used at model load to
+/// quantize f32 weights, by the GGUF writer, and by the kernels' twin tests; the values
+/// of each format (its dequantization) are dtypes/dequantize.hpp's.
 ///
 /// Dequantization reads blocks written by llama.cpp byte for byte. Quantization is our
 /// own: a per-block scale search that minimizes a weighted squared error (weights
@@ -11,7 +11,8 @@
 #include <cstdint>
 
 #include "core/base/error.hpp"
-#include "core/model/quant/weight_dtype.hpp"
+#include "dtypes/dequantize.hpp"
+#include "dtypes/weight_dtype.hpp"
 
 namespace inflight {
 
@@ -27,11 +28,5 @@ void quantize_q5_0(const float* x, std::int64_t n, std::byte* out);
 void quantize_q4_k(const float* x, std::int64_t n, std::byte* out);
 void quantize_q5_k(const float* x, std::int64_t n, std::byte* out);
 void quantize_q6_k(const float* x, std::int64_t n, std::byte* out);
-void dequantize_q8_0(const std::byte* in, std::int64_t n, float* out);
-void dequantize_q4_0(const std::byte* in, std::int64_t n, float* out);
-void dequantize_q5_0(const std::byte* in, std::int64_t n, float* out);
-void dequantize_q4_k(const std::byte* in, std::int64_t n, float* out);
-void dequantize_q5_k(const std::byte* in, std::int64_t n, float* out);
-void dequantize_q6_k(const std::byte* in, std::int64_t n, float* out);
 
 }  // namespace inflight

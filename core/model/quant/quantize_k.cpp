@@ -16,6 +16,7 @@
 
 #include "core/model/quant/quant_search.hpp"
 #include "core/model/quant/quantize.hpp"
+#include "dtypes/dequantize.hpp"
 
 namespace inflight {
 
@@ -25,16 +26,7 @@ namespace {
 
 constexpr int super = 256;
 
-/// Sub-block j's 6-bit scale and min from the 12 packed bytes.
-void unpack_scale_min(const std::byte* packed, int j, int& sc, int& m) {
-  auto q = [&](int i) { return std::to_integer<int>(packed[i]); };
-  if (j < 4) {
-    sc = q(j) & 63, m = q(j + 4) & 63;
-  } else {
-    sc = (q(j + 4) & 0xf) | ((q(j - 4) >> 6) << 4);
-    m = (q(j + 4) >> 4) | ((q(j) >> 6) << 4);
-  }
-}
+
 
 void pack_scale_min(const int* sc, const int* m, std::byte* packed) {
   for (int j = 0; j < 4; ++j) {
@@ -67,24 +59,9 @@ void quantize_affine_super(const float* x, int qmax, std::byte* out, int* levels
   }
 }
 
-/// Nibble i (0..255) of a q4_k / q5_k super-block's qs.
-int nibble_at(const std::byte* qs, int i) {
-  const int byte = std::to_integer<int>(qs[32 * (i / 64) + i % 32]);
-  return (i % 64) < 32 ? byte & 0xf : byte >> 4;
-}
 
-void dequantize_affine(const std::byte* block, const std::byte* qh, const std::byte* qs, float* out) {
-  const float d = load_half(block), dmin = load_half(block + 2);
-  for (int j = 0; j < 8; ++j) {
-    int sc, m;
-    unpack_scale_min(block + 4, j, sc, m);
-    const float step = d * float(sc), offset = dmin * float(m);
-    for (int i = 32 * j; i < 32 * j + 32; ++i) {
-      const int high = qh != nullptr && (std::to_integer<int>(qh[i % 32]) >> (i / 32) & 1) ? 16 : 0;
-      out[i] = step * float(nibble_at(qs, i) + high) - offset;
-    }
-  }
-}
+
+
 
 }  // namespace
 
@@ -117,13 +94,9 @@ void quantize_q5_k(const float* x, std::int64_t n, std::byte* out) {
   }
 }
 
-void dequantize_q4_k(const std::byte* in, std::int64_t n, float* out) {
-  for (std::int64_t b = 0; b < n / super; ++b, in += 144, out += super) dequantize_affine(in, nullptr, in + 16, out);
-}
 
-void dequantize_q5_k(const std::byte* in, std::int64_t n, float* out) {
-  for (std::int64_t b = 0; b < n / super; ++b, in += 176, out += super) dequantize_affine(in, in + 16, in + 48, out);
-}
+
+
 
 void quantize_q6_k(const float* x, std::int64_t n, std::byte* out) {
   float w[16], s[16];
@@ -151,17 +124,6 @@ void quantize_q6_k(const float* x, std::int64_t n, std::byte* out) {
   }
 }
 
-void dequantize_q6_k(const std::byte* in, std::int64_t n, float* out) {
-  for (std::int64_t b = 0; b < n / super; ++b, in += 210, out += super) {
-    const std::byte *ql = in, *qh = in + 128, *scales = in + 192;
-    const float d = load_half(in + 208);
-    for (int i = 0; i < super; ++i) {
-      const int half = i / 128, g = (i % 128) / 32, l = i % 32;
-      const int low = std::to_integer<int>(ql[64 * half + 32 * (g % 2) + l]) >> (g < 2 ? 0 : 4) & 0xf;
-      const int high = std::to_integer<int>(qh[32 * half + l]) >> (2 * g) & 3;
-      out[i] = d * float(std::int8_t(scales[i / 16])) * float((low | (high << 4)) - 32);
-    }
-  }
-}
+
 
 }  // namespace inflight

@@ -3,11 +3,11 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/base/half.hpp"
 #include "core/model/formats/dummy_model.hpp"
 #include "core/model/model_loader.hpp"
 #include "core/model/model_weights.hpp"
 #include "core/model/quant/quantize.hpp"
+#include "dtypes/half.hpp"
 
 using namespace inflight;
 

@@ -11,12 +11,12 @@
 
 #include "core/model/formats/dummy_model.hpp"
 #include "core/model/formats/hf_model.hpp"
-#include "tests/test_weights.hpp"
 #include "core/model/formats/hf_writer.hpp"
 #include "core/model/formats/llama2c.hpp"
-#include "core/base/half.hpp"
+#include "dtypes/half.hpp"
 #include "tests/shared_data.hpp"
 #include "tests/test_shapes.hpp"
+#include "tests/test_weights.hpp"
 
 using namespace inflight;
 

@@ -10,8 +10,8 @@
 
 #include <unistd.h>
 
-#include "core/base/half.hpp"
 #include "core/model/formats/safetensors.hpp"
+#include "dtypes/half.hpp"
 
 using namespace inflight;
 

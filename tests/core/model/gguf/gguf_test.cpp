@@ -8,10 +8,10 @@
 #include <map>
 #include <random>
 
-#include "core/base/half.hpp"
 #include "core/model/convert.hpp"
 #include "core/model/gguf/gguf.hpp"
 #include "core/model/gguf/gguf_writer.hpp"
+#include "dtypes/half.hpp"
 
 using namespace inflight;
 

@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "core/base/half.hpp"
+#include "dtypes/half.hpp"
 
 #include "core/model/quant/quantize.hpp"
 

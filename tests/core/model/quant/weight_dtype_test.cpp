@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "core/model/quant/weight_dtype.hpp"
+#include "dtypes/weight_dtype.hpp"
 
 using namespace inflight;
 

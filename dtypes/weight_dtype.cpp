@@ -1,4 +1,4 @@
-#include "core/model/quant/weight_dtype.hpp"
+#include "dtypes/weight_dtype.hpp"
 
 #include <algorithm>
 #include <array>

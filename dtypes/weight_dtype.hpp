@@ -1,5 +1,7 @@
 #pragma once
-/// The storage types of weight matrices. Quantized types use the block layouts of GGUF
+/// The storage types of weight matrices: the one table of their names and block layouts,
+/// read by core, the loaders and both backends (dtypes/ depends on nothing of ours; the
+/// CPU kernels call the type weight_type). Quantized types use the block layouts of GGUF
 /// files (ggml's), so a mapped file is used as it is:
 ///
 ///   q8_0  32 values: fp16 d, int8 q[32]                       x = d * q

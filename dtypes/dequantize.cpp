@@ -1,0 +1,146 @@
+#include "dtypes/dequantize.hpp"
+
+#include <cstring>
+
+#include "dtypes/half.hpp"
+
+// The k-quant formats (256-value super-blocks with quantized sub-block scales), as
+// ggml-common.h lays them out:
+//
+//   q4_k (144 bytes): half d | half dmin | scales[12] | qs[128]
+//   q5_k (176 bytes): half d | half dmin | scales[12] | qh[32] | qs[128]
+//   q6_k (210 bytes): ql[128] | qh[64] | int8 scales[16] | half d
+//
+// q4_k / q5_k: 8 sub-blocks of 32, x = d * sc[j] * q - dmin * m[j] with 6-bit sc, m
+// packed in scales[12]; the 64 values 64p..64p+63 take the low nibbles (first 32) and the
+// high nibbles (next 32) of qs[32p..32p+31]; q5_k's fifth bits are bit 2p (first 32) and
+// 2p+1 (next 32) of qh[0..31]. q6_k: 16 sub-blocks of 16, x = d * scales[j] * (q - 32);
+// in each half of 128, value 32g + l takes the low (g < 2) or high nibble of
+// ql[32 (g % 2) + l] and bits 2g, 2g+1 of qh[l].
+
+namespace inflight {
+namespace {
+
+constexpr int super = 256;
+
+/// Sub-block j's 6-bit scale and min from the 12 packed bytes.
+void unpack_scale_min(const std::byte* packed, int j, int& sc, int& m) {
+  auto q = [&](int i) { return std::to_integer<int>(packed[i]); };
+  if (j < 4) {
+    sc = q(j) & 63, m = q(j + 4) & 63;
+  } else {
+    sc = (q(j + 4) & 0xf) | ((q(j - 4) >> 6) << 4);
+    m = (q(j + 4) >> 4) | ((q(j) >> 6) << 4);
+  }
+}
+
+/// Nibble i (0..255) of a q4_k / q5_k super-block's qs.
+int nibble_at(const std::byte* qs, int i) {
+  const int byte = std::to_integer<int>(qs[32 * (i / 64) + i % 32]);
+  return (i % 64) < 32 ? byte & 0xf : byte >> 4;
+}
+
+void dequantize_affine(const std::byte* block, const std::byte* qh, const std::byte* qs, float* out) {
+  const float d = load_half(block), dmin = load_half(block + 2);
+  for (int j = 0; j < 8; ++j) {
+    int sc, m;
+    unpack_scale_min(block + 4, j, sc, m);
+    const float step = d * float(sc), offset = dmin * float(m);
+    for (int i = 32 * j; i < 32 * j + 32; ++i) {
+      const int high = qh != nullptr && (std::to_integer<int>(qh[i % 32]) >> (i / 32) & 1) ? 16 : 0;
+      out[i] = step * float(nibble_at(qs, i) + high) - offset;
+    }
+  }
+}
+
+}  // namespace
+
+float load_half(const std::byte* p) {
+  std::uint16_t h;
+  std::memcpy(&h, p, sizeof(h));
+  return fp16_to_float(h);
+}
+
+void dequantize_f32(const std::byte* in, std::int64_t n, float* out) {
+  std::memcpy(out, in, std::size_t(n) * sizeof(float));
+}
+
+void dequantize_f16(const std::byte* in, std::int64_t n, float* out) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = load_half(in + 2 * i);
+}
+
+void dequantize_bf16(const std::byte* in, std::int64_t n, float* out) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::uint16_t h;
+    std::memcpy(&h, in + 2 * i, sizeof(h));
+    out[i] = bf16_to_float(h);
+  }
+}
+
+void dequantize_q8_0(const std::byte* in, std::int64_t n, float* out) {
+  for (std::int64_t b = 0; b < n / 32; ++b, in += 34, out += 32) {
+    const float d = load_half(in);
+    for (int i = 0; i < 32; ++i) out[i] = d * float(std::int8_t(in[2 + i]));
+  }
+}
+
+void dequantize_q4_0(const std::byte* in, std::int64_t n, float* out) {
+  for (std::int64_t b = 0; b < n / 32; ++b, in += 18, out += 32) {
+    const float d = load_half(in);
+    for (int i = 0; i < 16; ++i) {
+      const int byte = std::to_integer<int>(in[2 + i]);
+      out[i] = d * float((byte & 0xf) - 8);
+      out[i + 16] = d * float((byte >> 4) - 8);
+    }
+  }
+}
+
+void dequantize_q5_0(const std::byte* in, std::int64_t n, float* out) {
+  for (std::int64_t b = 0; b < n / 32; ++b, in += 22, out += 32) {
+    const float d = load_half(in);
+    std::uint32_t high;
+    std::memcpy(&high, in + 2, 4);
+    for (int i = 0; i < 16; ++i) {
+      const int byte = std::to_integer<int>(in[6 + i]);
+      out[i] = d * float(((byte & 0xf) | int((high >> i) & 1) << 4) - 16);
+      out[i + 16] = d * float(((byte >> 4) | int((high >> (i + 16)) & 1) << 4) - 16);
+    }
+  }
+}
+
+void dequantize_q4_k(const std::byte* in, std::int64_t n, float* out) {
+  for (std::int64_t b = 0; b < n / super; ++b, in += 144, out += super) dequantize_affine(in, nullptr, in + 16, out);
+}
+
+void dequantize_q5_k(const std::byte* in, std::int64_t n, float* out) {
+  for (std::int64_t b = 0; b < n / super; ++b, in += 176, out += super) dequantize_affine(in, in + 16, in + 48, out);
+}
+
+void dequantize_q6_k(const std::byte* in, std::int64_t n, float* out) {
+  for (std::int64_t b = 0; b < n / super; ++b, in += 210, out += super) {
+    const std::byte *ql = in, *qh = in + 128, *scales = in + 192;
+    const float d = load_half(in + 208);
+    for (int i = 0; i < super; ++i) {
+      const int half = i / 128, g = (i % 128) / 32, l = i % 32;
+      const int low = std::to_integer<int>(ql[64 * half + 32 * (g % 2) + l]) >> (g < 2 ? 0 : 4) & 0xf;
+      const int high = std::to_integer<int>(qh[32 * half + l]) >> (2 * g) & 3;
+      out[i] = d * float(std::int8_t(scales[i / 16])) * float((low | (high << 4)) - 32);
+    }
+  }
+}
+
+void dequantize(weight_dtype dtype, const std::byte* in, std::int64_t n, float* out) {
+  switch (dtype) {
+    case weight_dtype::f32: dequantize_f32(in, n, out); break;
+    case weight_dtype::f16: dequantize_f16(in, n, out); break;
+    case weight_dtype::bf16: dequantize_bf16(in, n, out); break;
+    case weight_dtype::q8_0: dequantize_q8_0(in, n, out); break;
+    case weight_dtype::q4_0: dequantize_q4_0(in, n, out); break;
+    case weight_dtype::q5_0: dequantize_q5_0(in, n, out); break;
+    case weight_dtype::q4_k: dequantize_q4_k(in, n, out); break;
+    case weight_dtype::q5_k: dequantize_q5_k(in, n, out); break;
+    case weight_dtype::q6_k: dequantize_q6_k(in, n, out); break;
+  }
+}
+
+}  // namespace inflight

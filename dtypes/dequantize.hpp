@@ -1,0 +1,31 @@
+#pragma once
+/// The values of every weight_dtype's rows, in plain C++: the definition of each format
+/// (GGUF's / ggml's block layouts, see weight_dtype.hpp), read from blocks written by
+/// llama.cpp byte for byte. Core's loaders and quantizers, the CPU kernel tables (their
+/// row conversions) and the tests all read rows through these.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "dtypes/weight_dtype.hpp"
+
+namespace inflight {
+
+/// `n` values of `dtype` (a whole number of its blocks, unchecked) from `in` into `out`.
+void dequantize(weight_dtype dtype, const std::byte* in, std::int64_t n, float* out);
+
+// One type each (n a whole number of blocks; no checks; no alignment assumed).
+void dequantize_f32(const std::byte* in, std::int64_t n, float* out);
+void dequantize_f16(const std::byte* in, std::int64_t n, float* out);
+void dequantize_bf16(const std::byte* in, std::int64_t n, float* out);
+void dequantize_q8_0(const std::byte* in, std::int64_t n, float* out);
+void dequantize_q4_0(const std::byte* in, std::int64_t n, float* out);
+void dequantize_q5_0(const std::byte* in, std::int64_t n, float* out);
+void dequantize_q4_k(const std::byte* in, std::int64_t n, float* out);
+void dequantize_q5_k(const std::byte* in, std::int64_t n, float* out);
+void dequantize_q6_k(const std::byte* in, std::int64_t n, float* out);
+
+/// The little-endian fp16 at p (no alignment assumed), as a float.
+float load_half(const std::byte* p);
+
+}  // namespace inflight
