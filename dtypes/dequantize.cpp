@@ -129,6 +129,30 @@ void dequantize_q6_k(const std::byte* in, std::int64_t n, float* out) {
   }
 }
 
+void dequantize_q4_1(const std::byte* in, std::int64_t n, float* out) {
+  for (std::int64_t b = 0; b < n / 32; ++b, in += 20, out += 32) {
+    const float d = load_half(in), m = load_half(in + 2);
+    for (int i = 0; i < 16; ++i) {
+      const int byte = std::to_integer<int>(in[4 + i]);
+      out[i] = d * float(byte & 0xf) + m;
+      out[i + 16] = d * float(byte >> 4) + m;
+    }
+  }
+}
+
+void dequantize_q5_1(const std::byte* in, std::int64_t n, float* out) {
+  for (std::int64_t b = 0; b < n / 32; ++b, in += 24, out += 32) {
+    const float d = load_half(in), m = load_half(in + 2);
+    std::uint32_t high;
+    std::memcpy(&high, in + 4, 4);
+    for (int i = 0; i < 16; ++i) {
+      const int byte = std::to_integer<int>(in[8 + i]);
+      out[i] = d * float((byte & 0xf) | int((high >> i) & 1) << 4) + m;
+      out[i + 16] = d * float((byte >> 4) | int((high >> (i + 16)) & 1) << 4) + m;
+    }
+  }
+}
+
 void dequantize(weight_dtype dtype, const std::byte* in, std::int64_t n, float* out) {
   switch (dtype) {
     case weight_dtype::f32: dequantize_f32(in, n, out); break;
@@ -140,6 +164,8 @@ void dequantize(weight_dtype dtype, const std::byte* in, std::int64_t n, float* 
     case weight_dtype::q4_k: dequantize_q4_k(in, n, out); break;
     case weight_dtype::q5_k: dequantize_q5_k(in, n, out); break;
     case weight_dtype::q6_k: dequantize_q6_k(in, n, out); break;
+    case weight_dtype::q4_1: dequantize_q4_1(in, n, out); break;
+    case weight_dtype::q5_1: dequantize_q5_1(in, n, out); break;
   }
 }
 

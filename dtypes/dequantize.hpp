@@ -21,6 +21,8 @@ void dequantize_bf16(const std::byte* in, std::int64_t n, float* out);
 void dequantize_q8_0(const std::byte* in, std::int64_t n, float* out);
 void dequantize_q4_0(const std::byte* in, std::int64_t n, float* out);
 void dequantize_q5_0(const std::byte* in, std::int64_t n, float* out);
+void dequantize_q4_1(const std::byte* in, std::int64_t n, float* out);
+void dequantize_q5_1(const std::byte* in, std::int64_t n, float* out);
 void dequantize_q4_k(const std::byte* in, std::int64_t n, float* out);
 void dequantize_q5_k(const std::byte* in, std::int64_t n, float* out);
 void dequantize_q6_k(const std::byte* in, std::int64_t n, float* out);

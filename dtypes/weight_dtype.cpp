@@ -24,6 +24,8 @@ constexpr std::array<dtype_row, num_weight_dtypes> dtype_table{{
     {weight_dtype::q5_k, "q5_k", {256, 176}},
     {weight_dtype::q6_k, "q6_k", {256, 210}},
     {weight_dtype::q5_0, "q5_0", {32, 22}},
+    {weight_dtype::q4_1, "q4_1", {32, 20}},
+    {weight_dtype::q5_1, "q5_1", {32, 24}},
 }};
 
 const dtype_row& row_of(weight_dtype dtype) { return dtype_table[std::size_t(dtype)]; }

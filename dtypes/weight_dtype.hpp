@@ -13,6 +13,9 @@
 ///   q5_0  32 values: fp16 d, 4 bytes of fifth bits (bit j: value j), 16 bytes of nibbles
 ///                    as q4_0                                  x = d * (q - 16)
 ///   q6_k  256 values: 128 bytes low nibbles, 64 bytes high 2 bits, int8 scales[16], fp16 d
+///   q4_1  32 values: fp16 d, fp16 m, 16 bytes of nibbles as q4_0   x = d * q + m
+///   q5_1  32 values: fp16 d, fp16 m, 4 bytes of fifth bits, 16 bytes of nibbles as q5_0
+///                                                             x = d * q + m
 ///
 /// A row of a matrix is a whole number of blocks.
 
@@ -23,8 +26,8 @@
 
 namespace inflight {
 
-enum class weight_dtype : std::uint8_t { f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, q5_0 };
-inline constexpr int num_weight_dtypes = 9;
+enum class weight_dtype : std::uint8_t { f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, q5_0, q4_1, q5_1 };
+inline constexpr int num_weight_dtypes = 11;
 
 /// Values and bytes of one block (1 value for the float types).
 struct dtype_layout {
@@ -33,7 +36,7 @@ struct dtype_layout {
 };
 
 dtype_layout layout_of(weight_dtype dtype);
-/// "f32" | "f16" | "bf16" | "q8_0" | "q4_0" | "q4_k" | "q5_k" | "q6_k" | "q5_0".
+/// "f32" | "f16" | "bf16" | "q8_0" | "q4_0" | "q4_k" | "q5_k" | "q6_k" | "q5_0" | "q4_1" | "q5_1".
 const char* to_string(weight_dtype dtype);
 /// The names to_string gives, as "f32 | f16 | ..." for error messages.
 std::string weight_dtype_names();

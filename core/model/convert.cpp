@@ -61,6 +61,7 @@ weight_dtype dtype_for(const quant_recipe& recipe, matrix_role role, int layer, 
 weight_dtype fallback_for(weight_dtype wanted, std::int64_t cols) {
   if (fits_blocks(wanted, cols)) return wanted;
   if (wanted == weight_dtype::q4_k && fits_blocks(weight_dtype::q5_0, cols)) return weight_dtype::q5_0;
+  if (wanted == weight_dtype::q5_k && fits_blocks(weight_dtype::q5_1, cols)) return weight_dtype::q5_1;
   if (is_quantized(wanted) && fits_blocks(weight_dtype::q8_0, cols)) return weight_dtype::q8_0;
   return weight_dtype::f16;
 }

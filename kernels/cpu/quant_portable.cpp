@@ -131,6 +131,53 @@ int q5_0_value(const std::byte* block, int i) {
   return ((i < 16 ? byte & 0xf : byte >> 4) | int((high >> i) & 1u) << 4) - 16;
 }
 
+/// The 32-value affine block products (x = d * q + m): the exact integer dot products
+/// isum_b, and the input block's sum of q (from the prepared row), in one chain over the
+/// blocks: acc += float(isum_b) * (d_b * dx_b); acc += float(qsum_b) * (m_b * dx_b).
+template <int block_bytes, class Value>
+float dot_affine32(const std::byte* w, const std::byte* x, int k, Value value) {
+  const auto* xq = reinterpret_cast<const std::int8_t*>(x);
+  const std::byte* dx = x + prepared_scales_offset(k);
+  const std::byte* sums = x + prepared_sums_offset(input_format::q8_0, k);
+  float acc = 0.0f;
+  for (int b = 0; b < k / 32; ++b) {
+    const std::byte* block = w + b * block_bytes;
+    int isum = 0;
+    for (int i = 0; i < 32; ++i) isum += value(block, i) * xq[32 * b + i];
+    float d;
+    std::int32_t qsum;
+    std::memcpy(&d, dx + 4 * b, sizeof(d));
+    std::memcpy(&qsum, sums + 4 * b, sizeof(qsum));
+    acc += float(isum) * (load_half(block) * d);
+    acc += float(qsum) * (load_half(block + 2) * d);
+  }
+  return acc;
+}
+
+/// Value i (0..15) of a q4_1 block: q4_0's nibble, 2 bytes later, unsigned.
+int q4_1_value(const std::byte* block, int i) {
+  const int byte = std::to_integer<int>(block[4 + i % 16]);
+  return i < 16 ? byte & 0xf : byte >> 4;
+}
+
+/// Value i (0..31) of a q5_1 block: q5_0's nibble and fifth bit, 2 bytes later, unsigned.
+int q5_1_value(const std::byte* block, int i) {
+  std::uint32_t high;
+  std::memcpy(&high, block + 4, sizeof(high));
+  const int byte = std::to_integer<int>(block[8 + i % 16]);
+  return (i < 16 ? byte & 0xf : byte >> 4) | int((high >> i) & 1u) << 4;
+}
+
+void gemm_q4_1(const typed_gemm_args& a, int row_begin, int row_end) {
+  for_outputs(a, row_begin, row_end,
+              [&](const std::byte* w, const std::byte* x) { return dot_affine32<20>(w, x, a.k, q4_1_value); });
+}
+
+void gemm_q5_1(const typed_gemm_args& a, int row_begin, int row_end) {
+  for_outputs(a, row_begin, row_end,
+              [&](const std::byte* w, const std::byte* x) { return dot_affine32<24>(w, x, a.k, q5_1_value); });
+}
+
 void gemm_q8_0(const typed_gemm_args& a, int row_begin, int row_end) {
   for_outputs(a, row_begin, row_end,
               [&](const std::byte* w, const std::byte* x) { return dot_blocks32<34>(w, x, a.k, q8_0_value); });
@@ -170,6 +217,8 @@ void add_portable_quant_kernels(cpu_kernel_table& t) {
   t.weights[int(weight_type::q8_0)] = {gemm_q8_0, dequantize_q8_0};
   t.weights[int(weight_type::q4_0)] = {gemm_q4_0, dequantize_q4_0};
   t.weights[int(weight_type::q5_0)] = {gemm_q5_0, dequantize_q5_0};
+  t.weights[int(weight_type::q4_1)] = {gemm_q4_1, dequantize_q4_1};
+  t.weights[int(weight_type::q5_1)] = {gemm_q5_1, dequantize_q5_1};
   t.prepare[int(input_format::bf16)] = prepare_bf16;
   t.prepare[int(input_format::q8_0)] = prepare_q8_0;
   t.prepare[int(input_format::q8_k)] = prepare_q8_k;

@@ -75,7 +75,8 @@ inline const std::vector<kc::weight_type>& typed_weight_types() {
   static const std::vector<kc::weight_type> types = {kc::weight_type::f16,  kc::weight_type::bf16,
                                                      kc::weight_type::q8_0, kc::weight_type::q4_0,
                                                      kc::weight_type::q4_k, kc::weight_type::q5_k,
-                                                     kc::weight_type::q6_k, kc::weight_type::q5_0};
+                                                     kc::weight_type::q6_k, kc::weight_type::q5_0,
+                                                     kc::weight_type::q4_1, kc::weight_type::q5_1};
   return types;
 }
 

@@ -139,6 +139,42 @@ void quantize_q5_0(const float* x, std::int64_t n, std::byte* out) {
   }
 }
 
+namespace {
+
+/// q4_1 / q5_1: x ~ d * q + m with q in [0, qmax], m the block's minimum and d its range
+/// over qmax (ggml's rule); the levels of the 32 values into q, the scales written at out.
+void quantize_affine32(const float* x, int qmax, std::byte* out, int* q) {
+  float lo = x[0], hi = x[0];
+  for (int i = 1; i < 32; ++i) lo = std::min(lo, x[i]), hi = std::max(hi, x[i]);
+  store_half(out, (hi - lo) / float(qmax));
+  store_half(out + 2, lo);
+  const float d = load_half(out), m = load_half(out + 2);  // as stored
+  for (int i = 0; i < 32; ++i) q[i] = quantize_value(x[i] - m, d, 0, qmax);
+}
+
+}  // namespace
+
+void quantize_q4_1(const float* x, std::int64_t n, std::byte* out) {
+  int q[32];
+  for (std::int64_t b = 0; b < n / 32; ++b, x += 32, out += 20) {
+    quantize_affine32(x, 15, out, q);
+    for (int i = 0; i < 16; ++i) out[4 + i] = std::byte(q[i] | (q[i + 16] << 4));
+  }
+}
+
+void quantize_q5_1(const float* x, std::int64_t n, std::byte* out) {
+  int q[32];
+  for (std::int64_t b = 0; b < n / 32; ++b, x += 32, out += 24) {
+    quantize_affine32(x, 31, out, q);
+    std::uint32_t high = 0;
+    for (int i = 0; i < 16; ++i) {
+      out[8 + i] = std::byte((q[i] & 0xf) | ((q[i + 16] & 0xf) << 4));
+      high |= std::uint32_t(q[i] >> 4) << i | std::uint32_t(q[i + 16] >> 4) << (i + 16);
+    }
+    std::memcpy(out + 4, &high, 4);  // little-endian, as GGUF stores it
+  }
+}
+
 
 
 namespace {
@@ -167,6 +203,8 @@ result<void> quantize_row(weight_dtype dtype, const float* x, std::int64_t n, st
     case weight_dtype::q8_0: quantize_q8_0(x, n, out); break;
     case weight_dtype::q4_0: quantize_q4_0(x, n, out); break;
     case weight_dtype::q5_0: quantize_q5_0(x, n, out); break;
+    case weight_dtype::q4_1: quantize_q4_1(x, n, out); break;
+    case weight_dtype::q5_1: quantize_q5_1(x, n, out); break;
     case weight_dtype::q4_k: quantize_q4_k(x, n, out); break;
     case weight_dtype::q5_k: quantize_q5_k(x, n, out); break;
     case weight_dtype::q6_k: quantize_q6_k(x, n, out); break;

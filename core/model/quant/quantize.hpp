@@ -25,6 +25,8 @@ result<void> dequantize_row(weight_dtype dtype, const std::byte* in, std::int64_
 void quantize_q8_0(const float* x, std::int64_t n, std::byte* out);
 void quantize_q4_0(const float* x, std::int64_t n, std::byte* out);
 void quantize_q5_0(const float* x, std::int64_t n, std::byte* out);
+void quantize_q4_1(const float* x, std::int64_t n, std::byte* out);
+void quantize_q5_1(const float* x, std::int64_t n, std::byte* out);
 void quantize_q4_k(const float* x, std::int64_t n, std::byte* out);
 void quantize_q5_k(const float* x, std::int64_t n, std::byte* out);
 void quantize_q6_k(const float* x, std::int64_t n, std::byte* out);

@@ -236,10 +236,10 @@ TEST_CASE("bad types, dimensions, offsets and alignment are refused, naming the 
   const auto b = hand_made_file();
   const auto m = [&](const char* name) { return b.marks.at(name); };
   CHECK_THAT(refusal(patched<std::uint32_t>(b.out, m("strings_key") + 8 + 9, 13)), Catch::Contains("unknown value type 13"));
-  auto q4_1 = parse(patched<std::uint32_t>(b.out, m("w_type"), 3));
-  REQUIRE_FALSE(q4_1.has_value());
-  CHECK(q4_1.error().code == errc::unsupported);
-  CHECK_THAT(q4_1.error().message, Catch::Contains("tensor 'w' has type Q4_1"));
+  auto q2_k = parse(patched<std::uint32_t>(b.out, m("w_type"), 10));
+  REQUIRE_FALSE(q2_k.has_value());
+  CHECK(q2_k.error().code == errc::unsupported);
+  CHECK_THAT(q2_k.error().message, Catch::Contains("tensor 'w' has type Q2_K"));
   CHECK_THAT(refusal(patched<std::uint32_t>(b.out, m("w_type"), 99)), Catch::Contains("tensor 'w' has type type 99"));
   CHECK_THAT(refusal(patched<std::uint32_t>(b.out, m("w_dims"), 5)), Catch::Contains("tensor 'w' has 5 dimensions"));
   CHECK_THAT(refusal(patched<std::uint32_t>(b.out, m("w_dims"), 0)), Catch::Contains("tensor 'w' has 0 dimensions"));

@@ -73,6 +73,8 @@ TEST_CASE("the GGUF type ids are llama.cpp's", "[core][gguf]") {
   CHECK(ggml_type_of(weight_dtype::f16) == 1);
   CHECK(ggml_type_of(weight_dtype::q4_0) == 2);
   CHECK(ggml_type_of(weight_dtype::q5_0) == 6);
+  CHECK(ggml_type_of(weight_dtype::q4_1) == 3);
+  CHECK(ggml_type_of(weight_dtype::q5_1) == 7);
   CHECK(ggml_type_of(weight_dtype::q8_0) == 8);
   CHECK(ggml_type_of(weight_dtype::q4_k) == 12);
   CHECK(ggml_type_of(weight_dtype::q5_k) == 13);
@@ -81,7 +83,7 @@ TEST_CASE("the GGUF type ids are llama.cpp's", "[core][gguf]") {
   for (int i = 0; i < num_weight_dtypes; ++i) {
     CHECK(weight_dtype_of_ggml(ggml_type_of(weight_dtype(i))) == weight_dtype(i));
   }
-  CHECK(weight_dtype_of_ggml(3) == std::nullopt);
+  CHECK(weight_dtype_of_ggml(10) == std::nullopt);  // Q2_K
   CHECK(ggml_type_name(23) == "IQ4_XS");
   CHECK(ggml_type_name(1000) == "type 1000");
 }

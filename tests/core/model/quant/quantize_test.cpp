@@ -7,9 +7,8 @@
 #include <random>
 #include <vector>
 
-#include "dtypes/half.hpp"
-
 #include "core/model/quant/quantize.hpp"
+#include "dtypes/half.hpp"
 
 using namespace inflight;
 
@@ -134,6 +133,44 @@ TEST_CASE("dequantization of a hand-built q5_0 block, and its fifth bits written
   CHECK_FALSE(std::to_integer<int>(q[2]) & 1);                    // value 0: -16 + 16 = 0
 }
 
+TEST_CASE("dequantization of hand-built q4_1 and q5_1 blocks: an offset, unsigned levels, fifth bits", "[core][quant]") {
+  // q4_1: half d = 0.5 (0x3800) | half m = -2.0 (0xc000) | 16 nibble bytes as q4_0's.
+  auto b4 = bytes({0x00, 0x38, 0x00, 0xc0}, 20);
+  b4[4 + 0] = std::byte(0xf3);  // value 0: nibble 3, value 16: nibble 15
+  b4[4 + 9] = std::byte(0x08);  // value 9: nibble 8, value 25: nibble 0
+  const auto v4 = dequantized(weight_dtype::q4_1, b4, 32);
+  CHECK(v4[0] == -0.5f);   // 0.5 * 3 - 2
+  CHECK(v4[16] == 5.5f);   // 0.5 * 15 - 2
+  CHECK(v4[9] == 2.0f);    // 0.5 * 8 - 2
+  CHECK(v4[25] == -2.0f);  // a zero nibble is m
+  // q5_1: half d = 0.25 (0x3400) | half m = 1.0 (0x3c00) | qh (bit j: value j) | nibbles.
+  auto b5 = bytes({0x00, 0x34, 0x00, 0x3c, 0x01, 0x00, 0x00, 0x80}, 24);
+  b5[8 + 0] = std::byte(0x2f);   // value 0: nibble 15 (+16 from bit 0), value 16: nibble 2
+  b5[8 + 15] = std::byte(0x10);  // value 15: nibble 0, value 31: nibble 1 (+16 from bit 31)
+  const auto v5 = dequantized(weight_dtype::q5_1, b5, 32);
+  CHECK(v5[0] == 8.75f);   // 0.25 * 31 + 1
+  CHECK(v5[16] == 1.5f);   // 0.25 * 2 + 1
+  CHECK(v5[15] == 1.0f);   // 0.25 * 0 + 1
+  CHECK(v5[31] == 5.25f);  // 0.25 * 17 + 1
+  // Quantized: the block's minimum is m, its maximum the top level; both come back exactly
+  // when they are halves; the fifth bits land where GGUF has them.
+  std::vector<float> x(32, 0.5f);
+  x[3] = -3.0f, x[20] = 4.75f;  // range 7.75: d = 0.25 (5 bits), 7.75 / 15 (4 bits)
+  for (const auto dtype : {weight_dtype::q4_1, weight_dtype::q5_1}) {
+    INFO(to_string(dtype));
+    std::vector<std::byte> q(std::size_t(row_bytes(dtype, 32)));
+    REQUIRE(quantize_row(dtype, x.data(), 32, q.data()));
+    const auto back = dequantized(dtype, q, 32);
+    CHECK(back[3] == -3.0f);
+    CHECK(back[20] == Approx(4.75f).margin(4e-3));  // the top level, through a rounded d
+    CHECK(back[0] == Approx(0.5f).margin(dtype == weight_dtype::q5_1 ? 0.13 : 0.26));
+  }
+  std::vector<std::byte> q5(24);
+  REQUIRE(quantize_row(weight_dtype::q5_1, x.data(), 32, q5.data()));
+  CHECK(std::to_integer<int>(q5[4 + 20 / 8]) & (1 << (20 % 8)));  // value 20: level 31, fifth bit set
+  CHECK_FALSE(std::to_integer<int>(q5[4 + 3 / 8]) & (1 << (3 % 8)));  // value 3: level 0
+}
+
 TEST_CASE("dequantization of a hand-built q6_k super-block", "[core][quant]") {
   // ql[128] | qh[64] | int8 scales[16] | half d = 0.25 (0x3400).
   std::vector<std::byte> b(210);
@@ -192,6 +229,8 @@ TEST_CASE("round trips of random rows stay within each format's error", "[core][
   CHECK(round_trip_error(weight_dtype::q4_k, x) < 0.08);
   CHECK(round_trip_error(weight_dtype::q4_0, x) < 0.09);
   CHECK(round_trip_error(weight_dtype::q5_0, x) < 0.045);
+  CHECK(round_trip_error(weight_dtype::q4_1, x) < 0.11);
+  CHECK(round_trip_error(weight_dtype::q5_1, x) < 0.055);
   // The scale search beats q4_0's plain rule (largest |x| -> -8, d = max / -8).
   double plain = 0.0, s = 0.0;
   for (std::size_t b = 0; b < x.size(); b += 32) {
@@ -220,7 +259,9 @@ TEST_CASE("quantized rows of zeros, constants and tiny values", "[core][quant]")
     for (int i = 0; i < 256; ++i) tiny[i] = (i % 2 ? 1e-3f : -1e-3f) * float(1 + i % 7);
     REQUIRE(quantize_row(dtype, tiny.data(), 256, q.data()).has_value());
     REQUIRE(dequantize_row(dtype, q.data(), 256, back.data()).has_value());
-    for (int i = 0; i < 256; ++i) CHECK(back[i] == Approx(tiny[i]).epsilon(0.2).margin(2e-4));
+    // q4_1's 16 levels span min..max (ggml's rule): half a step of 0.014 / 15 here.
+    const double margin = dtype == weight_dtype::q4_1 ? 5e-4 : 2e-4;
+    for (int i = 0; i < 256; ++i) CHECK(back[i] == Approx(tiny[i]).epsilon(0.2).margin(margin));
   }
 }
 
