@@ -153,6 +153,39 @@ void dequantize_q5_1(const std::byte* in, std::int64_t n, float* out) {
   }
 }
 
+void dequantize_iq4_nl(const std::byte* in, std::int64_t n, float* out) {
+  for (std::int64_t b = 0; b < n / 32; ++b, in += 18, out += 32) {
+    const float d = load_half(in);
+    for (int i = 0; i < 16; ++i) {
+      const int byte = std::to_integer<int>(in[2 + i]);
+      out[i] = d * float(iq4_values[byte & 0xf]);
+      out[i + 16] = d * float(iq4_values[byte >> 4]);
+    }
+  }
+}
+
+int iq4_xs_scale(const std::byte* block, int j) {
+  std::uint16_t high;
+  std::memcpy(&high, block + 2, sizeof(high));
+  const int low = std::to_integer<int>(block[4 + j / 2]) >> (4 * (j % 2)) & 0xf;
+  return low | int((high >> (2 * j)) & 3u) << 4;
+}
+
+void dequantize_iq4_xs(const std::byte* in, std::int64_t n, float* out) {
+  for (std::int64_t b = 0; b < n / super; ++b, in += 136) {
+    const float d = load_half(in);
+    for (int j = 0; j < 8; ++j, out += 32) {
+      const float dl = d * float(iq4_xs_scale(in, j) - 32);
+      const std::byte* qs = in + 8 + 16 * j;
+      for (int i = 0; i < 16; ++i) {
+        const int byte = std::to_integer<int>(qs[i]);
+        out[i] = dl * float(iq4_values[byte & 0xf]);
+        out[i + 16] = dl * float(iq4_values[byte >> 4]);
+      }
+    }
+  }
+}
+
 void dequantize(weight_dtype dtype, const std::byte* in, std::int64_t n, float* out) {
   switch (dtype) {
     case weight_dtype::f32: dequantize_f32(in, n, out); break;
@@ -166,6 +199,8 @@ void dequantize(weight_dtype dtype, const std::byte* in, std::int64_t n, float* 
     case weight_dtype::q6_k: dequantize_q6_k(in, n, out); break;
     case weight_dtype::q4_1: dequantize_q4_1(in, n, out); break;
     case weight_dtype::q5_1: dequantize_q5_1(in, n, out); break;
+    case weight_dtype::iq4_nl: dequantize_iq4_nl(in, n, out); break;
+    case weight_dtype::iq4_xs: dequantize_iq4_xs(in, n, out); break;
   }
 }
 

@@ -23,6 +23,11 @@ void dequantize_q4_0(const std::byte* in, std::int64_t n, float* out);
 void dequantize_q5_0(const std::byte* in, std::int64_t n, float* out);
 void dequantize_q4_1(const std::byte* in, std::int64_t n, float* out);
 void dequantize_q5_1(const std::byte* in, std::int64_t n, float* out);
+void dequantize_iq4_nl(const std::byte* in, std::int64_t n, float* out);
+void dequantize_iq4_xs(const std::byte* in, std::int64_t n, float* out);
+
+/// The 6-bit scale (0..63) of sub-block `j` of an iq4_xs super-block (at `block`).
+int iq4_xs_scale(const std::byte* block, int j);
 void dequantize_q4_k(const std::byte* in, std::int64_t n, float* out);
 void dequantize_q5_k(const std::byte* in, std::int64_t n, float* out);
 void dequantize_q6_k(const std::byte* in, std::int64_t n, float* out);

@@ -26,6 +26,8 @@ constexpr std::array<dtype_row, num_weight_dtypes> dtype_table{{
     {weight_dtype::q5_0, "q5_0", {32, 22}},
     {weight_dtype::q4_1, "q4_1", {32, 20}},
     {weight_dtype::q5_1, "q5_1", {32, 24}},
+    {weight_dtype::iq4_nl, "iq4_nl", {32, 18}},
+    {weight_dtype::iq4_xs, "iq4_xs", {256, 136}},
 }};
 
 const dtype_row& row_of(weight_dtype dtype) { return dtype_table[std::size_t(dtype)]; }

@@ -16,6 +16,10 @@
 ///   q4_1  32 values: fp16 d, fp16 m, 16 bytes of nibbles as q4_0   x = d * q + m
 ///   q5_1  32 values: fp16 d, fp16 m, 4 bytes of fifth bits, 16 bytes of nibbles as q5_0
 ///                                                             x = d * q + m
+///   iq4_nl 32 values: fp16 d, 16 bytes of nibbles as q4_0     x = d * iq4_values[q]
+///   iq4_xs 256 values: fp16 d, 2 bytes of high scale bits, 4 bytes of low scale nibbles,
+///                    128 bytes of nibbles; 8 sub-blocks of 32 (nibbles as iq4_nl's), each
+///                    with a 6-bit scale ls                    x = d * (ls - 32) * iq4_values[q]
 ///
 /// A row of a matrix is a whole number of blocks.
 
@@ -26,8 +30,14 @@
 
 namespace inflight {
 
-enum class weight_dtype : std::uint8_t { f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, q5_0, q4_1, q5_1 };
-inline constexpr int num_weight_dtypes = 11;
+enum class weight_dtype : std::uint8_t {
+  f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, q5_0, q4_1, q5_1, iq4_nl, iq4_xs
+};
+inline constexpr int num_weight_dtypes = 13;
+
+/// The 16 levels of the iq4 types' nibbles (GGUF's non-linear codebook).
+inline constexpr std::int8_t iq4_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                               1,    13,   25,  38,  53,  69,  89,  113};
 
 /// Values and bytes of one block (1 value for the float types).
 struct dtype_layout {
@@ -36,7 +46,8 @@ struct dtype_layout {
 };
 
 dtype_layout layout_of(weight_dtype dtype);
-/// "f32" | "f16" | "bf16" | "q8_0" | "q4_0" | "q4_k" | "q5_k" | "q6_k" | "q5_0" | "q4_1" | "q5_1".
+/// "f32" | "f16" | "bf16" | "q8_0" | "q4_0" | "q4_k" | "q5_k" | "q6_k" | "q5_0" | "q4_1" | "q5_1" |
+/// "iq4_nl" | "iq4_xs".
 const char* to_string(weight_dtype dtype);
 /// The names to_string gives, as "f32 | f16 | ..." for error messages.
 std::string weight_dtype_names();

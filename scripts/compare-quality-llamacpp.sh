@@ -11,14 +11,15 @@
 #
 #   scripts/compare-quality-llamacpp.sh PEER_DIR [TYPES] [CTX]
 #
-# TYPES: comma-separated llama-quantize names (default F16,BF16,Q8_0,Q4_0,Q4_1,Q5_0,Q5_1,Q4_K_M,Q5_K_M,Q6_K).
+# TYPES: comma-separated llama-quantize names (default
+# F16,BF16,Q8_0,Q4_0,Q4_1,Q5_0,Q5_1,IQ4_NL,IQ4_XS,Q4_K_M,Q5_K_M,Q6_K).
 # CTX: tokens per chunk (default 128, stories260K's context). The text is TEXT (default
 # tests/data/stories.txt). Uses build/bin/inflight (override with INFLIGHT_BIN); writes
 # under /tmp. Prints one table.
 set -euo pipefail
 
 peer=${1:?usage: $0 PEER_DIR [TYPES] [CTX]}
-IFS=, read -r -a types <<<"${2:-F16,BF16,Q8_0,Q4_0,Q4_1,Q5_0,Q5_1,Q4_K_M,Q5_K_M,Q6_K}"
+IFS=, read -r -a types <<<"${2:-F16,BF16,Q8_0,Q4_0,Q4_1,Q5_0,Q5_1,IQ4_NL,IQ4_XS,Q4_K_M,Q5_K_M,Q6_K}"
 ctx=${3:-128}
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${INFLIGHT_BIN:-$root/build/bin/inflight}

@@ -168,6 +168,17 @@ int q5_1_value(const std::byte* block, int i) {
   return (i < 16 ? byte & 0xf : byte >> 4) | int((high >> i) & 1u) << 4;
 }
 
+/// Value i of an iq4_nl block: the codebook entry its nibble (as q4_0's) names.
+int iq4_nl_value(const std::byte* block, int i) {
+  const int byte = std::to_integer<int>(block[2 + i % 16]);
+  return iq4_values[i < 16 ? byte & 0xf : byte >> 4];
+}
+
+void gemm_iq4_nl(const typed_gemm_args& a, int row_begin, int row_end) {
+  for_outputs(a, row_begin, row_end,
+              [&](const std::byte* w, const std::byte* x) { return dot_blocks32<18>(w, x, a.k, iq4_nl_value); });
+}
+
 void gemm_q4_1(const typed_gemm_args& a, int row_begin, int row_end) {
   for_outputs(a, row_begin, row_end,
               [&](const std::byte* w, const std::byte* x) { return dot_affine32<20>(w, x, a.k, q4_1_value); });
@@ -219,6 +230,7 @@ void add_portable_quant_kernels(cpu_kernel_table& t) {
   t.weights[int(weight_type::q5_0)] = {gemm_q5_0, dequantize_q5_0};
   t.weights[int(weight_type::q4_1)] = {gemm_q4_1, dequantize_q4_1};
   t.weights[int(weight_type::q5_1)] = {gemm_q5_1, dequantize_q5_1};
+  t.weights[int(weight_type::iq4_nl)] = {gemm_iq4_nl, dequantize_iq4_nl};
   t.prepare[int(input_format::bf16)] = prepare_bf16;
   t.prepare[int(input_format::q8_0)] = prepare_q8_0;
   t.prepare[int(input_format::q8_k)] = prepare_q8_k;

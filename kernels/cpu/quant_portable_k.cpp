@@ -122,9 +122,46 @@ void gemm_q6_k(const typed_gemm_args& a, int row_begin, int row_end) {
   for_outputs(a, row_begin, row_end, dot_q6_k);
 }
 
+/// iq4_xs over a q8_k row: isum_s = sum_j (ls_j - 32) * (codebook values . x over
+/// sub-block j), exact in integers; acc += float(isum_s) * (d_s * dx_s).
+float dot_iq4_xs(const std::byte* w, const std::byte* x, int k) {
+  const auto* xq = reinterpret_cast<const std::int8_t*>(x);
+  const std::byte* dx = x + prepared_scales_offset(k);
+  float acc = 0.0f;
+  for (int s = 0; s < k / super; ++s) {
+    const std::byte* b = w + s * 136;
+    int isum = 0;
+    for (int j = 0; j < 8; ++j) {
+      const std::byte* qs = b + 8 + 16 * j;
+      const std::int8_t* xj = xq + super * s + 32 * j;
+      int dot = 0;
+      for (int i = 0; i < 16; ++i) {
+        const int byte = std::to_integer<int>(qs[i]);
+        dot += iq4_values[byte & 0xf] * xj[i] + iq4_values[byte >> 4] * xj[i + 16];
+      }
+      isum += (iq4_xs_scale(b, j) - 32) * dot;
+    }
+    float d;
+    std::memcpy(&d, dx + 4 * s, sizeof(d));
+    acc += float(isum) * (load_half(b) * d);
+  }
+  return acc;
+}
+
+void gemm_iq4_xs(const typed_gemm_args& a, int row_begin, int row_end) {
+  for (int t = 0; t < a.n; ++t) {
+    float* y = a.y + t * a.ldy;
+    for (int o = row_begin; o < row_end; ++o) {
+      const float v = dot_iq4_xs(a.w.data + o * a.w.row_bytes, a.x + t * a.ldx, a.k);
+      y[o] = a.accumulate ? y[o] + v : v;
+    }
+  }
+}
+
 }  // namespace
 
 void add_portable_k_kernels(cpu_kernel_table& t) {
+  t.weights[int(weight_type::iq4_xs)] = {gemm_iq4_xs, dequantize_iq4_xs};
   t.weights[int(weight_type::q4_k)] = {gemm_q4_k, dequantize_q4_k};
   t.weights[int(weight_type::q5_k)] = {gemm_q5_k, dequantize_q5_k};
   t.weights[int(weight_type::q6_k)] = {gemm_q6_k, dequantize_q6_k};

@@ -205,6 +205,8 @@ result<void> quantize_row(weight_dtype dtype, const float* x, std::int64_t n, st
     case weight_dtype::q5_0: quantize_q5_0(x, n, out); break;
     case weight_dtype::q4_1: quantize_q4_1(x, n, out); break;
     case weight_dtype::q5_1: quantize_q5_1(x, n, out); break;
+    case weight_dtype::iq4_nl: quantize_iq4_nl(x, n, out); break;
+    case weight_dtype::iq4_xs: quantize_iq4_xs(x, n, out); break;
     case weight_dtype::q4_k: quantize_q4_k(x, n, out); break;
     case weight_dtype::q5_k: quantize_q5_k(x, n, out); break;
     case weight_dtype::q6_k: quantize_q6_k(x, n, out); break;

@@ -27,6 +27,8 @@ void quantize_q4_0(const float* x, std::int64_t n, std::byte* out);
 void quantize_q5_0(const float* x, std::int64_t n, std::byte* out);
 void quantize_q4_1(const float* x, std::int64_t n, std::byte* out);
 void quantize_q5_1(const float* x, std::int64_t n, std::byte* out);
+void quantize_iq4_nl(const float* x, std::int64_t n, std::byte* out);
+void quantize_iq4_xs(const float* x, std::int64_t n, std::byte* out);
 void quantize_q4_k(const float* x, std::int64_t n, std::byte* out);
 void quantize_q5_k(const float* x, std::int64_t n, std::byte* out);
 void quantize_q6_k(const float* x, std::int64_t n, std::byte* out);

@@ -75,6 +75,8 @@ TEST_CASE("the GGUF type ids are llama.cpp's", "[core][gguf]") {
   CHECK(ggml_type_of(weight_dtype::q5_0) == 6);
   CHECK(ggml_type_of(weight_dtype::q4_1) == 3);
   CHECK(ggml_type_of(weight_dtype::q5_1) == 7);
+  CHECK(ggml_type_of(weight_dtype::iq4_nl) == 20);
+  CHECK(ggml_type_of(weight_dtype::iq4_xs) == 23);
   CHECK(ggml_type_of(weight_dtype::q8_0) == 8);
   CHECK(ggml_type_of(weight_dtype::q4_k) == 12);
   CHECK(ggml_type_of(weight_dtype::q5_k) == 13);

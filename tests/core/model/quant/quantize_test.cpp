@@ -171,6 +171,35 @@ TEST_CASE("dequantization of hand-built q4_1 and q5_1 blocks: an offset, unsigne
   CHECK_FALSE(std::to_integer<int>(q5[4 + 3 / 8]) & (1 << (3 % 8)));  // value 3: level 0
 }
 
+TEST_CASE("dequantization of hand-built iq4_nl and iq4_xs blocks: codebook levels and 6-bit scales", "[core][quant]") {
+  // iq4_nl: half d = 0.5 (0x3800) | 16 nibble bytes as q4_0's, each naming a codebook level.
+  auto nl = bytes({0x00, 0x38}, 18);
+  nl[2 + 0] = std::byte(0xf0);  // value 0: level 0 (-127), value 16: level 15 (113)
+  nl[2 + 5] = std::byte(0x78);  // value 5: level 8 (1), value 21: level 7 (-10)
+  const auto v = dequantized(weight_dtype::iq4_nl, nl, 32);
+  CHECK(v[0] == -63.5f);
+  CHECK(v[16] == 56.5f);
+  CHECK(v[5] == 0.5f);
+  CHECK(v[21] == -5.0f);
+  // iq4_xs: half d = 0.25 (0x3400) | scales_h (2 bits per sub-block) | scales_l (a nibble
+  // per sub-block) | 8 x 16 nibble bytes. Sub-block 0: ls = 0x21 = 33 -> 0.25 * 1;
+  // sub-block 3: ls = 0x0f | (1 << 4) = 31 -> 0.25 * -1; sub-block 7: ls = 0x3f = 63 -> 0.25 * 31.
+  auto xs = bytes({0x00, 0x34, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00}, 136);
+  std::uint16_t high = 2 << 0 | 1 << 6 | 3 << 14;
+  std::memcpy(xs.data() + 2, &high, 2);
+  xs[4 + 0] = std::byte(0x01);           // sub-block 0 low nibble 1, sub-block 1: 0
+  xs[4 + 1] = std::byte(0xf0);           // sub-block 3's low nibble (high half of byte 1)
+  xs[4 + 3] = std::byte(0xf0);           // sub-block 7's low nibble
+  xs[8 + 16 * 0 + 0] = std::byte(0x0f);  // sub-block 0, value 0: level 15 (113)
+  xs[8 + 16 * 3 + 1] = std::byte(0x80);  // sub-block 3, value 17: level 8 (1)
+  xs[8 + 16 * 7 + 15] = std::byte(0x00); // sub-block 7, value 15: level 0 (-127)
+  const auto w = dequantized(weight_dtype::iq4_xs, xs, 256);
+  CHECK(w[0] == 28.25f);             // 0.25 * 1 * 113
+  CHECK(w[96 + 17] == -0.25f);       // 0.25 * -1 * 1
+  CHECK(w[224 + 15] == -984.25f);    // 0.25 * 31 * -127
+  CHECK(w[32] == Approx(0.25f * -32 * -127));  // sub-block 1: ls 0 -> -32, nibble 0
+}
+
 TEST_CASE("dequantization of a hand-built q6_k super-block", "[core][quant]") {
   // ql[128] | qh[64] | int8 scales[16] | half d = 0.25 (0x3400).
   std::vector<std::byte> b(210);
@@ -231,6 +260,8 @@ TEST_CASE("round trips of random rows stay within each format's error", "[core][
   CHECK(round_trip_error(weight_dtype::q5_0, x) < 0.045);
   CHECK(round_trip_error(weight_dtype::q4_1, x) < 0.11);
   CHECK(round_trip_error(weight_dtype::q5_1, x) < 0.055);
+  CHECK(round_trip_error(weight_dtype::iq4_nl, x) < 0.09);
+  CHECK(round_trip_error(weight_dtype::iq4_xs, x) < 0.09);
   // The scale search beats q4_0's plain rule (largest |x| -> -8, d = max / -8).
   double plain = 0.0, s = 0.0;
   for (std::size_t b = 0; b < x.size(); b += 32) {
@@ -259,8 +290,10 @@ TEST_CASE("quantized rows of zeros, constants and tiny values", "[core][quant]")
     for (int i = 0; i < 256; ++i) tiny[i] = (i % 2 ? 1e-3f : -1e-3f) * float(1 + i % 7);
     REQUIRE(quantize_row(dtype, tiny.data(), 256, q.data()).has_value());
     REQUIRE(dequantize_row(dtype, q.data(), 256, back.data()).has_value());
-    // q4_1's 16 levels span min..max (ggml's rule): half a step of 0.014 / 15 here.
-    const double margin = dtype == weight_dtype::q4_1 ? 5e-4 : 2e-4;
+    // q4_1's 16 levels span min..max (ggml's rule): half a step of 0.014 / 15 here; the
+    // iq4 codebook's levels near zero are 11-12 units of d = 0.007 / 127 apart.
+    const bool is_iq4 = dtype == weight_dtype::iq4_nl || dtype == weight_dtype::iq4_xs;
+    const double margin = dtype == weight_dtype::q4_1 ? 5e-4 : is_iq4 ? 3e-4 : 2e-4;
     for (int i = 0; i < 256; ++i) CHECK(back[i] == Approx(tiny[i]).epsilon(0.2).margin(margin));
   }
 }

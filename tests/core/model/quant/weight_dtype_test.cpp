@@ -11,7 +11,10 @@ TEST_CASE("weight dtypes: names round-trip and block layouts match GGUF's", "[co
   }
   CHECK(try_parse_weight_dtype("Q4_K") == weight_dtype::q4_k);
   CHECK_FALSE(try_parse_weight_dtype("q3_k").has_value());
-  CHECK(weight_dtype_names() == "f32 | f16 | bf16 | q8_0 | q4_0 | q4_k | q5_k | q6_k | q5_0 | q4_1 | q5_1");
+  CHECK(weight_dtype_names() ==
+        "f32 | f16 | bf16 | q8_0 | q4_0 | q4_k | q5_k | q6_k | q5_0 | q4_1 | q5_1 | iq4_nl | iq4_xs");
+  CHECK(row_bytes(weight_dtype::iq4_nl, 64) == 2 * 18);
+  CHECK(row_bytes(weight_dtype::iq4_xs, 512) == 2 * 136);
   CHECK(row_bytes(weight_dtype::q4_1, 64) == 2 * 20);
   CHECK(row_bytes(weight_dtype::q5_1, 32) == 24);
   CHECK(row_bytes(weight_dtype::q5_0, 64) == 44);
