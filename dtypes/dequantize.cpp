@@ -23,17 +23,6 @@ namespace {
 
 constexpr int super = 256;
 
-/// Sub-block j's 6-bit scale and min from the 12 packed bytes.
-void unpack_scale_min(const std::byte* packed, int j, int& sc, int& m) {
-  auto q = [&](int i) { return std::to_integer<int>(packed[i]); };
-  if (j < 4) {
-    sc = q(j) & 63, m = q(j + 4) & 63;
-  } else {
-    sc = (q(j + 4) & 0xf) | ((q(j - 4) >> 6) << 4);
-    m = (q(j + 4) >> 4) | ((q(j) >> 6) << 4);
-  }
-}
-
 /// Nibble i (0..255) of a q4_k / q5_k super-block's qs.
 int nibble_at(const std::byte* qs, int i) {
   const int byte = std::to_integer<int>(qs[32 * (i / 64) + i % 32]);
@@ -44,7 +33,7 @@ void dequantize_affine(const std::byte* block, const std::byte* qh, const std::b
   const float d = load_half(block), dmin = load_half(block + 2);
   for (int j = 0; j < 8; ++j) {
     int sc, m;
-    unpack_scale_min(block + 4, j, sc, m);
+    k_scale_min(block + 4, j, sc, m);
     const float step = d * float(sc), offset = dmin * float(m);
     for (int i = 32 * j; i < 32 * j + 32; ++i) {
       const int high = qh != nullptr && (std::to_integer<int>(qh[i % 32]) >> (i / 32) & 1) ? 16 : 0;
@@ -54,6 +43,16 @@ void dequantize_affine(const std::byte* block, const std::byte* qh, const std::b
 }
 
 }  // namespace
+
+void k_scale_min(const std::byte* packed, int j, int& sc, int& m) {
+  auto q = [&](int i) { return std::to_integer<int>(packed[i]); };
+  if (j < 4) {
+    sc = q(j) & 63, m = q(j + 4) & 63;
+  } else {
+    sc = (q(j + 4) & 0xf) | ((q(j - 4) >> 6) << 4);
+    m = (q(j + 4) >> 4) | ((q(j) >> 6) << 4);
+  }
+}
 
 float load_half(const std::byte* p) {
   std::uint16_t h;

@@ -26,6 +26,9 @@ void dequantize_q5_1(const std::byte* in, std::int64_t n, float* out);
 void dequantize_iq4_nl(const std::byte* in, std::int64_t n, float* out);
 void dequantize_iq4_xs(const std::byte* in, std::int64_t n, float* out);
 
+/// Sub-block j's 6-bit scale and min (0..63) of a q4_k / q5_k super-block, from its 12
+/// packed scale bytes.
+void k_scale_min(const std::byte* packed, int j, int& sc, int& m);
 /// The 6-bit scale (0..63) of sub-block `j` of an iq4_xs super-block (at `block`).
 int iq4_xs_scale(const std::byte* block, int j);
 void dequantize_q4_k(const std::byte* in, std::int64_t n, float* out);

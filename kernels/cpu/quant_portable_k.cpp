@@ -16,16 +16,6 @@ namespace {
 
 constexpr int super = 256;
 
-void scale_min(const std::byte* packed, int j, int& sc, int& m) {
-  auto q = [&](int i) { return std::to_integer<int>(packed[i]); };
-  if (j < 4) {
-    sc = q(j) & 63, m = q(j + 4) & 63;
-  } else {
-    sc = (q(j + 4) & 0xf) | ((q(j - 4) >> 6) << 4);
-    m = (q(j + 4) >> 4) | ((q(j) >> 6) << 4);
-  }
-}
-
 /// Value i of a q4_k (qh null) or q5_k super-block's quantized levels.
 int affine_level(const std::byte* qh, const std::byte* qs, int i) {
   const int byte = std::to_integer<int>(qs[32 * (i / 64) + i % 32]);
@@ -70,7 +60,7 @@ float dot_affine(const std::byte* w, const std::byte* x, int k) {
     int isum = 0, msum = 0;
     for (int j = 0; j < 8; ++j) {
       int sc, m, dot = 0;
-      scale_min(b + 4, j, sc, m);
+      k_scale_min(b + 4, j, sc, m);
       for (int i = 32 * j; i < 32 * j + 32; ++i) dot += affine_level(qh, b + qs_offset, i) * p.q[super * s + i];
       isum += sc * dot;
       msum += m * (p.sum16(16 * s + 2 * j) + p.sum16(16 * s + 2 * j + 1));
