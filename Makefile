@@ -31,11 +31,11 @@ test: build test-setup
 	$(MAKE) sanitize-core
 	$(MAKE) fuzz-check
 
-# The core, kernel and backend tests again under AddressSanitizer + UBSan.
+# The dtypes, core, kernel and backend tests again under AddressSanitizer + UBSan.
 sanitize-core: deps
 	cmake -S . -B build-asan -G Ninja -DINFLIGHT_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DINFLIGHT_CUDA=OFF
-	cmake --build build-asan -j $(JOBS) --target inflight_core_tests inflight_grammar_tests inflight_kernel_tests inflight_backend_tests
-	cd build-asan && ctest --output-on-failure --timeout 900 -L 'core|kernels|backend' -j $(JOBS)
+	cmake --build build-asan -j $(JOBS) --target inflight_dtypes_tests inflight_core_tests inflight_grammar_tests inflight_kernel_tests inflight_backend_tests
+	cd build-asan && ctest --output-on-failure --timeout 900 -L 'dtypes|core|kernels|backend' -j $(JOBS)
 
 # libFuzzer harnesses (tests/fuzz) under ASan + UBSan, built with clang in their own folder.
 fuzz-build: deps

@@ -4,7 +4,7 @@
 
 using namespace inflight;
 
-TEST_CASE("weight dtypes: names round-trip and block layouts match GGUF's", "[core][quant]") {
+TEST_CASE("weight dtypes: names round-trip and block layouts match GGUF's", "[dtypes]") {
   for (int i = 0; i < num_weight_dtypes; ++i) {
     const auto dtype = weight_dtype(i);
     REQUIRE(try_parse_weight_dtype(to_string(dtype)) == dtype);
