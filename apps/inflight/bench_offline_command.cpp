@@ -430,9 +430,7 @@ void add_bench_offline_command(CLI::App& bench) {
                   "default: the deployment's)")
       ->check(CLI::IsMember({"on", "off", "both"}));
   cmd->add_option("--result-json", o->result_json, "write every request and the summaries to this file");
-  cmd->add_flag("--allow-failures", o->allow_failures,
-                "exit 0 although a run lost requests (refused, timed out, shed or failed); without it such a run "
-                "ends the command with exit status 3 after its tables");
+  add_allow_failures_flag(*cmd, o->allow_failures);
   cmd->callback([o] { check_every_request_completed("bench offline", run_offline(*o), o->allow_failures); });
 }
 

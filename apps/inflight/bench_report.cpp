@@ -86,6 +86,13 @@ std::string outcome_counts(const bench::bench_summary& s) {
   return out;
 }
 
+void add_allow_failures_flag(CLI::App& cmd, bool& allow_failures) {
+  cmd.add_flag("--allow-failures", allow_failures,
+               "exit 0 although a run lost requests (refused, timed out, shed or failed); without it such a run "
+               "ends the command with exit status " +
+                   std::to_string(lost_requests_exit_code) + " after its output");
+}
+
 void check_every_request_completed(const std::string& command, const std::vector<labelled_summary>& runs,
                                    bool allow_failures) {
   std::fflush(stdout);  // the tables first, then the verdict

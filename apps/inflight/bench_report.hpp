@@ -1,6 +1,7 @@
 #pragma once
 // Shared output of the bench commands: summaries as text and JSON, per-request records.
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -27,6 +28,9 @@ std::string outcome_counts(const bench::bench_summary& s);
 /// The exit status of a benchmark run whose every table printed but some run lost
 /// requests (refused, timed out, shed or failed; not the cancellations it asked for).
 inline constexpr int lost_requests_exit_code = 3;
+
+/// `--allow-failures` on `cmd`, into `allow_failures` (the verdict below reads it).
+void add_allow_failures_flag(CLI::App& cmd, bool& allow_failures);
 
 /// One labelled run of a benchmark command, for the verdict below.
 struct labelled_summary {

@@ -328,9 +328,7 @@ void add_bench_serve_command(CLI::App& bench) {
   cmd->add_option("--sweep", o->sweep, "request-rate=1,2,4,8 or concurrency=1,2,4,...");
   cmd->add_option("--result-json", o->result_json, "write every request and the summary to this file");
   cmd->add_option("--plot", o->plot_dir, "render PNG charts into this folder (needs gnuplot)");
-  cmd->add_flag("--allow-failures", o->allow_failures,
-                "exit 0 although a run lost requests (refused, timed out, shed or failed); without it such a run "
-                "ends the command with exit status 3 after its summary");
+  add_allow_failures_flag(*cmd, o->allow_failures);
   cmd->callback([o] { run_bench_serve(*o); });
 }
 

@@ -571,9 +571,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--plot", o->plot_dir,
                   "render PNG charts into this folder, as bench serve does (latency CDFs; throughput against latency "
                   "for a sweep of one policy); needs gnuplot");
-  cmd->add_flag("--allow-failures", o->allow_failures,
-                "exit 0 although a run lost requests (refused, timed out, shed or failed); without it such a run "
-                "ends the command with exit status 3 after its tables");
+  add_allow_failures_flag(*cmd, o->allow_failures);
   cmd->callback([o] { run_simulate_checked(*o); });
 }
 
