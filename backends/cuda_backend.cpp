@@ -26,6 +26,15 @@ result<std::unique_ptr<cuda_backend>> cuda_backend::create(std::shared_ptr<const
     return make_error(errc::invalid_argument, "engine.gpu_memory_utilization must be in (0, 1]");
   }
   const auto& c = weights->config;
+  // Layer kinds the CUDA kernels do not compute yet: refused by name, not run wrongly.
+  if (c.moe.enabled()) {
+    return make_error(errc::unsupported, "cuda backend: mixture-of-experts models (" + c.architecture +
+                                             ") run on the cpu backend only for now; set engine.backend = \"cpu\"");
+  }
+  if (c.rope_dims != 0 || c.scaling.type == rope_scaling_type::yarn) {
+    return make_error(errc::unsupported, "cuda backend: partial rotary dimensions and YaRN RoPE scaling run on the "
+                                         "cpu backend only for now; set engine.backend = \"cpu\"");
+  }
   // The device takes fp32 host arrays and converts them: other types are decoded first,
   // into a copy that lives only until the upload is done.
   std::optional<model_weights> decoded;

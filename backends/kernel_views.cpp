@@ -1,5 +1,7 @@
 #include "backends/kernel_views.hpp"
 
+#include <cmath>
+
 namespace inflight {
 namespace {
 
@@ -14,9 +16,10 @@ kernels::cpu::weight_view view_of(const weight_tensor& t) {
 }  // namespace
 
 kernels::cpu::llama_shape to_kernel_shape(const model_config& c) {
+  using kernels::cpu::rope_scaling_kind;
   kernels::cpu::llama_shape s;
   s.dim = c.dim;
-  s.hidden_dim = c.hidden_dim;
+  s.hidden_dim = c.dense_hidden_dim();
   s.num_layers = c.num_layers;
   s.num_heads = c.num_heads;
   s.num_kv_heads = c.num_kv_heads;
@@ -25,22 +28,55 @@ kernels::cpu::llama_shape to_kernel_shape(const model_config& c) {
   s.norm_eps = c.norm_eps;
   s.rope_theta = c.rope_theta;
   s.rope_interleaved = c.rope == rope_style::interleaved;
-  if (c.scaling.enabled) {
-    s.rope_factor = c.scaling.factor;
-    s.rope_low_freq_factor = c.scaling.low_freq_factor;
-    s.rope_high_freq_factor = c.scaling.high_freq_factor;
-    s.rope_original_max_position = c.scaling.original_max_position;
+  s.rope_dims = c.rope_dims;
+  const auto& r = c.scaling;
+  constexpr rope_scaling_kind kinds[] = {rope_scaling_kind::none, rope_scaling_kind::llama3, rope_scaling_kind::linear,
+                                         rope_scaling_kind::yarn};
+  s.rope_scaling = kinds[int(r.type)];
+  if (r.enabled()) {
+    s.rope_factor = r.factor;
+    s.rope_low_freq_factor = r.low_freq_factor;
+    s.rope_high_freq_factor = r.high_freq_factor;
+    s.rope_original_max_position = r.original_max_position;
+    s.rope_beta_fast = r.beta_fast;
+    s.rope_beta_slow = r.beta_slow;
   }
+  if (r.type == rope_scaling_type::yarn) {
+    s.rope_mscale = r.attention_factor != 0.0f ? r.attention_factor
+                                               : (r.factor <= 1.0f ? 1.0f : 0.1f * std::log(r.factor) + 1.0f);
+  }
+  s.num_experts = c.moe.num_experts;
+  s.experts_per_token = c.moe.experts_per_token;
+  s.expert_hidden_dim = c.moe.expert_hidden_dim;
+  s.expert_sigmoid = c.moe.gating == moe_gating::sigmoid;
+  s.expert_normalize = c.moe.normalize_weights;
   return s;
 }
 
 std::vector<kernels::cpu::llama_layer_view> to_layer_views(const model_weights& weights) {
   std::vector<kernels::cpu::llama_layer_view> views;
   for (const auto& l : weights.layers) {
-    views.push_back({l.attn_norm.data(), view_of(l.wq), view_of(l.wk), view_of(l.wv), view_of(l.wo),
-                     data_or_null(l.bq), data_or_null(l.bk), data_or_null(l.bv), l.ffn_norm.data(),
-                     view_of(l.w_gate), view_of(l.w_down), view_of(l.w_up), data_or_null(l.q_norm),
-                     data_or_null(l.k_norm)});
+    kernels::cpu::llama_layer_view v;
+    v.attn_norm = l.attn_norm.data();
+    v.wq = view_of(l.wq);
+    v.wk = view_of(l.wk);
+    v.wv = view_of(l.wv);
+    v.wo = view_of(l.wo);
+    v.bq = data_or_null(l.bq);
+    v.bk = data_or_null(l.bk);
+    v.bv = data_or_null(l.bv);
+    v.ffn_norm = l.ffn_norm.data();
+    v.w_gate = view_of(l.w_gate);
+    v.w_down = view_of(l.w_down);
+    v.w_up = view_of(l.w_up);
+    v.q_norm = data_or_null(l.q_norm);
+    v.k_norm = data_or_null(l.k_norm);
+    v.router = view_of(l.router);
+    v.gate_exps = view_of(l.gate_exps);
+    v.up_exps = view_of(l.up_exps);
+    v.down_exps = view_of(l.down_exps);
+    v.shared_expert_gate = data_or_null(l.shared_expert_gate);
+    views.push_back(v);
   }
   return views;
 }

@@ -10,6 +10,9 @@
 #include <optional>
 #include <sstream>
 
+#include "core/model/formats/shapes.hpp"
+#include "core/model/model_family.hpp"
+
 namespace inflight::config {
 namespace {
 
@@ -271,6 +274,10 @@ const std::map<std::string, key_spec>& specs() {
     add("model.dummy.num_heads", [](auto k) { return dummy_int(&dummy_shape::num_heads, 1, 1024, k); });
     add("model.dummy.num_kv_heads", [](auto k) { return dummy_int(&dummy_shape::num_kv_heads, 1, 1024, k); });
     add("model.dummy.head_dim", [](auto k) { return dummy_int(&dummy_shape::head_dim, 0, 1024, k); });
+    add("model.dummy.num_experts", [](auto k) { return dummy_int(&dummy_shape::num_experts, 0, 4096, k); });
+    add("model.dummy.experts_per_token", [](auto k) { return dummy_int(&dummy_shape::experts_per_token, 0, 4096, k); });
+    add("model.dummy.expert_intermediate_size",
+        [](auto k) { return dummy_int(&dummy_shape::expert_intermediate_size, 0, 1 << 20, k); });
     add("model.dummy.vocab_size", [](auto k) { return dummy_int(&dummy_shape::vocab_size, 259, 1 << 20, k); });
     add("model.dummy.max_position", [](auto k) { return dummy_int(&dummy_shape::max_position, 16, 1 << 22, k); });
     add("model.dummy.seed", [](auto k) { return dummy_int(&dummy_shape::seed, 0, INT64_MAX, k); });
@@ -282,11 +289,10 @@ const std::map<std::string, key_spec>& specs() {
               }};
     });
     add("model.dummy.family", [](auto k) -> key_spec {
-      const std::string expected = "one of \"llama\" \"qwen3\"";
+      std::string expected = "one of";
+      for (const auto& name : family_names()) expected += " \"" + name + "\"";
       return {expected, [k, expected](deployment& d, const toml::node& n) -> result<void> {
-                if (!n.is_string() || (n.as_string()->get() != "llama" && n.as_string()->get() != "qwen3")) {
-                  return bad_value(k, n, expected);
-                }
+                if (!n.is_string() || find_family(n.as_string()->get()) == nullptr) return bad_value(k, n, expected);
                 d.model.dummy.family = n.as_string()->get();
                 return {};
               }};

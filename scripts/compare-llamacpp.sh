@@ -10,7 +10,9 @@
 # TYPE: f32 (default) | f16 | bf16 | q8_0 | q4_0 | q4_k_m ... (llama-quantize's names, any
 # case): both sides read the very file llama-quantize wrote.
 # Environment: KV_DTYPE (f16, llama.cpp's default; f32 | bf16), NPP and NTG (prompt and
-# generated tokens, 128 each), STREAMS (1,16,32; e.g. NPP=2048 STREAMS=1 for long prompts).
+# generated tokens, 128 each), STREAMS (1,16,32; e.g. NPP=2048 STREAMS=1 for long prompts),
+# MODEL_ARGS (make-model's shape and family, default "--shape bench-110M"; e.g.
+# "--shape bench-110M --family qwen3moe --experts 32 --experts-per-token 4" for a mixture).
 #
 # PEER_DIR: a llama.cpp build made by ../shared/tools/build-llamacpp-peer.sh (with
 # bin/llama-batched-bench and bin/llama-quantize). THREADS defaults to 2. RUNS (default 3) rounds
@@ -47,7 +49,9 @@ started="$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load average $(cut -d'
 echo "compare-llamacpp: $started" >&2
 # The f32 file comes from inflight's writer: llama.cpp's llama2.c converter records a
 # 128-token context, too short for these prompts.
-"$bin" make-model --shape bench-110M --format gguf --tokenizer "$tokenizer" \
+model_args=${MODEL_ARGS:---shape bench-110M}
+# shellcheck disable=SC2086
+"$bin" make-model $model_args --format gguf --tokenizer "$tokenizer" \
   --max-seq-len $((npp + ntg > 2048 ? npp + ntg : 2048)) --out "$work/model.gguf" >/dev/null 2>"$work/make-model.log" ||
   { cat "$work/make-model.log" >&2; exit 1; }
 gguf="$work/model.gguf"
@@ -116,7 +120,7 @@ ratio_row() {
 }
 
 echo
-echo "bench-110M (random weights), weights $type, KV cache $kv; both read $source;" \
+echo "make-model $model_args (random weights), weights $type, KV cache $kv; both read $source;" \
   "$npp-token prompts, $ntg generated tokens, $threads threads; tokens/s, median of $runs rounds"
 echo "$(sed -n 's/^model: .*; //p' "$work/forward.1.txt" | head -1); $(sed -n 's/^weights: //p' "$work/forward.1.txt" | head -1);" \
   "started $started; load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"

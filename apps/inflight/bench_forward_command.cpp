@@ -2,6 +2,7 @@
 // (decode steps at a given context, and prefills), no scheduler or actors.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <sstream>
@@ -76,6 +77,18 @@ double weight_bytes(const model_weights& w) {
     n += 4.0 * double(l.attn_norm.size() + l.ffn_norm.size() + l.bq.size() + l.bk.size() + l.bv.size());
   }
   return n;
+}
+
+/// Bytes of a mixture's experts a decode step of `batch` tokens reads: all of them less
+/// those no token chose, 1 - (1 - k / E)^batch of them when tokens choose at random.
+double unread_expert_bytes(const model_weights& w, int batch) {
+  const auto& m = w.config.moe;
+  if (!m.enabled()) return 0.0;
+  double experts = 0.0;
+  for (const auto& l : w.layers) {
+    experts += double(l.gate_exps.bytes().size() + l.up_exps.bytes().size() + l.down_exps.bytes().size());
+  }
+  return experts * std::pow(1.0 - double(m.experts_per_token) / m.num_experts, double(batch));
 }
 
 /// Bytes a decode step reads from the KV cache: every cached position's K and V in every layer.
@@ -209,7 +222,8 @@ void run_bench_forward(const bench_forward_options& o) {
     std::printf("%-8d %-10d %-14.3f %-14.1f %-18.1f", batch, o.context, step * 1e3, batch / step,
                 batch * o.context / prefill);
     if (o.floor) {
-      const double bytes = weight_bytes(*weights) + kv_bytes_per_step(c, batch, o.context, o.kv_dtype);
+      const double bytes = weight_bytes(*weights) - unread_expert_bytes(*weights, batch) +
+                           kv_bytes_per_step(c, batch, o.context, o.kv_dtype);
       std::printf(" %.1f", batch * bandwidth / bytes);
     }
     std::printf("\n");
@@ -250,7 +264,8 @@ void add_bench_forward_command(CLI::App& bench) {
       ->capture_default_str();
   cmd->add_flag("--profile", o->profile, "print the time per stage of the forward pass");
   cmd->add_flag("--floor", o->floor,
-                "measure the read bandwidth and print each batch's memory floor (weights + KV bytes per step)");
+                "measure the read bandwidth and print each batch's memory floor (weights + KV bytes per step; of a "
+                "mixture's experts, the share its tokens choose at random)");
   cmd->callback([o] { run_bench_forward(*o); });
 }
 

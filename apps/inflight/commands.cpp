@@ -7,6 +7,7 @@
 
 #include "config/deployment_loader.hpp"
 #include "core/model/formats/shapes.hpp"
+#include "core/model/model_family.hpp"
 
 namespace inflight::app {
 
@@ -79,7 +80,9 @@ void use_named_shape(deployment& d, const std::string& shape) {
   s.num_heads = c->num_heads, s.num_kv_heads = c->num_kv_heads, s.head_dim = c->head_dim;
   s.vocab_size = c->vocab_size, s.max_position = c->max_seq_len, s.rope_theta = c->rope_theta;
   s.tied_embeddings = c->tied_embeddings;
-  s.family = c->qk_norm ? "qwen3" : "llama";
+  s.family = std::string(family_of(*c).name);
+  s.num_experts = c->moe.num_experts, s.experts_per_token = c->moe.experts_per_token;
+  s.expert_intermediate_size = c->moe.expert_hidden_dim;
 }
 
 route_settings parse_route_settings(const std::vector<std::string>& texts) {

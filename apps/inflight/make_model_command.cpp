@@ -10,6 +10,7 @@
 #include "core/model/formats/hf_writer.hpp"
 #include "core/model/formats/llama2c.hpp"
 #include "core/model/formats/shapes.hpp"
+#include "core/model/model_family.hpp"
 #include "core/model/tokenizer/llama2c_tokenizer.hpp"
 
 namespace inflight::app {
@@ -17,7 +18,7 @@ namespace {
 
 struct make_model_options {
   std::string shape = "bench-20M";
-  std::string family = "llama";  // qwen3: the shape with per-head q/k norms
+  std::string family;  // empty: the shape's own (qwen3: the shape with per-head q/k norms)
   std::string from;  // an existing llama2.c checkpoint to convert
   std::string format = "llama2c";
   std::string dtype = "f32";
@@ -26,7 +27,39 @@ struct make_model_options {
   std::uint64_t seed = 0;
   int vocab_size = 0;
   int max_seq_len = 0;
+  int experts = 0;             // a mixture family: experts per layer (0: the shape's or the default)
+  int experts_per_token = 0;
+  int expert_hidden = 0;
+  int rope_dims = 0;           // rotated dimensions per head (0: all)
+  std::string rope_scaling;    // linear:FACTOR | yarn:FACTOR:ORIGINAL_CONTEXT
 };
+
+/// --rope-scaling linear:F or yarn:F:ORIGINAL onto the config.
+void apply_rope_scaling(const std::string& text, model_config& c) {
+  if (text.empty()) return;
+  const auto first = text.find(':');
+  const std::string kind = text.substr(0, first);
+  const auto number = [&](std::size_t from, std::size_t to) {
+    try {
+      return std::stod(text.substr(from, to == std::string::npos ? std::string::npos : to - from));
+    } catch (const std::exception&) {
+      fail("--rope-scaling '" + text + "': expected linear:FACTOR or yarn:FACTOR:ORIGINAL_CONTEXT");
+    }
+  };
+  if (first == std::string::npos || (kind != "linear" && kind != "yarn")) {
+    fail("--rope-scaling '" + text + "': expected linear:FACTOR or yarn:FACTOR:ORIGINAL_CONTEXT");
+  }
+  const auto second = text.find(':', first + 1);
+  c.scaling = {};
+  c.scaling.type = kind == "linear" ? rope_scaling_type::linear : rope_scaling_type::yarn;
+  c.scaling.factor = float(number(first + 1, second));
+  if (!(c.scaling.factor > 0)) fail("--rope-scaling: the factor must be positive");
+  if (c.scaling.type == rope_scaling_type::yarn) {
+    if (second == std::string::npos) fail("--rope-scaling yarn needs its original context: yarn:FACTOR:ORIGINAL_CONTEXT");
+    c.scaling.original_max_position = int(number(second + 1, std::string::npos));
+    if (c.scaling.original_max_position <= 0) fail("--rope-scaling: the original context must be positive");
+  }
+}
 
 /// The matrix types of --dtype for a GGUF file (a weight type or q4_k_m); none for f32.
 std::optional<quant_recipe> recipe_for(const make_model_options& o) {
@@ -39,7 +72,7 @@ std::optional<quant_recipe> recipe_for(const make_model_options& o) {
 model_weights weights_for(const make_model_options& o) {
   const auto recipe = recipe_for(o);
   if (!o.from.empty()) {
-    if (o.family != "llama") fail("--family applies to random weights of a --shape, not to --from");
+    if (!o.family.empty()) fail("--family applies to random weights of a --shape, not to --from");
     auto w = load_llama2c(o.from);
     if (!w) fail(w.error().message);
     // A longer context for the same weights: positions past the trained length are
@@ -56,9 +89,20 @@ model_weights weights_for(const make_model_options& o) {
     for (const auto& n : shape_names()) names += " " + n;
     fail("unknown shape '" + o.shape + "'; known:" + names);
   }
-  auto drawn = try_as_family(*config, o.family);
+  const std::string family_name = o.family.empty() ? std::string(family_of(*config).name) : o.family;
+  if (o.experts > 0 || o.experts_per_token > 0 || o.expert_hidden > 0) {
+    const auto* family = find_family(family_name);
+    if (family == nullptr || !family->moe) fail("--experts, --experts-per-token and --expert-hidden need a mixture --family");
+    if (o.experts > 0) config->moe.num_experts = o.experts;
+    config->moe.experts_per_token = o.experts_per_token > 0 ? o.experts_per_token : std::max(config->moe.experts_per_token, 2);
+    config->moe.expert_hidden_dim = o.expert_hidden > 0 ? o.expert_hidden : std::max(config->moe.expert_hidden_dim, config->hidden_dim / 4);
+    if (config->moe.num_experts == 0) config->moe.num_experts = 8;
+  }
+  auto drawn = try_as_family(*config, family_name);
   if (!drawn) fail(drawn.error().message);
   config = *drawn;
+  config->rope_dims = o.rope_dims == config->head_dim ? 0 : o.rope_dims;
+  apply_rope_scaling(o.rope_scaling, *config);
   if (o.vocab_size > 0) config->vocab_size = o.vocab_size;
   if (o.max_seq_len > 0) config->max_seq_len = o.max_seq_len;
   auto w = make_dummy_weights(*config, o.seed, recipe ? &*recipe : nullptr);
@@ -110,11 +154,20 @@ void run_make_model(const make_model_options& o) {
 void add_make_model_command(CLI::App& app) {
   auto o = std::make_shared<make_model_options>();
   auto* cmd = app.add_subcommand("make-model", "Write a random-weight (or converted) model for tests and benchmarks");
-  cmd->add_option("--shape", o->shape, "bench-20M | bench-110M | llama-3.2-1b | llama-3.1-8b | qwen3-0.6b")
+  cmd->add_option("--shape", o->shape, "bench-20M | bench-110M | llama-3.2-1b | llama-3.1-8b | qwen3-0.6b | llama-2-13b | qwen3-30b-a3b")
       ->capture_default_str();
-  cmd->add_option("--family", o->family, "llama | qwen3 (the shape with Qwen3's per-head q/k norms)")
-      ->check(CLI::IsMember({"llama", "qwen3"}))
-      ->capture_default_str();
+  cmd->add_option("--family", o->family,
+                  "llama | qwen2 | qwen3 | mixtral | qwen2moe | qwen3moe (the shape drawn with that family's layers, default its own; "
+                  "a mixture family without experts in the shape gets 8 of a quarter of its MLP width, 2 per token)")
+      ->check(CLI::IsMember(family_names()));
+  cmd->add_option("--experts", o->experts, "a mixture family: experts per layer")->check(CLI::Range(1, 4096));
+  cmd->add_option("--experts-per-token", o->experts_per_token, "a mixture family: experts each token uses")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--expert-hidden", o->expert_hidden, "a mixture family: each expert's intermediate size")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--rope-dims", o->rope_dims, "rotated dimensions of each head (partial rotary; default all)")
+      ->check(CLI::Range(2, 1 << 16));
+  cmd->add_option("--rope-scaling", o->rope_scaling, "linear:FACTOR | yarn:FACTOR:ORIGINAL_CONTEXT");
   cmd->add_option("--from", o->from, "convert this llama2.c checkpoint instead of drawing random weights")
       ->check(CLI::ExistingFile);
   cmd->add_option("--format", o->format, "llama2c (a .bin file) | hf (a folder) | gguf (a .gguf file)")

@@ -28,6 +28,7 @@ struct perplexity_options {
   int max_chunks = 0;
   int threads = 0;
   std::string json_path;
+  std::string save_logits;  ///< llama.cpp's logits file of the model's distributions
 };
 
 /// A model and a CPU backend with room for one chunk.
@@ -129,6 +130,14 @@ void run_perplexity(const perplexity_options& o) {
          std::to_string(o.ctx));
   }
   const auto vocab = std::size_t(model.model.weights->config.vocab_size);
+  std::ofstream logits_file;
+  std::vector<std::uint16_t> encoded(std::size_t(bench::llama_row_values(int(vocab))));
+  if (!o.save_logits.empty()) {
+    logits_file.open(o.save_logits, std::ios::binary | std::ios::trunc);
+    const std::vector<std::int32_t> ids(tokens.begin(), tokens.begin() + std::ptrdiff_t(plan.num_chunks) * plan.ctx);
+    logits_file << bench::llama_logits_head(plan.ctx, int(vocab), ids, plan.num_chunks);
+    if (!logits_file) fail("cannot write " + o.save_logits);
+  }
   perplexity_report report;
   for (int c = 0; c < plan.num_chunks; ++c) {
     const auto begin = tokens.begin() + std::ptrdiff_t(c) * plan.ctx;
@@ -139,6 +148,10 @@ void run_perplexity(const perplexity_options& o) {
       const token_id next = chunk[std::size_t(plan.first + j + 1)];
       const std::span<const float> row(logits.data() + std::size_t(j) * vocab, vocab);
       report.model.add(row, next);
+      if (logits_file.is_open()) {
+        bench::encode_llama_log_probs(row, encoded.data());
+        logits_file.write(reinterpret_cast<const char*>(encoded.data()), std::streamsize(encoded.size() * 2));
+      }
       if (!base) continue;
       const std::span<const float> base_row(base_logits.data() + std::size_t(j) * vocab, vocab);
       report.base.add(base_row, next);
@@ -146,6 +159,7 @@ void run_perplexity(const perplexity_options& o) {
     }
     std::fprintf(stderr, "[%d/%d] perplexity %.4f\n", c + 1, plan.num_chunks, report.model.perplexity());
   }
+  if (logits_file.is_open() && !logits_file.flush()) fail("cannot write " + o.save_logits);
   print_report(o, report, plan);
 }
 
@@ -169,6 +183,9 @@ void add_perplexity_command(CLI::App& app) {
   cmd->add_option("--chunks", o->max_chunks, "at most this many chunks (0: all)");
   cmd->add_option("--threads", o->threads, "compute threads (0: one per core)");
   cmd->add_option("--json", o->json_path, "also write the figures as JSON");
+  cmd->add_option("--save-logits", o->save_logits,
+                  "write the model's distributions as llama.cpp's logits file: llama-perplexity "
+                  "--kl-divergence-base FILE --kl-divergence scores another implementation against them");
   cmd->callback([o] { run_perplexity(*o); });
 }
 

@@ -65,20 +65,29 @@ void print_plan(const plan_options& o, const model_config& m, const bench::plan_
               o.kv_dtype.c_str());
   std::printf("weights       = params x bytes per weight = %lld x %.4g = %.2f GB\n", (long long)p.num_parameters,
               r.weight_value_bytes, p.weight_bytes / gb);
+  if (m.moe.enabled()) {
+    std::printf("experts       = %d of %d per token, each %d wide: %lld parameters active per token\n",
+                m.moe.experts_per_token, m.moe.num_experts, m.moe.expert_hidden_dim, (long long)p.num_active_parameters);
+  }
   std::printf("KV per token  = 2 x layers x KV heads x head_dim x KV bytes = 2 x %d x %d x %d x %d = %.0f B (%.1f KiB)\n",
               m.num_layers, m.num_kv_heads, m.head_dim, r.kv_value_bytes, p.kv_bytes_per_token, p.kv_bytes_per_token / 1024);
   std::printf("KV budget     = memory x utilization - weights = %.2f - %.2f = %.2f GB\n", p.usable_bytes / gb,
               p.weight_bytes / gb, p.kv_budget_bytes / gb);
   std::printf("KV tokens     = KV budget / KV per token = %lld\n", (long long)p.max_kv_tokens);
   std::printf("sequences     = KV tokens / context = %lld of %d tokens\n", (long long)p.max_sequences, r.context);
-  std::printf("prefill floor = 2 x params x tokens / FLOP/s = %.3f TFLOP / %s = %.2f ms for %d tokens (%.0f tokens/s)\n\n",
+  std::printf("prefill floor = 2 x active params x tokens / FLOP/s = %.3f TFLOP / %s = %.2f ms for %d tokens (%.0f tokens/s)\n\n",
               p.prefill_flops / 1e12, o.flops.c_str(), p.prefill_s * 1e3, r.context, r.context / p.prefill_s);
-  std::printf("decode floor: one step reads every weight and the batch's KV once\n");
-  std::printf("  step = (weights + batch x context x KV per token) / bandwidth;  tokens/s = batch / step\n");
-  std::printf("%8s %14s %12s %14s %8s\n", "batch", "bytes/step GB", "step ms", "tokens/s", "fits");
+  std::printf("decode floor: one step reads every weight%s and the batch's KV once\n",
+              m.moe.enabled() ? " (of the experts, those its tokens chose)" : "");
+  std::printf("  step = (weights read + batch x context x KV per token) / bandwidth;  tokens/s = batch / step\n");
+  if (m.moe.enabled()) std::printf("  experts read = 1 - (1 - k / E)^batch of them\n");
+  std::printf("%8s %14s %12s %14s %8s%s\n", "batch", "bytes/step GB", "step ms", "tokens/s", "fits",
+              m.moe.enabled() ? "  experts read" : "");
   for (const auto& row : p.decode) {
-    std::printf("%8d %14.2f %12.3f %14.0f %8s\n", row.batch, row.bytes_per_step / gb, row.step_s * 1e3,
+    std::printf("%8d %14.2f %12.3f %14.0f %8s", row.batch, row.bytes_per_step / gb, row.step_s * 1e3,
                 row.tokens_per_s, row.fits ? "yes" : "no");
+    if (m.moe.enabled()) std::printf("  %12.0f%%", 100.0 * row.experts_read);
+    std::printf("\n");
   }
 }
 

@@ -25,18 +25,26 @@ result<capacity_plan> make_capacity_plan(const plan_request& r) {
   }
   capacity_plan p;
   p.num_parameters = m.num_parameters();
+  p.num_active_parameters = m.num_active_parameters();
   p.weight_bytes = double(p.num_parameters) * r.weight_value_bytes;
+  const double expert_bytes = double(p.num_parameters - m.num_active_parameters()) * r.weight_value_bytes *
+                              (m.moe.enabled() ? double(m.moe.num_experts) / (m.moe.num_experts - m.moe.experts_per_token) : 0.0);
   p.kv_bytes_per_token = double(kv_bytes_per_token(m.num_layers, m.num_kv_heads, m.head_dim, r.kv_value_bytes));
   p.usable_bytes = hw.memory_bytes * hw.memory_utilization;
   p.kv_budget_bytes = p.usable_bytes - p.weight_bytes;
   p.max_kv_tokens = p.kv_budget_bytes > 0 ? std::int64_t(std::floor(p.kv_budget_bytes / p.kv_bytes_per_token)) : 0;
   p.max_sequences = p.max_kv_tokens / r.context;
-  p.prefill_flops = 2.0 * double(p.num_parameters) * r.context;
+  p.prefill_flops = 2.0 * double(p.num_active_parameters) * r.context;
   p.prefill_s = p.prefill_flops / hw.flops_per_s;
   for (int b : r.batch_sizes) {
     decode_floor d;
     d.batch = b;
-    d.bytes_per_step = p.weight_bytes + double(b) * r.context * p.kv_bytes_per_token;
+    if (m.moe.enabled()) {
+      // Each of b tokens picks k of E experts: a step reads an expert unless all b passed it over.
+      const double e = m.moe.num_experts, k = m.moe.experts_per_token;
+      d.experts_read = 1.0 - std::pow(1.0 - k / e, double(b));
+    }
+    d.bytes_per_step = p.weight_bytes - expert_bytes * (1.0 - d.experts_read) + double(b) * r.context * p.kv_bytes_per_token;
     d.step_s = d.bytes_per_step / hw.bandwidth_bytes_per_s;
     d.tokens_per_s = b / d.step_s;
     d.fits = std::int64_t(b) * r.context <= p.max_kv_tokens;

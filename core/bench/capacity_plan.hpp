@@ -30,7 +30,8 @@ struct plan_request {
 
 struct decode_floor {
   int batch = 0;
-  double bytes_per_step = 0.0;   ///< weights + batch x context x KV bytes per token
+  double bytes_per_step = 0.0;   ///< weights read + batch x context x KV bytes per token
+  double experts_read = 1.0;     ///< a mixture: the share of its experts a step reads (1: dense)
   double step_s = 0.0;           ///< bytes_per_step / bandwidth
   double tokens_per_s = 0.0;     ///< batch / step_s
   bool fits = false;             ///< batch x context tokens fit in the KV budget
@@ -38,13 +39,14 @@ struct decode_floor {
 
 struct capacity_plan {
   std::int64_t num_parameters = 0;
+  std::int64_t num_active_parameters = 0;  ///< read for one token (a mixture: its chosen experts only)
   double weight_bytes = 0.0;           ///< num_parameters x weight value bytes
   double kv_bytes_per_token = 0.0;     ///< 2 (K and V) x layers x KV heads x head_dim x KV value bytes
   double usable_bytes = 0.0;           ///< memory x utilization
   double kv_budget_bytes = 0.0;        ///< usable - weights (may be negative: does not fit)
   std::int64_t max_kv_tokens = 0;      ///< kv_budget / kv_bytes_per_token
   std::int64_t max_sequences = 0;      ///< max_kv_tokens / context
-  double prefill_flops = 0.0;          ///< 2 x params x context (attention excluded)
+  double prefill_flops = 0.0;          ///< 2 x active params x context (attention excluded)
   double prefill_s = 0.0;              ///< prefill_flops / flops_per_s, one prompt of `context` tokens
   std::vector<decode_floor> decode;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace inflight::bench {
 
@@ -97,6 +98,49 @@ kl_summary summarize(std::span<const kl_sample> samples) {
   out.same_top_fraction = same_top / n;
   out.rms_delta_p = std::sqrt(delta_sq / n);
   return out;
+}
+
+int llama_row_values(int n_vocab) { return 2 * ((n_vocab + 1) / 2) + 4; }
+
+void encode_llama_log_probs(std::span<const float> logits, std::uint16_t* out) {
+  const int n = int(logits.size());
+  float max_logit = logits[0], min_logit = logits[0];
+  for (float l : logits) {
+    max_logit = std::max(max_logit, l);
+    min_logit = std::min(min_logit, l);
+  }
+  min_logit = std::max(min_logit, max_logit - 16);
+  double sum_exp = 0.0;
+  for (float l : logits) sum_exp += std::exp(l - max_logit);
+  const float log_sum_exp = float(std::log(sum_exp));
+  const float head[2] = {(max_logit - min_logit) / 65535.0f, min_logit - max_logit - log_sum_exp};
+  std::memcpy(out, head, sizeof(head));
+  std::uint16_t* values = out + 4;
+  std::fill(values, values + (llama_row_values(n) - 4), std::uint16_t(0));
+  if (head[0] == 0.0f) return;
+  const float inv_scale = 1.0f / head[0];
+  for (int i = 0; i < n; ++i) {
+    if (logits[i] > min_logit) values[i] = std::uint16_t(std::lround(inv_scale * (logits[i] - min_logit)));
+  }
+}
+
+std::vector<float> decode_llama_log_probs(const std::uint16_t* row, int n_vocab) {
+  float head[2];
+  std::memcpy(head, row, sizeof(head));
+  std::vector<float> out(static_cast<std::size_t>(n_vocab));
+  for (int i = 0; i < n_vocab; ++i) out[std::size_t(i)] = head[1] + head[0] * float(row[4 + i]);
+  return out;
+}
+
+std::string llama_logits_head(int ctx, int n_vocab, const std::vector<std::int32_t>& tokens, int num_chunks) {
+  std::string head = "_logits_";
+  const auto put = [&](const void* p, std::size_t n) { head.append(static_cast<const char*>(p), n); };
+  const std::uint32_t n_ctx = std::uint32_t(ctx);
+  put(&n_ctx, 4);
+  put(&n_vocab, 4);
+  put(&num_chunks, 4);
+  put(tokens.data(), std::size_t(ctx) * std::size_t(num_chunks) * 4);
+  return head;
 }
 
 }  // namespace inflight::bench

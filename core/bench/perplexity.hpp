@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/base/types.hpp"
@@ -69,5 +70,19 @@ struct kl_summary {
 };
 
 kl_summary summarize(std::span<const kl_sample> samples);
+
+/// llama.cpp's logits file (llama-perplexity --kl-divergence-base): "_logits_", n_ctx
+/// (u32), n_vocab, n_chunk (i32), the chunks' tokens (i32), then for every scored
+/// position of every chunk one row of llama_row_values(n_vocab) u16: the scale and
+/// the smallest log-probability (two floats), then each token's log-probability as
+/// round((logit - low) / scale) over [max - 16, max] (0 below). llama-perplexity
+/// --kl-divergence then scores its own model against these distributions on these tokens.
+int llama_row_values(int n_vocab);
+/// One row: `out` holds llama_row_values(logits.size()) values.
+void encode_llama_log_probs(std::span<const float> logits, std::uint16_t* out);
+/// The log-probabilities a row encodes (for tests).
+std::vector<float> decode_llama_log_probs(const std::uint16_t* row, int n_vocab);
+/// The file's head: magic, sizes and every chunk's tokens.
+std::string llama_logits_head(int ctx, int n_vocab, const std::vector<std::int32_t>& tokens, int num_chunks);
 
 }  // namespace inflight::bench

@@ -112,7 +112,8 @@ result<void> try_quantize_weights(model_weights& weights, const quant_recipe& re
     const std::pair<weight_tensor*, matrix_role> matrices[] = {
         {&l.wq, matrix_role::wq},         {&l.wk, matrix_role::wk},     {&l.wv, matrix_role::wv},
         {&l.wo, matrix_role::wo},         {&l.w_gate, matrix_role::w_gate}, {&l.w_up, matrix_role::w_up},
-        {&l.w_down, matrix_role::w_down}};
+        {&l.w_down, matrix_role::w_down}, {&l.gate_exps, matrix_role::w_gate}, {&l.up_exps, matrix_role::w_up},
+        {&l.down_exps, matrix_role::w_down}};  // the router stays as it is (llama-quantize keeps it f32)
     for (const auto& [t, role] : matrices) {
       if (auto ok = convert(*t, role, i); !ok) return ok;
     }

@@ -1,5 +1,6 @@
 #include "core/model/model_loader.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -32,6 +33,11 @@ model_config dummy_model_config(const dummy_shape& s) {
   c.rope_theta = s.rope_theta;
   c.rope = rope_style::half;
   c.tied_embeddings = s.tied_embeddings;
+  if (s.num_experts > 0) {
+    c.moe.num_experts = s.num_experts;
+    c.moe.experts_per_token = s.experts_per_token > 0 ? s.experts_per_token : std::min(2, s.num_experts);
+    c.moe.expert_hidden_dim = s.expert_intermediate_size > 0 ? s.expert_intermediate_size : std::max(1, s.intermediate_size / 4);
+  }
   // The config loader admits only known families; an unknown one keeps the Llama shape.
   return try_as_family(c, s.family).value_or(c);
 }

@@ -20,7 +20,10 @@ struct dummy_shape {
   int max_position = 2048;
   float rope_theta = 10000.0f;
   bool tied_embeddings = true;
-  std::string family = "llama";  ///< llama | qwen3 (per-head q/k norms)
+  std::string family = "llama";  ///< a family of model_family.hpp (llama, qwen3, qwen3moe, ...)
+  int num_experts = 0;            ///< a mixture family: 0 takes 8 experts, 2 per token, a quarter width
+  int experts_per_token = 0;
+  int expert_intermediate_size = 0;
   std::uint64_t seed = 0;
 };
 

@@ -38,7 +38,7 @@ result<model_weights> try_decode_to_f32(const model_weights& weights) {
   const bool is_tied = out.classifier.empty();
   std::vector<weight_tensor*> all{&out.token_embedding, &out.classifier};
   for (auto& layer : out.layers) {
-    all.insert(all.end(), {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_down, &layer.w_up});
+    for (auto* m : matrices_of(layer)) all.push_back(m);
   }
   for (auto* t : all) {
     if (auto ok = decode_in_place(*t); !ok) return std::unexpected(ok.error());

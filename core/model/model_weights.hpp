@@ -20,9 +20,16 @@ struct layer_weights {
   std::vector<float> bq, bk, bv; ///< empty unless config.attention_bias
   std::vector<float> q_norm, k_norm; ///< [head_dim] each; empty unless config.qk_norm
   std::vector<float> ffn_norm;   ///< [dim]
-  weight_tensor w_gate;          ///< [hidden x dim]  (llama2.c w1)
+  weight_tensor w_gate;          ///< [hidden x dim]  (llama2.c w1); a mixture's shared expert
   weight_tensor w_down;          ///< [dim x hidden]  (llama2.c w2)
   weight_tensor w_up;            ///< [hidden x dim]  (llama2.c w3)
+  // A mixture of experts (config.moe): the router, and the experts' matrices stacked as
+  // GGUF stores them, expert e's rows at [e * rows / num_experts, (e + 1) * rows / num_experts).
+  weight_tensor router;          ///< [num_experts x dim]
+  weight_tensor gate_exps;       ///< [num_experts * expert_hidden x dim]
+  weight_tensor up_exps;         ///< [num_experts * expert_hidden x dim]
+  weight_tensor down_exps;       ///< [num_experts * dim x expert_hidden]
+  std::vector<float> shared_expert_gate;  ///< [dim]: sigmoid(x . it) scales the shared expert; empty: 1
 };
 
 struct model_weights {
@@ -35,9 +42,13 @@ struct model_weights {
   const weight_tensor& classifier_tensor() const { return classifier.empty() ? token_embedding : classifier; }
 };
 
-/// Every matrix of a layer, in a fixed order (for code that treats them alike).
-inline std::array<const weight_tensor*, 7> matrices_of(const layer_weights& l) {
-  return {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_down, &l.w_up};
+/// Every matrix of a layer, in a fixed order (for code that treats them alike); those a
+/// layer lacks (dense MLP or experts) are empty.
+inline std::array<const weight_tensor*, 11> matrices_of(const layer_weights& l) {
+  return {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_down, &l.w_up, &l.router, &l.gate_exps, &l.up_exps, &l.down_exps};
+}
+inline std::array<weight_tensor*, 11> matrices_of(layer_weights& l) {
+  return {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_down, &l.w_up, &l.router, &l.gate_exps, &l.up_exps, &l.down_exps};
 }
 
 /// The storage types the model's matrices use, each once, in weight_dtype order.

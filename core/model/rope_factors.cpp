@@ -51,7 +51,7 @@ band band_around(const std::vector<double>& x, std::size_t j, double s) {
 
 std::vector<float> llama3_rope_factors(const model_config& c) {
   std::vector<float> factors(std::size_t(c.head_dim / 2), 1.0f);
-  if (!c.scaling.enabled) return factors;
+  if (c.scaling.type != rope_scaling_type::llama3) return factors;
   for (int i = 0; i < c.head_dim / 2; ++i) factors[std::size_t(i)] = float(factor_of(inverse_wavelength(i, c), c.scaling));
   return factors;
 }
@@ -101,7 +101,7 @@ result<rope_scaling> try_fit_llama3_scaling(std::span<const float> factors, cons
   auto b = try_fit_band(factors, x, full);
   if (!b) return std::unexpected(b.error());
   rope_scaling s;
-  s.enabled = true;
+  s.type = rope_scaling_type::llama3;
   s.factor = float(full);
   s.original_max_position = original_max_position;
   s.low_freq_factor = float(original_max_position * b->x_low);

@@ -24,7 +24,7 @@ std::vector<float> llama3_rope_factors(const model_config& config);
 
 /// The scaling whose factors are `factors` for `config`'s rope_theta and head_dim;
 /// `original_max_position` is kept as given (it only scales the fitted band).
-/// errc::unsupported when the factors are not Llama-3 scaling; scaling.enabled is false
+/// errc::unsupported when the factors are not Llama-3 scaling; scaling.type is none
 /// when every factor is 1.
 result<rope_scaling> try_fit_llama3_scaling(std::span<const float> factors, const model_config& config,
                                             int original_max_position);

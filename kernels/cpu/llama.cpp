@@ -49,10 +49,10 @@ void linear(float* y, const float* x, const weight_view& w, const float* bias, i
   linear(y, x, dense.data(), bias, n, in, out);
 }
 
-float rope_inv_freq(int pair, const llama_shape& s) {
-  const float freq = std::pow(s.rope_theta, -2.0f * float(pair) / float(s.head_dim));
-  if (s.rope_factor <= 0.0f) return freq;
-  // Llama-3: long wavelengths are slowed by `factor`, short ones kept, the band between smoothed.
+namespace {
+
+/// Llama-3: long wavelengths are slowed by `factor`, short ones kept, the band between smoothed.
+float llama3_freq(float freq, const llama_shape& s) {
   const float low_wavelen = float(s.rope_original_max_position) / s.rope_low_freq_factor;
   const float high_wavelen = float(s.rope_original_max_position) / s.rope_high_freq_factor;
   const float wavelen = 2.0f * std::numbers::pi_v<float> / freq;
@@ -63,8 +63,38 @@ float rope_inv_freq(int pair, const llama_shape& s) {
   return (1.0f - smooth) * freq / s.rope_factor + smooth * freq;
 }
 
+/// The pair index at which a frequency turns `rotations` times over the original context.
+float yarn_correction_pair(float rotations, const llama_shape& s) {
+  return float(s.rotary_dims()) *
+         std::log(float(s.rope_original_max_position) / (rotations * 2.0f * std::numbers::pi_v<float>)) /
+         (2.0f * std::log(s.rope_theta));
+}
+
+/// YaRN: pairs below the band (many rotations over the original context) keep their
+/// frequency, pairs above it are interpolated (divided by `factor`), a linear ramp between.
+float yarn_freq(int pair, float freq, const llama_shape& s) {
+  const float low = std::max(0.0f, std::floor(yarn_correction_pair(s.rope_beta_fast, s)));
+  const float high = std::min(float(s.rotary_dims() - 1), std::ceil(yarn_correction_pair(s.rope_beta_slow, s)));
+  const float ramp = std::clamp((float(pair) - low) / std::max(0.001f, high - low), 0.0f, 1.0f);
+  const float keep = 1.0f - ramp;  // the share of the original frequency
+  return freq / s.rope_factor * (1.0f - keep) + freq * keep;
+}
+
+}  // namespace
+
+float rope_inv_freq(int pair, const llama_shape& s) {
+  const float freq = std::pow(s.rope_theta, -2.0f * float(pair) / float(s.rotary_dims()));
+  switch (s.rope_scaling) {
+    case rope_scaling_kind::none: return freq;
+    case rope_scaling_kind::llama3: return llama3_freq(freq, s);
+    case rope_scaling_kind::linear: return freq / s.rope_factor;
+    case rope_scaling_kind::yarn: return yarn_freq(pair, freq, s);
+  }
+  return freq;
+}
+
 void rope_rotate_head(float* head, const float* cos_t, const float* sin_t, const llama_shape& s) {
-  const int half = s.head_dim / 2;
+  const int half = s.rope_pairs();
   for (int j = 0; j < half; ++j) {
     const int a = s.rope_interleaved ? 2 * j : j;
     const int b = s.rope_interleaved ? 2 * j + 1 : j + half;
@@ -75,20 +105,47 @@ void rope_rotate_head(float* head, const float* cos_t, const float* sin_t, const
 }
 
 void rope(float* q, float* k, const std::int32_t* positions, int n, const llama_shape& s) {
-  const int half = s.head_dim / 2;
+  const int half = s.rope_pairs();
   std::vector<float> inv_freq(half), cos_t(half), sin_t(half);
   for (int j = 0; j < half; ++j) inv_freq[j] = rope_inv_freq(j, s);
   for (int t = 0; t < n; ++t) {
     for (int j = 0; j < half; ++j) {
       const float angle = float(positions[t]) * inv_freq[j];
-      cos_t[j] = std::cos(angle);
-      sin_t[j] = std::sin(angle);
+      cos_t[j] = std::cos(angle) * s.rope_mscale;
+      sin_t[j] = std::sin(angle) * s.rope_mscale;
     }
     for (int h = 0; h < s.num_heads; ++h) {
       rope_rotate_head(q + (std::int64_t(t) * s.num_heads + h) * s.head_dim, cos_t.data(), sin_t.data(), s);
     }
     for (int h = 0; h < s.num_kv_heads; ++h) {
       rope_rotate_head(k + (std::int64_t(t) * s.num_kv_heads + h) * s.head_dim, cos_t.data(), sin_t.data(), s);
+    }
+  }
+}
+
+void route_experts(const float* logits, int n, int num_experts, int k, bool sigmoid, bool normalize,
+                   std::int32_t* experts, float* gates) {
+  std::vector<float> p(static_cast<std::size_t>(num_experts));
+  std::vector<std::int32_t> order(static_cast<std::size_t>(num_experts));
+  for (int t = 0; t < n; ++t) {
+    const float* row = logits + std::int64_t(t) * num_experts;
+    if (sigmoid) {
+      for (int e = 0; e < num_experts; ++e) p[e] = 1.0f / (1.0f + std::exp(-row[e]));
+    } else {
+      const float top = *std::max_element(row, row + num_experts);
+      float sum = 0.0f;
+      for (int e = 0; e < num_experts; ++e) sum += p[e] = std::exp(row[e] - top);
+      for (int e = 0; e < num_experts; ++e) p[e] /= sum;
+    }
+    for (int e = 0; e < num_experts; ++e) order[e] = e;
+    // The k best, ties to the lower expert (as a stable sort would).
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                      [&](std::int32_t a, std::int32_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+    float chosen = 0.0f;
+    for (int j = 0; j < k; ++j) chosen += p[order[j]];
+    for (int j = 0; j < k; ++j) {
+      experts[std::int64_t(t) * k + j] = order[j];
+      gates[std::int64_t(t) * k + j] = normalize ? p[order[j]] / chosen : p[order[j]];
     }
   }
 }

@@ -21,9 +21,12 @@
 
 namespace inflight::kernels::cpu {
 
+/// How RoPE frequencies are scaled (core's rope_scaling_type).
+enum class rope_scaling_kind { none, llama3, linear, yarn };
+
 struct llama_shape {
   int dim = 0;
-  int hidden_dim = 0;
+  int hidden_dim = 0;  ///< the dense MLP's width (a mixture's shared expert; 0: none)
   int num_layers = 0;
   int num_heads = 0;
   int num_kv_heads = 0;
@@ -31,12 +34,26 @@ struct llama_shape {
   int vocab_size = 0;
   float norm_eps = 1e-5f;
   float rope_theta = 10000.0f;
-  bool rope_interleaved = true;  ///< pairs (2i,2i+1); false: (i, i+head_dim/2)
-  // Llama-3 rope scaling (factor <= 0: off)
-  float rope_factor = 0.0f;
-  float rope_low_freq_factor = 1.0f;
-  float rope_high_freq_factor = 4.0f;
-  int rope_original_max_position = 8192;
+  bool rope_interleaved = true;  ///< pairs (2i,2i+1); false: (i, i+rope_dims/2)
+  int rope_dims = 0;             ///< rotated dimensions of each head (the first ones); 0: head_dim
+  rope_scaling_kind rope_scaling = rope_scaling_kind::none;
+  float rope_factor = 1.0f;      ///< llama3, linear, yarn
+  float rope_low_freq_factor = 1.0f;   ///< llama3
+  float rope_high_freq_factor = 4.0f;  ///< llama3
+  int rope_original_max_position = 8192;  ///< llama3, yarn
+  float rope_beta_fast = 32.0f;  ///< yarn
+  float rope_beta_slow = 1.0f;   ///< yarn
+  float rope_mscale = 1.0f;      ///< cos and sin are scaled by it (YaRN's attention factor)
+  // A mixture of experts (num_experts > 0): the MLP of every layer.
+  int num_experts = 0;
+  int experts_per_token = 0;
+  int expert_hidden_dim = 0;
+  bool expert_sigmoid = false;    ///< gates: sigmoid of the router logits (else softmax over all)
+  bool expert_normalize = false;  ///< the chosen experts' gates rescaled to sum to 1
+
+  /// Rotated dimensions per head, and the pairs they form.
+  int rotary_dims() const { return rope_dims > 0 ? rope_dims : head_dim; }
+  int rope_pairs() const { return rotary_dims() / 2; }
 };
 
 /// One layer's weights. Matrices are typed views (f32_weights() wraps a float array);
@@ -56,6 +73,12 @@ struct llama_layer_view {
   weight_view w_up;    ///< [hidden x dim]
   const float* q_norm = nullptr;  ///< [head_dim], shared by every head (Qwen3); null: no q/k norm
   const float* k_norm = nullptr;  ///< [head_dim]
+  // A mixture of experts: expert e's rows follow expert e-1's in each stacked matrix.
+  weight_view router;     ///< [num_experts x dim]
+  weight_view gate_exps;  ///< [num_experts * expert_hidden x dim]
+  weight_view up_exps;    ///< [num_experts * expert_hidden x dim]
+  weight_view down_exps;  ///< [num_experts * dim x expert_hidden]
+  const float* shared_expert_gate = nullptr;  ///< [dim]: the dense MLP (shared expert) scaled by sigmoid(x . it)
 };
 
 struct llama_weights_view {
@@ -116,6 +139,15 @@ struct llama_workspace {
   std::vector<std::byte> prepared, hb_prepared;
   std::int64_t prepared_stride = 0, hb_prepared_stride = 0;
   std::vector<float> row_scratch;  ///< one dequantized classifier row (scoring)
+  /// A mixture of experts: router logits [tokens x experts]; each token's chosen experts
+  /// and gates [tokens x k]; the (token, choice) slots sorted by expert (slot_token, and
+  /// slot_of its inverse); per expert its first slot; the normalized rows gathered in slot
+  /// order, prepared for the experts' formats (gate's, then up's when it differs); their
+  /// SwiGLU outputs prepared for W_down; and the experts' outputs [slots x dim].
+  std::vector<float> router_logits, token_gate, slot_rows, expert_out;
+  std::vector<std::int32_t> token_expert, slot_token, slot_of, expert_first, active_experts;
+  std::vector<std::byte> slot_prepared, expert_hb_prepared;
+  std::int64_t slot_prepared_stride = 0, expert_hb_prepared_stride = 0;
   /// Values prepared so far, per input format, by every thread: each input a step needs
   /// once per format (per thread where each thread prepares its own copy), whatever the
   /// number of matrices that read it.
@@ -178,6 +210,11 @@ void classifier_rows(float* out, const float* normed, const float* classifier, c
                      const std::int32_t* row_ids, int n, int dim);
 /// Rotates one head in place by the angles of its pairs (cos_t, sin_t: [head_dim / 2]).
 void rope_rotate_head(float* head, const float* cos_t, const float* sin_t, const llama_shape& shape);
+/// The experts token rows choose: for each of n rows of `num_experts` router logits,
+/// the `k` largest gates (softmax over all logits, or each logit's sigmoid) and, when
+/// `normalize`, those k rescaled to sum to 1. experts / gates: [n x k], best first.
+void route_experts(const float* logits, int n, int num_experts, int k, bool sigmoid, bool normalize,
+                   std::int32_t* experts, float* gates);
 /// gate[i] = silu(gate[i]) * up[i] over n values.
 void silu_mul(float* gate, const float* up, std::int64_t n);
 /// Scatters k/v rows [n x kv_dim] into the cache at slot_mapping.

@@ -7,6 +7,12 @@
 //   [RMSNorm, gate and up, SiLU]                   per chunk of hidden rows
 //   [x += h W_down]                                per chunk of rows
 //
+// A mixture of experts replaces the last two with five: the router's logits; one thread
+// choosing each token's experts and sorting the (token, expert) slots by expert; the
+// normalized rows gathered in that order; each chosen expert's gate and up over all of
+// its rows, then its W_down (an expert's weights are read once per step, however many
+// tokens chose it); and the gated sum onto x. A shared expert then runs as the dense MLP.
+//
 // Each thread normalizes every row into its own buffer (cheap next to the GEMMs) rather
 // than waiting at a barrier for a shared copy, and prepares it there once per input
 // format its products read (weight_types.hpp). The Q/K/V rows are shared out in small
@@ -191,7 +197,7 @@ void project_qkv(const step_context& c, const llama_layer_view& lw, const produc
 /// Q and K, and the write of K and V into the paged cache.
 void finish_head(const step_context& c, const llama_layer_view& lw, std::byte* cache, projection p, int h) {
   const auto& s = c.s;
-  const int n = c.b.num_tokens, hd = s.head_dim, half = hd / 2;
+  const int n = c.b.num_tokens, hd = s.head_dim, half = s.rope_pairs();
   const bool is_q = p == projection::q;
   const float* bias = is_q ? lw.bq : (p == projection::k ? lw.bk : lw.bv);
   const auto m = rows_of(c, lw, p);
@@ -265,8 +271,9 @@ void attention_block(const step_context& c, const llama_layer_view& lw, std::byt
   clock.barrier();
 }
 
-/// SiLU(gate) * up over hidden rows [r0, r1) of every token, then those columns of hb
-/// prepared for W_down (shared: each chunk's owner prepares its own columns).
+/// SiLU(gate) * up over hidden rows [r0, r1) of every token (a mixture's shared expert
+/// scaled by its gate), then those columns of hb prepared for W_down (shared: each
+/// chunk's owner prepares its own columns).
 void gate_up_chunk(const step_context& c, const llama_layer_view& lw, const product_inputs& in, int r0, int r1) {
   const int n = c.b.num_tokens, d = c.s.dim, hidden = c.s.hidden_dim;
   product(c, in, lw.w_gate, c.ws.hb.data(), hidden, n, d, false, r0, r1);
@@ -274,6 +281,13 @@ void gate_up_chunk(const step_context& c, const llama_layer_view& lw, const prod
   for (int t = 0; t < n; ++t) {
     const std::int64_t off = std::int64_t(t) * hidden + r0;
     c.k.silu_mul(c.ws.hb.data() + off, c.ws.hb2.data() + off, r1 - r0);
+    if (lw.shared_expert_gate != nullptr) {
+      const float* row = c.xb() + std::int64_t(t) * d;
+      float dot = 0.0f;
+      for (int i = 0; i < d; ++i) dot += row[i] * lw.shared_expert_gate[i];
+      const float scale = 1.0f / (1.0f + std::exp(-dot));
+      for (int i = 0; i < r1 - r0; ++i) c.ws.hb[std::size_t(off + i)] *= scale;
+    }
   }
   const auto f = format_of(lw.w_down);
   if (f == input_format::f32) return;
@@ -281,18 +295,9 @@ void gate_up_chunk(const step_context& c, const llama_layer_view& lw, const prod
   count_prepared(c, f, std::int64_t(n) * (r1 - r0));
 }
 
-void layer_forward(const step_context& c, int l, stage_clock& clock) {
-  const auto& s = c.s;
-  const auto& lw = c.w.layers[l];
-  const int n = c.b.num_tokens, d = s.dim, hidden = s.hidden_dim, qd = s.num_heads * s.head_dim;
-  attention_block(c, lw, c.kv.k[l], c.kv.v[l], clock);
-  // Residual adds ride on the GEMM: x += attn * wo^T.
-  const auto attn_in = prepare_inputs(c, c.ws.attn.data(), n, qd, {&lw.wo});
-  for_chunks(d, chunk_rows(d), [&](int r0, int r1) { product(c, attn_in, lw.wo, c.ws.x.data(), d, n, qd, true, r0, r1); });
-  clock.mark(forward_stage::attn_out);
-  clock.barrier();
-  float* xb = c.xb();
-  normalize_rows(c, lw.ffn_norm, xb);
+/// The dense SwiGLU MLP over the normalized rows xb: x += (silu(xb Wg) * xb Wu) Wd.
+void dense_mlp(const step_context& c, const llama_layer_view& lw, const float* xb, stage_clock& clock) {
+  const int n = c.b.num_tokens, d = c.s.dim, hidden = c.s.hidden_dim;
   const auto ffn_in = prepare_inputs(c, xb, n, d, {&lw.w_gate, &lw.w_up});
   clock.mark(forward_stage::norm);
   for_chunks(hidden, chunk_rows(hidden, format_block(format_of(lw.w_down))),
@@ -308,6 +313,161 @@ void layer_forward(const step_context& c, int l, stage_clock& clock) {
   });
   clock.mark(forward_stage::down);
   clock.barrier();
+}
+
+/// Rows [first, ...) of w: one expert's matrix out of the stacked ones.
+weight_view rows_from(const weight_view& w, std::int64_t first) {
+  weight_view v = w;
+  v.data = w.data + first * w.row_bytes;
+  return v;
+}
+
+/// One thread: each token's experts and gates, then the (token, choice) slots sorted by
+/// expert (a counting sort: tokens keep their order within an expert).
+void group_slots(const step_context& c) {
+  const auto& s = c.s;
+  auto& ws = c.ws;
+  const int n = c.b.num_tokens, num_experts = s.num_experts, k = s.experts_per_token;
+  route_experts(ws.router_logits.data(), n, num_experts, k, s.expert_sigmoid, s.expert_normalize,
+                ws.token_expert.data(), ws.token_gate.data());
+  std::fill(ws.expert_first.begin(), ws.expert_first.begin() + num_experts + 1, 0);
+  for (int i = 0; i < n * k; ++i) ++ws.expert_first[ws.token_expert[i] + 1];
+  ws.active_experts.clear();
+  for (int e = 0; e < num_experts; ++e) {
+    if (ws.expert_first[e + 1] > 0) ws.active_experts.push_back(e);
+    ws.expert_first[e + 1] += ws.expert_first[e];
+  }
+  for (int i = 0; i < n * k; ++i) {
+    const int e = ws.token_expert[i];
+    const int slot = ws.expert_first[e]++;  // moves each start on: undone below
+    ws.slot_token[slot] = i / k;
+    ws.slot_of[i] = slot;
+  }
+  for (int e = num_experts; e > 0; --e) ws.expert_first[e] = ws.expert_first[e - 1];
+  ws.expert_first[0] = 0;
+}
+
+/// The slot rows of the experts' input in `format`: f32 rows or the prepared region.
+struct slot_inputs {
+  product_inputs in;
+  /// Rows from slot `first` on.
+  product_inputs from(int first) const {
+    product_inputs out = in;
+    for (int f = 0; f < num_input_formats; ++f) {
+      if (out.rows[f] != nullptr) out.rows[f] += std::int64_t(first) * out.stride[f];
+    }
+    return out;
+  }
+};
+
+/// A mixture of experts over the normalized rows xb: the router's logits, each token's
+/// experts, then every chosen expert over all of its tokens at once (its weights read
+/// once per step), and x += each token's experts' outputs times their gates.
+void moe_block(const step_context& c, const llama_layer_view& lw, const float* xb, stage_clock& clock) {
+  const auto& s = c.s;
+  auto& ws = c.ws;
+  const int n = c.b.num_tokens, d = s.dim, num_experts = s.num_experts, k = s.experts_per_token;
+  const int ff = s.expert_hidden_dim, num_slots = n * k;
+  const auto router_in = prepare_inputs(c, xb, n, d, {&lw.router});
+  for_chunks(num_experts, chunk_rows(num_experts), [&](int r0, int r1) {
+    product(c, router_in, lw.router, ws.router_logits.data(), num_experts, n, d, false, r0, r1);
+  });
+  clock.mark(forward_stage::gate_up);
+  clock.barrier();
+#pragma omp single
+  group_slots(c);
+  // The rows in slot order, prepared for the experts' gate and up formats.
+  slot_inputs slots;
+  slots.in.rows[0] = reinterpret_cast<const std::byte*>(ws.slot_rows.data());
+  slots.in.stride[0] = std::int64_t(d) * 4;
+  int region = 0;
+  for (const weight_view* w : {&lw.gate_exps, &lw.up_exps}) {
+    const auto f = format_of(*w);
+    if (f == input_format::f32 || slots.in.rows[int(f)] != nullptr) continue;
+    slots.in.rows[int(f)] = ws.slot_prepared.data() + std::int64_t(region++) * num_slots * ws.slot_prepared_stride;
+    slots.in.stride[int(f)] = ws.slot_prepared_stride;
+  }
+  for_chunks(num_slots, 16, [&](int r0, int r1) {
+    for (int i = r0; i < r1; ++i) {
+      std::copy_n(xb + std::int64_t(ws.slot_token[i]) * d, d, ws.slot_rows.data() + std::int64_t(i) * d);
+    }
+    for (int f = 1; f < num_input_formats; ++f) {
+      if (slots.in.rows[f] == nullptr) continue;
+      c.k.prepare[f]({ws.slot_rows.data() + std::int64_t(r0) * d, d, r1 - r0, d, 0, d,
+                      const_cast<std::byte*>(slots.in.rows[f]) + std::int64_t(r0) * slots.in.stride[f],
+                      slots.in.stride[f]});
+      count_prepared(c, input_format(f), std::int64_t(r1 - r0) * d);
+    }
+  });
+  clock.mark(forward_stage::norm);
+  clock.barrier();
+  // Gate and up: each expert's hidden rows over its slots, SwiGLU, prepared for W_down.
+  const auto down_format = format_of(lw.down_exps);
+  const int num_active = int(ws.active_experts.size());
+  const int ff_chunk = chunk_rows(ff, format_block(down_format)), ff_chunks = (ff + ff_chunk - 1) / ff_chunk;
+#pragma omp for schedule(dynamic, 1) nowait
+  for (int item = 0; item < num_active * ff_chunks; ++item) {
+    const int e = ws.active_experts[item / ff_chunks], r0 = (item % ff_chunks) * ff_chunk, r1 = std::min(ff, r0 + ff_chunk);
+    const int first = ws.expert_first[e], count = ws.expert_first[e + 1] - first;
+    const auto in = slots.from(first);
+    float* hb = ws.hb.data() + std::int64_t(first) * ff;
+    float* hb2 = ws.hb2.data() + std::int64_t(first) * ff;
+    product(c, in, rows_from(lw.gate_exps, std::int64_t(e) * ff), hb, ff, count, d, false, r0, r1);
+    product(c, in, rows_from(lw.up_exps, std::int64_t(e) * ff), hb2, ff, count, d, false, r0, r1);
+    for (int i = 0; i < count; ++i) c.k.silu_mul(hb + std::int64_t(i) * ff + r0, hb2 + std::int64_t(i) * ff + r0, r1 - r0);
+    if (down_format == input_format::f32) continue;
+    c.k.prepare[int(down_format)]({hb, ff, count, ff, r0, r1,
+                                   ws.expert_hb_prepared.data() + std::int64_t(first) * ws.expert_hb_prepared_stride,
+                                   ws.expert_hb_prepared_stride});
+    count_prepared(c, down_format, std::int64_t(count) * (r1 - r0));
+  }
+  clock.mark(forward_stage::gate_up);
+  clock.barrier();
+  // Down: each expert's output rows over its slots.
+  product_inputs down_in;
+  const int df = int(down_format);
+  down_in.rows[df] = df == 0 ? reinterpret_cast<const std::byte*>(ws.hb.data()) : ws.expert_hb_prepared.data();
+  down_in.stride[df] = df == 0 ? std::int64_t(ff) * 4 : ws.expert_hb_prepared_stride;
+  const slot_inputs down_slots{down_in};
+  const int d_chunk = chunk_rows(d), d_chunks = (d + d_chunk - 1) / d_chunk;
+#pragma omp for schedule(dynamic, 1) nowait
+  for (int item = 0; item < num_active * d_chunks; ++item) {
+    const int e = ws.active_experts[item / d_chunks], r0 = (item % d_chunks) * d_chunk, r1 = std::min(d, r0 + d_chunk);
+    const int first = ws.expert_first[e], count = ws.expert_first[e + 1] - first;
+    product(c, down_slots.from(first), rows_from(lw.down_exps, std::int64_t(e) * d),
+            ws.expert_out.data() + std::int64_t(first) * d, d, count, ff, false, r0, r1);
+  }
+  clock.mark(forward_stage::down);
+  clock.barrier();
+  // Each token's experts, weighted by their gates, onto the residual.
+#pragma omp for schedule(static) nowait
+  for (int t = 0; t < n; ++t) {
+    float* x = ws.x.data() + std::int64_t(t) * d;
+    for (int j = 0; j < k; ++j) {
+      const float gate = ws.token_gate[std::size_t(t) * k + j];
+      const float* out = ws.expert_out.data() + std::int64_t(ws.slot_of[std::size_t(t) * k + j]) * d;
+      for (int i = 0; i < d; ++i) x[i] += gate * out[i];
+    }
+  }
+  clock.mark(forward_stage::down);
+  clock.barrier();
+}
+
+void layer_forward(const step_context& c, int l, stage_clock& clock) {
+  const auto& s = c.s;
+  const auto& lw = c.w.layers[l];
+  const int n = c.b.num_tokens, d = s.dim, qd = s.num_heads * s.head_dim;
+  attention_block(c, lw, c.kv.k[l], c.kv.v[l], clock);
+  // Residual adds ride on the GEMM: x += attn * wo^T.
+  const auto attn_in = prepare_inputs(c, c.ws.attn.data(), n, qd, {&lw.wo});
+  for_chunks(d, chunk_rows(d), [&](int r0, int r1) { product(c, attn_in, lw.wo, c.ws.x.data(), d, n, qd, true, r0, r1); });
+  clock.mark(forward_stage::attn_out);
+  clock.barrier();
+  float* xb = c.xb();
+  normalize_rows(c, lw.ffn_norm, xb);
+  clock.mark(forward_stage::norm);
+  if (s.num_experts > 0) moe_block(c, lw, xb, clock);
+  if (s.hidden_dim > 0) dense_mlp(c, lw, xb, clock);
 }
 
 /// Only the rows that are sampled go through the final norm and the classifier.
@@ -329,7 +489,7 @@ void logits_forward(const step_context& c, stage_clock& clock) {
 
 void step_forward(const step_context& c, stage_times* times) {
   stage_clock clock(times);
-  const int n = c.b.num_tokens, d = c.s.dim, half = c.s.head_dim / 2;
+  const int n = c.b.num_tokens, d = c.s.dim, half = c.s.rope_pairs();
 #pragma omp for schedule(static) nowait
   for (int t = 0; t < n; ++t) {
     const auto& table = c.w.token_embedding;
@@ -337,8 +497,8 @@ void step_forward(const step_context& c, stage_times* times) {
                                                 c.ws.x.data() + std::int64_t(t) * d);
     for (int j = 0; j < half; ++j) {
       const float angle = float(c.b.positions[t]) * c.ws.inv_freq[j];
-      c.ws.cos_table[std::size_t(t) * half + j] = std::cos(angle);
-      c.ws.sin_table[std::size_t(t) * half + j] = std::sin(angle);
+      c.ws.cos_table[std::size_t(t) * half + j] = std::cos(angle) * c.s.rope_mscale;
+      c.ws.sin_table[std::size_t(t) * half + j] = std::sin(angle) * c.s.rope_mscale;
     }
   }
   clock.mark(forward_stage::embed);

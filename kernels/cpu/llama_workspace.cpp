@@ -19,7 +19,7 @@ unsigned formats_in_use(const llama_shape& s, const llama_weights_view& w, std::
   hb_stride = 0;
   for (int l = 0; l < s.num_layers; ++l) {
     const auto& lw = w.layers[l];
-    for (const weight_view* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down}) {
+    for (const weight_view* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down, &lw.router}) {
       formats |= 1u << int(format_of(*m));
     }
     hb_stride = std::max(hb_stride, prepared_row_bytes(format_of(lw.w_down), s.hidden_dim));
@@ -46,11 +46,38 @@ void grow_prepared(const llama_shape& s, const llama_weights_view& w, std::int64
   if (std::int64_t(ws.hb_prepared.size()) < hb_bytes) ws.hb_prepared.resize(std::size_t(hb_bytes));
 }
 
+/// A mixture of experts' buffers for n tokens.
+void grow_experts(const llama_shape& s, const llama_weights_view& w, std::int64_t n, llama_workspace& ws) {
+  const std::int64_t slots = n * s.experts_per_token, d = s.dim, ff = s.expert_hidden_dim;
+  grow(ws.router_logits, n * s.num_experts);
+  grow(ws.token_gate, slots);
+  grow(ws.slot_rows, slots * d);
+  grow(ws.expert_out, slots * d);
+  grow(ws.hb, slots * ff);
+  grow(ws.hb2, slots * ff);
+  for (auto* v : {&ws.token_expert, &ws.slot_token, &ws.slot_of}) {
+    if (std::int64_t(v->size()) < slots) v->resize(std::size_t(slots));
+  }
+  ws.expert_first.resize(std::size_t(s.num_experts) + 1);
+  ws.active_experts.reserve(std::size_t(s.num_experts));
+  std::int64_t stride = 0, hb_stride = 0;
+  for (int l = 0; l < s.num_layers; ++l) {
+    const auto& lw = w.layers[l];
+    for (const weight_view* m : {&lw.gate_exps, &lw.up_exps}) stride = std::max(stride, prepared_row_bytes(format_of(*m), d));
+    hb_stride = std::max(hb_stride, prepared_row_bytes(format_of(lw.down_exps), ff));
+  }
+  ws.slot_prepared_stride = stride;
+  ws.expert_hb_prepared_stride = hb_stride;
+  const std::int64_t bytes = 2 * stride * slots, hb_bytes = hb_stride * slots;  // gate's and up's formats
+  if (std::int64_t(ws.slot_prepared.size()) < bytes) ws.slot_prepared.resize(std::size_t(bytes));
+  if (std::int64_t(ws.expert_hb_prepared.size()) < hb_bytes) ws.expert_hb_prepared.resize(std::size_t(hb_bytes));
+}
+
 }  // namespace
 
 int prepare_workspace(const llama_shape& s, const llama_weights_view& w, const ragged_batch_view& b,
                       llama_workspace& ws, int num_threads) {
-  const std::int64_t n = b.num_tokens, d = s.dim, half = s.head_dim / 2;
+  const std::int64_t n = b.num_tokens, d = s.dim, half = s.rope_pairs();
   const std::int64_t rows = std::max<std::int64_t>(n, b.num_logits);
   grow(ws.x, n * d);
   grow(ws.xb, rows * d * num_threads);
@@ -63,6 +90,7 @@ int prepare_workspace(const llama_shape& s, const llama_weights_view& w, const r
   grow(ws.cos_table, n * half);
   grow(ws.sin_table, n * half);
   grow_prepared(s, w, rows, ws, num_threads);
+  if (s.num_experts > 0) grow_experts(s, w, n, ws);
   if (std::int64_t(ws.inv_freq.size()) != half) {
     ws.inv_freq.resize(std::size_t(half));
     for (int j = 0; j < half; ++j) ws.inv_freq[j] = rope_inv_freq(j, s);

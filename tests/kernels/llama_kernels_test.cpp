@@ -26,6 +26,7 @@ TEST_CASE("rope frequencies: plain theta, and Llama-3 scaling by wavelength band
   CHECK(rope_inv_freq(0, s) == Approx(1.0f));
   CHECK(rope_inv_freq(32, s) == Approx(std::pow(500000.0f, -0.5f)));
   auto scaled = s;
+  scaled.rope_scaling = rope_scaling_kind::llama3;
   scaled.rope_factor = 8.0f;
   scaled.rope_low_freq_factor = 1.0f;
   scaled.rope_high_freq_factor = 4.0f;

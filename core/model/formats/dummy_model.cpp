@@ -74,6 +74,7 @@ struct random_tensor {
   std::int64_t rows = 0, cols = 0;
   matrix_role role = matrix_role::wq;
   int layer = 0;
+  bool keep_f32 = false;  ///< never quantized (a router)
 };
 
 /// Fills one tensor (in parallel over its chunks) and stores it, converted when asked.
@@ -94,7 +95,7 @@ result<void> make_tensor(const random_tensor& r, std::size_t index, std::uint64_
     return {};
   }
   *r.matrix = weight_tensor::from_f32(std::move(values), r.rows, r.cols);
-  if (!recipe) return {};
+  if (!recipe || r.keep_f32) return {};
   const auto to = fallback_for(dtype_for(*recipe, r.role, r.layer, config.num_layers, config.tied_embeddings), r.cols);
   if (to == weight_dtype::f32) return {};
   auto converted = try_convert(*r.matrix, to);
@@ -107,7 +108,7 @@ result<void> make_tensor(const random_tensor& r, std::size_t index, std::uint64_
 
 result<model_weights> make_dummy_weights(const model_config& config, std::uint64_t seed, const quant_recipe* recipe) {
   if (auto ok = try_check_shape(config); !ok) return std::unexpected(ok.error());
-  const std::int64_t dim = config.dim, hidden = config.hidden_dim;
+  const std::int64_t dim = config.dim;
   const std::int64_t q = config.q_dim(), kv = config.kv_dim(), vocab = config.vocab_size;
   model_weights w;
   w.config = config;
@@ -125,9 +126,24 @@ result<model_weights> make_dummy_weights(const model_config& config, std::uint64
     matrix(layer.wk, kv, dim, matrix_role::wk, i);
     matrix(layer.wv, kv, dim, matrix_role::wv, i);
     matrix(layer.wo, dim, q, matrix_role::wo, i);
-    matrix(layer.w_gate, hidden, dim, matrix_role::w_gate, i);
-    matrix(layer.w_up, hidden, dim, matrix_role::w_up, i);
-    matrix(layer.w_down, dim, hidden, matrix_role::w_down, i);
+    const std::int64_t dense = config.dense_hidden_dim();  // a mixture's shared expert, or none
+    if (config.moe.enabled()) {
+      const std::int64_t e = config.moe.num_experts, ff = config.moe.expert_hidden_dim;
+      order.push_back({&layer.router, nullptr, e, dim, matrix_role::wq, i});  // kept f32, as llama-quantize keeps it
+      order.back().keep_f32 = true;
+      matrix(layer.gate_exps, e * ff, dim, matrix_role::w_gate, i);
+      matrix(layer.up_exps, e * ff, dim, matrix_role::w_up, i);
+      matrix(layer.down_exps, e * dim, ff, matrix_role::w_down, i);
+      if (dense > 0) {
+        layer.shared_expert_gate.resize(std::size_t(dim));
+        order.push_back({nullptr, &layer.shared_expert_gate});
+      }
+    }
+    if (dense > 0) {
+      matrix(layer.w_gate, dense, dim, matrix_role::w_gate, i);
+      matrix(layer.w_up, dense, dim, matrix_role::w_up, i);
+      matrix(layer.w_down, dim, dense, matrix_role::w_down, i);
+    }
     if (config.qk_norm) {
       layer.q_norm.assign(std::size_t(config.head_dim), 1.0f);
       layer.k_norm.assign(std::size_t(config.head_dim), 1.0f);

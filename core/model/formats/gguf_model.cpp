@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/model/formats/hf_model.hpp"
+#include "core/model/model_family.hpp"
 #include "core/model/rope_factors.hpp"
 
 namespace inflight {
@@ -63,41 +64,118 @@ class gguf_fields {
   std::optional<error> error_;
 };
 
-const char* hf_architecture_of(std::string_view arch) {
-  if (arch == "qwen2") return "Qwen2ForCausalLM";
-  if (arch == "qwen3") return "Qwen3ForCausalLM";
-  return "LlamaForCausalLM";
-}
-
 result<std::string> read_architecture(const gguf_file& file) {
   const gguf_value* value = file.find("general.architecture");
   const std::string arch(value != nullptr ? value->as_string().value_or("") : std::string_view());
-  for (const auto supported : supported_gguf_architectures) {
-    if (arch == supported) return arch;
-  }
-  std::string list;
-  for (const auto supported : supported_gguf_architectures) list += (list.empty() ? "" : ", ") + std::string(supported);
+  if (find_gguf_family(arch, false) != nullptr) return arch;
   return make_error(errc::unsupported, "GGUF file '" + file.source() + "': architecture '" +
                                            (arch.empty() ? std::string("(general.architecture missing)") : arch) +
-                                           "' is not supported; supported: " + list);
+                                           "' is not supported; supported: " +
+                                           family_list(&model_family::gguf_architecture));
+}
+
+/// The family, telling Mixtral from Llama by its experts.
+const model_family& read_family(gguf_fields& fields, const std::string& arch) {
+  const gguf_value* experts = fields.find("expert_count");
+  const bool has_experts = experts != nullptr && experts->as_int().value_or(0) > 0;
+  const model_family* family = find_gguf_family(arch, has_experts);
+  if (has_experts && !family->moe) {
+    fields.fail(errc::unsupported, "experts (expert_count " + std::to_string(*experts->as_int()) + ") in a '" + arch +
+                                       "' file, whose layers are dense");
+  }
+  return *family;
+}
+
+/// {arch}.expert_* into config.moe.
+void read_experts(gguf_fields& fields, const model_family& family, model_config& c) {
+  if (!family.moe) return;
+  c.moe.num_experts = fields.positive_int("expert_count");
+  c.moe.experts_per_token = fields.positive_int("expert_used_count");
+  // Mixtral's files name the expert size feed_forward_length.
+  c.moe.expert_hidden_dim = fields.positive_int("expert_feed_forward_length", c.hidden_dim);
+  c.moe.normalize_weights = family.moe_normalize;
+  if (const gguf_value* norm = fields.find("expert_weights_norm"); norm != nullptr) {
+    c.moe.normalize_weights = norm->as_int().value_or(0) != 0;
+  }
+  if (const gguf_value* gating = fields.find("expert_gating_func"); gating != nullptr) {
+    const auto kind = gating->as_int().value_or(0);  // llama.cpp: 1 softmax, 2 sigmoid
+    if (kind == 2) {
+      c.moe.gating = moe_gating::sigmoid;
+    } else if (kind != 1) {
+      fields.fail(errc::unsupported, "expert_gating_func " + std::to_string(kind) + " is not supported (1 softmax, 2 sigmoid)");
+    }
+  }
+  if (family.shared_expert) c.moe.shared_hidden_dim = fields.positive_int("expert_shared_feed_forward_length", c.hidden_dim);
+  if (c.moe.experts_per_token > c.moe.num_experts) {
+    fields.fail(errc::corrupt_file, "expert_used_count exceeds expert_count");
+  }
+}
+
+/// rope.dimension_count (partial rotary) and rope.scaling.* (linear, YaRN).
+void read_rope(gguf_fields& fields, model_config& c) {
+  if (fields.find("rope.dimension_count") != nullptr) {
+    const int dims = fields.positive_int("rope.dimension_count");
+    if (dims > c.head_dim || dims % 2 != 0) {
+      fields.fail(errc::corrupt_file, "rope.dimension_count " + std::to_string(dims) +
+                                          " must be even and at most the head size " + std::to_string(c.head_dim));
+    } else if (dims < c.head_dim) {
+      c.rope_dims = dims;
+    }
+  }
+  const gguf_value* type = fields.find("rope.scaling.type");
+  // As llama.cpp reads it: a factor without a type is linear scaling.
+  const std::string name(type != nullptr ? type->as_string().value_or("?") : "linear");
+  float factor = fields.number("rope.scaling.factor", 0.0f);
+  if (factor == 0.0f) factor = fields.number("rope.scale_linear", 0.0f);
+  if (name == "none" || (factor == 0.0f || factor == 1.0f)) {
+    if (name != "none" && name != "linear" && name != "yarn") {
+      fields.fail(errc::unsupported, "rope.scaling.type '" + name + "' is not supported (linear, yarn)");
+    }
+    return;
+  }
+  if (!(factor > 0.0f)) {
+    fields.fail(errc::corrupt_file, "rope.scaling.factor must be positive");
+    return;
+  }
+  if (name == "linear") {
+    c.scaling.type = rope_scaling_type::linear;
+  } else if (name == "yarn") {
+    c.scaling.type = rope_scaling_type::yarn;
+    c.scaling.original_max_position = fields.positive_int("rope.scaling.original_context_length", c.max_seq_len);
+    c.scaling.beta_fast = fields.number("rope.scaling.yarn_beta_fast", 32.0f);
+    c.scaling.beta_slow = fields.number("rope.scaling.yarn_beta_slow", 1.0f);
+    if (fields.find("rope.scaling.yarn_log_multiplier") != nullptr) {
+      fields.fail(errc::unsupported, "rope.scaling.yarn_log_multiplier (DeepSeek's YaRN) is not supported");
+    }
+    if (fields.number("rope.scaling.yarn_ext_factor", -1.0f) >= 0.0f &&
+        fields.number("rope.scaling.yarn_ext_factor", -1.0f) != 1.0f) {
+      fields.fail(errc::unsupported, "rope.scaling.yarn_ext_factor other than 1 is not supported");
+    }
+  } else {
+    fields.fail(errc::unsupported, "rope.scaling.type '" + name + "' is not supported (linear, yarn)");
+    return;
+  }
+  c.scaling.factor = factor;
+  if (fields.number("rope.scaling.attn_factor", 1.0f) != 1.0f) {
+    fields.fail(errc::unsupported, "rope.scaling.attn_factor other than 1 is not supported");
+  }
 }
 
 /// Features the engine does not compute: refused by name.
 void check_unsupported(gguf_fields& fields, const model_config& c) {
-  if (const gguf_value* experts = fields.find("expert_count"); experts != nullptr && experts->as_int().value_or(0) > 0) {
-    fields.fail(errc::unsupported, "mixture of experts (expert_count " + std::to_string(*experts->as_int()) +
-                                       ") is not supported");
-  }
-  if (fields.find("rope.dimension_count") != nullptr && fields.positive_int("rope.dimension_count") != c.head_dim) {
-    fields.fail(errc::unsupported, "rope.dimension_count differs from the head size " + std::to_string(c.head_dim) +
-                                       ": partial rotary embeddings are not supported");
-  }
   if (fields.find("attention.value_length") != nullptr && fields.positive_int("attention.value_length") != c.head_dim) {
     fields.fail(errc::unsupported, "attention.value_length differs from attention.key_length");
   }
-  if (const gguf_value* type = fields.find("rope.scaling.type"); type != nullptr) {
-    const auto name = type->as_string().value_or("?");
-    if (name != "none") fields.fail(errc::unsupported, "rope.scaling.type '" + std::string(name) + "' is not supported");
+  if (c.moe.enabled() && c.moe.shared_hidden_dim == 0 && fields.find("expert_shared_count") != nullptr &&
+      fields.find("expert_shared_count")->as_int().value_or(0) > 0) {
+    fields.fail(errc::unsupported, "expert_shared_count without expert_shared_feed_forward_length");
+  }
+  if (const float scale = fields.number("expert_weights_scale", 0.0f); scale != 0.0f && scale != 1.0f) {
+    fields.fail(errc::unsupported, "expert_weights_scale " + std::to_string(scale) + " is not supported");
+  }
+  if (fields.find("leading_dense_block_count") != nullptr &&
+      fields.find("leading_dense_block_count")->as_int().value_or(0) > 0) {
+    fields.fail(errc::unsupported, "leading_dense_block_count (dense layers before the experts) is not supported");
   }
 }
 
@@ -105,6 +183,10 @@ void check_unsupported(gguf_fields& fields, const model_config& c) {
 result<void> read_rope_factors(const gguf_file& file, gguf_fields& fields, model_config& c) {
   const gguf_tensor_info* info = file.find_tensor("rope_freqs.weight");
   if (info == nullptr) return {};
+  if (c.scaling.enabled()) {
+    return make_error(errc::unsupported, "GGUF file '" + file.source() + "': rope_freqs.weight beside rope.scaling.type '" +
+                                             to_string(c.scaling.type) + "'");
+  }
   auto factors = file.try_values_f32(*info);
   if (!factors) return std::unexpected(factors.error());
   const int original = fields.positive_int("rope.scaling.original_context_length", 8192);
@@ -121,10 +203,11 @@ result<model_config> try_read_gguf_config(const gguf_file& file, int vocab_size)
   auto arch = read_architecture(file);
   if (!arch) return std::unexpected(arch.error());
   gguf_fields fields(file, *arch);
+  const model_family& family = read_family(fields, *arch);
   model_config c;
-  c.architecture = hf_architecture_of(*arch);
+  c.architecture = std::string(family.hf_architecture);
   c.dim = fields.positive_int("embedding_length");
-  c.hidden_dim = fields.positive_int("feed_forward_length");
+  c.hidden_dim = fields.positive_int("feed_forward_length", family.moe ? std::optional<int>(0) : std::nullopt);
   c.num_layers = fields.positive_int("block_count");
   c.num_heads = fields.positive_int("attention.head_count");
   c.num_kv_heads = fields.positive_int("attention.head_count_kv", c.num_heads);
@@ -134,17 +217,20 @@ result<model_config> try_read_gguf_config(const gguf_file& file, int vocab_size)
   c.max_seq_len = fields.positive_int("context_length");
   c.norm_eps = fields.number("attention.layer_norm_rms_epsilon", 1e-5f);
   c.rope_theta = fields.number("rope.freq_base", 10000.0f);
-  c.rope = *arch == "llama" ? rope_style::interleaved : rope_style::half;
+  c.rope = family.gguf_rope;
   c.tied_embeddings = file.find_tensor("output.weight") == nullptr;
-  c.attention_bias = *arch == "qwen2" || (*arch == "llama" && file.find_tensor("blk.0.attn_q.bias") != nullptr);
-  c.qk_norm = *arch == "qwen3";
+  c.attention_bias = family.attention_bias || file.find_tensor("blk.0.attn_q.bias") != nullptr;
+  c.qk_norm = family.qk_norm;
+  read_experts(fields, family, c);
+  if (c.moe.enabled() && c.hidden_dim == 0) c.hidden_dim = c.moe.expert_hidden_dim;
   // Sliding-window attention is not implemented; within the window it is full attention.
   if (fields.find("attention.sliding_window") != nullptr) {
     c.max_seq_len = std::min(c.max_seq_len, fields.positive_int("attention.sliding_window"));
   }
+  read_rope(fields, c);
   check_unsupported(fields, c);
   if (fields.first_error()) return std::unexpected(*fields.first_error());
-  if (*arch == "llama") {
+  if (family.gguf_architecture == "llama") {
     if (auto ok = read_rope_factors(file, fields, c); !ok) return std::unexpected(ok.error());
   }
   if (auto ok = try_check_shape(c); !ok) return make_error(ok.error().code, "GGUF file '" + file.source() + "': " + ok.error().message);

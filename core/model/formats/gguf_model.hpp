@@ -1,23 +1,28 @@
 #pragma once
-/// Llama-family models in GGUF files: metadata -> model_config, tensors -> model_weights
+/// Decoders in GGUF files: metadata -> model_config, tensors -> model_weights
 /// (matrices stay in the file's types, as views into the mapping; norms and biases are
 /// decoded to fp32), tokenizer.ggml.* -> the tokenizer.
 ///
-///   general.architecture   llama (Llama 2/3, Mistral, TinyLlama, SmolLM): Q/K rows in
-///                          Meta's order, i.e. rope_style::interleaved
-///                          qwen2 (q/k/v biases), qwen3 (per-head q/k norms): rope_style::half
+///   general.architecture   a family's GGUF name (model_family.hpp): llama (Llama 2/3,
+///                          Mistral, TinyLlama, SmolLM; Mixtral when it has experts), qwen2,
+///                          qwen3, qwen2moe, qwen3moe
 ///   {arch}.embedding_length, block_count, feed_forward_length, attention.head_count,
 ///   attention.head_count_kv, attention.key_length, attention.layer_norm_rms_epsilon,
-///   rope.freq_base, context_length, pooling_type (how an embedding model pools)
+///   rope.freq_base, rope.dimension_count (partial rotary), rope.scaling.{type, factor,
+///   original_context_length, yarn_beta_fast, yarn_beta_slow} (linear, YaRN),
+///   expert_count, expert_used_count, expert_feed_forward_length,
+///   expert_shared_feed_forward_length, context_length, pooling_type
 ///   tensors  token_embd, output_norm, output (absent: tied), rope_freqs (llama: Llama-3
 ///            scaling, see rope_factors.hpp), blk.N.{attn_norm, attn_q, attn_k, attn_v,
 ///            attn_output, attn_q.bias, attn_k.bias, attn_v.bias, attn_q_norm,
-///            attn_k_norm, ffn_norm, ffn_gate, ffn_up, ffn_down}.weight
+///            attn_k_norm, ffn_norm, ffn_gate, ffn_up, ffn_down}.weight; with experts
+///            blk.N.{ffn_gate_inp, ffn_gate_exps, ffn_up_exps, ffn_down_exps} (stacked
+///            [experts x rows x cols]) and the shared expert's ffn_{gate,up,down}_shexp,
+///            ffn_gate_inp_shexp
 ///
 /// Anything the engine would compute differently is refused with errc::unsupported
-/// naming it: another architecture, a tensor the loader does not use, mixture of
-/// experts, partial rotary dimensions, RoPE scaling other than Llama-3's, value heads
-/// of another width than key heads.
+/// naming it: another architecture, a tensor the loader does not use, RoPE scaling
+/// other than Llama-3's, linear and YaRN, value heads of another width than key heads.
 
 #include <filesystem>
 #include <memory>
@@ -32,8 +37,6 @@
 
 namespace inflight {
 
-/// The architectures general.architecture may name.
-inline constexpr std::string_view supported_gguf_architectures[] = {"llama", "qwen2", "qwen3"};
 
 /// A loaded GGUF model.
 struct gguf_model {

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/model/gguf/gguf_writer.hpp"
+#include "core/model/model_family.hpp"
 #include "core/model/rope_factors.hpp"
 
 namespace inflight {
@@ -14,9 +15,11 @@ namespace {
 
 /// New row r of a [num_heads * head_dim] projection is old row order[r]. Interleaved
 /// pairs (2i, 2i+1) and half pairs (i, i + head_dim/2) are the same pairs, rows moved.
-std::vector<std::int64_t> head_row_order(int num_heads, int head_dim, rope_style to) {
+/// Only the first `rotary_dims` rows of a head rotate; the rest stay where they are.
+std::vector<std::int64_t> head_row_order(int num_heads, int head_dim, int rotary_dims, rope_style to) {
   std::vector<std::int64_t> order(std::size_t(num_heads) * head_dim);
-  const int half = head_dim / 2;
+  for (std::size_t r = 0; r < order.size(); ++r) order[r] = std::int64_t(r);
+  const int half = rotary_dims / 2;
   for (int h = 0; h < num_heads; ++h) {
     for (int i = 0; i < half; ++i) {
       for (int j = 0; j < 2; ++j) {
@@ -56,9 +59,10 @@ result<std::vector<float>> try_reorder(const std::vector<float>& values, const s
 /// The layer with its Q/K rows in `to`'s order.
 result<layer_weights> try_with_rope_order(const layer_weights& l, const model_config& c, rope_style to) {
   layer_weights out = l;
-  const auto q_order = head_row_order(c.num_heads, c.head_dim, to);
-  const auto k_order = head_row_order(c.num_kv_heads, c.head_dim, to);
-  const auto norm_order = head_row_order(1, c.head_dim, to);
+  const int rotary = c.rotary_dims();
+  const auto q_order = head_row_order(c.num_heads, c.head_dim, rotary, to);
+  const auto k_order = head_row_order(c.num_kv_heads, c.head_dim, rotary, to);
+  const auto norm_order = head_row_order(1, c.head_dim, rotary, to);
   for (auto [matrix, order] : {std::pair{&out.wq, &q_order}, std::pair{&out.wk, &k_order}}) {
     auto moved = try_reorder_rows(*matrix, *order);
     if (!moved) return std::unexpected(moved.error());
@@ -77,7 +81,9 @@ result<layer_weights> try_with_rope_order(const layer_weights& l, const model_co
 std::uint32_t file_type_of(const model_weights& w) {
   std::array<int, num_weight_dtypes> counts{};
   for (const auto& l : w.layers) {
-    for (const auto* m : matrices_of(l)) ++counts[std::size_t(m->dtype())];
+    for (const auto* m : matrices_of(l)) {
+      if (!m->empty()) ++counts[std::size_t(m->dtype())];
+    }
   }
   const auto most = weight_dtype(std::max_element(counts.begin(), counts.end()) - counts.begin());
   constexpr std::array<std::uint32_t, num_weight_dtypes> ftypes{0, 1, 32, 7, 2, 15, 17, 18};
@@ -97,13 +103,49 @@ void write_config(gguf_writer& w, const model_weights& weights, const std::strin
   w.set_u32(key("attention.value_length"), std::uint32_t(c.head_dim));
   w.set_f32(key("attention.layer_norm_rms_epsilon"), c.norm_eps);
   w.set_f32(key("rope.freq_base"), c.rope_theta);
-  w.set_u32(key("rope.dimension_count"), std::uint32_t(c.head_dim));
+  w.set_u32(key("rope.dimension_count"), std::uint32_t(c.rotary_dims()));
   w.set_u32(key("vocab_size"), std::uint32_t(c.vocab_size));
-  if (c.scaling.enabled) w.set_u32(key("rope.scaling.original_context_length"), std::uint32_t(c.scaling.original_max_position));
+  if (c.scaling.enabled()) w.set_u32(key("rope.scaling.original_context_length"), std::uint32_t(c.scaling.original_max_position));
+  if (c.scaling.type == rope_scaling_type::linear || c.scaling.type == rope_scaling_type::yarn) {
+    w.set_string(key("rope.scaling.type"), to_string(c.scaling.type));
+    w.set_f32(key("rope.scaling.factor"), c.scaling.factor);
+  }
+  if (c.scaling.type == rope_scaling_type::yarn) {
+    w.set_f32(key("rope.scaling.yarn_beta_fast"), c.scaling.beta_fast);
+    w.set_f32(key("rope.scaling.yarn_beta_slow"), c.scaling.beta_slow);
+  }
+  if (c.moe.enabled()) {
+    w.set_u32(key("expert_count"), std::uint32_t(c.moe.num_experts));
+    w.set_u32(key("expert_used_count"), std::uint32_t(c.moe.experts_per_token));
+    w.set_u32(key("expert_feed_forward_length"), std::uint32_t(c.moe.expert_hidden_dim));
+    if (c.moe.shared_hidden_dim > 0) {
+      w.set_u32(key("expert_shared_feed_forward_length"), std::uint32_t(c.moe.shared_hidden_dim));
+    }
+  }
   w.set_u32("general.file_type", file_type_of(weights));
 }
 
-result<void> add_layer(gguf_writer& w, const layer_weights& l, int i) {
+/// A mixture's router, stacked experts and shared expert, by llama.cpp's names.
+result<void> add_experts(gguf_writer& w, const layer_weights& l, const std::string& p, const model_config& c) {
+  if (auto ok = w.try_add_matrix(p + "ffn_gate_inp.weight", l.router); !ok) return ok;
+  const std::pair<const char*, const weight_tensor*> stacked[] = {
+      {"ffn_gate_exps.weight", &l.gate_exps}, {"ffn_up_exps.weight", &l.up_exps}, {"ffn_down_exps.weight", &l.down_exps}};
+  for (const auto& [name, matrix] : stacked) {
+    if (auto ok = w.try_add_stacked(p + name, *matrix, c.moe.num_experts); !ok) return ok;
+  }
+  if (l.w_gate.empty()) return {};
+  if (!l.shared_expert_gate.empty()) {
+    if (auto ok = w.try_add_vector(p + "ffn_gate_inp_shexp.weight", l.shared_expert_gate); !ok) return ok;
+  }
+  const std::pair<const char*, const weight_tensor*> shared[] = {
+      {"ffn_gate_shexp.weight", &l.w_gate}, {"ffn_up_shexp.weight", &l.w_up}, {"ffn_down_shexp.weight", &l.w_down}};
+  for (const auto& [name, matrix] : shared) {
+    if (auto ok = w.try_add_matrix(p + name, *matrix); !ok) return ok;
+  }
+  return {};
+}
+
+result<void> add_layer(gguf_writer& w, const layer_weights& l, int i, const model_config& c) {
   const std::string p = "blk." + std::to_string(i) + ".";
   const std::pair<const char*, const std::vector<float>*> vectors[] = {
       {"attn_norm.weight", &l.attn_norm}, {"attn_q.bias", &l.bq},        {"attn_k.bias", &l.bk},
@@ -118,19 +160,32 @@ result<void> add_layer(gguf_writer& w, const layer_weights& l, int i) {
       {"attn_output.weight", &l.wo},   {"ffn_gate.weight", &l.w_gate}, {"ffn_up.weight", &l.w_up},
       {"ffn_down.weight", &l.w_down}};
   for (const auto& [name, matrix] : matrices) {
+    if (c.moe.enabled() && (matrix == &l.w_gate || matrix == &l.w_up || matrix == &l.w_down)) continue;
     if (auto ok = w.try_add_matrix(p + name, *matrix); !ok) return ok;
   }
+  if (c.moe.enabled()) return add_experts(w, l, p, c);
   return {};
 }
 
 }  // namespace
 
 result<std::string> try_gguf_architecture_of(const model_config& c) {
-  if (c.qk_norm && c.attention_bias) {
+  const model_family& family = family_of(c);
+  if (family.moe) {
+    if (!c.moe.enabled() || c.qk_norm != family.qk_norm || c.attention_bias != family.attention_bias) {
+      return make_error(errc::unsupported, "GGUF writer: a " + c.architecture + " model needs experts, " +
+                                               (family.qk_norm ? "" : "no ") + "q/k norms and " +
+                                               (family.attention_bias ? "" : "no ") + "q/k/v biases");
+    }
+  } else if (c.moe.enabled()) {
+    return make_error(errc::unsupported, "GGUF writer: experts are written for a mixture family (" +
+                                             c.architecture + " has none)");
+  } else if (c.qk_norm && c.attention_bias) {
     return make_error(errc::unsupported, "GGUF writer: no architecture has both q/k/v biases and q/k norms");
   }
-  const std::string arch = c.qk_norm ? "qwen3" : c.attention_bias ? "qwen2" : "llama";
-  if (c.scaling.enabled && arch != "llama") {
+  const std::string arch = family.moe ? std::string(family.gguf_architecture)
+                                      : (c.qk_norm ? "qwen3" : c.attention_bias ? "qwen2" : "llama");
+  if (c.scaling.type == rope_scaling_type::llama3 && arch != "llama") {
     return make_error(errc::unsupported, "GGUF writer: Llama-3 RoPE scaling is only written for the llama architecture");
   }
   return arch;
@@ -151,7 +206,7 @@ result<void> try_write_gguf_model(const model_weights& weights, const gguf_vocab
   write_config(w, weights, *arch);
   if (options.pooling_type) w.set_u32(*arch + ".pooling_type", *options.pooling_type);
   write_gguf_vocab(w, vocab);
-  if (c.scaling.enabled) {
+  if (c.scaling.type == rope_scaling_type::llama3) {
     if (auto ok = w.try_add_vector("rope_freqs.weight", llama3_rope_factors(c)); !ok) return ok;
   }
   if (auto ok = w.try_add_matrix("token_embd.weight", weights.token_embedding); !ok) return ok;
@@ -159,16 +214,16 @@ result<void> try_write_gguf_model(const model_weights& weights, const gguf_vocab
   if (!weights.classifier.empty()) {
     if (auto ok = w.try_add_matrix("output.weight", weights.classifier); !ok) return ok;
   }
-  const rope_style wanted = *arch == "llama" ? rope_style::interleaved : rope_style::half;
+  const rope_style wanted = *arch == "llama" ? rope_style::interleaved : rope_style::half;  // as llama.cpp reads each
   for (int i = 0; i < c.num_layers; ++i) {
     const auto& layer = weights.layers[std::size_t(i)];
     if (c.rope == wanted) {
-      if (auto ok = add_layer(w, layer, i); !ok) return ok;
+      if (auto ok = add_layer(w, layer, i, c); !ok) return ok;
       continue;
     }
     auto moved = try_with_rope_order(layer, c, wanted);
     if (!moved) return std::unexpected(moved.error());
-    if (auto ok = add_layer(w, *moved, i); !ok) return ok;
+    if (auto ok = add_layer(w, *moved, i, c); !ok) return ok;
   }
   return w.try_write(path);
 }

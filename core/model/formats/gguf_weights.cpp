@@ -2,6 +2,7 @@
 #include <set>
 
 #include "core/model/formats/gguf_model.hpp"
+#include "core/model/model_family.hpp"
 
 namespace inflight {
 
@@ -19,6 +20,22 @@ std::string ne_string(const std::vector<std::int64_t>& ne) {
   std::string text = "[";
   for (std::size_t i = 0; i < ne.size(); ++i) text += (i ? ", " : "") + std::to_string(ne[i]);
   return text + "]";
+}
+
+/// A mixture's router, stacked experts and shared expert.
+void add_experts(std::vector<gguf_request>& list, const model_config& c, const std::string& p, layer_weights& l) {
+  const std::int64_t dim = c.dim, e = c.moe.num_experts, ff = c.moe.expert_hidden_dim;
+  list.push_back({p + "ffn_gate_inp.weight", {dim, e}, &l.router, nullptr});
+  list.push_back({p + "ffn_gate_exps.weight", {dim, ff, e}, &l.gate_exps, nullptr});
+  list.push_back({p + "ffn_up_exps.weight", {dim, ff, e}, &l.up_exps, nullptr});
+  list.push_back({p + "ffn_down_exps.weight", {ff, dim, e}, &l.down_exps, nullptr});
+  if (c.moe.shared_hidden_dim > 0) {
+    const std::int64_t shared = c.moe.shared_hidden_dim;
+    list.push_back({p + "ffn_gate_inp_shexp.weight", {dim}, nullptr, &l.shared_expert_gate});
+    list.push_back({p + "ffn_gate_shexp.weight", {dim, shared}, &l.w_gate, nullptr});
+    list.push_back({p + "ffn_up_shexp.weight", {dim, shared}, &l.w_up, nullptr});
+    list.push_back({p + "ffn_down_shexp.weight", {shared, dim}, &l.w_down, nullptr});
+  }
 }
 
 void add_layer(std::vector<gguf_request>& list, const model_config& c, int i, layer_weights& l) {
@@ -39,6 +56,7 @@ void add_layer(std::vector<gguf_request>& list, const model_config& c, int i, la
   }
   list.push_back({p + "attn_output.weight", {q, dim}, &l.wo, nullptr});
   list.push_back({p + "ffn_norm.weight", {dim}, nullptr, &l.ffn_norm});
+  if (c.moe.enabled()) return add_experts(list, c, p, l);
   list.push_back({p + "ffn_gate.weight", {dim, hidden}, &l.w_gate, nullptr});
   list.push_back({p + "ffn_up.weight", {dim, hidden}, &l.w_up, nullptr});
   list.push_back({p + "ffn_down.weight", {hidden, dim}, &l.w_down, nullptr});
@@ -90,7 +108,7 @@ result<model_weights> try_load_gguf_weights(const gguf_file& file, const model_c
   weights.layers.resize(std::size_t(config.num_layers));
   std::set<std::string, std::less<>> used;
   // llama's Llama-3 scaling factors went into config.scaling (try_read_gguf_config).
-  if (config.architecture == "LlamaForCausalLM") used.insert("rope_freqs.weight");
+  if (family_of(config).gguf_architecture == "llama") used.insert("rope_freqs.weight");
   for (const auto& request : list_tensors(config, weights)) {
     if (auto ok = load_tensor(file, request); !ok) return std::unexpected(ok.error());
     used.insert(request.name);

@@ -11,6 +11,7 @@
 #include "core/base/json_depth.hpp"
 #include "core/base/text_file.hpp"
 #include "core/model/formats/st_pooling.hpp"
+#include "core/model/model_family.hpp"
 
 namespace inflight {
 
@@ -90,19 +91,28 @@ result<std::string> read_architecture(const json& root, const std::string& sourc
     for (const auto& item : *it) {
       if (!item.is_string()) continue;
       named = item.get<std::string>();
-      for (const auto supported : supported_hf_architectures) {
-        if (named == supported) return named;
-      }
+      if (find_hf_family(named) != nullptr) return named;
     }
   }
-  std::string list;
-  for (const auto supported : supported_hf_architectures) list += (list.empty() ? "" : ", ") + std::string(supported);
+  std::string list = family_list(&model_family::hf_architecture);
+  for (const auto& f : model_families()) {
+    if (!f.hf_alias.empty()) list += ", " + std::string(f.hf_alias);
+  }
   return make_error(errc::unsupported, source + ": unsupported architecture '" +
                                            (named.empty() ? std::string("(none)") : named) +
                                            "'; supported: " + list);
 }
 
-result<rope_scaling> read_rope_scaling(const json& root, const std::string& source) {
+/// YaRN's attention factor from "attention_factor", or "mscale" / "mscale_all_dim".
+float yarn_attention_factor(field_reader& fields, float factor) {
+  const auto mscale = [&](float m) { return factor <= 1.0f ? 1.0f : 0.1f * m * std::log(factor) + 1.0f; };
+  if (fields.find("attention_factor") != nullptr) return fields.number("attention_factor", 1.0f);
+  const float m = fields.number("mscale", 0.0f), all = fields.number("mscale_all_dim", 0.0f);
+  if (m != 0.0f && all != 0.0f) return mscale(m) / mscale(all);
+  return 0.0f;  // the default, 0.1 ln(factor) + 1
+}
+
+result<rope_scaling> read_rope_scaling(const json& root, const std::string& source, int max_position) {
   const auto it = root.find("rope_scaling");
   if (it == root.end() || it->is_null()) return rope_scaling{};
   if (!it->is_object()) return make_error(errc::corrupt_file, source + ": 'rope_scaling' must be an object");
@@ -111,7 +121,7 @@ result<rope_scaling> read_rope_scaling(const json& root, const std::string& sour
   if (!type) type = fields.string("type");
   rope_scaling scaling;
   if (type == "llama3") {
-    scaling.enabled = true;
+    scaling.type = rope_scaling_type::llama3;
     scaling.factor = fields.number("factor", scaling.factor);
     scaling.low_freq_factor = fields.number("low_freq_factor", scaling.low_freq_factor);
     scaling.high_freq_factor = fields.number("high_freq_factor", scaling.high_freq_factor);
@@ -120,11 +130,55 @@ result<rope_scaling> read_rope_scaling(const json& root, const std::string& sour
     if (!fields.first_error() && (scaling.factor <= 0 || scaling.high_freq_factor <= scaling.low_freq_factor)) {
       fields.fail("factor", "must be positive with high_freq_factor > low_freq_factor");
     }
+  } else if (type == "linear" || type == "yarn") {
+    scaling.type = type == "linear" ? rope_scaling_type::linear : rope_scaling_type::yarn;
+    scaling.factor = fields.number("factor", 1.0f);
+    if (!fields.first_error() && !(scaling.factor > 0)) fields.fail("factor", "must be positive");
+    if (scaling.type == rope_scaling_type::yarn) {
+      scaling.original_max_position = fields.positive_int("original_max_position_embeddings", max_position);
+      scaling.beta_fast = fields.number("beta_fast", scaling.beta_fast);
+      scaling.beta_slow = fields.number("beta_slow", scaling.beta_slow);
+      scaling.attention_factor = yarn_attention_factor(fields, scaling.factor);
+      if (fields.boolean("truncate", true) == false) {
+        return make_error(errc::unsupported, source + ": rope_scaling 'truncate': false is not supported");
+      }
+    }
+    if (scaling.factor == 1.0f && scaling.attention_factor == 0.0f) scaling = rope_scaling{};
   } else if (type && *type != "default") {
-    return make_error(errc::unsupported, source + ": rope_scaling type '" + *type + "' is not supported (only llama3)");
+    return make_error(errc::unsupported, source + ": rope_scaling type '" + *type +
+                                             "' is not supported (llama3, linear, yarn)");
   }
   if (fields.first_error()) return std::unexpected(*fields.first_error());
   return scaling;
+}
+
+/// The experts of a mixture family into config.moe.
+result<void> read_experts(field_reader& fields, const model_family& family, model_config& config) {
+  if (!family.moe) return {};
+  auto& moe = config.moe;
+  if (family.name == "mixtral") {
+    moe.num_experts = fields.positive_int("num_local_experts");
+    moe.expert_hidden_dim = config.hidden_dim;
+    moe.normalize_weights = true;  // a softmax over the chosen experts' logits
+  } else {
+    moe.num_experts = fields.positive_int("num_experts");
+    moe.expert_hidden_dim = fields.positive_int("moe_intermediate_size");
+    moe.normalize_weights = fields.boolean("norm_topk_prob", false);
+    if (fields.positive_int("decoder_sparse_step", 1) != 1) {
+      return make_error(errc::unsupported, fields.source() + ": decoder_sparse_step other than 1 (dense layers between "
+                                                             "the experts' layers) is not supported");
+    }
+    if (const json* dense = fields.find("mlp_only_layers"); dense != nullptr && !(dense->is_array() && dense->empty())) {
+      return make_error(errc::unsupported, fields.source() + ": mlp_only_layers (dense layers among the experts' "
+                                                             "layers) is not supported");
+    }
+  }
+  moe.experts_per_token = fields.positive_int("num_experts_per_tok");
+  if (family.shared_expert) moe.shared_hidden_dim = fields.positive_int("shared_expert_intermediate_size");
+  if (!fields.first_error() && moe.experts_per_token > moe.num_experts) {
+    fields.fail("num_experts_per_tok", "exceeds the number of experts");
+  }
+  return {};
 }
 
 // Fields that would change the computation in ways this engine does not implement.
@@ -137,7 +191,8 @@ result<void> check_unsupported_features(field_reader& fields, model_config& conf
     return make_error(errc::unsupported, fields.source() + ": mlp_bias is not supported");
   }
   // Sliding-window attention is not implemented: within the window it equals full attention.
-  const bool uses_window = config.architecture == "MistralForCausalLM" || fields.boolean("use_sliding_window", false);
+  const bool uses_window = config.architecture == "MistralForCausalLM" || config.architecture == "MixtralForCausalLM" ||
+                           fields.boolean("use_sliding_window", false);
   if (uses_window && fields.find("sliding_window") != nullptr) {
     config.max_seq_len = std::min(config.max_seq_len, fields.positive_int("sliding_window"));
   }
@@ -156,12 +211,11 @@ result<model_config> try_parse_hf_config(std::string_view json_text, const std::
   }
   auto architecture = read_architecture(root, source);
   if (!architecture) return std::unexpected(architecture.error());
-  auto scaling = read_rope_scaling(root, source);
-  if (!scaling) return std::unexpected(scaling.error());
+  const model_family& family = *find_hf_family(*architecture);
 
   field_reader fields(root, source);
   model_config config;
-  config.architecture = *architecture;
+  config.architecture = *architecture;  // an alias (Mistral) stays as named
   config.dim = fields.positive_int("hidden_size");
   config.hidden_dim = fields.positive_int("intermediate_size");
   config.num_layers = fields.positive_int("num_hidden_layers");
@@ -174,15 +228,27 @@ result<model_config> try_parse_hf_config(std::string_view json_text, const std::
   config.head_dim = fields.positive_int("head_dim", divides ? config.dim / config.num_heads : 1);
   config.vocab_size = fields.positive_int("vocab_size");
   config.max_seq_len = fields.positive_int("max_position_embeddings", 2048);
+  auto scaling = read_rope_scaling(root, source, config.max_seq_len);
+  if (!scaling) return std::unexpected(scaling.error());
   config.norm_eps = fields.number("rms_norm_eps", 1e-6f);
   config.rope_theta = fields.number("rope_theta", 10000.0f);
   config.rope = rope_style::half;
   config.scaling = *scaling;
   config.tied_embeddings = fields.boolean("tie_word_embeddings", false);
   // Qwen2 always has q/k/v biases; Llama declares them with attention_bias.
-  config.attention_bias = config.architecture == "Qwen2ForCausalLM" || fields.boolean("attention_bias", false);
+  config.attention_bias = family.attention_bias || fields.boolean("attention_bias", false);
   // Qwen3 normalises each head of q and k (q_norm / k_norm) before RoPE.
-  config.qk_norm = config.architecture == "Qwen3ForCausalLM" || fields.string("model_type") == "qwen3";
+  config.qk_norm = family.qk_norm;
+  const float rotary = fields.number("partial_rotary_factor", 1.0f);
+  if (rotary != 1.0f) {
+    const long dims = std::lround(rotary * float(config.head_dim));
+    if (!(rotary > 0.0f && rotary < 1.0f) || dims % 2 != 0 || dims == 0) {
+      fields.fail("partial_rotary_factor", "must give an even number of rotated dimensions below head_dim");
+    } else {
+      config.rope_dims = int(dims);
+    }
+  }
+  if (auto ok = read_experts(fields, family, config); !ok) return std::unexpected(ok.error());
   if (auto ok = check_unsupported_features(fields, config); !ok) return std::unexpected(ok.error());
   if (fields.first_error()) return std::unexpected(*fields.first_error());
   if (auto ok = try_check_shape(config); !ok) {
@@ -214,6 +280,18 @@ result<void> try_check_shape(const model_config& c) {
     return bad(std::to_string(c.num_heads) + " heads of " + std::to_string(c.head_dim) + " values is too wide");
   }
   if (!(c.norm_eps > 0) || !(c.rope_theta > 0)) return bad("rms_norm_eps and rope_theta must be positive");
+  if (c.rope_dims < 0 || c.rope_dims > c.head_dim || c.rope_dims % 2 != 0) {
+    return bad("rotary dimensions " + std::to_string(c.rope_dims) + " must be even and at most head_dim");
+  }
+  if (c.scaling.enabled() && !(c.scaling.factor > 0)) return bad("the RoPE scaling factor must be positive");
+  if (c.moe.enabled()) {
+    const auto& m = c.moe;
+    if (m.experts_per_token <= 0 || m.experts_per_token > m.num_experts || m.expert_hidden_dim <= 0 ||
+        m.shared_hidden_dim < 0 || m.num_experts > 4096) {
+      return bad(std::to_string(m.experts_per_token) + " of " + std::to_string(m.num_experts) + " experts of " +
+                 std::to_string(m.expert_hidden_dim) + " (1 to 4096 experts, at least one chosen)");
+    }
+  }
   return {};
 }
 
@@ -272,7 +350,44 @@ struct tensor_request {
       : name(std::move(n)), shape(std::move(s)), out(v) {}
   tensor_request(std::string n, std::vector<std::int64_t> s, weight_tensor* m)
       : name(std::move(n)), shape(std::move(s)), matrix(m) {}
+  /// Experts: one tensor of `shape` per name, stacked into one matrix.
+  std::vector<std::string> parts;
 };
+
+/// The experts' tensors `prefix`E`suffix` for every expert E, stacked into `out`.
+tensor_request stacked(const std::string& prefix, const std::string& suffix, int num_experts,
+                       std::vector<std::int64_t> shape, weight_tensor* out) {
+  tensor_request request(prefix + "*" + suffix, std::move(shape), out);
+  for (int e = 0; e < num_experts; ++e) request.parts.push_back(prefix + std::to_string(e) + suffix);
+  return request;
+}
+
+/// A mixture layer's router, experts and shared expert, by the family's names.
+void add_experts(std::vector<tensor_request>& list, const model_config& c, const std::string& prefix,
+                 layer_weights& layer) {
+  const std::int64_t dim = c.dim, ff = c.moe.expert_hidden_dim;
+  const int e = c.moe.num_experts;
+  if (c.architecture == "MixtralForCausalLM") {
+    const std::string moe = prefix + "block_sparse_moe.";
+    list.push_back({moe + "gate.weight", {e, dim}, &layer.router});
+    list.push_back(stacked(moe + "experts.", ".w1.weight", e, {ff, dim}, &layer.gate_exps));
+    list.push_back(stacked(moe + "experts.", ".w3.weight", e, {ff, dim}, &layer.up_exps));
+    list.push_back(stacked(moe + "experts.", ".w2.weight", e, {dim, ff}, &layer.down_exps));
+    return;
+  }
+  const std::string mlp = prefix + "mlp.";
+  list.push_back({mlp + "gate.weight", {e, dim}, &layer.router});
+  list.push_back(stacked(mlp + "experts.", ".gate_proj.weight", e, {ff, dim}, &layer.gate_exps));
+  list.push_back(stacked(mlp + "experts.", ".up_proj.weight", e, {ff, dim}, &layer.up_exps));
+  list.push_back(stacked(mlp + "experts.", ".down_proj.weight", e, {dim, ff}, &layer.down_exps));
+  if (c.moe.shared_hidden_dim > 0) {
+    const std::int64_t shared = c.moe.shared_hidden_dim;
+    list.push_back({mlp + "shared_expert_gate.weight", {1, dim}, &layer.shared_expert_gate});
+    list.push_back({mlp + "shared_expert.gate_proj.weight", {shared, dim}, &layer.w_gate});
+    list.push_back({mlp + "shared_expert.up_proj.weight", {shared, dim}, &layer.w_up});
+    list.push_back({mlp + "shared_expert.down_proj.weight", {dim, shared}, &layer.w_down});
+  }
+}
 
 std::string shape_string(const std::vector<std::int64_t>& shape) {
   std::string text = "[";
@@ -303,6 +418,10 @@ std::vector<tensor_request> list_tensors(const model_config& c, model_weights& w
     }
     list.push_back({prefix + "self_attn.o_proj.weight", {dim, q}, &layer.wo});
     list.push_back({prefix + "post_attention_layernorm.weight", {dim}, &layer.ffn_norm});
+    if (c.moe.enabled()) {
+      add_experts(list, c, prefix, layer);
+      continue;
+    }
     list.push_back({prefix + "mlp.gate_proj.weight", {hidden, dim}, &layer.w_gate});
     list.push_back({prefix + "mlp.up_proj.weight", {hidden, dim}, &layer.w_up});
     list.push_back({prefix + "mlp.down_proj.weight", {dim, hidden}, &layer.w_down});
@@ -312,23 +431,36 @@ std::vector<tensor_request> list_tensors(const model_config& c, model_weights& w
   return list;
 }
 
-result<void> load_tensor(const tensor_store& store, const tensor_request& request) {
-  const tensor_view* view = store.find(request.name);
+/// One tensor's values as fp32, its name and shape checked.
+result<void> read_values(const tensor_store& store, const std::string& name, const std::vector<std::int64_t>& shape,
+                         std::span<float> out) {
+  const tensor_view* view = store.find(name);
   if (view == nullptr) {
-    return make_error(errc::not_found, "model weights lack tensor '" + request.name + "' (expected shape " +
-                                           shape_string(request.shape) + ")");
+    return make_error(errc::not_found, "model weights lack tensor '" + name + "' (expected shape " +
+                                           shape_string(shape) + ")");
   }
-  const std::string where = "tensor '" + request.name + "' in '" + store.file_of(request.name).string() + "'";
-  if (view->shape != request.shape) {
+  const std::string where = "tensor '" + name + "' in '" + store.file_of(name).string() + "'";
+  if (view->shape != shape) {
     return make_error(errc::corrupt_file, where + " has shape " + shape_string(view->shape) + ", expected " +
-                                              shape_string(request.shape));
+                                              shape_string(shape));
   }
-  std::vector<float> values(std::size_t(view->num_elements()));
-  if (auto ok = try_convert_to_f32(*view, values); !ok) {
-    return make_error(ok.error().code, where + ": " + ok.error().message);
+  if (auto ok = try_convert_to_f32(*view, out); !ok) return make_error(ok.error().code, where + ": " + ok.error().message);
+  return {};
+}
+
+result<void> load_tensor(const tensor_store& store, const tensor_request& request) {
+  std::int64_t count = 1;
+  for (const auto n : request.shape) count *= n;
+  const std::size_t num_parts = request.parts.empty() ? 1 : request.parts.size();
+  std::vector<float> values(std::size_t(count) * num_parts);
+  for (std::size_t i = 0; i < num_parts; ++i) {
+    const auto& name = request.parts.empty() ? request.name : request.parts[i];
+    const std::span<float> out(values.data() + i * std::size_t(count), std::size_t(count));
+    if (auto ok = read_values(store, name, request.shape, out); !ok) return ok;
   }
   if (request.matrix != nullptr) {
-    *request.matrix = weight_tensor::from_f32(std::move(values), request.shape[0], request.shape[1]);
+    *request.matrix = weight_tensor::from_f32(std::move(values), request.shape[0] * std::int64_t(num_parts),
+                                              request.shape.size() > 1 ? request.shape[1] : 1);
   } else {
     *request.out = std::move(values);
   }

@@ -1,6 +1,7 @@
 #pragma once
 /// Loads a Hugging Face model folder: config.json, generation_config.json and the
-/// safetensors weights (one file or shards), for Llama, Mistral, Qwen2 and Qwen3 decoders.
+/// safetensors weights (one file or shards), for every family of model_family.hpp (Llama,
+/// Mistral, Qwen2, Qwen3, Mixtral, Qwen2-MoE, Qwen3-MoE).
 
 #include <filesystem>
 #include <optional>
@@ -31,10 +32,6 @@ struct hf_model {
   std::optional<token_id> bos_id;
   model_pooling pooling;  ///< modules.json -> 1_Pooling/config.json (core/model/formats/st_pooling.hpp)
 };
-
-/// The architectures a folder may name in "architectures".
-inline constexpr std::string_view supported_hf_architectures[] = {
-    "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"};
 
 /// Parses config.json text; `source` names the file in error messages.
 /// errc::unsupported for an unknown architecture, activation or rope scaling type;

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/model/model_family.hpp"
+
 namespace inflight {
 
 namespace {
@@ -44,11 +46,11 @@ std::string hf_architecture_of(const model_config& config) {
   return config.architecture == "llama2.c" ? "LlamaForCausalLM" : config.architecture;
 }
 
-const char* model_type_of(const std::string& architecture) {
+std::string model_type_of(const std::string& architecture) {
   if (architecture == "MistralForCausalLM") return "mistral";
-  if (architecture == "Qwen2ForCausalLM") return "qwen2";
-  if (architecture == "Qwen3ForCausalLM") return "qwen3";
-  return "llama";
+  const model_family* family = find_hf_family(architecture);
+  if (family == nullptr) return "llama";
+  return std::string(family->name == "qwen2moe" ? "qwen2_moe" : family->name == "qwen3moe" ? "qwen3_moe" : family->name);
 }
 
 const char* torch_dtype_of(tensor_dtype dtype) {
@@ -78,6 +80,34 @@ result<std::span<const float>> f32_values(const weight_tensor& tensor, std::dequ
   if (!values) return std::unexpected(values.error());
   storage.push_back(std::move(*values));
   return std::span<const float>(storage.back());
+}
+
+/// A mixture layer's tensors by the family's names, each expert its own tensor (rows of
+/// the stacked matrices).
+template <class Matrix>
+void add_experts(std::vector<tensor_to_write>& list, const model_config& c, const std::string& prefix,
+                 const layer_weights& layer, tensor_dtype dtype, Matrix&& matrix) {
+  const std::int64_t dim = c.dim, ff = c.moe.expert_hidden_dim;
+  const bool mixtral = c.architecture == "MixtralForCausalLM";
+  const std::string moe = prefix + (mixtral ? "block_sparse_moe." : "mlp.");
+  list.push_back({moe + "gate.weight", {c.moe.num_experts, dim}, matrix(layer.router), dtype});
+  const std::span<const float> gate = matrix(layer.gate_exps), up = matrix(layer.up_exps), down = matrix(layer.down_exps);
+  const auto expert = [](std::span<const float> all, int e, std::int64_t count) {
+    return all.size() < std::size_t((e + 1) * count) ? std::span<const float>{} : all.subspan(std::size_t(e * count), std::size_t(count));
+  };
+  for (int e = 0; e < c.moe.num_experts; ++e) {
+    const std::string p = moe + "experts." + std::to_string(e) + ".";
+    list.push_back({p + (mixtral ? "w1.weight" : "gate_proj.weight"), {ff, dim}, expert(gate, e, ff * dim), dtype});
+    list.push_back({p + (mixtral ? "w3.weight" : "up_proj.weight"), {ff, dim}, expert(up, e, ff * dim), dtype});
+    list.push_back({p + (mixtral ? "w2.weight" : "down_proj.weight"), {dim, ff}, expert(down, e, ff * dim), dtype});
+  }
+  if (c.moe.shared_hidden_dim > 0) {
+    const std::int64_t shared = c.moe.shared_hidden_dim;
+    list.push_back({moe + "shared_expert_gate.weight", {1, dim}, layer.shared_expert_gate, dtype});
+    list.push_back({moe + "shared_expert.gate_proj.weight", {shared, dim}, matrix(layer.w_gate), dtype});
+    list.push_back({moe + "shared_expert.up_proj.weight", {shared, dim}, matrix(layer.w_up), dtype});
+    list.push_back({moe + "shared_expert.down_proj.weight", {dim, shared}, matrix(layer.w_down), dtype});
+  }
 }
 
 result<std::vector<tensor_to_write>> list_tensors(const model_weights& w, tensor_dtype dtype,
@@ -110,6 +140,10 @@ result<std::vector<tensor_to_write>> list_tensors(const model_weights& w, tensor
     }
     list.push_back({prefix + "self_attn.o_proj.weight", {dim, q}, matrix(layer.wo), dtype});
     list.push_back({prefix + "post_attention_layernorm.weight", {dim}, layer.ffn_norm, dtype});
+    if (c.moe.enabled()) {
+      add_experts(list, c, prefix, layer, dtype, matrix);
+      continue;
+    }
     list.push_back({prefix + "mlp.gate_proj.weight", {hidden, dim}, matrix(layer.w_gate), dtype});
     list.push_back({prefix + "mlp.up_proj.weight", {hidden, dim}, matrix(layer.w_up), dtype});
     list.push_back({prefix + "mlp.down_proj.weight", {dim, hidden}, matrix(layer.w_down), dtype});
@@ -145,14 +179,20 @@ result<void> check_writable(const model_weights& weights, tensor_dtype dtype) {
   if (dtype != tensor_dtype::f32 && dtype != tensor_dtype::bf16 && dtype != tensor_dtype::f16) {
     return make_error(errc::invalid_argument, std::string("cannot write model weights as ") + to_string(dtype));
   }
-  bool is_known = false;
-  for (const auto name : supported_hf_architectures) is_known = is_known || hf_architecture_of(c) == name;
-  if (!is_known) return make_error(errc::invalid_argument, "cannot write architecture '" + c.architecture + "'");
+  const model_family* family = find_hf_family(hf_architecture_of(c));
+  if (family == nullptr) return make_error(errc::invalid_argument, "cannot write architecture '" + c.architecture + "'");
+  if (family->moe != c.moe.enabled()) {
+    return make_error(errc::invalid_argument, c.architecture + (family->moe ? " needs" : " has no") + " experts");
+  }
+  if (c.rope == rope_style::interleaved && c.rope_dims != 0) {
+    return make_error(errc::invalid_argument, "partial rotary dimensions in interleaved order are not written");
+  }
   if (c.architecture == "Qwen2ForCausalLM" && !c.attention_bias) {
     return make_error(errc::invalid_argument, "Qwen2ForCausalLM always has attention biases");
   }
-  if ((c.architecture == "Qwen3ForCausalLM") != c.qk_norm) {
-    return make_error(errc::invalid_argument, "q/k norms are written only as Qwen3ForCausalLM, which always has them");
+  if (family->qk_norm != c.qk_norm) {
+    return make_error(errc::invalid_argument, "q/k norms are written only as Qwen3ForCausalLM or Qwen3MoeForCausalLM, "
+                                              "which always have them");
   }
   if (auto ok = try_check_shape(c); !ok) return ok;
   if (weights.layers.size() != std::size_t(c.num_layers)) {
@@ -211,6 +251,19 @@ std::string hf_config_json(const model_config& c, tensor_dtype dtype, const gene
   config["model_type"] = model_type_of(hf_architecture_of(c));
   config["hidden_size"] = c.dim;
   config["intermediate_size"] = c.hidden_dim;
+  if (c.moe.enabled()) {
+    if (c.architecture == "MixtralForCausalLM") {
+      config["num_local_experts"] = c.moe.num_experts;
+    } else {
+      config["num_experts"] = c.moe.num_experts;
+      config["moe_intermediate_size"] = c.moe.expert_hidden_dim;
+      config["norm_topk_prob"] = c.moe.normalize_weights;
+      config["decoder_sparse_step"] = 1;
+      config["mlp_only_layers"] = ordered_json::array();
+    }
+    config["num_experts_per_tok"] = c.moe.experts_per_token;
+    if (c.moe.shared_hidden_dim > 0) config["shared_expert_intermediate_size"] = c.moe.shared_hidden_dim;
+  }
   config["num_hidden_layers"] = c.num_layers;
   config["num_attention_heads"] = c.num_heads;
   config["num_key_value_heads"] = c.num_kv_heads;
@@ -220,13 +273,23 @@ std::string hf_config_json(const model_config& c, tensor_dtype dtype, const gene
   config["rms_norm_eps"] = c.norm_eps;
   config["rope_theta"] = c.rope_theta;
   config["rope_scaling"] = nullptr;
-  if (c.scaling.enabled) {
+  if (c.scaling.type == rope_scaling_type::llama3) {
     config["rope_scaling"] = {{"rope_type", "llama3"},
                               {"factor", c.scaling.factor},
                               {"low_freq_factor", c.scaling.low_freq_factor},
                               {"high_freq_factor", c.scaling.high_freq_factor},
                               {"original_max_position_embeddings", c.scaling.original_max_position}};
+  } else if (c.scaling.type == rope_scaling_type::linear) {
+    config["rope_scaling"] = {{"rope_type", "linear"}, {"factor", c.scaling.factor}};
+  } else if (c.scaling.type == rope_scaling_type::yarn) {
+    config["rope_scaling"] = {{"rope_type", "yarn"},
+                              {"factor", c.scaling.factor},
+                              {"original_max_position_embeddings", c.scaling.original_max_position},
+                              {"beta_fast", c.scaling.beta_fast},
+                              {"beta_slow", c.scaling.beta_slow}};
+    if (c.scaling.attention_factor != 0.0f) config["rope_scaling"]["attention_factor"] = c.scaling.attention_factor;
   }
+  if (c.rope_dims != 0) config["partial_rotary_factor"] = float(c.rope_dims) / float(c.head_dim);
   config["attention_bias"] = c.attention_bias;
   config["sliding_window"] = nullptr;  // full attention over the whole context
   config["tie_word_embeddings"] = c.tied_embeddings;

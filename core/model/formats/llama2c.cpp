@@ -165,9 +165,9 @@ bool write_layers(std::ofstream& out, const model_weights& w, weight_tensor laye
 result<void> write_llama2c(const model_weights& w, const std::filesystem::path& path) {
   const auto& c = w.config;
   if (c.rope != rope_style::interleaved || c.dim != c.num_heads * c.head_dim || c.attention_bias ||
-      c.scaling.enabled || c.qk_norm) {
-    return make_error(errc::unsupported, "llama2.c checkpoints hold only interleaved-RoPE models without biases, "
-                                         "q/k norms or rope scaling, with dim == heads x head_dim");
+      c.scaling.enabled() || c.qk_norm || c.rope_dims != 0 || c.moe.enabled()) {
+    return make_error(errc::unsupported, "llama2.c checkpoints hold only dense interleaved-RoPE models without biases, "
+                                         "q/k norms, partial rotary or rope scaling, with dim == heads x head_dim");
   }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return make_error(errc::io_error, path.string() + ": cannot create");

@@ -1,5 +1,9 @@
 #include "core/model/formats/shapes.hpp"
 
+#include <algorithm>
+
+#include "core/model/model_family.hpp"
+
 namespace inflight {
 namespace {
 
@@ -32,7 +36,7 @@ model_config llama3_shape(int dim, int hidden, int layers, int head_dim, bool ti
   c.max_seq_len = 131072;
   c.rope_theta = 500000.0f;
   c.rope = rope_style::half;
-  c.scaling = {true, tied ? 32.0f : 8.0f, 1.0f, 4.0f, 8192};
+  c.scaling = {rope_scaling_type::llama3, tied ? 32.0f : 8.0f, 1.0f, 4.0f, 8192};
   c.tied_embeddings = tied;
   return c;
 }
@@ -75,6 +79,21 @@ model_config llama2_13b_shape() {
   return c;
 }
 
+// Qwen3-30B-A3B: 128 experts of 768, 8 per token (about 3.3B of 30.5B parameters active).
+model_config qwen3_30b_a3b_shape() {
+  model_config c = qwen3_0_6b_shape();
+  c.architecture = "Qwen3MoeForCausalLM";
+  c.dim = 2048;
+  c.hidden_dim = 6144;
+  c.num_layers = 48;
+  c.num_heads = 32;
+  c.num_kv_heads = 4;
+  c.vocab_size = 151936;
+  c.tied_embeddings = false;
+  c.moe = {128, 8, 768, moe_gating::softmax, true, 0};
+  return c;
+}
+
 }  // namespace
 
 std::optional<model_config> named_shape(std::string_view name) {
@@ -84,25 +103,36 @@ std::optional<model_config> named_shape(std::string_view name) {
   if (name == "llama-3.1-8b") return llama3_shape(4096, 14336, 32, 128, false);
   if (name == "qwen3-0.6b") return qwen3_0_6b_shape();
   if (name == "llama-2-13b") return llama2_13b_shape();
+  if (name == "qwen3-30b-a3b") return qwen3_30b_a3b_shape();
   return std::nullopt;
 }
 
 std::vector<std::string> shape_names() {
-  return {"bench-20M", "bench-110M", "llama-3.2-1b", "llama-3.1-8b", "qwen3-0.6b", "llama-2-13b"};
+  return {"bench-20M", "bench-110M", "llama-3.2-1b", "llama-3.1-8b", "qwen3-0.6b", "llama-2-13b", "qwen3-30b-a3b"};
 }
 
-std::vector<std::string> family_names() { return {"llama", "qwen3"}; }
+std::vector<std::string> family_names() {
+  std::vector<std::string> names;
+  for (const auto& f : model_families()) names.emplace_back(f.name);
+  return names;
+}
 
 result<model_config> try_as_family(model_config config, std::string_view family) {
-  if (family == "llama") return config;
-  if (family != "qwen3") {
-    return make_error(errc::invalid_argument, "unknown model family '" + std::string(family) + "' (llama | qwen3)");
+  const model_family* f = find_family(family);
+  if (f == nullptr) {
+    return make_error(errc::invalid_argument, "unknown model family '" + std::string(family) + "' (" +
+                                                  family_list(&model_family::name) + ")");
   }
-  config.architecture = "Qwen3ForCausalLM";
-  config.rope = rope_style::half;
-  config.attention_bias = false;
-  config.qk_norm = true;
-  return config;
+  if (f->name == "llama" && !config.moe.enabled()) return config;
+  if (f->moe && !config.moe.enabled()) {
+    // A dense shape drawn with experts: 8 of a quarter of its MLP width, 2 per token.
+    config.moe.num_experts = 8;
+    config.moe.experts_per_token = 2;
+    config.moe.expert_hidden_dim = std::max(32, (config.hidden_dim / 4 + 31) / 32 * 32);
+  }
+  if (f->shared_expert && config.moe.shared_hidden_dim == 0) config.moe.shared_hidden_dim = config.hidden_dim;
+  if (f->name == "qwen2moe") config.tied_embeddings = false;  // llama.cpp requires its output matrix
+  return try_apply_family(config, *f);
 }
 
 }  // namespace inflight

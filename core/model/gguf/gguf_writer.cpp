@@ -120,6 +120,15 @@ result<void> gguf_writer::try_add_matrix(std::string name, weight_tensor tensor)
   return try_add(std::move(name), std::move(ne), std::move(tensor));
 }
 
+result<void> gguf_writer::try_add_stacked(std::string name, weight_tensor tensor, std::int64_t num_stacked) {
+  if (num_stacked <= 0 || tensor.rows() % num_stacked != 0) {
+    return make_error(errc::invalid_argument, "GGUF writer: tensor '" + name + "' of " + std::to_string(tensor.rows()) +
+                                                  " rows is not " + std::to_string(num_stacked) + " stacked matrices");
+  }
+  std::vector<std::int64_t> ne{tensor.cols(), tensor.rows() / num_stacked, num_stacked};
+  return try_add(std::move(name), std::move(ne), std::move(tensor));
+}
+
 result<void> gguf_writer::try_add_vector(std::string name, std::span<const float> values) {
   auto tensor = weight_tensor::from_f32(std::vector<float>(values.begin(), values.end()), 1,
                                         std::int64_t(values.size()));

@@ -39,6 +39,9 @@ class gguf_writer {
   /// A matrix as it is stored: [rows x cols] becomes ne = {cols, rows}.
   /// errc::invalid_argument for an empty tensor, a name over 64 bytes or a repeated name.
   result<void> try_add_matrix(std::string name, weight_tensor tensor);
+  /// `num_stacked` matrices of rows / num_stacked rows each, stored as one tensor:
+  /// [rows x cols] becomes ne = {cols, rows / num_stacked, num_stacked} (experts).
+  result<void> try_add_stacked(std::string name, weight_tensor tensor, std::int64_t num_stacked);
   /// A one-dimensional f32 tensor (norms, biases, rope factors).
   result<void> try_add_vector(std::string name, std::span<const float> values);
 

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "core/bench/capacity_plan.hpp"
 #include "core/model/formats/shapes.hpp"
 
@@ -73,4 +75,25 @@ TEST_CASE("bench plan: quantized weights and an f32 KV cache", "[core][bench]") 
   CHECK(p->decode.front().step_s == Approx((8030261248.0 * 18 / 32 + 2048 * 262144.0) / 3.35e12));
   r.weight_value_bytes = 0;
   CHECK_FALSE(make_capacity_plan(r).has_value());
+}
+
+TEST_CASE("bench plan: a mixture reads its chosen experts, more of them as the batch grows", "[core][bench]") {
+  plan_request r;
+  r.model = *named_shape("qwen3-30b-a3b");
+  r.batch_sizes = {1, 16, 256};
+  auto p = make_capacity_plan(r);
+  REQUIRE(p.has_value());
+  const auto& m = r.model;
+  // Each layer's 128 experts are 3 x 2048 x 768 parameters each.
+  const double expert = 3.0 * 2048 * 768 * 2 * 48;  // bytes of one expert in every layer, bf16
+  CHECK(double(p->num_parameters - p->num_active_parameters) * 2 == Approx(expert * 120));
+  CHECK(p->prefill_flops == Approx(2.0 * double(m.num_active_parameters()) * r.context));
+  // One token reads 8 of 128 experts: the weights less 120 experts' bytes.
+  const auto kv = [&](int b) { return double(b) * r.context * p->kv_bytes_per_token; };
+  CHECK(p->decode[0].experts_read == Approx(8.0 / 128));
+  CHECK(p->decode[0].bytes_per_step == Approx(p->weight_bytes - expert * 120 + kv(1)));
+  // 16 tokens: 1 - (120/128)^16 = 64.4% of the experts.
+  CHECK(p->decode[1].experts_read == Approx(1.0 - std::pow(120.0 / 128, 16)));
+  CHECK(p->decode[2].experts_read > 0.999);
+  CHECK(p->decode[2].bytes_per_step == Approx(p->weight_bytes + kv(256)).epsilon(1e-4));
 }

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "core/bench/perplexity.hpp"
@@ -50,4 +51,27 @@ TEST_CASE("KL divergence, top-1 agreement and delta p on a hand-computed case", 
   CHECK(sum.p99_kl == Approx(99.01));
   CHECK(sum.same_top_fraction == Approx(0.75));
   CHECK(sum.rms_delta_p == Approx(0.1));
+}
+
+TEST_CASE("llama.cpp's logits file: rows encode log-probabilities over the top 16 nats", "[bench][perplexity]") {
+  const std::vector<float> logits{2.0f, -1.0f, 0.5f, -30.0f, 3.0f};
+  std::vector<std::uint16_t> row(std::size_t(llama_row_values(5)));
+  CHECK(row.size() == 10);  // 2 floats, then 5 values padded to 6
+  encode_llama_log_probs(logits, row.data());
+  const auto decoded = decode_llama_log_probs(row.data(), 5);
+  const auto exact = log_softmax(logits);
+  // Within one step of 16 / 65535 nats where the logit lies in [max - 16, max];
+  // -30 is below: it reads as the lowest value, max - 16 - log-sum-exp.
+  for (int i : {0, 1, 2, 4}) CHECK(decoded[i] == Approx(exact[i]).margin(16.0 / 65535));
+  CHECK(decoded[3] == Approx(exact[4] - 16.0).margin(1e-4));
+  // The head: the magic, n_ctx, n_vocab, n_chunk, then the tokens.
+  const auto head = llama_logits_head(2, 5, {7, 8, 9, 10}, 2);
+  REQUIRE(head.size() == 8 + 12 + 16);
+  CHECK(head.substr(0, 8) == "_logits_");
+  std::int32_t fields[7];
+  std::memcpy(fields, head.data() + 8, sizeof(fields));
+  CHECK(fields[0] == 2);
+  CHECK(fields[1] == 5);
+  CHECK(fields[2] == 2);
+  CHECK(fields[6] == 10);
 }

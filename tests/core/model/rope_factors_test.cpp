@@ -15,7 +15,7 @@ model_config llama3_config(int head_dim, float theta, float factor, float low, f
   model_config c;
   c.head_dim = head_dim;
   c.rope_theta = theta;
-  c.scaling = {true, factor, low, high, original};
+  c.scaling = {rope_scaling_type::llama3, factor, low, high, original};
   return c;
 }
 
@@ -25,7 +25,7 @@ void check_round_trip(const model_config& c) {
   REQUIRE(factors.size() == std::size_t(c.head_dim / 2));
   auto fitted = try_fit_llama3_scaling(factors, c, c.scaling.original_max_position);
   if (!fitted) FAIL(fitted.error().message);
-  CHECK(fitted->enabled);
+  CHECK(fitted->type == rope_scaling_type::llama3);
   CHECK(fitted->factor == Approx(c.scaling.factor).epsilon(1e-6));
   CHECK(fitted->original_max_position == c.scaling.original_max_position);
   auto refit = c;
@@ -70,7 +70,7 @@ TEST_CASE("all-one factors mean no scaling, other shapes are refused", "[core][g
   const std::vector<float> ones(8, 1.0f);
   auto none = try_fit_llama3_scaling(ones, c, 256);
   REQUIRE(none.has_value());
-  CHECK_FALSE(none->enabled);
+  CHECK_FALSE(none->enabled());
   const std::vector<float> rising{1, 1, 2, 3, 2, 8, 8, 8};  // not monotone
   auto bad = try_fit_llama3_scaling(rising, c, 256);
   REQUIRE_FALSE(bad.has_value());

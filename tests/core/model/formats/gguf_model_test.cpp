@@ -82,7 +82,7 @@ void check_same_weights(const model_weights& a, const model_weights& b) {
   REQUIRE(a.layers.size() == b.layers.size());
   for (std::size_t i = 0; i < a.layers.size(); ++i) {
     const auto &x = a.layers[i], &y = b.layers[i];
-    for (std::size_t m = 0; m < 7; ++m) CHECK(*matrices_of(x)[m] == *matrices_of(y)[m]);
+    for (std::size_t m = 0; m < matrices_of(x).size(); ++m) CHECK(*matrices_of(x)[m] == *matrices_of(y)[m]);
     CHECK(x.attn_norm == y.attn_norm);
     CHECK(x.ffn_norm == y.ffn_norm);
     CHECK(x.bq == y.bq);
@@ -322,12 +322,21 @@ TEST_CASE("what the GGUF loader does not compute is refused, named", "[core][ggu
   CHECK_THAT(refusal_of([](gguf_writer& w) { REQUIRE(w.try_add_vector("blk.0.ffn_gate_exps.weight", std::vector<float>(4)).has_value()); },
                         "extra.gguf"),
              Catch::Contains("tensor 'blk.0.ffn_gate_exps.weight' is not used"));
+  // A llama file with experts is Mixtral: it then needs the experts' counts and tensors.
   CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_u32("llama.expert_count", 8); }, "moe.gguf"),
-             Catch::Contains("mixture of experts"));
-  CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_u32("llama.rope.dimension_count", 8); }, "partial.gguf"),
-             Catch::Contains("partial rotary"));
-  CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_string("llama.rope.scaling.type", "yarn"); }, "yarn.gguf"),
-             Catch::Contains("rope.scaling.type 'yarn'"));
+             Catch::Contains("llama.expert_used_count is missing"));
+  CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_u32("llama.expert_count", 8), w.set_u32("llama.expert_used_count", 2); },
+                        "moe2.gguf"),
+             Catch::Contains("lacks tensor 'blk.0.ffn_gate_inp.weight'"));
+  CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_u32("llama.rope.dimension_count", 7); }, "odd.gguf"),
+             Catch::Contains("rope.dimension_count 7 must be even"));
+  CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_string("llama.rope.scaling.type", "longrope"), w.set_f32("llama.rope.scaling.factor", 4.0f); },
+                        "longrope.gguf"),
+             Catch::Contains("rope.scaling.type 'longrope' is not supported"));
+  CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_string("llama.rope.scaling.type", "yarn"), w.set_f32("llama.rope.scaling.factor", 4.0f),
+                                             w.set_f32("llama.rope.scaling.yarn_log_multiplier", 0.1f); },
+                        "yarnlog.gguf"),
+             Catch::Contains("yarn_log_multiplier"));
   CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_u32("llama.embedding_length", 32); }, "shape.gguf"),
              Catch::Contains("tensor 'token_embd.weight' has ne [64, 300], expected [32, 300]"));
   // A q bias makes a llama model one with q/k/v biases: the k bias is then missing.
@@ -355,8 +364,11 @@ TEST_CASE("the writer refuses a config no GGUF architecture describes", "[core][
   CHECK_FALSE(try_gguf_architecture_of(c).has_value());
   c.qk_norm = false;
   CHECK(try_gguf_architecture_of(c).value() == "qwen2");
-  c.scaling.enabled = true;
+  c.scaling.type = rope_scaling_type::llama3;
   CHECK_FALSE(try_gguf_architecture_of(c).has_value());
+  c.scaling.type = rope_scaling_type::none;
+  c.moe = {4, 2, 16};
+  CHECK_THAT(try_gguf_architecture_of(c).error().message, Catch::Contains("experts are written for a mixture family"));
   const auto w = dummy(small_config());
   CHECK_FALSE(try_write_gguf_model(w, byte_gguf_vocab(400), temp_path("vocab.gguf")).has_value());
 }
@@ -364,10 +376,10 @@ TEST_CASE("the writer refuses a config no GGUF architecture describes", "[core][
 TEST_CASE("Llama-3 scaling is written as rope_freqs.weight and read back as the same factors", "[core][gguf][rope]") {
   auto c = interleaved_config(64, 96);
   c.rope_theta = 500000.0f;
-  c.scaling = {true, 8.0f, 1.0f, 4.0f, 64};
+  c.scaling = {rope_scaling_type::llama3, 8.0f, 1.0f, 4.0f, 64};
   const auto g = write_and_load(dummy(c), "llama3-scaling.gguf");
   const auto& s = g.weights.config.scaling;
-  CHECK(s.enabled);
+  CHECK(s.type == rope_scaling_type::llama3);
   CHECK(s.factor == 8.0f);
   CHECK(s.original_max_position == 64);
   // Few pairs lie in the band here, so only the factors (not low/high_freq_factor) are determined.

@@ -89,7 +89,7 @@ void check_same_shape(const model_config& a, const model_config& b) {
   CHECK(a.rope_theta == b.rope_theta);
   CHECK(a.tied_embeddings == b.tied_embeddings);
   CHECK(a.attention_bias == b.attention_bias);
-  CHECK(a.scaling.enabled == b.scaling.enabled);
+  CHECK(a.scaling.type == b.scaling.type);
 }
 
 std::vector<float> matvec(const std::vector<float>& w, const std::vector<float>& x, std::size_t rows) {
@@ -147,7 +147,7 @@ TEST_CASE("config.json of Llama 3 with rope scaling parses", "[core][hf_model]")
   CHECK(config->rope_theta == 500000.0f);
   CHECK(config->max_seq_len == 131072);
   CHECK(config->rope == rope_style::half);
-  CHECK(config->scaling.enabled);
+  CHECK(config->scaling.type == rope_scaling_type::llama3);
   CHECK(config->scaling.factor == 32.0f);
   CHECK(config->scaling.low_freq_factor == 1.0f);
   CHECK(config->scaling.high_freq_factor == 4.0f);
@@ -168,7 +168,7 @@ TEST_CASE("config.json defaults and per-architecture rules", "[core][hf_model]")
   CHECK(llama->max_seq_len == 2048);
   CHECK_FALSE(llama->tied_embeddings);
   CHECK_FALSE(llama->attention_bias);
-  CHECK_FALSE(llama->scaling.enabled);
+  CHECK_FALSE(llama->scaling.enabled());
 
   auto biased = try_parse_hf_config(R"({"architectures": ["LlamaForCausalLM"], "attention_bias": true,
                                         "rope_scaling": null, "head_dim": null, )" + base + "}", "c");
@@ -192,7 +192,7 @@ TEST_CASE("config.json defaults and per-architecture rules", "[core][hf_model]")
   auto old_key = try_parse_hf_config(R"({"architectures": ["LlamaForCausalLM"],
       "rope_scaling": {"type": "llama3", "factor": 8.0}, )" + base + "}", "c");
   REQUIRE(old_key);
-  CHECK(old_key->scaling.enabled);
+  CHECK(old_key->scaling.type == rope_scaling_type::llama3);
   CHECK(old_key->scaling.factor == 8.0f);
   CHECK(old_key->scaling.original_max_position == 8192);
 }
@@ -219,8 +219,20 @@ TEST_CASE("config.json problems give clear errors", "[core][hf_model]") {
   expect(R"({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": -1, "hidden_size": 64,
              "intermediate_size": 128, "num_attention_heads": 4, "vocab_size": 100})",
          errc::corrupt_file, "'num_hidden_layers'");
-  expect(R"({"architectures": ["LlamaForCausalLM"], "rope_scaling": {"rope_type": "yarn"}, )" + base + "}",
-         errc::unsupported, "yarn");
+  expect(R"({"architectures": ["LlamaForCausalLM"], "rope_scaling": {"rope_type": "longrope", "factor": 4}, )" + base + "}",
+         errc::unsupported, "longrope");
+  expect(R"({"architectures": ["LlamaForCausalLM"], "rope_scaling": {"rope_type": "yarn", "factor": -2}, )" + base + "}",
+         errc::corrupt_file, "'factor' must be positive");
+  expect(R"({"architectures": ["LlamaForCausalLM"], "partial_rotary_factor": 0.3, )" + base + "}", errc::corrupt_file,
+         "partial_rotary_factor");
+  expect(R"({"architectures": ["Qwen3MoeForCausalLM"], "num_experts": 4, "num_experts_per_tok": 6,
+             "moe_intermediate_size": 32, )" + base + "}",
+         errc::corrupt_file, "exceeds the number of experts");
+  expect(R"({"architectures": ["Qwen3MoeForCausalLM"], "num_experts": 4, "num_experts_per_tok": 2,
+             "moe_intermediate_size": 32, "mlp_only_layers": [0], )" + base + "}",
+         errc::unsupported, "mlp_only_layers");
+  expect(R"({"architectures": ["MixtralForCausalLM"], "num_experts_per_tok": 2, )" + base + "}", errc::corrupt_file,
+         "'num_local_experts' is missing");
   expect(R"({"architectures": ["LlamaForCausalLM"], "hidden_act": "gelu", )" + base + "}", errc::unsupported,
          "gelu");
   expect(R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 66, "intermediate_size": 128,
@@ -277,7 +289,7 @@ TEST_CASE("hf folder round trip of a tied Llama with llama3 rope scaling", "[cor
   c.attention_bias = false;
   c.tied_embeddings = true;
   c.num_kv_heads = 1;
-  c.scaling = rope_scaling{true, 16.0f, 2.0f, 8.0f, 4096};
+  c.scaling = rope_scaling{rope_scaling_type::llama3, 16.0f, 2.0f, 8.0f, 4096};
   const auto weights = make_dummy_weights(c, 3);
   REQUIRE(weights);
   CHECK(weights->classifier.empty());
