@@ -12,7 +12,8 @@
 # Environment: KV_DTYPE (f16, llama.cpp's default; f32 | bf16), NPP and NTG (prompt and
 # generated tokens, 128 each), STREAMS (1,16,32; e.g. NPP=2048 STREAMS=1 for long prompts),
 # MODEL_ARGS (make-model's shape and family, default "--shape bench-110M"; e.g.
-# "--shape bench-110M --family qwen3moe --experts 32 --experts-per-token 4" for a mixture).
+# "--shape bench-110M --family qwen3moe --experts 32 --experts-per-token 4" for a mixture),
+# GGUF (a file to read instead: both sides read it as it is; TYPE is then only a label).
 #
 # PEER_DIR: a llama.cpp build made by ../shared/tools/build-llamacpp-peer.sh (with
 # bin/llama-batched-bench and bin/llama-quantize). THREADS defaults to 2. RUNS (default 3) rounds
@@ -50,12 +51,16 @@ echo "compare-llamacpp: $started" >&2
 # The f32 file comes from inflight's writer: llama.cpp's llama2.c converter records a
 # 128-token context, too short for these prompts.
 model_args=${MODEL_ARGS:---shape bench-110M}
-# shellcheck disable=SC2086
-"$bin" make-model $model_args --format gguf --tokenizer "$tokenizer" \
-  --max-seq-len $((npp + ntg > 2048 ? npp + ntg : 2048)) --out "$work/model.gguf" >/dev/null 2>"$work/make-model.log" ||
-  { cat "$work/make-model.log" >&2; exit 1; }
-gguf="$work/model.gguf"
-if [ "$type" != f32 ]; then
+if [ -n "${GGUF:-}" ]; then
+  gguf=$GGUF model_args="(the file $GGUF)"
+else
+  # shellcheck disable=SC2086
+  "$bin" make-model $model_args --format gguf --tokenizer "$tokenizer" \
+    --max-seq-len $((npp + ntg > 2048 ? npp + ntg : 2048)) --out "$work/model.gguf" >/dev/null 2>"$work/make-model.log" ||
+    { cat "$work/make-model.log" >&2; exit 1; }
+  gguf="$work/model.gguf"
+fi
+if [ "$type" != f32 ] && [ -z "${GGUF:-}" ]; then
   gguf="$work/model-$type.gguf"
   "$peer/bin/llama-quantize" "$work/model.gguf" "$gguf" "$(echo "$type" | tr 'a-z' 'A-Z')" >"$work/quantize.log" 2>&1 ||
     { tail -20 "$work/quantize.log" >&2; exit 1; }

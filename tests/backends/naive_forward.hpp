@@ -1,7 +1,10 @@
 #pragma once
-// A naive Llama / Qwen3 forward pass in double precision, one token at a time, written
-// from the Hugging Face modelling code (per-head RMSNorm of q and k before rotate_half
-// RoPE): the reference the cpu backend's logits and hidden states are compared with.
+// A naive Llama / Qwen3 / Qwen-MoE / Mixtral forward pass in double precision, one token
+// at a time, written from the Hugging Face modelling code (per-head RMSNorm of q and k
+// before rotate_half RoPE over the rotated dimensions, with linear or YaRN frequencies as
+// modeling_rope_utils computes them; a sparse MoE block's softmax top-k router, a shared
+// expert's sigmoid gate): the reference the cpu backend's logits and hidden states are
+// compared with.
 
 #include <algorithm>
 #include <cmath>
@@ -30,20 +33,98 @@ inline vec matvec(const weight_tensor& matrix, const vec& x, std::size_t rows) {
   return y;
 }
 
-/// q/k norm (when `use_qk_norm`) then rotate_half RoPE of one head in place.
+/// Rows [first, first + rows) of `matrix` times x: one expert's matrix of the stacked ones.
+inline vec matvec_rows(const weight_tensor& matrix, std::size_t first, const vec& x, std::size_t rows) {
+  const auto w = matrix.f32();
+  vec y(rows, 0.0);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < x.size(); ++c) y[r] += double(w[(first + r) * x.size() + c]) * x[c];
+  return y;
+}
+
+/// Inverse frequency of pair i and the cos / sin scale, as transformers' rope utilities
+/// compute them (default, linear, yarn).
+inline double inv_freq(const model_config& c, std::size_t i) {
+  const double dim = c.rotary_dims(), base = c.rope_theta;
+  const double pos_freq = std::pow(base, 2.0 * double(i) / dim);
+  if (c.scaling.type == rope_scaling_type::linear) return 1.0 / pos_freq / c.scaling.factor;
+  if (c.scaling.type != rope_scaling_type::yarn) return 1.0 / pos_freq;
+  const double factor = c.scaling.factor, original = c.scaling.original_max_position;
+  const auto correction_dim = [&](double rotations) {
+    return dim * std::log(original / (rotations * 2 * 3.141592653589793)) / (2 * std::log(base));
+  };
+  const double low = std::max(0.0, std::floor(correction_dim(c.scaling.beta_fast)));
+  double high = std::min(dim - 1, std::ceil(correction_dim(c.scaling.beta_slow)));
+  if (low == high) high += 0.001;
+  const double ramp = std::clamp((double(i) - low) / (high - low), 0.0, 1.0);
+  const double extrapolation = 1.0 - ramp;
+  return 1.0 / (factor * pos_freq) * (1.0 - extrapolation) + 1.0 / pos_freq * extrapolation;
+}
+
+inline double rope_scale(const model_config& c) {
+  if (c.scaling.type != rope_scaling_type::yarn) return 1.0;
+  if (c.scaling.attention_factor != 0.0f) return c.scaling.attention_factor;
+  return c.scaling.factor <= 1 ? 1.0 : 0.1 * std::log(double(c.scaling.factor)) + 1.0;
+}
+
+/// q/k norm (when `use_qk_norm`) then rotate_half RoPE of one head's rotated dimensions in place.
 inline void norm_and_rope(vec& v, std::size_t offset, const std::vector<float>& norm, const model_config& c, int pos,
                           bool use_qk_norm) {
-  const auto hd = std::size_t(c.head_dim);
+  const auto hd = std::size_t(c.head_dim), rd = std::size_t(c.rotary_dims());
   if (use_qk_norm) {
     const auto normed = rmsnorm(v, norm.data(), offset, hd, c.norm_eps);
     std::copy(normed.begin(), normed.end(), v.begin() + std::ptrdiff_t(offset));
   }
-  for (std::size_t i = 0; i < hd / 2; ++i) {
-    const double angle = pos * std::pow(double(c.rope_theta), -2.0 * double(i) / double(hd));
-    const double a = v[offset + i], b = v[offset + i + hd / 2];
-    v[offset + i] = a * std::cos(angle) - b * std::sin(angle);
-    v[offset + i + hd / 2] = a * std::sin(angle) + b * std::cos(angle);
+  const double scale = rope_scale(c);
+  for (std::size_t i = 0; i < rd / 2; ++i) {
+    const double angle = pos * inv_freq(c, i);
+    const double a = v[offset + i], b = v[offset + i + rd / 2];
+    v[offset + i] = (a * std::cos(angle) - b * std::sin(angle)) * scale;
+    v[offset + i + rd / 2] = (a * std::sin(angle) + b * std::cos(angle)) * scale;
   }
+}
+
+/// A SwiGLU MLP of `hidden` rows starting at row `first` of each matrix (an expert's).
+inline vec swiglu(const weight_tensor& gate_w, const weight_tensor& up_w, const weight_tensor& down_w, std::size_t first,
+                  std::size_t hidden, const vec& h, std::size_t d) {
+  auto gate = matvec_rows(gate_w, first, h, hidden);
+  const auto up = matvec_rows(up_w, first, h, hidden);
+  for (std::size_t i = 0; i < hidden; ++i) gate[i] = gate[i] / (1.0 + std::exp(-gate[i])) * up[i];
+  // down's rows of this expert: [first / hidden * d, ...)
+  return matvec_rows(down_w, first / hidden * d, gate, d);
+}
+
+/// The sparse MoE block: softmax over the router's logits, the top k (renormalised when
+/// the config says), their experts summed with those weights; a shared expert scaled by
+/// sigmoid(x . gate).
+inline vec moe_block(const layer_weights& L, const model_config& c, const vec& h) {
+  const auto d = std::size_t(c.dim), ff = std::size_t(c.moe.expert_hidden_dim);
+  const auto num_experts = std::size_t(c.moe.num_experts);
+  const auto logits = matvec(L.router, h, num_experts);
+  const double top = *std::max_element(logits.begin(), logits.end());
+  vec p(num_experts);
+  double sum = 0;
+  for (std::size_t e = 0; e < num_experts; ++e) sum += (p[e] = std::exp(logits[e] - top));
+  for (auto& v : p) v /= sum;
+  std::vector<std::size_t> order(num_experts);
+  for (std::size_t e = 0; e < num_experts; ++e) order[e] = e;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return p[a] > p[b]; });
+  order.resize(std::size_t(c.moe.experts_per_token));
+  double chosen = 0;
+  for (auto e : order) chosen += p[e];
+  vec out(d, 0.0);
+  for (auto e : order) {
+    const double weight = c.moe.normalize_weights ? p[e] / chosen : p[e];
+    const auto y = swiglu(L.gate_exps, L.up_exps, L.down_exps, e * ff, ff, h, d);
+    for (std::size_t i = 0; i < d; ++i) out[i] += weight * y[i];
+  }
+  if (c.moe.shared_hidden_dim > 0) {
+    auto y = swiglu(L.w_gate, L.w_up, L.w_down, 0, std::size_t(c.moe.shared_hidden_dim), h, d);
+    double g = 0;
+    for (std::size_t i = 0; i < d; ++i) g += double(L.shared_expert_gate[i]) * h[i];
+    for (std::size_t i = 0; i < d; ++i) out[i] += y[i] / (1.0 + std::exp(-g));
+  }
+  return out;
 }
 
 /// The final hidden state (after the final norm) at every position of `tokens`, in
@@ -63,11 +144,15 @@ inline std::vector<vec> naive_hidden_states(const model_weights& w, const std::v
     for (std::size_t l = 0; l < w.layers.size(); ++l) {
       const auto& L = w.layers[l];
       const auto h = rmsnorm(x, L.attn_norm.data(), 0, d, c.norm_eps);
-      auto q = matvec(L.wq, h, q_dim), k = matvec(L.wk, h, kv_dim);
-      for (int head = 0; head < c.num_heads; ++head) norm_and_rope(q, head * hd, L.q_norm, c, int(p), use_qk_norm);
-      for (int head = 0; head < c.num_kv_heads; ++head) norm_and_rope(k, head * hd, L.k_norm, c, int(p), use_qk_norm);
+      auto q = matvec(L.wq, h, q_dim), k = matvec(L.wk, h, kv_dim), v = matvec(L.wv, h, kv_dim);
+      for (std::size_t i = 0; i < L.bq.size(); ++i) q[i] += L.bq[i];  // Qwen2's biases, before RoPE
+      for (std::size_t i = 0; i < L.bk.size(); ++i) k[i] += L.bk[i];
+      for (std::size_t i = 0; i < L.bv.size(); ++i) v[i] += L.bv[i];
+      const bool norm = use_qk_norm && !L.q_norm.empty();
+      for (int head = 0; head < c.num_heads; ++head) norm_and_rope(q, head * hd, L.q_norm, c, int(p), norm);
+      for (int head = 0; head < c.num_kv_heads; ++head) norm_and_rope(k, head * hd, L.k_norm, c, int(p), norm);
       keys[l].push_back(k);
-      values[l].push_back(matvec(L.wv, h, kv_dim));
+      values[l].push_back(v);
       vec attn(q_dim, 0.0);
       for (int head = 0; head < c.num_heads; ++head) {
         const std::size_t kvh = std::size_t(head / (c.num_heads / c.num_kv_heads));
@@ -86,6 +171,11 @@ inline std::vector<vec> naive_hidden_states(const model_weights& w, const std::v
       const auto o = matvec(L.wo, attn, d);
       for (std::size_t i = 0; i < d; ++i) x[i] += o[i];
       const auto h2 = rmsnorm(x, L.ffn_norm.data(), 0, d, c.norm_eps);
+      if (c.moe.enabled()) {
+        const auto y = moe_block(L, c, h2);
+        for (std::size_t i = 0; i < d; ++i) x[i] += y[i];
+        continue;
+      }
       auto gate = matvec(L.w_gate, h2, std::size_t(c.hidden_dim));
       const auto up = matvec(L.w_up, h2, std::size_t(c.hidden_dim));
       for (std::size_t i = 0; i < gate.size(); ++i) gate[i] = gate[i] / (1.0 + std::exp(-gate[i])) * up[i];
