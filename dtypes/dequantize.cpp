@@ -10,6 +10,8 @@
 //   q4_k (144 bytes): half d | half dmin | scales[12] | qs[128]
 //   q5_k (176 bytes): half d | half dmin | scales[12] | qh[32] | qs[128]
 //   q6_k (210 bytes): ql[128] | qh[64] | int8 scales[16] | half d
+//   q2_k  (84 bytes): scales[16] | qs[64] | half d | half dmin
+//   q3_k (110 bytes): hmask[32] | qs[64] | scales[12] | half d
 //
 // q4_k / q5_k: 8 sub-blocks of 32, x = d * sc[j] * q - dmin * m[j] with 6-bit sc, m
 // packed in scales[12]; the 64 values 64p..64p+63 take the low nibbles (first 32) and the
@@ -17,6 +19,12 @@
 // 2p+1 (next 32) of qh[0..31]. q6_k: 16 sub-blocks of 16, x = d * scales[j] * (q - 32);
 // in each half of 128, value 32g + l takes the low (g < 2) or high nibble of
 // ql[32 (g % 2) + l] and bits 2g, 2g+1 of qh[l].
+//
+// q2_k / q3_k: 16 sub-blocks of 16 whose 2-bit levels share qs: in each half of 128,
+// value 32g + l takes bits 2g, 2g+1 of qs[32 half + l]. q2_k: x = d * sc[j] * q - dmin *
+// m[j], scales[j] = sc[j] | m[j] << 4. q3_k: x = d * (sc[j] - 32) * (q - 4), q's third bit
+// (value 4) is bit i / 32 of hmask[i % 32]; 6-bit sc[j]: the low nibble in scales[j] (j < 8)
+// or in scales[j - 8]'s high nibble, the top 2 bits at bit 2 (j / 4) of scales[8 + j % 4].
 
 namespace inflight {
 namespace {
@@ -40,6 +48,18 @@ void dequantize_affine(const std::byte* block, const std::byte* qh, const std::b
       out[i] = step * float(nibble_at(qs, i) + high) - offset;
     }
   }
+}
+
+/// The 2-bit level (0..3) of value i (0..255) in a q2_k / q3_k super-block's qs[64].
+int k_level2(const std::byte* qs, int i) {
+  const int half = i / 128, g = (i % 128) / 32, l = i % 32;
+  return std::to_integer<int>(qs[32 * half + l]) >> (2 * g) & 3;
+}
+
+/// Value i's level (-4..3) of a q3_k super-block (at `block`): its 2 bits and third bit.
+int q3_k_level(const std::byte* block, int i) {
+  const bool is_high = (std::to_integer<int>(block[i % 32]) >> (i / 32) & 1) != 0;
+  return k_level2(block + 32, i) - (is_high ? 0 : 4);
 }
 
 }  // namespace
@@ -185,6 +205,33 @@ void dequantize_iq4_xs(const std::byte* in, std::int64_t n, float* out) {
   }
 }
 
+int q3_k_scale(const std::byte* packed, int j) {
+  const int byte = std::to_integer<int>(packed[j % 8]);
+  const int low = j < 8 ? byte & 0xf : byte >> 4;
+  return low | (std::to_integer<int>(packed[8 + j % 4]) >> (2 * (j / 4)) & 3) << 4;
+}
+
+void dequantize_q2_k(const std::byte* in, std::int64_t n, float* out) {
+  for (std::int64_t b = 0; b < n / super; ++b, in += 84, out += super) {
+    const float d = load_half(in + 80), dmin = load_half(in + 82);
+    for (int j = 0; j < 16; ++j) {
+      const int scale_min = std::to_integer<int>(in[j]);
+      const float step = d * float(scale_min & 0xf), offset = dmin * float(scale_min >> 4);
+      for (int i = 16 * j; i < 16 * j + 16; ++i) out[i] = step * float(k_level2(in + 16, i)) - offset;
+    }
+  }
+}
+
+void dequantize_q3_k(const std::byte* in, std::int64_t n, float* out) {
+  for (std::int64_t b = 0; b < n / super; ++b, in += 110, out += super) {
+    const float d = load_half(in + 108);
+    for (int j = 0; j < 16; ++j) {
+      const float step = d * float(q3_k_scale(in + 96, j) - 32);
+      for (int i = 16 * j; i < 16 * j + 16; ++i) out[i] = step * float(q3_k_level(in, i));
+    }
+  }
+}
+
 void dequantize(weight_dtype dtype, const std::byte* in, std::int64_t n, float* out) {
   switch (dtype) {
     case weight_dtype::f32: dequantize_f32(in, n, out); break;
@@ -200,6 +247,8 @@ void dequantize(weight_dtype dtype, const std::byte* in, std::int64_t n, float* 
     case weight_dtype::q5_1: dequantize_q5_1(in, n, out); break;
     case weight_dtype::iq4_nl: dequantize_iq4_nl(in, n, out); break;
     case weight_dtype::iq4_xs: dequantize_iq4_xs(in, n, out); break;
+    case weight_dtype::q2_k: dequantize_q2_k(in, n, out); break;
+    case weight_dtype::q3_k: dequantize_q3_k(in, n, out); break;
   }
 }
 

@@ -34,6 +34,12 @@ int iq4_xs_scale(const std::byte* block, int j);
 void dequantize_q4_k(const std::byte* in, std::int64_t n, float* out);
 void dequantize_q5_k(const std::byte* in, std::int64_t n, float* out);
 void dequantize_q6_k(const std::byte* in, std::int64_t n, float* out);
+void dequantize_q2_k(const std::byte* in, std::int64_t n, float* out);
+void dequantize_q3_k(const std::byte* in, std::int64_t n, float* out);
+
+/// Sub-block j's 6-bit scale (0..63, taken as sc - 32) of a q3_k super-block, from its 12
+/// packed scale bytes.
+int q3_k_scale(const std::byte* packed, int j);
 
 /// The little-endian fp16 at p (no alignment assumed), as a float.
 float load_half(const std::byte* p);

@@ -20,6 +20,11 @@
 ///   iq4_xs 256 values: fp16 d, 2 bytes of high scale bits, 4 bytes of low scale nibbles,
 ///                    128 bytes of nibbles; 8 sub-blocks of 32 (nibbles as iq4_nl's), each
 ///                    with a 6-bit scale ls                    x = d * (ls - 32) * iq4_values[q]
+///   q2_k  256 values: 16 bytes of sub-block scale | min nibbles, 64 bytes of 2-bit levels,
+///                    fp16 d, fp16 dmin; 16 sub-blocks of 16   x = d * sc * q - dmin * m
+///   q3_k  256 values: 32 bytes of third bits, 64 bytes of 2-bit levels as q2_k's, 12 bytes
+///                    of 6-bit sub-block scales, fp16 d; 16 sub-blocks of 16
+///                                                             x = d * (sc - 32) * (q - 4)
 ///
 /// A row of a matrix is a whole number of blocks.
 
@@ -31,9 +36,9 @@
 namespace inflight {
 
 enum class weight_dtype : std::uint8_t {
-  f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, q5_0, q4_1, q5_1, iq4_nl, iq4_xs
+  f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, q5_0, q4_1, q5_1, iq4_nl, iq4_xs, q2_k, q3_k
 };
-inline constexpr int num_weight_dtypes = 13;
+inline constexpr int num_weight_dtypes = 15;
 
 /// The 16 levels of the iq4 types' nibbles (GGUF's non-linear codebook).
 inline constexpr std::int8_t iq4_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
@@ -47,7 +52,7 @@ struct dtype_layout {
 
 dtype_layout layout_of(weight_dtype dtype);
 /// "f32" | "f16" | "bf16" | "q8_0" | "q4_0" | "q4_k" | "q5_k" | "q6_k" | "q5_0" | "q4_1" | "q5_1" |
-/// "iq4_nl" | "iq4_xs".
+/// "iq4_nl" | "iq4_xs" | "q2_k" | "q3_k".
 const char* to_string(weight_dtype dtype);
 /// The names to_string gives, as "f32 | f16 | ..." for error messages.
 std::string weight_dtype_names();

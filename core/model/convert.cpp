@@ -62,6 +62,8 @@ weight_dtype fallback_for(weight_dtype wanted, std::int64_t cols) {
   if (fits_blocks(wanted, cols)) return wanted;
   if (wanted == weight_dtype::q4_k && fits_blocks(weight_dtype::q5_0, cols)) return weight_dtype::q5_0;
   if (wanted == weight_dtype::q5_k && fits_blocks(weight_dtype::q5_1, cols)) return weight_dtype::q5_1;
+  const bool is_low_k = wanted == weight_dtype::q2_k || wanted == weight_dtype::q3_k;
+  if (is_low_k && fits_blocks(weight_dtype::q4_0, cols)) return weight_dtype::q4_0;
   if (is_quantized(wanted) && fits_blocks(weight_dtype::q8_0, cols)) return weight_dtype::q8_0;
   return weight_dtype::f16;
 }

@@ -9,9 +9,9 @@
 ///            of the layers and every third between: q6_k
 ///
 /// A row that is not a whole number of the chosen type's blocks falls back as
-/// llama-quantize does when its rows hold whole 32-value blocks: q4_k to q5_0, q6_k to
-/// q8_0 (q5_k to q8_0, where llama-quantize takes q5_1); anything else to f16
-/// (stories260K's FFN width, 172, keeps w_down in f16).
+/// llama-quantize does when its rows hold whole 32-value blocks: q2_k and q3_k to q4_0,
+/// q4_k to q5_0, q5_k to q5_1, q6_k to q8_0; anything else to f16 (stories260K's FFN
+/// width, 172, keeps w_down in f16).
 
 #include <string>
 #include <string_view>

@@ -5,8 +5,11 @@
 //                isum_s = sum_j sc_j * (q . x over sub-block j),  msum_s = sum_j m_j * (sum of x over j)
 //   q6_k:        acc += float(isum_s) * (d_s * dx_s)
 //                isum_s = sum_j sc_j * (q . x over sub-block j) - 32 * sum_j sc_j * (sum of x over j)
+//   q2_k:        as q4_k over 16 sub-blocks of 16 (4-bit sc_j, m_j; the input's 16-value sums)
+//   q3_k:        acc += float(isum_s) * (d_s * dx_s),  isum_s = sum_j (sc_j - 32) * (q . x over j)
 //
-// with exact integer sums (q unsigned: q4 nibbles, q5 five bits, q6 six bits).
+// with exact integer sums (q unsigned: q2 two bits, q4 nibbles, q5 five bits, q6 six bits;
+// q3 signed, -4..3).
 #include <cstring>
 
 #include "kernels/cpu/quant_portable.hpp"
@@ -112,6 +115,67 @@ void gemm_q6_k(const typed_gemm_args& a, int row_begin, int row_end) {
   for_outputs(a, row_begin, row_end, dot_q6_k);
 }
 
+/// Sub-block j (16 values) of a q2_k / q3_k super-block: its 2-bit levels are bits
+/// shift, shift + 1 of 16 consecutive bytes of qs, its third bits (q3_k) bit j / 2 of 16
+/// consecutive bytes of hmask (see dtypes/dequantize.cpp).
+struct sub_block16 {
+  int offset, shift;
+  explicit sub_block16(int j) : offset(32 * (j / 8) + 16 * (j % 2)), shift(2 * (j % 8 / 2)) {}
+};
+
+float dot_q2_k(const std::byte* w, const std::byte* x, int k) {
+  const prepared_k p(x, k);
+  float acc = 0.0f;
+  for (int s = 0; s < k / super; ++s) {
+    const std::byte* b = w + s * 84;
+    const std::int8_t* xs = p.q + super * s;
+    int isum = 0, msum = 0;
+    for (int j = 0; j < 16; ++j) {
+      const sub_block16 sb(j);
+      const std::byte* qs = b + 16 + sb.offset;
+      int dot = 0;
+      for (int t = 0; t < 16; ++t) dot += (std::to_integer<int>(qs[t]) >> sb.shift & 3) * xs[16 * j + t];
+      const int scale_min = std::to_integer<int>(b[j]);
+      isum += (scale_min & 0xf) * dot;
+      msum += (scale_min >> 4) * p.sum16(16 * s + j);
+    }
+    const float dx = p.scale(s);
+    acc += float(isum) * (load_half(b + 80) * dx);
+    acc += float(msum) * (-load_half(b + 82) * dx);
+  }
+  return acc;
+}
+
+float dot_q3_k(const std::byte* w, const std::byte* x, int k) {
+  const prepared_k p(x, k);
+  float acc = 0.0f;
+  for (int s = 0; s < k / super; ++s) {
+    const std::byte* b = w + s * 110;
+    const std::int8_t* xs = p.q + super * s;
+    int isum = 0;
+    for (int j = 0; j < 16; ++j) {
+      const sub_block16 sb(j);
+      const std::byte *qs = b + 32 + sb.offset, *hmask = b + 16 * (j % 2);
+      int dot = 0;
+      for (int t = 0; t < 16; ++t) {
+        const int high = std::to_integer<int>(hmask[t]) >> (j / 2) & 1;
+        dot += ((std::to_integer<int>(qs[t]) >> sb.shift & 3) + 4 * high - 4) * xs[16 * j + t];
+      }
+      isum += (q3_k_scale(b + 96, j) - 32) * dot;
+    }
+    acc += float(isum) * (load_half(b + 108) * p.scale(s));
+  }
+  return acc;
+}
+
+void gemm_q2_k(const typed_gemm_args& a, int row_begin, int row_end) {
+  for_outputs(a, row_begin, row_end, dot_q2_k);
+}
+
+void gemm_q3_k(const typed_gemm_args& a, int row_begin, int row_end) {
+  for_outputs(a, row_begin, row_end, dot_q3_k);
+}
+
 /// iq4_xs over a q8_k row: isum_s = sum_j (ls_j - 32) * (codebook values . x over
 /// sub-block j), exact in integers; acc += float(isum_s) * (d_s * dx_s).
 float dot_iq4_xs(const std::byte* w, const std::byte* x, int k) {
@@ -155,6 +219,8 @@ void add_portable_k_kernels(cpu_kernel_table& t) {
   t.weights[int(weight_type::q4_k)] = {gemm_q4_k, dequantize_q4_k};
   t.weights[int(weight_type::q5_k)] = {gemm_q5_k, dequantize_q5_k};
   t.weights[int(weight_type::q6_k)] = {gemm_q6_k, dequantize_q6_k};
+  t.weights[int(weight_type::q2_k)] = {gemm_q2_k, dequantize_q2_k};
+  t.weights[int(weight_type::q3_k)] = {gemm_q3_k, dequantize_q3_k};
 }
 
 }  // namespace inflight::kernels::cpu

@@ -44,6 +44,8 @@ void set_block_gemms(cpu_kernel_table& t, KGemm k_gemm) {
   t.weights[int(weight_type::q4_k)].gemm = k_gemm.template operator()<k_type::q4_k>();
   t.weights[int(weight_type::q5_k)].gemm = k_gemm.template operator()<k_type::q5_k>();
   t.weights[int(weight_type::q6_k)].gemm = k_gemm.template operator()<k_type::q6_k>();
+  t.weights[int(weight_type::q2_k)].gemm = k_gemm.template operator()<k_type::q2_k>();
+  t.weights[int(weight_type::q3_k)].gemm = k_gemm.template operator()<k_type::q3_k>();
 }
 
 }  // namespace

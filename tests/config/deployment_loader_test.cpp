@@ -152,9 +152,14 @@ TEST_CASE("model.weight_dtype and engine.kv_dtype default to auto and take the l
   REQUIRE(set.has_value());
   CHECK(set->model.weight_dtype == "q4_k_m");
   CHECK(set->engine.kv_dtype == "bf16");
-  auto bad_weights = parse_deployment("[model]\nweight_dtype = \"q3_k\"\n");
+  for (const char* low_bits : {"q2_k", "q3_k"}) {
+    auto k = parse_deployment(std::string("[model]\nweight_dtype = \"") + low_bits + "\"\n");
+    REQUIRE(k.has_value());
+    CHECK(k->model.weight_dtype == low_bits);
+  }
+  auto bad_weights = parse_deployment("[model]\nweight_dtype = \"iq2_xxs\"\n");
   REQUIRE_FALSE(bad_weights.has_value());
-  CHECK_THAT(bad_weights.error().message, Catch::Contains("model.weight_dtype") && Catch::Contains("q3_k"));
+  CHECK_THAT(bad_weights.error().message, Catch::Contains("model.weight_dtype") && Catch::Contains("iq2_xxs"));
   CHECK(d->model.load_mode == "auto");
   auto read = parse_deployment("[model]\nload_mode = \"read\"\n");
   REQUIRE(read.has_value());

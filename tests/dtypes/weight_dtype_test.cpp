@@ -10,9 +10,13 @@ TEST_CASE("weight dtypes: names round-trip and block layouts match GGUF's", "[dt
     REQUIRE(try_parse_weight_dtype(to_string(dtype)) == dtype);
   }
   CHECK(try_parse_weight_dtype("Q4_K") == weight_dtype::q4_k);
-  CHECK_FALSE(try_parse_weight_dtype("q3_k").has_value());
+  CHECK(try_parse_weight_dtype("Q3_K") == weight_dtype::q3_k);
+  CHECK_FALSE(try_parse_weight_dtype("q3_k_m").has_value());
   CHECK(weight_dtype_names() ==
-        "f32 | f16 | bf16 | q8_0 | q4_0 | q4_k | q5_k | q6_k | q5_0 | q4_1 | q5_1 | iq4_nl | iq4_xs");
+        "f32 | f16 | bf16 | q8_0 | q4_0 | q4_k | q5_k | q6_k | q5_0 | q4_1 | q5_1 | iq4_nl | iq4_xs | q2_k | q3_k");
+  CHECK(row_bytes(weight_dtype::q2_k, 512) == 2 * 84);
+  CHECK(row_bytes(weight_dtype::q3_k, 256) == 110);
+  CHECK_FALSE(fits_blocks(weight_dtype::q2_k, 128));
   CHECK(row_bytes(weight_dtype::iq4_nl, 64) == 2 * 18);
   CHECK(row_bytes(weight_dtype::iq4_xs, 512) == 2 * 136);
   CHECK(row_bytes(weight_dtype::q4_1, 64) == 2 * 20);

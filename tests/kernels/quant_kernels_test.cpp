@@ -170,7 +170,7 @@ TEST_CASE("integer types give the same bits on every vector table, and inputs th
   std::mt19937 rng(13);
   const int out = 29, n = 7, k = 1024 + 256;  // more than one chunk of decoded blocks
   for (auto type : {weight_type::q8_0, weight_type::q4_0, weight_type::q5_0, weight_type::q4_k, weight_type::q5_k,
-                    weight_type::q6_k}) {
+                    weight_type::q6_k, weight_type::q2_k, weight_type::q3_k}) {
     const typed_matrix m(type, random_floats(std::size_t(out) * k, rng), out, k);
     const auto x = random_floats(std::size_t(n) * k, rng, 3.0f);
     const prepared_rows reference(kernels_for(cpu_isa::portable), type, x, n, k);

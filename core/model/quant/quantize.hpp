@@ -32,5 +32,7 @@ void quantize_iq4_xs(const float* x, std::int64_t n, std::byte* out);
 void quantize_q4_k(const float* x, std::int64_t n, std::byte* out);
 void quantize_q5_k(const float* x, std::int64_t n, std::byte* out);
 void quantize_q6_k(const float* x, std::int64_t n, std::byte* out);
+void quantize_q2_k(const float* x, std::int64_t n, std::byte* out);
+void quantize_q3_k(const float* x, std::int64_t n, std::byte* out);
 
 }  // namespace inflight

@@ -76,6 +76,10 @@ TEST_CASE("quant recipes: widths that are not whole blocks fall back as llama-qu
   CHECK(fallback_for(weight_dtype::q4_k, 288) == weight_dtype::q5_0);
   CHECK(fallback_for(weight_dtype::q6_k, 288) == weight_dtype::q8_0);
   CHECK(fallback_for(weight_dtype::q5_k, 64) == weight_dtype::q5_1);  // as llama-quantize
+  CHECK(fallback_for(weight_dtype::q2_k, 288) == weight_dtype::q4_0);  // as llama-quantize
+  CHECK(fallback_for(weight_dtype::q3_k, 64) == weight_dtype::q4_0);
+  CHECK(fallback_for(weight_dtype::q3_k, 768) == weight_dtype::q3_k);
+  CHECK(fallback_for(weight_dtype::q2_k, 172) == weight_dtype::f16);
   CHECK(fallback_for(weight_dtype::q6_k, 172) == weight_dtype::f16);  // stories260K's FFN width
   CHECK(fallback_for(weight_dtype::q4_0, 64) == weight_dtype::q4_0);
   CHECK(fallback_for(weight_dtype::bf16, 172) == weight_dtype::bf16);

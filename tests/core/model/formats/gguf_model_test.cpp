@@ -12,6 +12,7 @@
 #include "core/model/formats/gguf_model_writer.hpp"
 #include "core/model/formats/llama2c.hpp"
 #include "core/model/formats/shapes.hpp"
+#include "core/model/gguf/gguf.hpp"
 #include "core/model/gguf/gguf_writer.hpp"
 #include "core/model/model_loader.hpp"
 #include "core/model/rope_factors.hpp"
@@ -201,7 +202,10 @@ TEST_CASE("quantized matrices are written and loaded in their own types, as view
   const auto g = write_and_load(w, "q4_k_m.gguf");
   check_same_weights(g.weights, w);
   CHECK(weight_dtypes_of(g.weights) == weight_dtypes_of(w));
-  for (const char* type : {"q8_0", "q4_0", "q5_k", "q6_k", "bf16", "f16"}) {
+  // general.file_type: llama.cpp's LLAMA_FTYPE_MOSTLY_* of the layers' type.
+  const std::pair<const char*, int> types[] = {{"q8_0", 7}, {"q4_0", 2}, {"q5_k", 17}, {"q6_k", 18}, {"q2_k", 10},
+                                               {"q3_k", 11}, {"q4_1", 3}, {"bf16", 32}, {"f16", 1}};
+  for (const auto& [type, file_type] : types) {
     auto pure = try_parse_recipe(type);
     REQUIRE(pure.has_value());
     const auto typed = dummy(interleaved_config(256, 512), &*pure);
@@ -209,6 +213,10 @@ TEST_CASE("quantized matrices are written and loaded in their own types, as view
     INFO(type);
     CHECK(back.weights.layers[1].w_down.dtype() == typed.layers[1].w_down.dtype());
     check_same_weights(back.weights, typed);
+    const auto file = gguf_file::try_open(temp_path(std::string(type) + ".gguf"));
+    REQUIRE(file.has_value());
+    REQUIRE(file->find("general.file_type") != nullptr);
+    CHECK(file->find("general.file_type")->as_int() == file_type);
   }
 }
 

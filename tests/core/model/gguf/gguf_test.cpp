@@ -236,10 +236,10 @@ TEST_CASE("bad types, dimensions, offsets and alignment are refused, naming the 
   const auto b = hand_made_file();
   const auto m = [&](const char* name) { return b.marks.at(name); };
   CHECK_THAT(refusal(patched<std::uint32_t>(b.out, m("strings_key") + 8 + 9, 13)), Catch::Contains("unknown value type 13"));
-  auto q2_k = parse(patched<std::uint32_t>(b.out, m("w_type"), 10));
-  REQUIRE_FALSE(q2_k.has_value());
-  CHECK(q2_k.error().code == errc::unsupported);
-  CHECK_THAT(q2_k.error().message, Catch::Contains("tensor 'w' has type Q2_K"));
+  auto iq2_xxs = parse(patched<std::uint32_t>(b.out, m("w_type"), 16));
+  REQUIRE_FALSE(iq2_xxs.has_value());
+  CHECK(iq2_xxs.error().code == errc::unsupported);
+  CHECK_THAT(iq2_xxs.error().message, Catch::Contains("tensor 'w' has type IQ2_XXS"));
   CHECK_THAT(refusal(patched<std::uint32_t>(b.out, m("w_type"), 99)), Catch::Contains("tensor 'w' has type type 99"));
   CHECK_THAT(refusal(patched<std::uint32_t>(b.out, m("w_dims"), 5)), Catch::Contains("tensor 'w' has 5 dimensions"));
   CHECK_THAT(refusal(patched<std::uint32_t>(b.out, m("w_dims"), 0)), Catch::Contains("tensor 'w' has 0 dimensions"));

@@ -200,6 +200,77 @@ TEST_CASE("dequantization of hand-built iq4_nl and iq4_xs blocks: codebook level
   CHECK(w[32] == Approx(0.25f * -32 * -127));  // sub-block 1: ls 0 -> -32, nibble 0
 }
 
+TEST_CASE("dequantization of a hand-built q2_k super-block: 4-bit scales and mins, 2-bit levels", "[core][quant]") {
+  // scales[16] (sc | m << 4) | qs[64] | half d = 0.5 (0x3800) | half dmin = 0.25 (0x3400).
+  // In each half of 128 values, value 32g + l takes bits 2g, 2g+1 of qs[32 half + l].
+  std::vector<std::byte> b(84);
+  b[0] = std::byte(0x23);   // sub-block 0: sc 3, m 2 -> step 1.5, offset 0.5
+  b[2] = std::byte(0x0f);   // sub-block 2: sc 15, m 0 -> step 7.5
+  b[4] = std::byte(0x12);   // sub-block 4: sc 2, m 1 -> step 1, offset 0.25
+  b[9] = std::byte(0x51);   // sub-block 9: sc 1, m 5 -> step 0.5, offset 1.25
+  b[15] = std::byte(0xf0);  // sub-block 15: sc 0, m 15 -> offset 3.75
+  b[16 + 0] = std::byte(0x1b);   // qs[0]: value 0 level 3, value 32 level 2, value 64 level 1
+  b[16 + 48] = std::byte(0x01);  // qs[48]: value 128 + 16 = 144, level 1
+  b[16 + 63] = std::byte(0xc0);  // qs[63]: value 128 + 96 + 31 = 255, level 3
+  b[80] = std::byte(0x00), b[81] = std::byte(0x38), b[82] = std::byte(0x00), b[83] = std::byte(0x34);
+  const auto v = dequantized(weight_dtype::q2_k, b, 256);
+  CHECK(v[0] == 4.0f);      // 1.5 * 3 - 0.5
+  CHECK(v[1] == -0.5f);     // level 0: the min alone
+  CHECK(v[32] == 15.0f);    // 7.5 * 2
+  CHECK(v[64] == 0.75f);    // 1 * 1 - 0.25
+  CHECK(v[144] == -0.75f);  // 0.5 * 1 - 1.25
+  CHECK(v[255] == -3.75f);  // 0 * 3 - 3.75
+  CHECK(v[240] == -3.75f);
+  CHECK(v[100] == 0.0f);    // sub-block 6: sc 0, m 0
+}
+
+TEST_CASE("dequantization of a hand-built q3_k super-block: 6-bit packed scales, third bits", "[core][quant]") {
+  // hmask[32] | qs[64] as q2_k's | scales[12] | half d = 0.25 (0x3400). Value i's third bit
+  // is bit i / 32 of hmask[i % 32]; without it the level is q - 4. Scale j: the low nibble
+  // in scales[j % 8] (high half when j >= 8), the top 2 bits at bit 2 (j / 4) of scales[8 + j % 4].
+  std::vector<std::byte> b(110);
+  b[0] = std::byte(0x01);    // hmask[0]: value 0's third bit
+  b[1] = std::byte(0x08);    // hmask[1]: value 97's (bit 3)
+  b[31] = std::byte(0x40);   // hmask[31]: value 223's (bit 6)
+  b[32 + 0] = std::byte(0x03);   // qs[0]: value 0 low bits 3, value 32 low bits 0
+  b[32 + 1] = std::byte(0x80);   // qs[1]: value 1 low bits 0, value 97 low bits 2
+  b[32 + 2] = std::byte(0x02);   // qs[2]: value 2 low bits 2
+  b[32 + 63] = std::byte(0x10);  // qs[63]: value 128 + 64 + 31 = 223 low bits 1
+  b[96 + 0] = std::byte(0x01), b[96 + 8] = std::byte(0x02);   // scale 0: 1 | 2 << 4 = 33 -> 1
+  b[96 + 6] = std::byte(0x0e), b[96 + 10] = std::byte(0x04);  // scale 6: 14 | 1 << 4 = 30 -> -2
+  b[96 + 5] = std::byte(0xf0), b[96 + 9] = std::byte(0xc0);   // scale 13: 15 | 3 << 4 = 63 -> 31
+  b[108] = std::byte(0x00), b[109] = std::byte(0x34);
+  const auto v = dequantized(weight_dtype::q3_k, b, 256);
+  CHECK(v[0] == 0.75f);     // 0.25 * 1 * (3 + 4 - 4)
+  CHECK(v[1] == -1.0f);     // 0.25 * 1 * (0 - 4)
+  CHECK(v[2] == -0.5f);     // 0.25 * 1 * (2 - 4)
+  CHECK(v[97] == -1.0f);    // 0.25 * -2 * (2 + 4 - 4)
+  CHECK(v[223] == 7.75f);   // 0.25 * 31 * (1 + 4 - 4)
+  CHECK(v[208] == -31.0f);  // 0.25 * 31 * (0 - 4)
+  CHECK(v[32] == 32.0f);    // scale 2 left 0: 0.25 * -32 * (0 - 4)
+}
+
+TEST_CASE("q2_k and q3_k keep values that lie on their grids exactly", "[core][quant]") {
+  // q2_k: sub-block j at step d * sc and min dmin * m, d = 1/16, dmin = 1/32 and sc = m =
+  // 15 >> (j % 4) (15, 7, 3, 1): levels 0..3 each four times.
+  std::vector<float> x(256);
+  for (int i = 0; i < 256; ++i) {
+    const int sc = 15 >> (i / 16 % 4);
+    x[std::size_t(i)] = float(sc) / 16.0f * float(i % 4) - float(sc) / 32.0f;
+  }
+  std::vector<std::byte> q2(std::size_t(row_bytes(weight_dtype::q2_k, 256)));
+  REQUIRE(quantize_row(weight_dtype::q2_k, x.data(), 256, q2.data()).has_value());
+  CHECK(dequantized(weight_dtype::q2_k, q2, 256) == x);
+  // q3_k: sub-block j at step -(1 >> (j % 4)) = d * (sc - 32), d = 1/32; levels -4..3 twice.
+  for (float sign : {1.0f, -1.0f}) {
+    for (int i = 0; i < 256; ++i) x[std::size_t(i)] = sign * -std::ldexp(1.0f, -(i / 16 % 4)) * float(i % 8 - 4);
+    std::vector<std::byte> q3(std::size_t(row_bytes(weight_dtype::q3_k, 256)));
+    REQUIRE(quantize_row(weight_dtype::q3_k, x.data(), 256, q3.data()).has_value());
+    INFO("sign " << sign);
+    CHECK(dequantized(weight_dtype::q3_k, q3, 256) == x);
+  }
+}
+
 TEST_CASE("dequantization of a hand-built q6_k super-block", "[core][quant]") {
   // ql[128] | qh[64] | int8 scales[16] | half d = 0.25 (0x3400).
   std::vector<std::byte> b(210);
@@ -262,6 +333,8 @@ TEST_CASE("round trips of random rows stay within each format's error", "[core][
   CHECK(round_trip_error(weight_dtype::q5_1, x) < 0.055);
   CHECK(round_trip_error(weight_dtype::iq4_nl, x) < 0.09);
   CHECK(round_trip_error(weight_dtype::iq4_xs, x) < 0.09);
+  CHECK(round_trip_error(weight_dtype::q3_k, x) < 0.16);
+  CHECK(round_trip_error(weight_dtype::q2_k, x) < 0.29);
   // The scale search beats q4_0's plain rule (largest |x| -> -8, d = max / -8).
   double plain = 0.0, s = 0.0;
   for (std::size_t b = 0; b < x.size(); b += 32) {
@@ -291,9 +364,14 @@ TEST_CASE("quantized rows of zeros, constants and tiny values", "[core][quant]")
     REQUIRE(quantize_row(dtype, tiny.data(), 256, q.data()).has_value());
     REQUIRE(dequantize_row(dtype, q.data(), 256, back.data()).has_value());
     // q4_1's 16 levels span min..max (ggml's rule): half a step of 0.014 / 15 here; the
-    // iq4 codebook's levels near zero are 11-12 units of d = 0.007 / 127 apart.
+    // iq4 codebook's levels near zero are 11-12 units of d = 0.007 / 127 apart; q3_k's
+    // levels (-4..3) and q2_k's (0..3) are steps of up to 0.007 / 3 and 0.014 / 3.
     const bool is_iq4 = dtype == weight_dtype::iq4_nl || dtype == weight_dtype::iq4_xs;
-    const double margin = dtype == weight_dtype::q4_1 ? 5e-4 : is_iq4 ? 3e-4 : 2e-4;
+    const double margin = dtype == weight_dtype::q2_k   ? 2.5e-3
+                          : dtype == weight_dtype::q3_k ? 1.2e-3
+                          : dtype == weight_dtype::q4_1 ? 5e-4
+                          : is_iq4                      ? 3e-4
+                                                        : 2e-4;
     for (int i = 0; i < 256; ++i) CHECK(back[i] == Approx(tiny[i]).epsilon(0.2).margin(margin));
   }
 }
