@@ -13,7 +13,9 @@
 # generated tokens, 128 each), STREAMS (1,16,32; e.g. NPP=2048 STREAMS=1 for long prompts),
 # MODEL_ARGS (make-model's shape and family, default "--shape bench-110M"; e.g.
 # "--shape bench-110M --family qwen3moe --experts 32 --experts-per-token 4" for a mixture),
-# GGUF (a file to read instead: both sides read it as it is; TYPE is then only a label).
+# GGUF (a file to read instead: both sides read it as it is; TYPE is then only a label),
+# PROMPT (the engine's prompt text, which must be NPP tokens in the file's vocabulary; e.g.
+# 127 letters for a byte-level one).
 #
 # PEER_DIR: a llama.cpp build made by ../shared/tools/build-llamacpp-peer.sh (with
 # bin/llama-batched-bench and bin/llama-quantize). THREADS defaults to 2. RUNS (default 3) rounds
@@ -68,7 +70,7 @@ fi
 model="$gguf" source="the same GGUF file ($(du -h "$gguf" | cut -f1))"
 
 # A prompt of exactly npp tokens: BOS and npp - 1 times " hello" (one token each).
-prompt="hello$(printf ' hello%.0s' $(seq 2 $((npp - 1))))"
+prompt=${PROMPT:-"hello$(printf ' hello%.0s' $(seq 2 $((npp - 1))))"}
 for r in $(seq 1 "$runs"); do
   echo "compare-llamacpp: round $r of $runs: llama.cpp ..." >&2
   "$peer/bin/llama-batched-bench" -m "$gguf" -npp $npp -ntg $ntg -npl "$(IFS=,; echo "${streams[*]}")" \

@@ -27,6 +27,7 @@ struct make_model_options {
   std::uint64_t seed = 0;
   int vocab_size = 0;
   int max_seq_len = 0;
+  int num_layers = 0;          // 0: the shape's
   int experts = 0;             // a mixture family: experts per layer (0: the shape's or the default)
   int experts_per_token = 0;
   int expert_hidden = 0;
@@ -105,6 +106,7 @@ model_weights weights_for(const make_model_options& o) {
   apply_rope_scaling(o.rope_scaling, *config);
   if (o.vocab_size > 0) config->vocab_size = o.vocab_size;
   if (o.max_seq_len > 0) config->max_seq_len = o.max_seq_len;
+  if (o.num_layers > 0) config->num_layers = o.num_layers;
   auto w = make_dummy_weights(*config, o.seed, recipe ? &*recipe : nullptr);
   if (!w) fail(w.error().message);
   return std::move(*w);
@@ -182,6 +184,8 @@ void add_make_model_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--seed", o->seed, "random seed")->capture_default_str();
   cmd->add_option("--vocab-size", o->vocab_size, "override the shape's vocabulary size");
+  cmd->add_option("--layers", o->num_layers, "override the shape's number of layers (a shorter model of its widths)")
+      ->check(CLI::Range(1, 1024));
   cmd->add_option("--max-seq-len", o->max_seq_len, "override the context length (of the shape, or of the --from checkpoint)");
   cmd->add_option("--out", o->out, "output file (llama2c, gguf) or folder (hf)")->required();
   cmd->callback([o] { run_make_model(*o); });
