@@ -31,9 +31,15 @@ result<std::unique_ptr<cuda_backend>> cuda_backend::create(std::shared_ptr<const
     return make_error(errc::unsupported, "cuda backend: mixture-of-experts models (" + c.architecture +
                                              ") run on the cpu backend only for now; set engine.backend = \"cpu\"");
   }
-  if (c.rope_dims != 0 || c.scaling.type == rope_scaling_type::yarn) {
-    return make_error(errc::unsupported, "cuda backend: partial rotary dimensions and YaRN RoPE scaling run on the "
+  if (c.rope_dims != 0 || c.scaling.type == rope_scaling_type::yarn || c.scaling.type == rope_scaling_type::longrope) {
+    return make_error(errc::unsupported, "cuda backend: partial rotary dimensions, YaRN and LongRoPE scaling run on the "
                                          "cpu backend only for now; set engine.backend = \"cpu\"");
+  }
+  if (c.sliding_window > 0 || c.post_norms || c.activation != mlp_activation::silu || c.attn_softcap != 0.0f ||
+      c.final_softcap != 0.0f || c.embedding_scale != 1.0f || c.attention_scale != 0.0f) {
+    return make_error(errc::unsupported, "cuda backend: " + c.architecture +
+                                             "'s layers (sliding windows, post-norms, GeGLU, soft-capping, scaled "
+                                             "embeddings) run on the cpu backend only for now; set engine.backend = \"cpu\"");
   }
   // The device takes fp32 host arrays and converts them: other types are decoded first,
   // into a copy that lives only until the upload is done.

@@ -31,7 +31,7 @@ kernels::cpu::llama_shape to_kernel_shape(const model_config& c) {
   s.rope_dims = c.rope_dims;
   const auto& r = c.scaling;
   constexpr rope_scaling_kind kinds[] = {rope_scaling_kind::none, rope_scaling_kind::llama3, rope_scaling_kind::linear,
-                                         rope_scaling_kind::yarn};
+                                         rope_scaling_kind::yarn, rope_scaling_kind::none};  // longrope: pair factors
   s.rope_scaling = kinds[int(r.type)];
   if (r.enabled()) {
     s.rope_factor = r.factor;
@@ -45,11 +45,26 @@ kernels::cpu::llama_shape to_kernel_shape(const model_config& c) {
     s.rope_mscale = r.attention_factor != 0.0f ? r.attention_factor
                                                : (r.factor <= 1.0f ? 1.0f : 0.1f * std::log(r.factor) + 1.0f);
   }
+  if (r.type == rope_scaling_type::longrope) {
+    s.rope_pair_factors = r.pair_factors().data();
+    s.rope_mscale = r.attention_factor != 0.0f ? r.attention_factor
+                    : r.factor <= 1.0f
+                        ? 1.0f
+                        : std::sqrt(1.0f + std::log(r.factor) / std::log(float(r.original_max_position)));
+  }
   s.num_experts = c.moe.num_experts;
   s.experts_per_token = c.moe.experts_per_token;
   s.expert_hidden_dim = c.moe.expert_hidden_dim;
   s.expert_sigmoid = c.moe.gating == moe_gating::sigmoid;
   s.expert_normalize = c.moe.normalize_weights;
+  s.sliding_window = c.sliding_window;
+  s.window_period = c.window_period;
+  s.rope_local_theta = c.rope_local_theta;
+  s.gelu = c.activation == mlp_activation::gelu_tanh;
+  s.embedding_scale = c.embedding_scale;
+  s.attention_scale = c.attention_scale;
+  s.attn_softcap = c.attn_softcap;
+  s.final_softcap = c.final_softcap;
   return s;
 }
 
@@ -66,6 +81,8 @@ std::vector<kernels::cpu::llama_layer_view> to_layer_views(const model_weights& 
     v.bk = data_or_null(l.bk);
     v.bv = data_or_null(l.bv);
     v.ffn_norm = l.ffn_norm.data();
+    v.post_attn_norm = data_or_null(l.post_attn_norm);
+    v.post_ffn_norm = data_or_null(l.post_ffn_norm);
     v.w_gate = view_of(l.w_gate);
     v.w_down = view_of(l.w_down);
     v.w_up = view_of(l.w_up);

@@ -56,9 +56,12 @@ echo "bench-20M shape (288 wide, 6 layers), random weights, 32k vocabulary; $chu
 echo
 echo "| family | what | GGUF arch | f32: mean KL | f32: same top-1 | $type: mean KL | $type: same top-1 |"
 echo "|---|---|---|---|---|---|---|"
+rows=0
 row() {
   local name=$1 what=$2 arch=$3; shift 3
-  local m="$work/$name"
+  # Files named by number: llama.cpp's vocabulary loader looks up Phi-3's special tokens
+  # when general.name (the file's stem) says "phi3", and this vocabulary has none.
+  local m="$work/model$((rows += 1))"
   "$bin" make-model --shape bench-20M --format gguf --tokenizer "$tokenizer" --max-seq-len 512 "$@" \
     --out "$m.gguf" >/dev/null 2>"$m.make.log" || { cat "$m.make.log" >&2; exit 1; }
   "$peer/bin/llama-quantize" "$m.gguf" "$m.$type.gguf" "$type" >"$m.quantize.log" 2>&1 ||
@@ -78,6 +81,11 @@ row qwen3-yarn "YaRN x4 over 64 original positions" qwen3 --family qwen3 --rope-
 row mixtral "8 experts of 192, top 2, renormalised" "llama (experts)" --family mixtral
 row qwen2moe "8 experts of 192, top 2, a gated shared expert of 768" qwen2moe --family qwen2moe
 row qwen3moe "16 experts of 128, top 4, renormalised" qwen3moe --family qwen3moe --experts 16 --experts-per-token 4 --expert-hidden 128
+row gemma "GeGLU, embeddings x sqrt(dim), tied" gemma --family gemma
+row gemma2 "post-norms, soft-caps 50 / 30, a 32-key window on every second layer" gemma2 --family gemma2 --sliding-window 32
+row gemma3 "q/k norms, a 32-key window on 5 of 6 layers (base 10000), linear x8 on the global one" gemma3 --family gemma3 --sliding-window 32 --rope-scaling linear:8
+row phi3 "fused attn_qkv and gate/up rows" phi3 --family phi3
+row phi3-longrope "+ LongRoPE over 64 original positions (drawn factors), 36 of 48 dimensions rotated" phi3 --family phi3 --rope-scaling longrope:64 --rope-dims 36
 # Control: inflight's distributions of one seed against llama.cpp on another's.
 c="$work/control"
 "$bin" make-model --shape bench-20M --format gguf --tokenizer "$tokenizer" --max-seq-len 512 --family qwen3moe \

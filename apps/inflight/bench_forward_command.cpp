@@ -91,10 +91,11 @@ double unread_expert_bytes(const model_weights& w, int batch) {
   return experts * std::pow(1.0 - double(m.experts_per_token) / m.num_experts, double(batch));
 }
 
-/// Bytes a decode step reads from the KV cache: every cached position's K and V in every layer.
+/// Bytes a decode step reads from the KV cache: every cached position's K and V in every
+/// layer (a windowed layer: those in its window).
 double kv_bytes_per_step(const model_config& c, int batch, int context, const std::string& kv_dtype) {
   const double element = kv_dtype == "f32" ? 4.0 : 2.0;
-  return double(batch) * context * c.num_layers * 2.0 * c.kv_dim() * element;
+  return double(batch) * double(c.kv_positions_read(context)) * 2.0 * c.kv_dim() * element;
 }
 
 /// Sustained read bandwidth in bytes/s with `threads` threads, each streaming its slice of

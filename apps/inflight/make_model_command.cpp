@@ -3,6 +3,7 @@
 // GGUF file (matrices in any weight type, with a tokenizer).
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "apps/inflight/commands.hpp"
 #include "core/model/formats/dummy_model.hpp"
@@ -33,11 +34,36 @@ struct make_model_options {
   int expert_hidden = 0;
   int rope_dims = 0;           // rotated dimensions per head (0: all)
   std::string rope_scaling;    // linear:FACTOR | yarn:FACTOR:ORIGINAL_CONTEXT
+  std::optional<int> sliding_window;  // keys a windowed layer reads (0: none); default the family's
+  std::optional<int> window_period;   // a global layer every this many (0: all windowed)
 };
 
-/// --rope-scaling linear:F or yarn:F:ORIGINAL onto the config.
+/// LongRoPE factors for make-model: short ones rising gently to 2, long ones to 8 times
+/// that (a shape of Phi-3's: the low-frequency pairs stretched most).
+void draw_longrope(model_config& c, int original) {
+  c.scaling = {};
+  c.scaling.type = rope_scaling_type::longrope;
+  c.scaling.original_max_position = original;
+  const int pairs = c.rotary_dims() / 2;
+  for (int i = 0; i < pairs; ++i) {
+    const float t = float(i) / float(std::max(1, pairs - 1));
+    c.scaling.short_factor.push_back(1.0f + t * t);
+    c.scaling.long_factor.push_back(1.0f + 15.0f * t * t);
+  }
+}
+
+/// --rope-scaling linear:F, yarn:F:ORIGINAL or longrope:ORIGINAL onto the config.
 void apply_rope_scaling(const std::string& text, model_config& c) {
   if (text.empty()) return;
+  if (text.starts_with("longrope:")) {
+    int original = 0;
+    try {
+      original = std::stoi(text.substr(9));
+    } catch (const std::exception&) {
+    }
+    if (original <= 0) fail("--rope-scaling '" + text + "': expected longrope:ORIGINAL_CONTEXT");
+    return draw_longrope(c, original);
+  }
   const auto first = text.find(':');
   const std::string kind = text.substr(0, first);
   const auto number = [&](std::size_t from, std::size_t to) {
@@ -104,9 +130,16 @@ model_weights weights_for(const make_model_options& o) {
   config = *drawn;
   config->rope_dims = o.rope_dims == config->head_dim ? 0 : o.rope_dims;
   apply_rope_scaling(o.rope_scaling, *config);
+  if (o.sliding_window) config->sliding_window = *o.sliding_window;
+  if (o.window_period) config->window_period = *o.window_period;
+  if (config->sliding_window == 0) config->rope_local_theta = 0.0f;
   if (o.vocab_size > 0) config->vocab_size = o.vocab_size;
   if (o.max_seq_len > 0) config->max_seq_len = o.max_seq_len;
   if (o.num_layers > 0) config->num_layers = o.num_layers;
+  if (config->scaling.type == rope_scaling_type::longrope) {
+    if (family_name != "phi3") fail("--rope-scaling longrope applies to --family phi3");
+    config->scaling.factor = float(config->max_seq_len) / float(config->scaling.original_max_position);
+  }
   auto w = make_dummy_weights(*config, o.seed, recipe ? &*recipe : nullptr);
   if (!w) fail(w.error().message);
   return std::move(*w);
@@ -156,10 +189,10 @@ void run_make_model(const make_model_options& o) {
 void add_make_model_command(CLI::App& app) {
   auto o = std::make_shared<make_model_options>();
   auto* cmd = app.add_subcommand("make-model", "Write a random-weight (or converted) model for tests and benchmarks");
-  cmd->add_option("--shape", o->shape, "bench-20M | bench-110M | llama-3.2-1b | llama-3.1-8b | qwen3-0.6b | llama-2-13b | qwen3-30b-a3b")
+  cmd->add_option("--shape", o->shape, "bench-20M | bench-110M | llama-3.2-1b | llama-3.1-8b | qwen3-0.6b | llama-2-13b | qwen3-30b-a3b | gemma-3-1b")
       ->capture_default_str();
   cmd->add_option("--family", o->family,
-                  "llama | qwen2 | qwen3 | mixtral | qwen2moe | qwen3moe (the shape drawn with that family's layers, default its own; "
+                  "llama | qwen2 | qwen3 | mixtral | qwen2moe | qwen3moe | gemma | gemma2 | gemma3 | phi3 (the shape drawn with that family's layers, default its own; "
                   "a mixture family without experts in the shape gets 8 of a quarter of its MLP width, 2 per token)")
       ->check(CLI::IsMember(family_names()));
   cmd->add_option("--experts", o->experts, "a mixture family: experts per layer")->check(CLI::Range(1, 4096));
@@ -169,7 +202,15 @@ void add_make_model_command(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--rope-dims", o->rope_dims, "rotated dimensions of each head (partial rotary; default all)")
       ->check(CLI::Range(2, 1 << 16));
-  cmd->add_option("--rope-scaling", o->rope_scaling, "linear:FACTOR | yarn:FACTOR:ORIGINAL_CONTEXT");
+  cmd->add_option("--rope-scaling", o->rope_scaling,
+                  "linear:FACTOR | yarn:FACTOR:ORIGINAL_CONTEXT | longrope:ORIGINAL_CONTEXT (phi3: drawn factors)");
+  cmd->add_option("--sliding-window", o->sliding_window,
+                  "keys a windowed layer reads, itself included (0: none; default gemma2 4096, gemma3 1024, others none)")
+      ->check(CLI::Range(0, 1 << 24));
+  cmd->add_option("--window-period", o->window_period,
+                  "with a window: a global layer every this many, the last of each period (0: every layer windowed; "
+                  "default gemma2 2, gemma3 6, others 0)")
+      ->check(CLI::Range(0, 1024));
   cmd->add_option("--from", o->from, "convert this llama2.c checkpoint instead of drawing random weights")
       ->check(CLI::ExistingFile);
   cmd->add_option("--format", o->format, "llama2c (a .bin file) | hf (a folder) | gguf (a .gguf file)")

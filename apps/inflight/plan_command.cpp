@@ -71,15 +71,26 @@ void print_plan(const plan_options& o, const model_config& m, const bench::plan_
   }
   std::printf("KV per token  = 2 x layers x KV heads x head_dim x KV bytes = 2 x %d x %d x %d x %d = %.0f B (%.1f KiB)\n",
               m.num_layers, m.num_kv_heads, m.head_dim, r.kv_value_bytes, p.kv_bytes_per_token, p.kv_bytes_per_token / 1024);
+  if (m.sliding_window > 0) {
+    int windowed = 0;
+    for (int l = 0; l < m.num_layers; ++l) windowed += m.layer_windowed(l) ? 1 : 0;
+    const double full = p.kv_bytes_per_token * r.context;
+    std::printf("windows       = %d of %d layers read the last %d keys: a step reads %.1f%% of the KV at context %d;\n"
+                "                a cache that dropped keys out of every window would hold as much, %.1f MB less per "
+                "sequence (not done: every layer keeps the whole context)\n",
+                windowed, m.num_layers, m.sliding_window, 100.0 * p.kv_read_per_sequence / full, r.context,
+                (full - p.kv_read_per_sequence) / 1e6);
+  }
   std::printf("KV budget     = memory x utilization - weights = %.2f - %.2f = %.2f GB\n", p.usable_bytes / gb,
               p.weight_bytes / gb, p.kv_budget_bytes / gb);
   std::printf("KV tokens     = KV budget / KV per token = %lld\n", (long long)p.max_kv_tokens);
   std::printf("sequences     = KV tokens / context = %lld of %d tokens\n", (long long)p.max_sequences, r.context);
   std::printf("prefill floor = 2 x active params x tokens / FLOP/s = %.3f TFLOP / %s = %.2f ms for %d tokens (%.0f tokens/s)\n\n",
               p.prefill_flops / 1e12, o.flops.c_str(), p.prefill_s * 1e3, r.context, r.context / p.prefill_s);
-  std::printf("decode floor: one step reads every weight%s and the batch's KV once\n",
-              m.moe.enabled() ? " (of the experts, those its tokens chose)" : "");
-  std::printf("  step = (weights read + batch x context x KV per token) / bandwidth;  tokens/s = batch / step\n");
+  std::printf("decode floor: one step reads every weight%s and the batch's KV once%s\n",
+              m.moe.enabled() ? " (of the experts, those its tokens chose)" : "",
+              m.sliding_window > 0 ? " (a windowed layer's last keys only)" : "");
+  std::printf("  step = (weights read + batch x KV read per sequence) / bandwidth;  tokens/s = batch / step\n");
   if (m.moe.enabled()) std::printf("  experts read = 1 - (1 - k / E)^batch of them\n");
   std::printf("%8s %14s %12s %14s %8s%s\n", "batch", "bytes/step GB", "step ms", "tokens/s", "fits",
               m.moe.enabled() ? "  experts read" : "");

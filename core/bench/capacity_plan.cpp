@@ -30,6 +30,7 @@ result<capacity_plan> make_capacity_plan(const plan_request& r) {
   const double expert_bytes = double(p.num_parameters - m.num_active_parameters()) * r.weight_value_bytes *
                               (m.moe.enabled() ? double(m.moe.num_experts) / (m.moe.num_experts - m.moe.experts_per_token) : 0.0);
   p.kv_bytes_per_token = double(kv_bytes_per_token(m.num_layers, m.num_kv_heads, m.head_dim, r.kv_value_bytes));
+  p.kv_read_per_sequence = p.kv_bytes_per_token / m.num_layers * double(m.kv_positions_read(r.context));
   p.usable_bytes = hw.memory_bytes * hw.memory_utilization;
   p.kv_budget_bytes = p.usable_bytes - p.weight_bytes;
   p.max_kv_tokens = p.kv_budget_bytes > 0 ? std::int64_t(std::floor(p.kv_budget_bytes / p.kv_bytes_per_token)) : 0;
@@ -44,7 +45,7 @@ result<capacity_plan> make_capacity_plan(const plan_request& r) {
       const double e = m.moe.num_experts, k = m.moe.experts_per_token;
       d.experts_read = 1.0 - std::pow(1.0 - k / e, double(b));
     }
-    d.bytes_per_step = p.weight_bytes - expert_bytes * (1.0 - d.experts_read) + double(b) * r.context * p.kv_bytes_per_token;
+    d.bytes_per_step = p.weight_bytes - expert_bytes * (1.0 - d.experts_read) + double(b) * p.kv_read_per_sequence;
     d.step_s = d.bytes_per_step / hw.bandwidth_bytes_per_s;
     d.tokens_per_s = b / d.step_s;
     d.fits = std::int64_t(b) * r.context <= p.max_kv_tokens;

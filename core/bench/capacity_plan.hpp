@@ -30,7 +30,7 @@ struct plan_request {
 
 struct decode_floor {
   int batch = 0;
-  double bytes_per_step = 0.0;   ///< weights read + batch x context x KV bytes per token
+  double bytes_per_step = 0.0;   ///< weights read + batch x KV read per sequence
   double experts_read = 1.0;     ///< a mixture: the share of its experts a step reads (1: dense)
   double step_s = 0.0;           ///< bytes_per_step / bandwidth
   double tokens_per_s = 0.0;     ///< batch / step_s
@@ -42,6 +42,9 @@ struct capacity_plan {
   std::int64_t num_active_parameters = 0;  ///< read for one token (a mixture: its chosen experts only)
   double weight_bytes = 0.0;           ///< num_parameters x weight value bytes
   double kv_bytes_per_token = 0.0;     ///< 2 (K and V) x layers x KV heads x head_dim x KV value bytes
+  /// KV bytes a decode step reads per sequence at `context`: a windowed layer reads at
+  /// most its window (sliding windows), a global one the whole context.
+  double kv_read_per_sequence = 0.0;
   double usable_bytes = 0.0;           ///< memory x utilization
   double kv_budget_bytes = 0.0;        ///< usable - weights (may be negative: does not fit)
   std::int64_t max_kv_tokens = 0;      ///< kv_budget / kv_bytes_per_token

@@ -1,5 +1,7 @@
 #include "core/model/model_config.hpp"
 
+#include <algorithm>
+
 namespace inflight {
 
 const char* to_string(rope_scaling_type type) {
@@ -8,8 +10,13 @@ const char* to_string(rope_scaling_type type) {
     case rope_scaling_type::llama3: return "llama3";
     case rope_scaling_type::linear: return "linear";
     case rope_scaling_type::yarn: return "yarn";
+    case rope_scaling_type::longrope: return "longrope";
   }
   return "?";
+}
+
+const char* to_string(mlp_activation activation) {
+  return activation == mlp_activation::gelu_tanh ? "gelu_tanh" : "silu";
 }
 
 namespace {
@@ -26,12 +33,19 @@ std::int64_t model_config::num_parameters() const {
   std::int64_t per_layer = 2 * d + d * q + 2 * d * kv + q * d + 3 * d * h;
   if (attention_bias) per_layer += q + 2 * kv;
   if (qk_norm) per_layer += 2 * std::int64_t(head_dim);
+  if (post_norms) per_layer += 2 * d;
   if (moe.enabled()) {
     per_layer += std::int64_t(moe.num_experts) * d + expert_parameters(*this, moe.num_experts);
     if (moe.shared_hidden_dim > 0) per_layer += d;  // the shared expert's gate
   }
   std::int64_t total = std::int64_t(vocab_size) * d + num_layers * per_layer + d;
   if (!tied_embeddings) total += std::int64_t(vocab_size) * d;
+  return total;
+}
+
+std::int64_t model_config::kv_positions_read(std::int64_t context) const {
+  std::int64_t total = 0;
+  for (int l = 0; l < num_layers; ++l) total += layer_windowed(l) ? std::min<std::int64_t>(context, sliding_window) : context;
   return total;
 }
 

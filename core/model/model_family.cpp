@@ -2,18 +2,52 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <vector>
 
 namespace inflight {
 namespace {
 
-constexpr std::array<model_family, 6> families{{
+constexpr model_family gemma{.name = "gemma", .gguf_architecture = "gemma", .hf_architecture = "GemmaForCausalLM",
+                             .hf_alias = "",
+                             .gguf_rope = rope_style::half, .activation = mlp_activation::gelu_tanh,
+                             .norm_offset = true, .scale_embeddings = true};
+
+constexpr model_family gemma2() {
+  model_family f = gemma;
+  f.name = f.gguf_architecture = "gemma2";
+  f.hf_architecture = "Gemma2ForCausalLM";
+  f.post_norms = true;
+  f.attn_softcap = 50.0f;
+  f.final_softcap = 30.0f;
+  f.window_period = 2;
+  return f;
+}
+
+constexpr model_family gemma3() {
+  model_family f = gemma;
+  f.name = f.gguf_architecture = "gemma3";
+  f.hf_architecture = "Gemma3ForCausalLM";
+  f.hf_alias = "Gemma3ForConditionalGeneration";  // its text decoder (the vision tower is not loaded)
+  f.qk_norm = f.post_norms = true;
+  f.window_period = 6;
+  f.rope_local_theta = 10000.0f;
+  return f;
+}
+
+constexpr std::array<model_family, 10> families{{
     {"llama", "llama", "LlamaForCausalLM", "MistralForCausalLM", rope_style::interleaved},
     {"qwen2", "qwen2", "Qwen2ForCausalLM", "", rope_style::half, true},
     {"qwen3", "qwen3", "Qwen3ForCausalLM", "", rope_style::half, false, true},
     {"mixtral", "llama", "MixtralForCausalLM", "", rope_style::interleaved, false, false, true, true},
     {"qwen2moe", "qwen2moe", "Qwen2MoeForCausalLM", "", rope_style::half, true, false, true, false, true},
     {"qwen3moe", "qwen3moe", "Qwen3MoeForCausalLM", "", rope_style::half, false, true, true, true},
+    gemma,
+    gemma2(),
+    gemma3(),
+    {.name = "phi3", .gguf_architecture = "phi3", .hf_architecture = "Phi3ForCausalLM", .hf_alias = "",
+     .gguf_rope = rope_style::half,
+     .fused_projections = true},
 }};
 
 }  // namespace
@@ -60,11 +94,22 @@ std::string family_list(std::string_view model_family::*key) {
   return list;
 }
 
+void apply_layer_kinds(model_config& config, const model_family& family) {
+  config.activation = family.activation;
+  config.embedding_scale = family.scale_embeddings ? std::sqrt(float(config.dim)) : 1.0f;
+  config.post_norms = family.post_norms;
+  config.attn_softcap = family.attn_softcap;
+  config.final_softcap = family.final_softcap;
+  config.window_period = family.window_period;
+  config.rope_local_theta = family.rope_local_theta;
+}
+
 result<model_config> try_apply_family(model_config config, const model_family& family) {
   config.architecture = std::string(family.hf_architecture);
   config.attention_bias = family.attention_bias;
   config.qk_norm = family.qk_norm;
   if (family.name != "llama") config.rope = rope_style::half;
+  apply_layer_kinds(config, family);
   if (!family.moe) {
     config.moe = {};
     return config;

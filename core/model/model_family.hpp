@@ -12,6 +12,13 @@
 ///   mixtral    llama       MixtralForCausalLM                    experts, softmax, top-k renormalised
 ///   qwen2moe   qwen2moe    Qwen2MoeForCausalLM                   + q/k/v biases, experts, a gated shared expert
 ///   qwen3moe   qwen3moe    Qwen3MoeForCausalLM                   + q/k norms, experts, top-k renormalised
+///   gemma      gemma       GemmaForCausalLM                      GeGLU, embeddings scaled by sqrt(dim), norms 1 + w
+///   gemma2     gemma2      Gemma2ForCausalLM                     + post-norms, soft-capped scores and logits,
+///                                                                  every second layer windowed
+///   gemma3     gemma3      Gemma3ForCausalLM (and the text decoder
+///                          of Gemma3ForConditionalGeneration)   + q/k norms, five windowed layers (RoPE base
+///                                                                  10000) per global one, no soft-caps
+///   phi3       phi3        Phi3ForCausalLM                       fused qkv and gate_up projections
 
 #include <span>
 #include <string>
@@ -35,6 +42,19 @@ struct model_family {
   bool moe = false;             ///< the MLP is a mixture of experts
   bool moe_normalize = false;   ///< default for renormalising the chosen experts' weights
   bool shared_expert = false;   ///< a shared expert beside the routed ones, sigmoid-gated
+  mlp_activation activation = mlp_activation::silu;
+  /// Hugging Face stores the RMSNorm weights as w - 1 (Gemma's norms multiply by 1 + w);
+  /// GGUF's converter has added the 1 already.
+  bool norm_offset = false;
+  bool scale_embeddings = false;  ///< embeddings times sqrt(dim)
+  bool post_norms = false;        ///< attention and MLP outputs normed before the residual
+  float attn_softcap = 0.0f;      ///< defaults where a file does not say
+  float final_softcap = 0.0f;
+  int window_period = 0;          ///< model_config::window_period where a file does not say
+  float rope_local_theta = 0.0f;  ///< the windowed layers' RoPE base where a file does not say
+  /// Q/K/V in one matrix (qkv_proj, attn_qkv) and gate/up in one (gate_up_proj, ffn_up
+  /// of twice the width), split as views at load.
+  bool fused_projections = false;
 };
 
 /// Every family, in the table's order.
@@ -50,6 +70,11 @@ const model_family* find_hf_family(std::string_view architecture);
 const model_family& family_of(const model_config& config);
 /// "a, b, c": the names `key` gives for every family, each once (for error messages).
 std::string family_list(std::string_view model_family::*key);
+
+/// The family's additions to the Llama layer, at their defaults (activation, embedding
+/// scale, post-norms, soft-caps, window period, local RoPE base): what a file may then
+/// override. The window's size is the file's (config.sliding_window).
+void apply_layer_kinds(model_config& config, const model_family& family);
 
 /// `config` with the family's name and layer kinds (architecture, biases, q/k norms, and
 /// for a mixture its gating defaults); the shape's numbers are kept. A family with

@@ -288,8 +288,19 @@ result<loaded_model> load_model(const model_settings& settings, std::string_view
     m->chat = std::move(*chat);
   }
   if (auto ok = try_convert_weights(*m, settings.weight_dtype); !ok) return std::unexpected(ok.error());
+  const int trained = m->weights->config.max_seq_len;
+  m->max_context = settings.max_context > 0 ? std::min(settings.max_context, trained) : trained;
+  if (const auto& scaling = m->weights->config.scaling; scaling.type == rope_scaling_type::longrope) {
+    // LongRoPE's factors for the served context, as llama.cpp picks them: the long ones
+    // past the original context (positions below it then rotate as the long factors say).
+    const bool use_long = m->max_context > scaling.original_max_position;
+    if (use_long != scaling.use_long_factor) {
+      auto weights = std::make_shared<model_weights>(*m->weights);
+      weights->config.scaling.use_long_factor = use_long;
+      m->weights = std::move(weights);
+    }
+  }
   const auto& c = m->weights->config;
-  m->max_context = settings.max_context > 0 ? std::min(settings.max_context, c.max_seq_len) : c.max_seq_len;
   m->name = !settings.name.empty() ? settings.name : format == "dummy" ? "dummy" : stem_name(settings.path);
   m->description += " (" + std::to_string(c.num_layers) + " layers, dim " + std::to_string(c.dim) + ", " +
                     std::to_string(c.num_parameters() / 1000) + "K parameters)";

@@ -20,6 +20,7 @@ struct layer_weights {
   std::vector<float> bq, bk, bv; ///< empty unless config.attention_bias
   std::vector<float> q_norm, k_norm; ///< [head_dim] each; empty unless config.qk_norm
   std::vector<float> ffn_norm;   ///< [dim]
+  std::vector<float> post_attn_norm, post_ffn_norm;  ///< [dim] each; empty unless config.post_norms
   weight_tensor w_gate;          ///< [hidden x dim]  (llama2.c w1); a mixture's shared expert
   weight_tensor w_down;          ///< [dim x hidden]  (llama2.c w2)
   weight_tensor w_up;            ///< [hidden x dim]  (llama2.c w3)

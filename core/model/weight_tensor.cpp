@@ -41,6 +41,17 @@ result<weight_tensor> weight_tensor::try_view(weight_dtype dtype, std::int64_t r
   return t;
 }
 
+result<weight_tensor> weight_tensor::try_rows(std::int64_t first, std::int64_t count) const {
+  if (first < 0 || count <= 0 || first > rows_ - count) {
+    return make_error(errc::invalid_argument, "rows [" + std::to_string(first) + ", +" + std::to_string(count) +
+                                                  ") of a matrix of " + std::to_string(rows_) + " rows");
+  }
+  weight_tensor t = *this;
+  t.rows_ = count;
+  t.data_ = data_ + first * row_bytes();
+  return t;
+}
+
 std::span<const float> weight_tensor::f32() const {
   if (dtype_ != weight_dtype::f32 || empty()) return {};
   return {reinterpret_cast<const float*>(data_), std::size_t(num_values())};

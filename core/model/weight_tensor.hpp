@@ -37,6 +37,9 @@ class weight_tensor {
   std::span<const std::byte> bytes() const { return {data_, std::size_t(rows_ * row_bytes())}; }
   /// Row `r`'s bytes.
   std::span<const std::byte> row(std::int64_t r) const { return bytes().subspan(std::size_t(r * row_bytes()), std::size_t(row_bytes())); }
+  /// Rows [first, first + count) as a view that keeps this tensor's memory alive (a fused
+  /// matrix's parts: Phi-3's qkv_proj); errc::invalid_argument when out of range.
+  result<weight_tensor> try_rows(std::int64_t first, std::int64_t count) const;
   /// The values of an f32 tensor (empty span for any other type).
   std::span<const float> f32() const;
   /// True when both hold the same type, shape and bytes.

@@ -60,8 +60,9 @@ struct typed_gemm_args {
 inline constexpr int attention_tile = 4;
 
 /// Causal attention of one query head for `num_queries` consecutive tokens of one
-/// sequence over its paged KV: query i sees the keys at positions 0..num_keys-1+i. Each
-/// query's result is the same bits whatever the other queries of the call.
+/// sequence over its paged KV: query i sees the keys at positions 0..num_keys-1+i, or
+/// with a window w only the last w of them. Each query's result is the same bits
+/// whatever the other queries of the call.
 struct attention_args {
   const float* q = nullptr;          ///< query i's head at q + i * q_stride, [head_dim]
   std::int64_t q_stride = 0;
@@ -76,6 +77,8 @@ struct attention_args {
   int num_keys = 0;                  ///< keys of the first query
   int head_dim = 0;
   float scale = 1.0f;
+  int window = 0;                    ///< keys a query reads, itself included; 0: all
+  float softcap = 0.0f;              ///< scores become softcap * tanh(s / softcap); 0: none
   float* scores = nullptr;           ///< scratch of attention_tile * (num_keys + num_queries) floats
   float* out = nullptr;              ///< query i's output at out + i * out_stride, [head_dim]
   std::int64_t out_stride = 0;
@@ -116,6 +119,8 @@ struct cpu_kernel_table {
   void (*rmsnorm_row)(float* out, const float* x, const float* w, int dim, float eps) = nullptr;
   /// gate[i] = silu(gate[i]) * up[i].
   void (*silu_mul)(float* gate, const float* up, int n) = nullptr;
+  /// gate[i] = gelu(gate[i]) * up[i], GELU's tanh approximation (GeGLU).
+  void (*gelu_mul)(float* gate, const float* up, int n) = nullptr;
   /// Products and row conversion per weight type (index: weight_type).
   weight_kernels weights[num_weight_types] = {};
   /// Input preparation per input format (index: input_format); f32's is a copy.

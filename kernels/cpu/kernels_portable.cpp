@@ -70,21 +70,25 @@ struct kv_rows {
   }
 };
 
+/// One query over keys [first, num_keys): first is 0, or where its window starts.
 void attention_one(const attention_args& a, const float* q, int num_keys, float* out) {
   const kv_rows kv{a};
+  const int first = a.window > 0 ? std::max(0, num_keys - a.window) : 0;
   float max_score = -INFINITY;
-  for (int p = 0; p < num_keys; ++p) {
-    a.scores[p] = kv.dot_row(q, kv.row(a.k_cache, p)) * a.scale;
-    max_score = std::max(max_score, a.scores[p]);
+  for (int p = first; p < num_keys; ++p) {
+    float s = kv.dot_row(q, kv.row(a.k_cache, p)) * a.scale;
+    if (a.softcap > 0.0f) s = a.softcap * std::tanh(s / a.softcap);
+    a.scores[p] = s;
+    max_score = std::max(max_score, s);
   }
   float sum = 0.0f;
-  for (int p = 0; p < num_keys; ++p) {
+  for (int p = first; p < num_keys; ++p) {
     a.scores[p] = std::exp(a.scores[p] - max_score);
     sum += a.scores[p];
   }
   const float inv_sum = 1.0f / sum;
   std::fill_n(out, a.head_dim, 0.0f);
-  for (int p = 0; p < num_keys; ++p) {
+  for (int p = first; p < num_keys; ++p) {
     const std::byte* v = kv.row(a.v_cache, p);
     const float weight = a.scores[p] * inv_sum;
     for (int i = 0; i < a.head_dim; ++i) out[i] += weight * kv.at(v, i);
@@ -105,6 +109,16 @@ void silu_mul(float* gate, const float* up, int n) {
   for (int i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
+/// tanh GELU as g * sigmoid(2u), u = sqrt(2/pi) (g + 0.044715 g^3): 0.5 g (1 + tanh u)
+/// without its cancellation for negative g.
+void gelu_mul(float* gate, const float* up, int n) {
+  constexpr float c = 1.5957691216057308f;  // 2 sqrt(2/pi)
+  for (int i = 0; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + std::exp(-c * (g + 0.044715f * g * g * g))) * up[i];
+  }
+}
+
 void prepare_f32(const prepare_args& a) {
   for (int t = 0; t < a.n; ++t) {
     std::memcpy(a.out + t * a.ld_out + a.col_begin * 4, a.x + t * a.ldx + a.col_begin,
@@ -121,6 +135,7 @@ cpu_kernel_table make_table() {
   t.attention = attention;
   t.rmsnorm_row = rmsnorm_row;
   t.silu_mul = silu_mul;
+  t.gelu_mul = gelu_mul;
   t.weights[int(weight_type::f32)] = {typed_gemm_f32, dequantize_f32};
   t.prepare[int(input_format::f32)] = prepare_f32;
   t.store_kv[int(kv_type::f32)] = store_kv_f32;

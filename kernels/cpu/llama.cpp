@@ -83,7 +83,8 @@ float yarn_freq(int pair, float freq, const llama_shape& s) {
 }  // namespace
 
 float rope_inv_freq(int pair, const llama_shape& s) {
-  const float freq = std::pow(s.rope_theta, -2.0f * float(pair) / float(s.rotary_dims()));
+  float freq = std::pow(s.rope_theta, -2.0f * float(pair) / float(s.rotary_dims()));
+  if (s.rope_pair_factors != nullptr) freq /= s.rope_pair_factors[pair];
   switch (s.rope_scaling) {
     case rope_scaling_kind::none: return freq;
     case rope_scaling_kind::llama3: return llama3_freq(freq, s);

@@ -43,13 +43,41 @@ struct llama_shape {
   int rope_original_max_position = 8192;  ///< llama3, yarn
   float rope_beta_fast = 32.0f;  ///< yarn
   float rope_beta_slow = 1.0f;   ///< yarn
-  float rope_mscale = 1.0f;      ///< cos and sin are scaled by it (YaRN's attention factor)
+  float rope_mscale = 1.0f;      ///< cos and sin are scaled by it (YaRN's, LongRoPE's attention factor)
+  const float* rope_pair_factors = nullptr;  ///< [rope_pairs()]: each pair's frequency divided by it (LongRoPE)
   // A mixture of experts (num_experts > 0): the MLP of every layer.
   int num_experts = 0;
   int experts_per_token = 0;
   int expert_hidden_dim = 0;
   bool expert_sigmoid = false;    ///< gates: sigmoid of the router logits (else softmax over all)
   bool expert_normalize = false;  ///< the chosen experts' gates rescaled to sum to 1
+  // Sliding windows (core's model_config): a windowed layer's query at p reads keys
+  // (p - sliding_window, p]; layer l is windowed unless window_period > 0 and
+  // l % window_period == window_period - 1.
+  int sliding_window = 0;
+  int window_period = 0;
+  float rope_local_theta = 0.0f;  ///< the windowed layers' RoPE base, unscaled; 0: as the others
+  // Gemma's additions; the defaults are a Llama layer.
+  bool gelu = false;              ///< GeGLU (tanh GELU) instead of SwiGLU
+  float embedding_scale = 1.0f;   ///< embeddings times it
+  float attention_scale = 0.0f;   ///< 0: 1 / sqrt(head_dim)
+  float attn_softcap = 0.0f;      ///< scores c * tanh(s / c); 0: none
+  float final_softcap = 0.0f;     ///< logits c * tanh(l / c); 0: none
+
+  bool layer_windowed(int l) const {
+    return sliding_window > 0 && (window_period <= 0 || l % window_period != window_period - 1);
+  }
+  /// Whether windowed layers rotate with their own RoPE table.
+  bool local_rope() const { return sliding_window > 0 && rope_local_theta > 0.0f; }
+  /// The shape the windowed layers rotate with under local_rope(): their base, unscaled.
+  llama_shape local_rope_shape() const {
+    llama_shape s = *this;
+    s.rope_theta = rope_local_theta;
+    s.rope_scaling = rope_scaling_kind::none;
+    s.rope_mscale = 1.0f;
+    s.rope_pair_factors = nullptr;
+    return s;
+  }
 
   /// Rotated dimensions per head, and the pairs they form.
   int rotary_dims() const { return rope_dims > 0 ? rope_dims : head_dim; }
@@ -68,6 +96,10 @@ struct llama_layer_view {
   const float* bk = nullptr;
   const float* bv = nullptr;
   const float* ffn_norm = nullptr;
+  /// [dim] each: the attention's and the MLP's outputs RMS-normed with them before they
+  /// join the residual (Gemma 2 and 3); null: added as they are.
+  const float* post_attn_norm = nullptr;
+  const float* post_ffn_norm = nullptr;
   weight_view w_gate;  ///< [hidden x dim]
   weight_view w_down;  ///< [dim x hidden]
   weight_view w_up;    ///< [hidden x dim]
@@ -132,6 +164,9 @@ struct llama_workspace {
   std::vector<float> x, q, k, v, attn, hb, hb2;
   std::vector<float> xb;  ///< per thread, [max(tokens, logits) x dim]
   std::vector<float> inv_freq, cos_table, sin_table;  ///< RoPE: [half], [n x half], [n x half]
+  std::vector<float> local_inv_freq, local_cos, local_sin;  ///< the windowed layers' own (local_rope())
+  std::vector<float> y;  ///< [tokens x dim]: an output normed before the residual (post_norms)
+  std::vector<float> shared_gate;  ///< per thread, [tokens]: a shared expert's sigmoid gates
   std::vector<float> scores;                             ///< per thread, [max keys]
   std::vector<std::int32_t> seq_of_token;
   /// Inputs prepared for quantized products: per thread and input format, [rows x stride]

@@ -194,8 +194,9 @@ void project_qkv(const step_context& c, const llama_layer_view& lw, const produc
 }
 
 /// One head of Q, K or V for every token: the bias, the head's RMSNorm (Qwen3), RoPE for
-/// Q and K, and the write of K and V into the paged cache.
-void finish_head(const step_context& c, const llama_layer_view& lw, std::byte* cache, projection p, int h) {
+/// Q and K (the windowed layers' own table under local_rope()), and the write of K and V
+/// into the paged cache.
+void finish_head(const step_context& c, const llama_layer_view& lw, std::byte* cache, projection p, int h, bool local) {
   const auto& s = c.s;
   const int n = c.b.num_tokens, hd = s.head_dim, half = s.rope_pairs();
   const bool is_q = p == projection::q;
@@ -203,6 +204,8 @@ void finish_head(const step_context& c, const llama_layer_view& lw, std::byte* c
   const auto m = rows_of(c, lw, p);
   const float* head_norm = is_q ? lw.q_norm : (p == projection::k ? lw.k_norm : nullptr);
   const auto store = c.k.store_kv[int(c.kv.type)];
+  const float* cos_table = local ? c.ws.local_cos.data() : c.ws.cos_table.data();
+  const float* sin_table = local ? c.ws.local_sin.data() : c.ws.sin_table.data();
   const std::int64_t el = element_bytes(c.kv.type);
   for (int t = 0; t < n; ++t) {
     float* row = m.out + std::int64_t(t) * m.width + std::int64_t(h) * hd;
@@ -211,8 +214,7 @@ void finish_head(const step_context& c, const llama_layer_view& lw, std::byte* c
     }
     if (head_norm != nullptr) c.k.rmsnorm_row(row, row, head_norm, hd, s.norm_eps);
     if (p != projection::v) {
-      rope_rotate_head(row, c.ws.cos_table.data() + std::int64_t(t) * half,
-                       c.ws.sin_table.data() + std::int64_t(t) * half, s);
+      rope_rotate_head(row, cos_table + std::int64_t(t) * half, sin_table + std::int64_t(t) * half, s);
     }
     if (!is_q) {  // [kv heads][blocks][block_size][head_dim]
       const std::int64_t slot = c.b.slot_mapping[t];
@@ -221,9 +223,10 @@ void finish_head(const step_context& c, const llama_layer_view& lw, std::byte* c
   }
 }
 
-/// Query head h of every token against its sequence's keys and values; the consecutive
-/// tokens of a sequence (a prompt chunk) in one call, which shares their key loads.
-void attend_head(const step_context& c, const std::byte* k_cache, const std::byte* v_cache, int h) {
+/// Query head h of every token against its sequence's keys and values (the last
+/// `window` of them when not 0); the consecutive tokens of a sequence (a prompt chunk)
+/// in one call, which shares their key loads.
+void attend_head(const step_context& c, const std::byte* k_cache, const std::byte* v_cache, int h, int window) {
   const auto& s = c.s;
   const int group = s.num_heads / s.num_kv_heads, qd = s.num_heads * s.head_dim;
   const std::int64_t head_bytes = std::int64_t(c.kv.num_blocks) * c.kv.block_size * s.head_dim * element_bytes(c.kv.type);
@@ -233,7 +236,9 @@ void attend_head(const step_context& c, const std::byte* k_cache, const std::byt
   a.type = c.kv.type;
   a.block_size = c.kv.block_size;
   a.head_dim = s.head_dim;
-  a.scale = 1.0f / std::sqrt(float(s.head_dim));
+  a.scale = s.attention_scale > 0.0f ? s.attention_scale : 1.0f / std::sqrt(float(s.head_dim));
+  a.window = window;
+  a.softcap = s.attn_softcap;
   a.scores = c.ws.scores.data() + std::int64_t(omp_get_thread_num()) * attention_tile * c.max_keys;
   a.q_stride = a.out_stride = qd;
   for (int t = 0, end = 0; t < c.b.num_tokens; t = end) {
@@ -251,10 +256,12 @@ void attend_head(const step_context& c, const std::byte* k_cache, const std::byt
   }
 }
 
-void attention_block(const step_context& c, const llama_layer_view& lw, std::byte* k_cache, std::byte* v_cache,
-                     stage_clock& clock) {
+void attention_block(const step_context& c, int l, std::byte* k_cache, std::byte* v_cache, stage_clock& clock) {
   const auto& s = c.s;
+  const auto& lw = c.w.layers[l];
   const int group = s.num_heads / s.num_kv_heads;
+  const bool windowed = s.layer_windowed(l), local = windowed && s.local_rope();
+  const int window = windowed ? s.sliding_window : 0;
   float* xb = c.xb();
   normalize_rows(c, lw.attn_norm, xb);
   const auto in = prepare_inputs(c, xb, c.b.num_tokens, s.dim, {&lw.wq, &lw.wk, &lw.wv});
@@ -262,31 +269,29 @@ void attention_block(const step_context& c, const llama_layer_view& lw, std::byt
   project_qkv(c, lw, in, clock);
 #pragma omp for schedule(dynamic, 1) nowait
   for (int g = 0; g < s.num_kv_heads; ++g) {
-    finish_head(c, lw, k_cache, projection::k, g);
-    finish_head(c, lw, v_cache, projection::v, g);
-    for (int h = g * group; h < (g + 1) * group; ++h) finish_head(c, lw, nullptr, projection::q, h);
-    for (int h = g * group; h < (g + 1) * group; ++h) attend_head(c, k_cache, v_cache, h);
+    finish_head(c, lw, k_cache, projection::k, g, local);
+    finish_head(c, lw, v_cache, projection::v, g, local);
+    for (int h = g * group; h < (g + 1) * group; ++h) finish_head(c, lw, nullptr, projection::q, h, local);
+    for (int h = g * group; h < (g + 1) * group; ++h) attend_head(c, k_cache, v_cache, h, window);
     clock.mark(forward_stage::attention);
   }
   clock.barrier();
 }
 
-/// SiLU(gate) * up over hidden rows [r0, r1) of every token (a mixture's shared expert
-/// scaled by its gate), then those columns of hb prepared for W_down (shared: each
-/// chunk's owner prepares its own columns).
-void gate_up_chunk(const step_context& c, const llama_layer_view& lw, const product_inputs& in, int r0, int r1) {
+/// act(gate) * up over hidden rows [r0, r1) of every token (SiLU or GELU; a mixture's
+/// shared expert scaled by its gate, `shared_gate` per token), then those columns of hb
+/// prepared for W_down (shared: each chunk's owner prepares its own columns).
+void gate_up_chunk(const step_context& c, const llama_layer_view& lw, const product_inputs& in, const float* shared_gate,
+                   int r0, int r1) {
   const int n = c.b.num_tokens, d = c.s.dim, hidden = c.s.hidden_dim;
   product(c, in, lw.w_gate, c.ws.hb.data(), hidden, n, d, false, r0, r1);
   product(c, in, lw.w_up, c.ws.hb2.data(), hidden, n, d, false, r0, r1);
+  const auto act = c.s.gelu ? c.k.gelu_mul : c.k.silu_mul;
   for (int t = 0; t < n; ++t) {
     const std::int64_t off = std::int64_t(t) * hidden + r0;
-    c.k.silu_mul(c.ws.hb.data() + off, c.ws.hb2.data() + off, r1 - r0);
-    if (lw.shared_expert_gate != nullptr) {
-      const float* row = c.xb() + std::int64_t(t) * d;
-      float dot = 0.0f;
-      for (int i = 0; i < d; ++i) dot += row[i] * lw.shared_expert_gate[i];
-      const float scale = 1.0f / (1.0f + std::exp(-dot));
-      for (int i = 0; i < r1 - r0; ++i) c.ws.hb[std::size_t(off + i)] *= scale;
+    act(c.ws.hb.data() + off, c.ws.hb2.data() + off, r1 - r0);
+    if (shared_gate != nullptr) {
+      for (int i = 0; i < r1 - r0; ++i) c.ws.hb[std::size_t(off + i)] *= shared_gate[t];
     }
   }
   const auto f = format_of(lw.w_down);
@@ -295,24 +300,53 @@ void gate_up_chunk(const step_context& c, const llama_layer_view& lw, const prod
   count_prepared(c, f, std::int64_t(n) * (r1 - r0));
 }
 
-/// The dense SwiGLU MLP over the normalized rows xb: x += (silu(xb Wg) * xb Wu) Wd.
+/// x += rmsnorm(y) * w for every token: an output normed before it joins the residual
+/// (post_norms), then a barrier.
+void add_normed(const step_context& c, const float* w, stage_clock& clock) {
+  const int d = c.s.dim;
+#pragma omp for schedule(static) nowait
+  for (int t = 0; t < c.b.num_tokens; ++t) {
+    float* y = c.ws.y.data() + std::int64_t(t) * d;
+    float* x = c.ws.x.data() + std::int64_t(t) * d;
+    c.k.rmsnorm_row(y, y, w, d, c.s.norm_eps);
+    for (int i = 0; i < d; ++i) x[i] += y[i];
+  }
+  clock.mark(forward_stage::norm);
+  clock.barrier();
+}
+
+/// The dense gated MLP over the normalized rows xb: x += (act(xb Wg) * xb Wu) Wd, or with
+/// a post-norm x += rmsnorm(that) * w.
 void dense_mlp(const step_context& c, const llama_layer_view& lw, const float* xb, stage_clock& clock) {
   const int n = c.b.num_tokens, d = c.s.dim, hidden = c.s.hidden_dim;
   const auto ffn_in = prepare_inputs(c, xb, n, d, {&lw.w_gate, &lw.w_up});
+  // A shared expert's gate per token: sigmoid(xb . gate), each thread its own copy.
+  float* shared_gate = nullptr;
+  if (lw.shared_expert_gate != nullptr) {
+    shared_gate = c.ws.shared_gate.data() + std::int64_t(omp_get_thread_num()) * n;
+    for (int t = 0; t < n; ++t) {
+      const float* row = xb + std::int64_t(t) * d;
+      float dot = 0.0f;
+      for (int i = 0; i < d; ++i) dot += row[i] * lw.shared_expert_gate[i];
+      shared_gate[t] = 1.0f / (1.0f + std::exp(-dot));
+    }
+  }
   clock.mark(forward_stage::norm);
   for_chunks(hidden, chunk_rows(hidden, format_block(format_of(lw.w_down))),
-             [&](int r0, int r1) { gate_up_chunk(c, lw, ffn_in, r0, r1); });
+             [&](int r0, int r1) { gate_up_chunk(c, lw, ffn_in, shared_gate, r0, r1); });
   clock.mark(forward_stage::gate_up);
   clock.barrier();
   product_inputs down_in;
   const auto f = int(format_of(lw.w_down));
   down_in.rows[f] = f == 0 ? reinterpret_cast<const std::byte*>(c.ws.hb.data()) : c.ws.hb_prepared.data();
   down_in.stride[f] = f == 0 ? std::int64_t(hidden) * 4 : c.ws.hb_prepared_stride;
+  const bool post = lw.post_ffn_norm != nullptr;
   for_chunks(d, chunk_rows(d), [&](int r0, int r1) {
-    product(c, down_in, lw.w_down, c.ws.x.data(), d, n, hidden, true, r0, r1);
+    product(c, down_in, lw.w_down, post ? c.ws.y.data() : c.ws.x.data(), d, n, hidden, !post, r0, r1);
   });
   clock.mark(forward_stage::down);
   clock.barrier();
+  if (post) add_normed(c, lw.post_ffn_norm, clock);
 }
 
 /// Rows [first, ...) of w: one expert's matrix out of the stacked ones.
@@ -457,12 +491,16 @@ void layer_forward(const step_context& c, int l, stage_clock& clock) {
   const auto& s = c.s;
   const auto& lw = c.w.layers[l];
   const int n = c.b.num_tokens, d = s.dim, qd = s.num_heads * s.head_dim;
-  attention_block(c, lw, c.kv.k[l], c.kv.v[l], clock);
-  // Residual adds ride on the GEMM: x += attn * wo^T.
+  attention_block(c, l, c.kv.k[l], c.kv.v[l], clock);
+  // Residual adds ride on the GEMM: x += attn * wo^T (with a post-norm, into y first).
   const auto attn_in = prepare_inputs(c, c.ws.attn.data(), n, qd, {&lw.wo});
-  for_chunks(d, chunk_rows(d), [&](int r0, int r1) { product(c, attn_in, lw.wo, c.ws.x.data(), d, n, qd, true, r0, r1); });
+  const bool post = lw.post_attn_norm != nullptr;
+  for_chunks(d, chunk_rows(d), [&](int r0, int r1) {
+    product(c, attn_in, lw.wo, post ? c.ws.y.data() : c.ws.x.data(), d, n, qd, !post, r0, r1);
+  });
   clock.mark(forward_stage::attn_out);
   clock.barrier();
+  if (post) add_normed(c, lw.post_attn_norm, clock);
   float* xb = c.xb();
   normalize_rows(c, lw.ffn_norm, xb);
   clock.mark(forward_stage::norm);
@@ -480,8 +518,14 @@ void logits_forward(const step_context& c, stage_clock& clock) {
   }
   const auto in = prepare_inputs(c, rows, num_logits, d, {&c.w.classifier});
   clock.mark(forward_stage::norm);
+  const float cap = c.s.final_softcap;
   for_chunks(vocab, chunk_rows(vocab), [&](int r0, int r1) {
     product(c, in, c.w.classifier, c.logits, vocab, num_logits, d, false, r0, r1);
+    if (cap <= 0.0f) return;
+    for (int i = 0; i < num_logits; ++i) {
+      float* row = c.logits + std::int64_t(i) * vocab;
+      for (int r = r0; r < r1; ++r) row[r] = cap * std::tanh(row[r] / cap);
+    }
   });
   clock.mark(forward_stage::logits);
   clock.barrier();
@@ -493,12 +537,21 @@ void step_forward(const step_context& c, stage_times* times) {
 #pragma omp for schedule(static) nowait
   for (int t = 0; t < n; ++t) {
     const auto& table = c.w.token_embedding;
-    c.k.weights[int(table.type)].dequantize_row(table.data + c.b.token_ids[t] * table.row_bytes, d,
-                                                c.ws.x.data() + std::int64_t(t) * d);
+    float* x = c.ws.x.data() + std::int64_t(t) * d;
+    c.k.weights[int(table.type)].dequantize_row(table.data + c.b.token_ids[t] * table.row_bytes, d, x);
+    if (c.s.embedding_scale != 1.0f) {
+      for (int i = 0; i < d; ++i) x[i] *= c.s.embedding_scale;
+    }
     for (int j = 0; j < half; ++j) {
       const float angle = float(c.b.positions[t]) * c.ws.inv_freq[j];
       c.ws.cos_table[std::size_t(t) * half + j] = std::cos(angle) * c.s.rope_mscale;
       c.ws.sin_table[std::size_t(t) * half + j] = std::sin(angle) * c.s.rope_mscale;
+    }
+    if (!c.s.local_rope()) continue;
+    for (int j = 0; j < half; ++j) {
+      const float angle = float(c.b.positions[t]) * c.ws.local_inv_freq[j];
+      c.ws.local_cos[std::size_t(t) * half + j] = std::cos(angle);
+      c.ws.local_sin[std::size_t(t) * half + j] = std::sin(angle);
     }
   }
   clock.mark(forward_stage::embed);
@@ -522,6 +575,7 @@ void score_rows(const step_context& c, float* row_logits) {
     c.k.weights[int(w.type)].dequantize_row(w.data + c.b.row_logit_ids[i] * w.row_bytes, d, c.ws.row_scratch.data());
     const std::int32_t row = 0;  // the one dequantized row
     classifier_rows(row_logits + i, normed, c.ws.row_scratch.data(), c.b.row_logit_positions + i, &row, 1, c.s.dim);
+    if (c.s.final_softcap > 0.0f) row_logits[i] = c.s.final_softcap * std::tanh(row_logits[i] / c.s.final_softcap);
   }
 }
 

@@ -89,6 +89,17 @@ int prepare_workspace(const llama_shape& s, const llama_weights_view& w, const r
   grow(ws.hb2, n * s.hidden_dim);
   grow(ws.cos_table, n * half);
   grow(ws.sin_table, n * half);
+  grow(ws.y, n * d);
+  grow(ws.shared_gate, n * num_threads);
+  if (s.local_rope()) {
+    grow(ws.local_cos, n * half);
+    grow(ws.local_sin, n * half);
+    if (std::int64_t(ws.local_inv_freq.size()) != half) {
+      const llama_shape local = s.local_rope_shape();
+      ws.local_inv_freq.resize(std::size_t(half));
+      for (int j = 0; j < half; ++j) ws.local_inv_freq[j] = rope_inv_freq(j, local);
+    }
+  }
   grow_prepared(s, w, rows, ws, num_threads);
   if (s.num_experts > 0) grow_experts(s, w, n, ws);
   if (std::int64_t(ws.inv_freq.size()) != half) {

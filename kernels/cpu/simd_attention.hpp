@@ -3,11 +3,12 @@
 // template over the vector traits; included only by the files compiled for their
 // instruction set (internal linkage throughout).
 //
-// Per query: scores s_p = (q . k_p) * scale for every key, their max, e_p = exp(s_p -
-// max) and their sum, then out = sum_p (e_p / sum) v_p in key order. Up to `tile`
-// consecutive queries of a sequence run together, sharing each key and value row they
-// load; every query's operations are those it runs alone, so its bits do not depend on
-// the other queries of the call.
+// Per query: scores s_p = (q . k_p) * scale for every key it reads (all before it, or
+// the last `window`), soft-capped when asked, their max, e_p = exp(s_p - max) and their
+// sum, then out = sum_p (e_p / sum) v_p in key order. Up to `tile` consecutive queries
+// of a sequence run together, sharing each key and value row they load; every query's
+// operations are those it runs alone, so its bits do not depend on the other queries of
+// the call.
 #include "kernels/cpu/cpu_isa.hpp"
 
 namespace inflight::kernels::cpu {
@@ -88,6 +89,16 @@ struct attention_kernel {
     }
   }
 
+  /// s[p] = c tanh(s[p] / c) for p < n: soft-capping, tanh(y) as 1 - 2 / (exp(2y) + 1).
+  static void softcap(float* s, int n, float c) {
+    const auto cap = V::set1(c), two_over_cap = V::set1(2.0f / c), one = V::set1(1.0f), two = V::set1(2.0f);
+    for (int p = 0; p < n; p += V::width) {
+      const auto m = V::first_lanes(n - p);
+      const auto e = V::exp(V::mul(V::maskz_load(m, s + p), two_over_cap));
+      V::mask_store(s + p, m, V::mul(cap, V::sub(one, V::div(two, V::add(e, one)))));
+    }
+  }
+
   /// s[p] = exp(s[p] - max) / sum for p < n: the weights of the values. (The product
   /// e_p * (1 / sum) is the one the values' loop used to form: the same bits.)
   static void softmax_weights(float* s, int n) {
@@ -111,9 +122,9 @@ struct attention_kernel {
   /// Keys read ahead: about the latency of memory at this kernel's pace.
   static constexpr int prefetch_keys = 32;
 
-  /// The rows of the first prefetch_keys keys.
-  void prefetch_first(const std::byte* cache) const {
-    for (int p = 0; p < prefetch_keys; p += a.block_size) prefetch_rows(cache, p, a.block_size);
+  /// The rows of the first prefetch_keys keys from `first`.
+  void prefetch_first(const std::byte* cache, int first) const {
+    for (int p = first; p < first + prefetch_keys; p += a.block_size) prefetch_rows(cache, p, a.block_size);
   }
 
   /// Rows [p, p + count) of a cache's block holding p, asked for ahead of their use.
@@ -162,31 +173,40 @@ struct attention_kernel {
     }
   }
 
-  /// Queries [q0, q0 + nq) together: shared keys first, then each query's own tail.
+  /// Queries [q0, q0 + nq) together. Query j reads keys [first[j], keys[j]): its own
+  /// head [first[j], first[nq-1]) (a window's older keys), the keys every query reads
+  /// [first[nq-1], keys[0]), then its own tail [keys[0], keys[j]), in key order.
   template <int nq>
   void run(int q0) const {
     const float* q[nq];
     float* s[nq];
     float* out[nq];
-    int keys[nq];
+    int keys[nq], first[nq];
     const int span = a.num_keys + a.num_queries;
     for (int j = 0; j < nq; ++j) {
       q[j] = a.q + (q0 + j) * a.q_stride;
       s[j] = a.scores + j * span;
       out[j] = a.out + (q0 + j) * a.out_stride;
       keys[j] = a.num_keys + q0 + j;
+      first[j] = a.window > 0 && keys[j] > a.window ? keys[j] - a.window : 0;
     }
-    prefetch_first(a.k_cache);
-    scores<nq>(q, s, 0, keys[0]);
+    const int shared = first[nq - 1];  // at most keys[0]: run<nq> needs window >= nq (operator())
+    prefetch_first(a.k_cache, first[0]);
+    for (int j = 0; j + 1 < nq; ++j) scores<1>(q + j, s + j, first[j], shared);
+    scores<nq>(q, s, shared, keys[0]);
     for (int j = 1; j < nq; ++j) scores<1>(q + j, s + j, keys[0], keys[j]);
-    for (int j = 0; j < nq; ++j) softmax_weights(s[j], keys[j]);
+    for (int j = 0; j < nq; ++j) {
+      if (a.softcap > 0.0f) softcap(s[j] + first[j], keys[j] - first[j], a.softcap);
+      softmax_weights(s[j] + first[j], keys[j] - first[j]);
+    }
     for (int c = 0; c < a.head_dim; c += 4 * V::width) {
       vf acc[nq][4];
       for (int j = 0; j < nq; ++j) {
         for (int i = 0; i < 4; ++i) acc[j][i] = V::zero();
       }
-      prefetch_first(a.v_cache);
-      values<nq>(s, c, 0, keys[0], acc);
+      prefetch_first(a.v_cache, first[0]);
+      for (int j = 0; j + 1 < nq; ++j) values<1>(s + j, c, first[j], shared, acc + j);
+      values<nq>(s, c, shared, keys[0], acc);
       for (int j = 1; j < nq; ++j) values<1>(s + j, c, keys[0], keys[j], acc + j);
       for (int j = 0; j < nq; ++j) {
         for (int i = 0; i < 4; ++i) {
@@ -199,7 +219,9 @@ struct attention_kernel {
 
   void operator()() const {
     int i = 0;
-    for (; i + tile <= a.num_queries; i += tile) run<tile>(i);
+    if (a.window <= 0 || a.window >= tile) {
+      for (; i + tile <= a.num_queries; i += tile) run<tile>(i);
+    }
     for (; i < a.num_queries; ++i) run<1>(i);
   }
 };

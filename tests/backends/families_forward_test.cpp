@@ -1,7 +1,9 @@
 // The families beyond the dense Llama layer on the cpu backend against the naive forward
 // pass written from the Hugging Face modelling code: mixtures of experts (Qwen3-MoE with
-// YaRN and partial rotation, Qwen2-MoE's shared expert, Mixtral) and linear RoPE scaling;
-// a whole prompt in one step and the same prompt fed over several steps.
+// YaRN and partial rotation, Qwen2-MoE's shared expert, Mixtral), linear RoPE scaling,
+// Gemma 1/2/3 (GeGLU, scaled embeddings, post-norms, soft-caps, interleaved sliding
+// windows with their own RoPE base) and Phi-3; a whole prompt in one step and the same
+// prompt fed over several steps (chunks that straddle a window's edge).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -38,7 +40,9 @@ std::shared_ptr<const model_weights> weights_of(const model_config& c, std::uint
   std::mt19937 rng{unsigned(seed)};
   std::uniform_real_distribution<float> scale(0.5f, 3.0f);
   for (auto& l : w->layers) {
-    for (auto* v : {&l.q_norm, &l.k_norm, &l.attn_norm, &l.ffn_norm}) for (auto& x : *v) x = scale(rng);
+    for (auto* v : {&l.q_norm, &l.k_norm, &l.attn_norm, &l.ffn_norm, &l.post_attn_norm, &l.post_ffn_norm}) {
+      for (auto& x : *v) x = scale(rng);
+    }
     test::edit_values(l.wq, [](float x) { return x * 5.0f; });
     test::edit_values(l.wk, [](float x) { return x * 5.0f; });
     test::edit_values(l.router, [](float x) { return x * 40.0f; });
@@ -138,4 +142,73 @@ TEST_CASE("YaRN, linear scaling and partial rotation on the cpu backend equal th
     c.scaling.attention_factor = 1.3f;
     check_family(c);
   }
+}
+
+TEST_CASE("Gemma, Phi-3 and sliding windows on the cpu backend equal the modelling code", "[backend][gemma]") {
+  SECTION("gemma: GeGLU, embeddings times sqrt(dim)") { check_family(family_config("gemma")); }
+  SECTION("gemma2: post-norms, soft-capped scores and logits, every second layer windowed") {
+    auto c = family_config("gemma2");
+    c.sliding_window = 5;
+    c.attn_softcap = 1.5f;  // small enough to bite on these scores
+    c.final_softcap = 2.0f;
+    c.attention_scale = 0.2f;  // query_pre_attn_scalar 25
+    check_family(c);
+  }
+  SECTION("gemma3: q/k norms, five windowed layers (their own RoPE base) per global one") {
+    auto c = family_config("gemma3");
+    c.num_layers = 7;
+    c.sliding_window = 6;
+    c.rope_theta = 1e6f;
+    c.rope_local_theta = 10.0f;
+    c.scaling.type = rope_scaling_type::linear;  // the global layers only
+    c.scaling.factor = 4.0f;
+    check_family(c);
+  }
+  SECTION("a window narrower than the kernel's query tile, every layer windowed") {
+    auto c = family_config("llama");
+    c.sliding_window = 3;
+    check_family(c);
+  }
+  SECTION("phi3") { check_family(family_config("phi3")); }
+  SECTION("phi3 with LongRoPE: the long factors, then the short ones; partial rotation") {
+    auto c = family_config("phi3");
+    c.rope_dims = 12;
+    c.scaling.type = rope_scaling_type::longrope;
+    c.scaling.original_max_position = 8;
+    c.scaling.factor = 16.0f;
+    c.scaling.short_factor = {1.0f, 1.2f, 1.5f, 2.0f, 2.5f, 3.0f};
+    c.scaling.long_factor = {1.0f, 2.0f, 4.0f, 8.0f, 16.0f, 32.0f};
+    check_family(c);
+    c.scaling.use_long_factor = false;
+    c.scaling.attention_factor = 1.25f;
+    check_family(c);
+  }
+}
+
+TEST_CASE("the reference's windows, soft-caps and post-norms change the logits", "[backend][gemma]") {
+  // Each feature the test above checks moves the reference's logits: a backend that
+  // ignored it would fail there.
+  auto c = family_config("gemma2");
+  c.sliding_window = 5;
+  c.attn_softcap = 1.5f;
+  c.final_softcap = 2.0f;
+  const auto w = weights_of(c, 5);
+  const std::vector<token_id> tokens = {5, 17, 3, 60, 22, 9, 41, 12, 0, 33, 8, 19};
+  const auto base = naive_forward(*w, tokens, true);
+  const auto differs = [&](auto edit) {
+    auto other = std::make_shared<model_weights>(*w);
+    edit(*other);
+    const auto logits = naive_forward(*other, tokens, true);
+    double diff = 0;
+    for (std::size_t i = 0; i < logits.size(); ++i) diff = std::max(diff, std::abs(logits[i] - base[i]));
+    return diff;
+  };
+  CHECK(differs([](model_weights& m) { m.config.sliding_window = 0; }) > 1e-3);
+  CHECK(differs([](model_weights& m) { m.config.window_period = 0; }) > 1e-3);
+  CHECK(differs([](model_weights& m) { m.config.attn_softcap = 0.0f; }) > 1e-3);
+  CHECK(differs([](model_weights& m) { m.config.final_softcap = 0.0f; }) > 1e-3);
+  CHECK(differs([](model_weights& m) {
+          for (auto& l : m.layers) l.post_ffn_norm.clear();
+        }) > 1e-3);
+  CHECK(differs([](model_weights& m) { m.config.activation = mlp_activation::silu; }) > 1e-3);
 }

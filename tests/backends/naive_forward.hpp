@@ -1,10 +1,12 @@
 #pragma once
-// A naive Llama / Qwen3 / Qwen-MoE / Mixtral forward pass in double precision, one token
-// at a time, written from the Hugging Face modelling code (per-head RMSNorm of q and k
-// before rotate_half RoPE over the rotated dimensions, with linear or YaRN frequencies as
-// modeling_rope_utils computes them; a sparse MoE block's softmax top-k router, a shared
-// expert's sigmoid gate): the reference the cpu backend's logits and hidden states are
-// compared with.
+// A naive Llama / Qwen3 / Qwen-MoE / Mixtral / Gemma forward pass in double precision,
+// one token at a time, written from the Hugging Face modelling code (per-head RMSNorm of q
+// and k before rotate_half RoPE over the rotated dimensions, with linear or YaRN
+// frequencies as modeling_rope_utils computes them; a sparse MoE block's softmax top-k
+// router, a shared expert's sigmoid gate; Gemma's scaled embeddings, sliding windows with
+// the local layers' own RoPE base, query_pre_attn_scalar, soft-capped scores and logits,
+// post-norms and tanh GELU): the reference the cpu backend's logits and hidden states are
+// compared with. Norm weights are the multipliers (Gemma's 1 + w, as the loaders keep them).
 
 #include <algorithm>
 #include <cmath>
@@ -48,6 +50,7 @@ inline double inv_freq(const model_config& c, std::size_t i) {
   const double dim = c.rotary_dims(), base = c.rope_theta;
   const double pos_freq = std::pow(base, 2.0 * double(i) / dim);
   if (c.scaling.type == rope_scaling_type::linear) return 1.0 / pos_freq / c.scaling.factor;
+  if (c.scaling.type == rope_scaling_type::longrope) return 1.0 / (double(c.scaling.pair_factors()[i]) * pos_freq);
   if (c.scaling.type != rope_scaling_type::yarn) return 1.0 / pos_freq;
   const double factor = c.scaling.factor, original = c.scaling.original_max_position;
   const auto correction_dim = [&](double rotations) {
@@ -62,9 +65,24 @@ inline double inv_freq(const model_config& c, std::size_t i) {
 }
 
 inline double rope_scale(const model_config& c) {
+  if (c.scaling.type == rope_scaling_type::longrope) {
+    if (c.scaling.attention_factor != 0.0f) return c.scaling.attention_factor;
+    const double factor = c.scaling.factor;
+    return factor <= 1 ? 1.0 : std::sqrt(1.0 + std::log(factor) / std::log(double(c.scaling.original_max_position)));
+  }
   if (c.scaling.type != rope_scaling_type::yarn) return 1.0;
   if (c.scaling.attention_factor != 0.0f) return c.scaling.attention_factor;
   return c.scaling.factor <= 1 ? 1.0 : 0.1 * std::log(double(c.scaling.factor)) + 1.0;
+}
+
+/// The config a layer rotates with: Gemma 3's sliding layers use rope_local_base_freq,
+/// unscaled.
+inline model_config rope_config(const model_config& c, std::size_t layer) {
+  if (!c.layer_windowed(int(layer)) || c.rope_local_theta <= 0.0f) return c;
+  model_config local = c;
+  local.rope_theta = c.rope_local_theta;
+  local.scaling = {};
+  return local;
 }
 
 /// q/k norm (when `use_qk_norm`) then rotate_half RoPE of one head's rotated dimensions in place.
@@ -127,6 +145,18 @@ inline vec moe_block(const layer_weights& L, const model_config& c, const vec& h
   return out;
 }
 
+/// act(gate) * up: SiLU, or gelu_pytorch_tanh.
+inline double activate(const model_config& c, double gate, double up) {
+  if (c.activation == mlp_activation::silu) return gate / (1.0 + std::exp(-gate)) * up;
+  const double k = std::sqrt(2.0 / 3.141592653589793);
+  return 0.5 * gate * (1.0 + std::tanh(k * (gate + 0.044715 * gate * gate * gate))) * up;
+}
+
+/// y, or rmsnorm(y) * norm when the layer has that post-norm.
+inline vec post_norm(const vec& y, const std::vector<float>& norm, const model_config& c) {
+  return norm.empty() ? y : rmsnorm(y, norm.data(), 0, y.size(), c.norm_eps);
+}
+
 /// The final hidden state (after the final norm) at every position of `tokens`, in
 /// double precision, one token at a time.
 inline std::vector<vec> naive_hidden_states(const model_weights& w, const std::vector<token_id>& tokens,
@@ -141,6 +171,7 @@ inline std::vector<vec> naive_hidden_states(const model_weights& w, const std::v
     const auto embedding = w.token_embedding.f32();
     x.assign(embedding.begin() + std::ptrdiff_t(std::size_t(tokens[p]) * d),
              embedding.begin() + std::ptrdiff_t(std::size_t(tokens[p]) * d + d));
+    for (auto& e : x) e *= double(c.embedding_scale);  // Gemma: sqrt(hidden_size)
     for (std::size_t l = 0; l < w.layers.size(); ++l) {
       const auto& L = w.layers[l];
       const auto h = rmsnorm(x, L.attn_norm.data(), 0, d, c.norm_eps);
@@ -149,26 +180,32 @@ inline std::vector<vec> naive_hidden_states(const model_weights& w, const std::v
       for (std::size_t i = 0; i < L.bk.size(); ++i) k[i] += L.bk[i];
       for (std::size_t i = 0; i < L.bv.size(); ++i) v[i] += L.bv[i];
       const bool norm = use_qk_norm && !L.q_norm.empty();
-      for (int head = 0; head < c.num_heads; ++head) norm_and_rope(q, head * hd, L.q_norm, c, int(p), norm);
-      for (int head = 0; head < c.num_kv_heads; ++head) norm_and_rope(k, head * hd, L.k_norm, c, int(p), norm);
+      const model_config rc = rope_config(c, l);
+      for (int head = 0; head < c.num_heads; ++head) norm_and_rope(q, head * hd, L.q_norm, rc, int(p), norm);
+      for (int head = 0; head < c.num_kv_heads; ++head) norm_and_rope(k, head * hd, L.k_norm, rc, int(p), norm);
       keys[l].push_back(k);
       values[l].push_back(v);
+      // A sliding layer's query at p sees the keys at (p - window, p].
+      const std::size_t first = c.layer_windowed(int(l)) && p + 1 > std::size_t(c.sliding_window)
+                                    ? p + 1 - std::size_t(c.sliding_window) : 0;
+      const double scaling = c.attention_scale > 0.0f ? c.attention_scale : 1.0 / std::sqrt(double(hd));
       vec attn(q_dim, 0.0);
       for (int head = 0; head < c.num_heads; ++head) {
         const std::size_t kvh = std::size_t(head / (c.num_heads / c.num_kv_heads));
-        vec scores(p + 1);
+        vec scores(p + 1, 0.0);
         double max_score = -1e300, sum = 0;
-        for (std::size_t j = 0; j <= p; ++j) {
+        for (std::size_t j = first; j <= p; ++j) {
           double dot = 0;
           for (std::size_t i = 0; i < hd; ++i) dot += q[head * hd + i] * keys[l][j][kvh * hd + i];
-          scores[j] = dot / std::sqrt(double(hd));
+          scores[j] = dot * scaling;
+          if (c.attn_softcap > 0.0f) scores[j] = c.attn_softcap * std::tanh(scores[j] / c.attn_softcap);
           max_score = std::max(max_score, scores[j]);
         }
-        for (auto& s : scores) sum += (s = std::exp(s - max_score));
-        for (std::size_t j = 0; j <= p; ++j)
+        for (std::size_t j = first; j <= p; ++j) sum += (scores[j] = std::exp(scores[j] - max_score));
+        for (std::size_t j = first; j <= p; ++j)
           for (std::size_t i = 0; i < hd; ++i) attn[head * hd + i] += scores[j] / sum * values[l][j][kvh * hd + i];
       }
-      const auto o = matvec(L.wo, attn, d);
+      const auto o = post_norm(matvec(L.wo, attn, d), L.post_attn_norm, c);
       for (std::size_t i = 0; i < d; ++i) x[i] += o[i];
       const auto h2 = rmsnorm(x, L.ffn_norm.data(), 0, d, c.norm_eps);
       if (c.moe.enabled()) {
@@ -178,8 +215,8 @@ inline std::vector<vec> naive_hidden_states(const model_weights& w, const std::v
       }
       auto gate = matvec(L.w_gate, h2, std::size_t(c.hidden_dim));
       const auto up = matvec(L.w_up, h2, std::size_t(c.hidden_dim));
-      for (std::size_t i = 0; i < gate.size(); ++i) gate[i] = gate[i] / (1.0 + std::exp(-gate[i])) * up[i];
-      const auto down = matvec(L.w_down, gate, d);
+      for (std::size_t i = 0; i < gate.size(); ++i) gate[i] = activate(c, gate[i], up[i]);
+      const auto down = post_norm(matvec(L.w_down, gate, d), L.post_ffn_norm, c);
       for (std::size_t i = 0; i < d; ++i) x[i] += down[i];
     }
     out.push_back(rmsnorm(x, w.final_norm.data(), 0, d, c.norm_eps));
@@ -189,7 +226,13 @@ inline std::vector<vec> naive_hidden_states(const model_weights& w, const std::v
 
 /// Logits after the last of `tokens`, in double precision, one token at a time.
 inline vec naive_forward(const model_weights& w, const std::vector<token_id>& tokens, bool use_qk_norm) {
-  return matvec(w.classifier, naive_hidden_states(w, tokens, use_qk_norm).back(), std::size_t(w.config.vocab_size));
+  auto logits = matvec(w.classifier_tensor(), naive_hidden_states(w, tokens, use_qk_norm).back(),
+                       std::size_t(w.config.vocab_size));
+  const double cap = w.config.final_softcap;  // Gemma 2
+  if (cap > 0) {
+    for (auto& l : logits) l = cap * std::tanh(l / cap);
+  }
+  return logits;
 }
 
 }  // namespace inflight::test

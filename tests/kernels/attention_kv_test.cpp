@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "kernels/cpu/cpu_isa.hpp"
@@ -55,7 +56,7 @@ struct query_batch {
   attention_args a;
 
   query_batch(const std::vector<float>& queries, int head_dim, int first, int count, int num_keys,
-              const std::vector<std::int32_t>& table, int block_size)
+              const std::vector<std::int32_t>& table, int block_size, int window = 0, float softcap = 0.0f)
       : q(queries.begin() + std::ptrdiff_t(first) * head_dim, queries.begin() + std::ptrdiff_t(first + count) * head_dim),
         out(std::size_t(count) * head_dim, NAN),
         scores(std::size_t(attention_tile) * (num_keys + first + count), NAN) {
@@ -67,6 +68,8 @@ struct query_batch {
     a.num_keys = num_keys + first;
     a.head_dim = head_dim;
     a.scale = 1.0f / std::sqrt(float(head_dim));
+    a.window = window;
+    a.softcap = softcap;
     a.scores = scores.data();
     a.out = out.data();
   }
@@ -94,16 +97,20 @@ TEST_CASE("attention over several queries gives each query's bits alone, across 
         const int bs = 16, nb = 16, kv_dim = 2 * head_dim;
         const kv_cache c(table, type, bs, nb, kv_dim, random_floats(std::size_t(bs) * nb * kv_dim, rng),
                          random_floats(std::size_t(bs) * nb * kv_dim, rng));
-        for (int num_keys : {1, 3, 13, 15, 16, 29, 31, 60}) {
+        // Windows narrower than the tile, as wide, wider, and none; soft-capped or not.
+        for (auto [num_keys, window, softcap] : {std::tuple{1, 0, 0.0f}, {3, 0, 0.0f}, {13, 0, 0.0f}, {15, 0, 0.0f},
+                                                 {16, 0, 0.0f}, {29, 0, 0.0f}, {31, 0, 0.0f}, {60, 0, 0.0f},
+                                                 {29, 2, 0.0f}, {29, 4, 0.0f}, {31, 5, 0.5f}, {60, 17, 0.0f},
+                                                 {3, 5, 0.0f}, {60, 0, 0.5f}}) {
           const int n = 9;
           const auto queries = random_floats(std::size_t(n) * head_dim, rng, 0.7f);
-          query_batch all(queries, head_dim, 0, n, num_keys, shuffled_blocks, bs);
+          query_batch all(queries, head_dim, 0, n, num_keys, shuffled_blocks, bs, window, softcap);
           all.run(table, type, c.k.data(), c.v.data());
           for (int i = 0; i < n; ++i) {
-            query_batch one(queries, head_dim, i, 1, num_keys, shuffled_blocks, bs);
+            query_batch one(queries, head_dim, i, 1, num_keys, shuffled_blocks, bs, window, softcap);
             one.run(table, type, c.k.data(), c.v.data());
             INFO(to_string(isa) << " " << to_string(type) << " head_dim " << head_dim << " keys " << num_keys
-                                << " query " << i);
+                                << " window " << window << " softcap " << softcap << " query " << i);
             REQUIRE(std::memcmp(one.out.data(), all.out.data() + std::size_t(i) * head_dim, one.out.size() * 4) == 0);
           }
         }

@@ -184,5 +184,72 @@ TEST_CASE("rmsnorm and silu rows of every table equal their formulas", "[kernels
       CHECK(std::isfinite(got[i]));
       CHECK(got[i] == Approx(expected).epsilon(4e-6).margin(1e-30));
     }
+    // GeGLU: tanh GELU, saturating to 0 and g at the ends.
+    got = gate;
+    k.gelu_mul(got.data(), up.data(), int(got.size()));
+    for (std::size_t i = 0; i < gate.size(); ++i) {
+      const double g = gate[i];
+      // 0.5 g (1 + tanh u) written as g sigmoid(2u): in double the first form cancels to 0
+      // for g below about -6.
+      const double u = std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g);
+      const double expected = g / (1.0 + std::exp(-2.0 * u)) * up[i];
+      if (std::abs(g) < 3) CHECK(expected == Approx(0.5 * g * (1.0 + std::tanh(u)) * up[i]).epsilon(1e-9));
+      INFO(to_string(isa) << " gelu g " << g);
+      CHECK(std::isfinite(got[i]));
+      CHECK(got[i] == Approx(expected).epsilon(2e-5).margin(1e-30));
+    }
+  }
+}
+
+TEST_CASE("attention with a sliding window and soft-capped scores equals the naive formula", "[kernels][attention]") {
+  std::mt19937 rng(19);
+  const int block_size = 4, num_blocks = 16, head_dim = 40;
+  const auto k_cache = random_vector(std::size_t(num_blocks) * block_size * head_dim, rng);
+  const auto v_cache = random_vector(k_cache.size(), rng);
+  const std::vector<std::int32_t> table = {9, 2, 14, 0, 7, 11, 3, 5, 1, 12, 4, 6, 8, 10, 13, 15};
+  for (auto isa : runnable_isas()) {
+    for (int window : {0, 1, 3, 4, 7, 40}) {
+      for (float softcap : {0.0f, 0.8f}) {
+        const int num_keys = 20, n = 9;  // queries at positions 19..27
+        const auto q = random_vector(std::size_t(n) * head_dim, rng, 3.0f);  // scores large enough for the cap to bite
+        std::vector<float> scores(std::size_t(attention_tile) * (num_keys + n)), out(std::size_t(n) * head_dim);
+        attention_args a;
+        a.q = q.data();
+        a.q_stride = a.out_stride = head_dim;
+        a.num_queries = n;
+        a.k_cache = reinterpret_cast<const std::byte*>(k_cache.data());
+        a.v_cache = reinterpret_cast<const std::byte*>(v_cache.data());
+        a.block_table = table.data();
+        a.block_size = block_size;
+        a.num_keys = num_keys;
+        a.head_dim = head_dim;
+        a.scale = 0.3f;
+        a.window = window;
+        a.softcap = softcap;
+        a.scores = scores.data();
+        a.out = out.data();
+        kernels_for(isa).attention(a);
+        for (int j = 0; j < n; ++j) {
+          const int last = num_keys + j, first = window > 0 ? std::max(0, last - window) : 0;
+          std::vector<double> w(std::size_t(last), 0.0);
+          double max_w = -1e300, sum = 0.0;
+          const auto row = [&](int p) { return (std::size_t(table[p / block_size]) * block_size + p % block_size) * head_dim; };
+          for (int p = first; p < last; ++p) {
+            double dot = 0.0;
+            for (int i = 0; i < head_dim; ++i) dot += double(q[std::size_t(j) * head_dim + i]) * k_cache[row(p) + i];
+            w[p] = dot * a.scale;
+            if (softcap > 0) w[p] = softcap * std::tanh(w[p] / softcap);
+            max_w = std::max(max_w, w[p]);
+          }
+          for (int p = first; p < last; ++p) sum += (w[p] = std::exp(w[p] - max_w));
+          for (int i = 0; i < head_dim; ++i) {
+            double expected = 0.0;
+            for (int p = first; p < last; ++p) expected += w[p] / sum * v_cache[row(p) + i];
+            INFO(to_string(isa) << " window " << window << " softcap " << softcap << " query " << j << " i " << i);
+            CHECK(out[std::size_t(j) * head_dim + i] == Approx(expected).margin(2e-5));
+          }
+        }
+      }
+    }
   }
 }

@@ -122,6 +122,10 @@ result<model_weights> make_dummy_weights(const model_config& config, std::uint64
     auto& layer = w.layers[std::size_t(i)];
     layer.attn_norm.assign(std::size_t(dim), 1.0f);
     layer.ffn_norm.assign(std::size_t(dim), 1.0f);
+    if (config.post_norms) {
+      layer.post_attn_norm.assign(std::size_t(dim), 1.0f);
+      layer.post_ffn_norm.assign(std::size_t(dim), 1.0f);
+    }
     matrix(layer.wq, q, dim, matrix_role::wq, i);
     matrix(layer.wk, kv, dim, matrix_role::wk, i);
     matrix(layer.wv, kv, dim, matrix_role::wv, i);

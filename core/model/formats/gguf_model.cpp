@@ -18,6 +18,7 @@ class gguf_fields {
   gguf_fields(const gguf_file& file, std::string arch) : file_(file), arch_(std::move(arch)) {}
 
   const gguf_value* find(const std::string& key) const { return file_.find(arch_ + "." + key); }
+  bool has_tensor(const std::string& name) const { return file_.find_tensor(name) != nullptr; }
 
   /// A positive integer; a per-layer array is accepted when all its entries are equal.
   int positive_int(const std::string& key, std::optional<int> fallback = std::nullopt) {
@@ -147,8 +148,7 @@ void read_rope(gguf_fields& fields, model_config& c) {
     if (fields.find("rope.scaling.yarn_log_multiplier") != nullptr) {
       fields.fail(errc::unsupported, "rope.scaling.yarn_log_multiplier (DeepSeek's YaRN) is not supported");
     }
-    if (fields.number("rope.scaling.yarn_ext_factor", -1.0f) >= 0.0f &&
-        fields.number("rope.scaling.yarn_ext_factor", -1.0f) != 1.0f) {
+    if (const float ext = fields.number("rope.scaling.yarn_ext_factor", -1.0f); ext >= 0.0f && ext != 1.0f) {
       fields.fail(errc::unsupported, "rope.scaling.yarn_ext_factor other than 1 is not supported");
     }
   } else {
@@ -156,8 +156,52 @@ void read_rope(gguf_fields& fields, model_config& c) {
     return;
   }
   c.scaling.factor = factor;
-  if (fields.number("rope.scaling.attn_factor", 1.0f) != 1.0f) {
+  if (fields.number("rope.scaling.attn_factor", 1.0f) != 1.0f && !fields.has_tensor("rope_factors_long.weight")) {
     fields.fail(errc::unsupported, "rope.scaling.attn_factor other than 1 is not supported");
+  }
+}
+
+/// The sliding window: Gemma 2's and 3's interleaved layers (a period, or llama.cpp's
+/// per-layer array of flags), or every layer (Mistral, Phi-3); and Gemma's numbers.
+void read_window(gguf_fields& fields, const model_family& family, model_config& c) {
+  const int gemma2_window = 4096;  // llama.cpp's default for Gemma 2 files that omit it
+  if (fields.find("attention.sliding_window") != nullptr) {
+    c.sliding_window = fields.positive_int("attention.sliding_window");
+  } else if (family.name == "gemma2") {
+    c.sliding_window = gemma2_window;
+  }
+  if (c.sliding_window == 0) {
+    c.window_period = 0;
+    c.rope_local_theta = 0.0f;
+  } else if (const gguf_value* pattern = fields.find("attention.sliding_window_pattern"); pattern != nullptr) {
+    if (!pattern->is_array()) {
+      c.window_period = int(pattern->as_int().value_or(0));
+    } else {
+      // Flags per layer (true: windowed) that must repeat a period ending in a global layer.
+      int period = 0;
+      for (std::size_t i = 0; i < pattern->size() && period == 0; ++i) {
+        if (pattern->int_at(i) == 0) period = int(i) + 1;
+      }
+      for (std::size_t i = 0; i < pattern->size(); ++i) {
+        const bool windowed = period == 0 || int(i) % period != period - 1;
+        if ((pattern->int_at(i) != 0) != windowed) {
+          fields.fail(errc::unsupported, "attention.sliding_window_pattern: windowed and global layers that do not "
+                                         "repeat a period ending in a global layer are not supported");
+          break;
+        }
+      }
+      c.window_period = period;
+    }
+    if (c.window_period < 0) fields.fail(errc::corrupt_file, "attention.sliding_window_pattern must not be negative");
+  }
+  c.rope_local_theta = c.sliding_window > 0 ? fields.number("rope.freq_base_swa", c.rope_local_theta) : 0.0f;
+  c.attn_softcap = fields.number("attn_logit_softcapping", c.attn_softcap);
+  c.final_softcap = fields.number("final_logit_softcapping", c.final_softcap);
+  if (c.attn_softcap < 0.0f || c.final_softcap < 0.0f) fields.fail(errc::corrupt_file, "soft-caps must not be negative");
+  // GGUF does not carry Gemma's query_pre_attn_scalar: like llama.cpp, the 27B shapes
+  // (46 layers of Gemma 2, 62 of Gemma 3) scale by dim / heads, the others by head_dim.
+  if ((family.name == "gemma2" && c.num_layers == 46) || (family.name == "gemma3" && c.num_layers == 62)) {
+    c.attention_scale = 1.0f / std::sqrt(float(c.dim / c.num_heads));
   }
 }
 
@@ -177,6 +221,31 @@ void check_unsupported(gguf_fields& fields, const model_config& c) {
       fields.find("leading_dense_block_count")->as_int().value_or(0) > 0) {
     fields.fail(errc::unsupported, "leading_dense_block_count (dense layers before the experts) is not supported");
   }
+}
+
+/// phi3: LongRoPE from rope_factors_long.weight and rope_factors_short.weight, when the
+/// file has them (Phi-3-mini-128k, Phi-3.5, Phi-4-mini).
+result<void> read_longrope(const gguf_file& file, gguf_fields& fields, model_config& c) {
+  const gguf_tensor_info* long_info = file.find_tensor("rope_factors_long.weight");
+  const gguf_tensor_info* short_info = file.find_tensor("rope_factors_short.weight");
+  if (long_info == nullptr && short_info == nullptr) return {};
+  if (long_info == nullptr || short_info == nullptr || c.scaling.enabled()) {
+    return make_error(errc::unsupported, "GGUF file '" + file.source() +
+                                             "': LongRoPE needs both rope_factors_long and rope_factors_short, and no "
+                                             "other rope.scaling");
+  }
+  auto long_factor = file.try_values_f32(*long_info);
+  if (!long_factor) return std::unexpected(long_factor.error());
+  auto short_factor = file.try_values_f32(*short_info);
+  if (!short_factor) return std::unexpected(short_factor.error());
+  c.scaling.type = rope_scaling_type::longrope;
+  c.scaling.long_factor = std::move(*long_factor);
+  c.scaling.short_factor = std::move(*short_factor);
+  c.scaling.original_max_position = fields.positive_int("rope.scaling.original_context_length", c.max_seq_len);
+  c.scaling.factor = float(c.max_seq_len) / float(std::max(1, c.scaling.original_max_position));
+  c.scaling.attention_factor = fields.number("rope.scaling.attn_factor", 0.0f);
+  if (fields.first_error()) return std::unexpected(*fields.first_error());
+  return {};
 }
 
 /// llama: Llama-3 scaling from rope_freqs.weight, when the file has it.
@@ -221,17 +290,18 @@ result<model_config> try_read_gguf_config(const gguf_file& file, int vocab_size)
   c.tied_embeddings = file.find_tensor("output.weight") == nullptr;
   c.attention_bias = family.attention_bias || file.find_tensor("blk.0.attn_q.bias") != nullptr;
   c.qk_norm = family.qk_norm;
+  apply_layer_kinds(c, family);
   read_experts(fields, family, c);
   if (c.moe.enabled() && c.hidden_dim == 0) c.hidden_dim = c.moe.expert_hidden_dim;
-  // Sliding-window attention is not implemented; within the window it is full attention.
-  if (fields.find("attention.sliding_window") != nullptr) {
-    c.max_seq_len = std::min(c.max_seq_len, fields.positive_int("attention.sliding_window"));
-  }
+  read_window(fields, family, c);
   read_rope(fields, c);
   check_unsupported(fields, c);
   if (fields.first_error()) return std::unexpected(*fields.first_error());
   if (family.gguf_architecture == "llama") {
     if (auto ok = read_rope_factors(file, fields, c); !ok) return std::unexpected(ok.error());
+  }
+  if (family.name == "phi3") {
+    if (auto ok = read_longrope(file, fields, c); !ok) return std::unexpected(ok.error());
   }
   if (auto ok = try_check_shape(c); !ok) return make_error(ok.error().code, "GGUF file '" + file.source() + "': " + ok.error().message);
   return c;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <initializer_list>
 #include <utility>
 
 #include "core/model/gguf/gguf_writer.hpp"
@@ -111,6 +112,9 @@ void write_config(gguf_writer& w, const model_weights& weights, const std::strin
     w.set_string(key("rope.scaling.type"), to_string(c.scaling.type));
     w.set_f32(key("rope.scaling.factor"), c.scaling.factor);
   }
+  if (c.scaling.type == rope_scaling_type::longrope && c.scaling.attention_factor != 0.0f) {
+    w.set_f32(key("rope.scaling.attn_factor"), c.scaling.attention_factor);
+  }
   if (c.scaling.type == rope_scaling_type::yarn) {
     w.set_f32(key("rope.scaling.yarn_beta_fast"), c.scaling.beta_fast);
     w.set_f32(key("rope.scaling.yarn_beta_slow"), c.scaling.beta_slow);
@@ -123,7 +127,43 @@ void write_config(gguf_writer& w, const model_weights& weights, const std::strin
       w.set_u32(key("expert_shared_feed_forward_length"), std::uint32_t(c.moe.shared_hidden_dim));
     }
   }
+  if (c.sliding_window > 0) {
+    w.set_u32(key("attention.sliding_window"), std::uint32_t(c.sliding_window));
+    if (c.window_period > 0) w.set_u32(key("attention.sliding_window_pattern"), std::uint32_t(c.window_period));
+    if (c.rope_local_theta > 0.0f) w.set_f32(key("rope.freq_base_swa"), c.rope_local_theta);
+  }
+  if (c.attn_softcap > 0.0f) w.set_f32(key("attn_logit_softcapping"), c.attn_softcap);
+  if (c.final_softcap > 0.0f) w.set_f32(key("final_logit_softcapping"), c.final_softcap);
   w.set_u32("general.file_type", file_type_of(weights));
+}
+
+/// The rows of `parts` one after another (Phi-3's fused matrices); one type and width.
+result<weight_tensor> try_concat_rows(std::initializer_list<const weight_tensor*> parts) {
+  const weight_tensor& first = **parts.begin();
+  std::vector<std::byte> bytes;
+  std::int64_t rows = 0;
+  for (const weight_tensor* t : parts) {
+    if (t->dtype() != first.dtype() || t->cols() != first.cols()) {
+      return make_error(errc::unsupported, "GGUF writer: a fused matrix's parts differ in type or width");
+    }
+    bytes.insert(bytes.end(), t->bytes().begin(), t->bytes().end());
+    rows += t->rows();
+  }
+  return weight_tensor::from_bytes(first.dtype(), rows, first.cols(), std::move(bytes));
+}
+
+/// Phi-3's layer matrices as its files hold them: attn_qkv, and ffn_up of gate's rows then up's.
+result<void> add_fused(gguf_writer& w, const layer_weights& l, const std::string& p) {
+  auto qkv = try_concat_rows({&l.wq, &l.wk, &l.wv});
+  if (!qkv) return std::unexpected(qkv.error());
+  auto gate_up = try_concat_rows({&l.w_gate, &l.w_up});
+  if (!gate_up) return std::unexpected(gate_up.error());
+  const std::pair<const char*, const weight_tensor*> matrices[] = {
+      {"attn_qkv.weight", &*qkv}, {"attn_output.weight", &l.wo}, {"ffn_up.weight", &*gate_up}, {"ffn_down.weight", &l.w_down}};
+  for (const auto& [name, matrix] : matrices) {
+    if (auto ok = w.try_add_matrix(p + name, *matrix); !ok) return ok;
+  }
+  return {};
 }
 
 /// A mixture's router, stacked experts and shared expert, by llama.cpp's names.
@@ -151,11 +191,13 @@ result<void> add_layer(gguf_writer& w, const layer_weights& l, int i, const mode
   const std::pair<const char*, const std::vector<float>*> vectors[] = {
       {"attn_norm.weight", &l.attn_norm}, {"attn_q.bias", &l.bq},        {"attn_k.bias", &l.bk},
       {"attn_v.bias", &l.bv},             {"attn_q_norm.weight", &l.q_norm}, {"attn_k_norm.weight", &l.k_norm},
-      {"ffn_norm.weight", &l.ffn_norm}};
+      {"ffn_norm.weight", &l.ffn_norm},   {"post_attention_norm.weight", &l.post_attn_norm},
+      {"post_ffw_norm.weight", &l.post_ffn_norm}};
   for (const auto& [name, values] : vectors) {
     if (values->empty()) continue;
     if (auto ok = w.try_add_vector(p + name, *values); !ok) return ok;
   }
+  if (family_of(c).fused_projections) return add_fused(w, l, p);
   const std::pair<const char*, const weight_tensor*> matrices[] = {
       {"attn_q.weight", &l.wq},        {"attn_k.weight", &l.wk},     {"attn_v.weight", &l.wv},
       {"attn_output.weight", &l.wo},   {"ffn_gate.weight", &l.w_gate}, {"ffn_up.weight", &l.w_up},
@@ -172,6 +214,18 @@ result<void> add_layer(gguf_writer& w, const layer_weights& l, int i, const mode
 
 result<std::string> try_gguf_architecture_of(const model_config& c) {
   const model_family& family = family_of(c);
+  if (c.attention_scale != 0.0f &&
+      !((family.name == "gemma2" && c.num_layers == 46) || (family.name == "gemma3" && c.num_layers == 62))) {
+    return make_error(errc::unsupported, "GGUF writer: GGUF files do not carry an attention scale (query_pre_attn_scalar) "
+                                         "other than 1 / sqrt(head_dim)");
+  }
+  if (family.activation != mlp_activation::silu || family.fused_projections) {
+    if (c.moe.enabled() || c.attention_bias || c.qk_norm != family.qk_norm) {
+      return make_error(errc::unsupported, "GGUF writer: a " + c.architecture + " model has " +
+                                               (family.qk_norm ? "" : "no ") + "q/k norms, no biases and no experts");
+    }
+    return std::string(family.gguf_architecture);
+  }
   if (family.moe) {
     if (!c.moe.enabled() || c.qk_norm != family.qk_norm || c.attention_bias != family.attention_bias) {
       return make_error(errc::unsupported, "GGUF writer: a " + c.architecture + " model needs experts, " +
@@ -186,6 +240,9 @@ result<std::string> try_gguf_architecture_of(const model_config& c) {
   }
   const std::string arch = family.moe ? std::string(family.gguf_architecture)
                                       : (c.qk_norm ? "qwen3" : c.attention_bias ? "qwen2" : "llama");
+  if (c.scaling.type == rope_scaling_type::longrope && arch != "phi3") {
+    return make_error(errc::unsupported, "GGUF writer: LongRoPE scaling is only written for the phi3 architecture");
+  }
   if (c.scaling.type == rope_scaling_type::llama3 && arch != "llama") {
     return make_error(errc::unsupported, "GGUF writer: Llama-3 RoPE scaling is only written for the llama architecture");
   }
@@ -209,6 +266,10 @@ result<void> try_write_gguf_model(const model_weights& weights, const gguf_vocab
   write_gguf_vocab(w, vocab);
   if (c.scaling.type == rope_scaling_type::llama3) {
     if (auto ok = w.try_add_vector("rope_freqs.weight", llama3_rope_factors(c)); !ok) return ok;
+  }
+  if (c.scaling.type == rope_scaling_type::longrope) {
+    if (auto ok = w.try_add_vector("rope_factors_long.weight", c.scaling.long_factor); !ok) return ok;
+    if (auto ok = w.try_add_vector("rope_factors_short.weight", c.scaling.short_factor); !ok) return ok;
   }
   if (auto ok = w.try_add_matrix("token_embd.weight", weights.token_embedding); !ok) return ok;
   if (auto ok = w.try_add_vector("output_norm.weight", weights.final_norm); !ok) return ok;

@@ -144,9 +144,34 @@ result<rope_scaling> read_rope_scaling(const json& root, const std::string& sour
       }
     }
     if (scaling.factor == 1.0f && scaling.attention_factor == 0.0f) scaling = rope_scaling{};
+  } else if (type == "longrope" || type == "su") {
+    // Phi-3: the original context is a top-level field (or the scaling's own), the factor
+    // the ratio of the contexts.
+    field_reader top(root, source);
+    scaling.type = rope_scaling_type::longrope;
+    scaling.original_max_position = fields.positive_int(
+        "original_max_position_embeddings", top.positive_int("original_max_position_embeddings", max_position));
+    scaling.factor = fields.find("factor") != nullptr ? fields.number("factor", 1.0f)
+                                                      : float(max_position) / float(scaling.original_max_position);
+    scaling.attention_factor = fields.number("attention_factor", 0.0f);
+    for (auto [key, out] : {std::pair{"short_factor", &scaling.short_factor}, std::pair{"long_factor", &scaling.long_factor}}) {
+      const json* list = fields.find(key);
+      if (list == nullptr || !list->is_array() || list->empty()) {
+        fields.fail(key, "must be a list of factors");
+        continue;
+      }
+      for (const auto& x : *list) {
+        if (!x.is_number() || !(x.get<double>() > 0)) {
+          fields.fail(key, "must hold positive numbers");
+          break;
+        }
+        out->push_back(x.get<float>());
+      }
+    }
+    if (top.first_error()) return std::unexpected(*top.first_error());
   } else if (type && *type != "default") {
     return make_error(errc::unsupported, source + ": rope_scaling type '" + *type +
-                                             "' is not supported (llama3, linear, yarn)");
+                                             "' is not supported (llama3, linear, yarn, longrope)");
   }
   if (fields.first_error()) return std::unexpected(*fields.first_error());
   return scaling;
@@ -181,22 +206,100 @@ result<void> read_experts(field_reader& fields, const model_family& family, mode
   return {};
 }
 
-// Fields that would change the computation in ways this engine does not implement.
-result<void> check_unsupported_features(field_reader& fields, model_config& config) {
-  const auto activation = fields.string("hidden_act");
-  if (activation && *activation != "silu") {
-    return make_error(errc::unsupported, fields.source() + ": hidden_act '" + *activation + "' is not supported (only silu)");
+/// The MLP's activation: SiLU, or Gemma's tanh GELU ("gelu_pytorch_tanh"; Gemma 1's
+/// configs say "gelu" and mean it too).
+result<void> read_activation(field_reader& fields, const model_family& family, model_config& config) {
+  auto activation = fields.string("hidden_activation");
+  if (!activation) activation = fields.string("hidden_act");
+  if (!activation) return {};
+  const bool gemma = family.activation == mlp_activation::gelu_tanh;
+  if (*activation == "silu" && !gemma) return {};
+  if (gemma && (*activation == "gelu_pytorch_tanh" || *activation == "gelu")) return {};
+  return make_error(errc::unsupported, fields.source() + ": activation '" + *activation + "' is not supported (" +
+                                           to_string(config.activation) + " for " + config.architecture + ")");
+}
+
+/// Sliding windows: every layer's (Mistral, Phi-3, Qwen2 with use_sliding_window), or
+/// Gemma's interleaved ones (sliding_window_pattern, or layer_types).
+result<void> read_window(field_reader& fields, const model_family& family, model_config& config) {
+  const bool interleaved = family.window_period > 0;
+  bool uses_window = interleaved || config.architecture == "MistralForCausalLM" ||
+                     config.architecture == "MixtralForCausalLM" || family.name == "phi3";
+  if (fields.boolean("use_sliding_window", false)) {
+    // Qwen2: layers from max_window_layers on are windowed.
+    const int first = fields.positive_int("max_window_layers", 1 << 30);
+    if (first < config.num_layers && first > 0) {
+      return make_error(errc::unsupported, fields.source() + ": sliding windows in only some layers (max_window_layers " +
+                                               std::to_string(first) + ") are not supported");
+    }
+    uses_window = first < config.num_layers;
   }
+  if (!uses_window || fields.find("sliding_window") == nullptr) {
+    config.window_period = 0;
+    config.rope_local_theta = 0.0f;
+    return {};
+  }
+  config.sliding_window = fields.positive_int("sliding_window");
+  if (!interleaved) return {};
+  if (const json* types = fields.find("layer_types"); types != nullptr) {
+    // "sliding_attention" / "full_attention" per layer, repeating a period that ends in a full one.
+    if (!types->is_array() || int(types->size()) != config.num_layers) {
+      fields.fail("layer_types", "must list one type per layer");
+      return {};
+    }
+    int period = 0;
+    for (std::size_t i = 0; i < types->size() && period == 0; ++i) {
+      if ((*types)[i] == "full_attention") period = int(i) + 1;
+    }
+    for (std::size_t i = 0; i < types->size(); ++i) {
+      const auto& type = (*types)[i];
+      if (type != "full_attention" && type != "sliding_attention") {
+        return make_error(errc::unsupported, fields.source() + ": layer type " + type.dump() + " is not supported");
+      }
+      const bool windowed = period == 0 || int(i) % period != period - 1;
+      if ((type == "sliding_attention") != windowed) {
+        return make_error(errc::unsupported, fields.source() + ": layer_types that do not repeat a period ending in a "
+                                                               "full-attention layer are not supported");
+      }
+    }
+    // Every layer windowed: a stated period longer than the model says the same.
+    if (period == 0 && fields.find("sliding_window_pattern") != nullptr &&
+        fields.positive_int("sliding_window_pattern") > config.num_layers) {
+      period = fields.positive_int("sliding_window_pattern");
+    }
+    config.window_period = period;
+  } else {
+    config.window_period = fields.positive_int("sliding_window_pattern", family.window_period);
+  }
+  config.rope_local_theta = fields.number("rope_local_base_freq", family.rope_local_theta);
+  return {};
+}
+
+/// Gemma's numbers: the attention scale (query_pre_attn_scalar) and soft-caps.
+void read_gemma(field_reader& fields, const model_family& family, model_config& config) {
+  if (family.activation != mlp_activation::gelu_tanh) return;
+  if (fields.find("query_pre_attn_scalar") != nullptr) {
+    const float scalar = fields.number("query_pre_attn_scalar", 0.0f);
+    if (!(scalar > 0.0f)) {
+      fields.fail("query_pre_attn_scalar", "must be positive");
+    } else if (scalar != float(config.head_dim)) {
+      config.attention_scale = 1.0f / std::sqrt(scalar);
+    }
+  }
+  // Null (Gemma 3) means none.
+  config.attn_softcap = fields.find("attn_logit_softcapping") != nullptr ? fields.number("attn_logit_softcapping", 0.0f) : 0.0f;
+  config.final_softcap =
+      fields.find("final_logit_softcapping") != nullptr ? fields.number("final_logit_softcapping", 0.0f) : 0.0f;
+  if (config.attn_softcap < 0.0f || config.final_softcap < 0.0f) fields.fail("logit_softcapping", "must not be negative");
+}
+
+// Fields that would change the computation in ways this engine does not implement.
+result<void> check_unsupported_features(field_reader& fields, const model_family& family, model_config& config) {
+  if (auto ok = read_activation(fields, family, config); !ok) return ok;
   if (fields.boolean("mlp_bias", false)) {
     return make_error(errc::unsupported, fields.source() + ": mlp_bias is not supported");
   }
-  // Sliding-window attention is not implemented: within the window it equals full attention.
-  const bool uses_window = config.architecture == "MistralForCausalLM" || config.architecture == "MixtralForCausalLM" ||
-                           fields.boolean("use_sliding_window", false);
-  if (uses_window && fields.find("sliding_window") != nullptr) {
-    config.max_seq_len = std::min(config.max_seq_len, fields.positive_int("sliding_window"));
-  }
-  return {};
+  return read_window(fields, family, config);
 }
 
 }  // namespace
@@ -212,10 +315,28 @@ result<model_config> try_parse_hf_config(std::string_view json_text, const std::
   auto architecture = read_architecture(root, source);
   if (!architecture) return std::unexpected(architecture.error());
   const model_family& family = *find_hf_family(*architecture);
+  // Gemma 3's multimodal checkpoints: the text decoder's config.json fields are its
+  // text_config, over Gemma3TextConfig's defaults (the published ones omit most).
+  json text_config;
+  const bool multimodal = *architecture == "Gemma3ForConditionalGeneration";
+  if (multimodal) {
+    text_config = json{{"vocab_size", 262208}, {"num_attention_heads", 8}, {"num_key_value_heads", 4},
+                       {"head_dim", 256}, {"hidden_activation", "gelu_pytorch_tanh"},
+                       {"max_position_embeddings", 131072}, {"rms_norm_eps", 1e-6}, {"rope_theta", 1000000.0},
+                       {"query_pre_attn_scalar", 256}, {"sliding_window", 4096}, {"rope_local_base_freq", 10000.0},
+                       {"sliding_window_pattern", 6}, {"tie_word_embeddings", true}};
+    const auto it = root.find("text_config");
+    if (it == root.end() || !it->is_object()) {
+      return make_error(errc::corrupt_file, source + ": Gemma3ForConditionalGeneration without a text_config object");
+    }
+    text_config.update(*it);
+  }
+  const json& fields_root = multimodal ? text_config : root;
 
-  field_reader fields(root, source);
+  field_reader fields(fields_root, source);
   model_config config;
-  config.architecture = *architecture;  // an alias (Mistral) stays as named
+  // An alias (Mistral) stays as named; a multimodal checkpoint loads as its text decoder.
+  config.architecture = multimodal ? std::string(family.hf_architecture) : *architecture;
   config.dim = fields.positive_int("hidden_size");
   config.hidden_dim = fields.positive_int("intermediate_size");
   config.num_layers = fields.positive_int("num_hidden_layers");
@@ -228,13 +349,14 @@ result<model_config> try_parse_hf_config(std::string_view json_text, const std::
   config.head_dim = fields.positive_int("head_dim", divides ? config.dim / config.num_heads : 1);
   config.vocab_size = fields.positive_int("vocab_size");
   config.max_seq_len = fields.positive_int("max_position_embeddings", 2048);
-  auto scaling = read_rope_scaling(root, source, config.max_seq_len);
+  auto scaling = read_rope_scaling(fields_root, source, config.max_seq_len);
   if (!scaling) return std::unexpected(scaling.error());
   config.norm_eps = fields.number("rms_norm_eps", 1e-6f);
   config.rope_theta = fields.number("rope_theta", 10000.0f);
   config.rope = rope_style::half;
   config.scaling = *scaling;
-  config.tied_embeddings = fields.boolean("tie_word_embeddings", false);
+  apply_layer_kinds(config, family);
+  config.tied_embeddings = fields.boolean("tie_word_embeddings", family.scale_embeddings);  // Gemma's default: tied
   // Qwen2 always has q/k/v biases; Llama declares them with attention_bias.
   config.attention_bias = family.attention_bias || fields.boolean("attention_bias", false);
   // Qwen3 normalises each head of q and k (q_norm / k_norm) before RoPE.
@@ -249,7 +371,8 @@ result<model_config> try_parse_hf_config(std::string_view json_text, const std::
     }
   }
   if (auto ok = read_experts(fields, family, config); !ok) return std::unexpected(ok.error());
-  if (auto ok = check_unsupported_features(fields, config); !ok) return std::unexpected(ok.error());
+  read_gemma(fields, family, config);
+  if (auto ok = check_unsupported_features(fields, family, config); !ok) return std::unexpected(ok.error());
   if (fields.first_error()) return std::unexpected(*fields.first_error());
   if (auto ok = try_check_shape(config); !ok) {
     return make_error(ok.error().code, source + ": " + ok.error().message);
@@ -284,6 +407,18 @@ result<void> try_check_shape(const model_config& c) {
     return bad("rotary dimensions " + std::to_string(c.rope_dims) + " must be even and at most head_dim");
   }
   if (c.scaling.enabled() && !(c.scaling.factor > 0)) return bad("the RoPE scaling factor must be positive");
+  if (c.scaling.type == rope_scaling_type::longrope) {
+    const auto pairs = std::size_t(c.rotary_dims() / 2);
+    if (c.scaling.short_factor.size() != pairs || c.scaling.long_factor.size() != pairs) {
+      return bad("LongRoPE needs " + std::to_string(pairs) + " short and long factors (one per rotary pair), not " +
+                 std::to_string(c.scaling.short_factor.size()) + " and " + std::to_string(c.scaling.long_factor.size()));
+    }
+    for (const auto& factors : {c.scaling.short_factor, c.scaling.long_factor}) {
+      for (float f : factors) {
+        if (!(f > 0.0f) || !std::isfinite(f)) return bad("LongRoPE factors must be positive");
+      }
+    }
+  }
   if (c.moe.enabled()) {
     const auto& m = c.moe;
     if (m.experts_per_token <= 0 || m.experts_per_token > m.num_experts || m.expert_hidden_dim <= 0 ||
@@ -352,6 +487,8 @@ struct tensor_request {
       : name(std::move(n)), shape(std::move(s)), matrix(m) {}
   /// Experts: one tensor of `shape` per name, stacked into one matrix.
   std::vector<std::string> parts;
+  /// A fused matrix (Phi-3's qkv_proj, gate_up_proj): its rows split into these, in order.
+  std::vector<std::pair<weight_tensor*, std::int64_t>> splits;
 };
 
 /// The experts' tensors `prefix`E`suffix` for every expert E, stacked into `out`.
@@ -396,17 +533,24 @@ std::string shape_string(const std::vector<std::int64_t>& shape) {
 }
 
 // Every tensor the config implies, in checkpoint order, with its destination.
-std::vector<tensor_request> list_tensors(const model_config& c, model_weights& w) {
+std::vector<tensor_request> list_tensors(const model_config& c, model_weights& w, const std::string& model) {
   const std::int64_t dim = c.dim, hidden = c.hidden_dim, q = c.q_dim(), kv = c.kv_dim();
+  const bool fused = family_of(c).fused_projections;
   std::vector<tensor_request> list;
-  list.push_back({"model.embed_tokens.weight", {c.vocab_size, dim}, &w.token_embedding});
+  list.push_back({model + "embed_tokens.weight", {c.vocab_size, dim}, &w.token_embedding});
   for (int i = 0; i < c.num_layers; ++i) {
     auto& layer = w.layers[std::size_t(i)];
-    const std::string prefix = "model.layers." + std::to_string(i) + ".";
+    const std::string prefix = model + "layers." + std::to_string(i) + ".";
     list.push_back({prefix + "input_layernorm.weight", {dim}, &layer.attn_norm});
-    list.push_back({prefix + "self_attn.q_proj.weight", {q, dim}, &layer.wq});
-    list.push_back({prefix + "self_attn.k_proj.weight", {kv, dim}, &layer.wk});
-    list.push_back({prefix + "self_attn.v_proj.weight", {kv, dim}, &layer.wv});
+    if (fused) {
+      tensor_request qkv(prefix + "self_attn.qkv_proj.weight", {q + 2 * kv, dim}, static_cast<weight_tensor*>(nullptr));
+      qkv.splits = {{&layer.wq, q}, {&layer.wk, kv}, {&layer.wv, kv}};
+      list.push_back(std::move(qkv));
+    } else {
+      list.push_back({prefix + "self_attn.q_proj.weight", {q, dim}, &layer.wq});
+      list.push_back({prefix + "self_attn.k_proj.weight", {kv, dim}, &layer.wk});
+      list.push_back({prefix + "self_attn.v_proj.weight", {kv, dim}, &layer.wv});
+    }
     if (c.attention_bias) {
       list.push_back({prefix + "self_attn.q_proj.bias", {q}, &layer.bq});
       list.push_back({prefix + "self_attn.k_proj.bias", {kv}, &layer.bk});
@@ -417,16 +561,28 @@ std::vector<tensor_request> list_tensors(const model_config& c, model_weights& w
       list.push_back({prefix + "self_attn.k_norm.weight", {c.head_dim}, &layer.k_norm});
     }
     list.push_back({prefix + "self_attn.o_proj.weight", {dim, q}, &layer.wo});
-    list.push_back({prefix + "post_attention_layernorm.weight", {dim}, &layer.ffn_norm});
+    if (c.post_norms) {  // Gemma 2 and 3: post_attention_layernorm norms the attention's output
+      list.push_back({prefix + "post_attention_layernorm.weight", {dim}, &layer.post_attn_norm});
+      list.push_back({prefix + "pre_feedforward_layernorm.weight", {dim}, &layer.ffn_norm});
+      list.push_back({prefix + "post_feedforward_layernorm.weight", {dim}, &layer.post_ffn_norm});
+    } else {
+      list.push_back({prefix + "post_attention_layernorm.weight", {dim}, &layer.ffn_norm});
+    }
     if (c.moe.enabled()) {
       add_experts(list, c, prefix, layer);
       continue;
     }
-    list.push_back({prefix + "mlp.gate_proj.weight", {hidden, dim}, &layer.w_gate});
-    list.push_back({prefix + "mlp.up_proj.weight", {hidden, dim}, &layer.w_up});
+    if (fused) {
+      tensor_request gate_up(prefix + "mlp.gate_up_proj.weight", {2 * hidden, dim}, static_cast<weight_tensor*>(nullptr));
+      gate_up.splits = {{&layer.w_gate, hidden}, {&layer.w_up, hidden}};
+      list.push_back(std::move(gate_up));
+    } else {
+      list.push_back({prefix + "mlp.gate_proj.weight", {hidden, dim}, &layer.w_gate});
+      list.push_back({prefix + "mlp.up_proj.weight", {hidden, dim}, &layer.w_up});
+    }
     list.push_back({prefix + "mlp.down_proj.weight", {dim, hidden}, &layer.w_down});
   }
-  list.push_back({"model.norm.weight", {dim}, &w.final_norm});
+  list.push_back({model + "norm.weight", {dim}, &w.final_norm});
   if (!c.tied_embeddings) list.push_back({"lm_head.weight", {c.vocab_size, dim}, &w.classifier});
   return list;
 }
@@ -458,7 +614,14 @@ result<void> load_tensor(const tensor_store& store, const tensor_request& reques
     const std::span<float> out(values.data() + i * std::size_t(count), std::size_t(count));
     if (auto ok = read_values(store, name, request.shape, out); !ok) return ok;
   }
-  if (request.matrix != nullptr) {
+  if (!request.splits.empty()) {
+    const std::int64_t cols = request.shape[1];
+    auto from = values.begin();
+    for (const auto& [matrix, rows] : request.splits) {
+      *matrix = weight_tensor::from_f32(std::vector<float>(from, from + rows * cols), rows, cols);
+      from += rows * cols;
+    }
+  } else if (request.matrix != nullptr) {
     *request.matrix = weight_tensor::from_f32(std::move(values), request.shape[0] * std::int64_t(num_parts),
                                               request.shape.size() > 1 ? request.shape[1] : 1);
   } else {
@@ -474,8 +637,23 @@ result<model_weights> try_load_hf_weights(const tensor_store& store, const model
   model_weights weights;
   weights.config = config;
   weights.layers.resize(std::size_t(config.num_layers));
-  for (const auto& request : list_tensors(config, weights)) {
+  // A multimodal checkpoint's language model (Gemma 3's): its text decoder's tensors,
+  // under the prefix its transformers version wrote.
+  std::string model = "model.";
+  for (const char* prefix : {"language_model.model.", "model.language_model."}) {
+    if (store.find(std::string(prefix) + "embed_tokens.weight") != nullptr) model = prefix;
+  }
+  for (const auto& request : list_tensors(config, weights, model)) {
     if (auto ok = load_tensor(store, request); !ok) return std::unexpected(ok.error());
+  }
+  if (family_of(config).norm_offset) {  // Gemma's checkpoints hold w for a norm of 1 + w
+    auto plus_one = [](std::vector<float>& v) {
+      for (float& x : v) x += 1.0f;
+    };
+    for (auto& l : weights.layers) {
+      for (auto* v : {&l.attn_norm, &l.ffn_norm, &l.post_attn_norm, &l.post_ffn_norm, &l.q_norm, &l.k_norm}) plus_one(*v);
+    }
+    plus_one(weights.final_norm);
   }
   return weights;
 }

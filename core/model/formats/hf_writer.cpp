@@ -1,6 +1,7 @@
 #include "core/model/formats/hf_writer.hpp"
 
 #include <deque>
+#include <initializer_list>
 #include <fstream>
 #include <optional>
 
@@ -50,6 +51,7 @@ std::string model_type_of(const std::string& architecture) {
   if (architecture == "MistralForCausalLM") return "mistral";
   const model_family* family = find_hf_family(architecture);
   if (family == nullptr) return "llama";
+  if (family->name == "gemma3") return "gemma3_text";  // Gemma3ForCausalLM's text-only config
   return std::string(family->name == "qwen2moe" ? "qwen2_moe" : family->name == "qwen3moe" ? "qwen3_moe" : family->name);
 }
 
@@ -121,34 +123,66 @@ result<std::vector<tensor_to_write>> list_tensors(const model_weights& w, tensor
     if (!values && !failure) failure = values.error();
     return values.value_or(std::span<const float>{});
   };
+  const model_family& family = family_of(c);
+  // Gemma's checkpoints hold w for a norm of 1 + w.
+  const auto norm = [&](const std::vector<float>& v) -> std::span<const float> {
+    if (!family.norm_offset || v.empty()) return v;
+    storage.emplace_back(v);
+    for (float& x : storage.back()) x -= 1.0f;
+    return storage.back();
+  };
+  // Phi-3's fused matrices: the parts' rows one after another.
+  const auto fused = [&](std::initializer_list<const weight_tensor*> parts) -> std::span<const float> {
+    std::vector<float> rows;
+    for (const weight_tensor* part : parts) {
+      const auto values = matrix(*part);
+      rows.insert(rows.end(), values.begin(), values.end());
+    }
+    storage.push_back(std::move(rows));
+    return storage.back();
+  };
   list.push_back({"model.embed_tokens.weight", {c.vocab_size, dim}, matrix(w.token_embedding), dtype});
   for (std::size_t i = 0; i < w.layers.size(); ++i) {
     const auto& layer = w.layers[i];
     const std::string prefix = "model.layers." + std::to_string(i) + ".";
-    list.push_back({prefix + "input_layernorm.weight", {dim}, layer.attn_norm, dtype});
-    list.push_back({prefix + "self_attn.q_proj.weight", {q, dim}, matrix(layer.wq), dtype});
-    list.push_back({prefix + "self_attn.k_proj.weight", {kv, dim}, matrix(layer.wk), dtype});
-    list.push_back({prefix + "self_attn.v_proj.weight", {kv, dim}, matrix(layer.wv), dtype});
+    list.push_back({prefix + "input_layernorm.weight", {dim}, norm(layer.attn_norm), dtype});
+    if (family.fused_projections) {
+      list.push_back({prefix + "self_attn.qkv_proj.weight", {q + 2 * kv, dim}, fused({&layer.wq, &layer.wk, &layer.wv}), dtype});
+    } else {
+      list.push_back({prefix + "self_attn.q_proj.weight", {q, dim}, matrix(layer.wq), dtype});
+      list.push_back({prefix + "self_attn.k_proj.weight", {kv, dim}, matrix(layer.wk), dtype});
+      list.push_back({prefix + "self_attn.v_proj.weight", {kv, dim}, matrix(layer.wv), dtype});
+    }
     if (c.attention_bias) {
       list.push_back({prefix + "self_attn.q_proj.bias", {q}, layer.bq, dtype});
       list.push_back({prefix + "self_attn.k_proj.bias", {kv}, layer.bk, dtype});
       list.push_back({prefix + "self_attn.v_proj.bias", {kv}, layer.bv, dtype});
     }
     if (c.qk_norm) {
-      list.push_back({prefix + "self_attn.q_norm.weight", {c.head_dim}, layer.q_norm, dtype});
-      list.push_back({prefix + "self_attn.k_norm.weight", {c.head_dim}, layer.k_norm, dtype});
+      list.push_back({prefix + "self_attn.q_norm.weight", {c.head_dim}, norm(layer.q_norm), dtype});
+      list.push_back({prefix + "self_attn.k_norm.weight", {c.head_dim}, norm(layer.k_norm), dtype});
     }
     list.push_back({prefix + "self_attn.o_proj.weight", {dim, q}, matrix(layer.wo), dtype});
-    list.push_back({prefix + "post_attention_layernorm.weight", {dim}, layer.ffn_norm, dtype});
+    if (c.post_norms) {
+      list.push_back({prefix + "post_attention_layernorm.weight", {dim}, norm(layer.post_attn_norm), dtype});
+      list.push_back({prefix + "pre_feedforward_layernorm.weight", {dim}, norm(layer.ffn_norm), dtype});
+      list.push_back({prefix + "post_feedforward_layernorm.weight", {dim}, norm(layer.post_ffn_norm), dtype});
+    } else {
+      list.push_back({prefix + "post_attention_layernorm.weight", {dim}, norm(layer.ffn_norm), dtype});
+    }
     if (c.moe.enabled()) {
       add_experts(list, c, prefix, layer, dtype, matrix);
       continue;
     }
-    list.push_back({prefix + "mlp.gate_proj.weight", {hidden, dim}, matrix(layer.w_gate), dtype});
-    list.push_back({prefix + "mlp.up_proj.weight", {hidden, dim}, matrix(layer.w_up), dtype});
+    if (family.fused_projections) {
+      list.push_back({prefix + "mlp.gate_up_proj.weight", {2 * hidden, dim}, fused({&layer.w_gate, &layer.w_up}), dtype});
+    } else {
+      list.push_back({prefix + "mlp.gate_proj.weight", {hidden, dim}, matrix(layer.w_gate), dtype});
+      list.push_back({prefix + "mlp.up_proj.weight", {hidden, dim}, matrix(layer.w_up), dtype});
+    }
     list.push_back({prefix + "mlp.down_proj.weight", {dim, hidden}, matrix(layer.w_down), dtype});
   }
-  list.push_back({"model.norm.weight", {dim}, w.final_norm, dtype});
+  list.push_back({"model.norm.weight", {dim}, norm(w.final_norm), dtype});
   if (!c.tied_embeddings) list.push_back({"lm_head.weight", {c.vocab_size, dim}, matrix(w.classifier), dtype});
   if (failure) return std::unexpected(*failure);
   return list;
@@ -190,9 +224,15 @@ result<void> check_writable(const model_weights& weights, tensor_dtype dtype) {
   if (c.architecture == "Qwen2ForCausalLM" && !c.attention_bias) {
     return make_error(errc::invalid_argument, "Qwen2ForCausalLM always has attention biases");
   }
+  if (c.sliding_window > 0 && c.window_period > 0 && family->window_period == 0) {
+    return make_error(errc::invalid_argument, c.architecture + " has no interleaved sliding-window layers");
+  }
+  if (c.post_norms != family->post_norms || (c.activation == mlp_activation::gelu_tanh) != family->norm_offset) {
+    return make_error(errc::invalid_argument, c.architecture + "'s norms and activation are its family's");
+  }
   if (family->qk_norm != c.qk_norm) {
-    return make_error(errc::invalid_argument, "q/k norms are written only as Qwen3ForCausalLM or Qwen3MoeForCausalLM, "
-                                              "which always have them");
+    return make_error(errc::invalid_argument, "q/k norms are written only for the families that always have them "
+                                              "(Qwen3, Qwen3-MoE, Gemma 3)");
   }
   if (auto ok = try_check_shape(c); !ok) return ok;
   if (weights.layers.size() != std::size_t(c.num_layers)) {
@@ -268,7 +308,16 @@ std::string hf_config_json(const model_config& c, tensor_dtype dtype, const gene
   config["num_attention_heads"] = c.num_heads;
   config["num_key_value_heads"] = c.num_kv_heads;
   config["head_dim"] = c.head_dim;
-  config["hidden_act"] = "silu";
+  const model_family& family = family_of(c);
+  if (c.activation == mlp_activation::gelu_tanh) {
+    config["hidden_activation"] = "gelu_pytorch_tanh";
+    config["query_pre_attn_scalar"] =
+        c.attention_scale > 0.0f ? 1.0f / (c.attention_scale * c.attention_scale) : float(c.head_dim);
+    config["attn_logit_softcapping"] = c.attn_softcap > 0.0f ? ordered_json(c.attn_softcap) : ordered_json(nullptr);
+    config["final_logit_softcapping"] = c.final_softcap > 0.0f ? ordered_json(c.final_softcap) : ordered_json(nullptr);
+  } else {
+    config["hidden_act"] = "silu";
+  }
   config["max_position_embeddings"] = c.max_seq_len;
   config["rms_norm_eps"] = c.norm_eps;
   config["rope_theta"] = c.rope_theta;
@@ -288,10 +337,22 @@ std::string hf_config_json(const model_config& c, tensor_dtype dtype, const gene
                               {"beta_fast", c.scaling.beta_fast},
                               {"beta_slow", c.scaling.beta_slow}};
     if (c.scaling.attention_factor != 0.0f) config["rope_scaling"]["attention_factor"] = c.scaling.attention_factor;
+  } else if (c.scaling.type == rope_scaling_type::longrope) {
+    config["rope_scaling"] = {{"type", "longrope"}, {"short_factor", c.scaling.short_factor},
+                              {"long_factor", c.scaling.long_factor}};
+    if (c.scaling.attention_factor != 0.0f) config["rope_scaling"]["attention_factor"] = c.scaling.attention_factor;
+    config["original_max_position_embeddings"] = c.scaling.original_max_position;
   }
   if (c.rope_dims != 0) config["partial_rotary_factor"] = float(c.rope_dims) / float(c.head_dim);
   config["attention_bias"] = c.attention_bias;
-  config["sliding_window"] = nullptr;  // full attention over the whole context
+  config["sliding_window"] = c.sliding_window > 0 ? ordered_json(c.sliding_window) : ordered_json(nullptr);
+  if (c.sliding_window > 0 && family.window_period > 0) {
+    ordered_json types = ordered_json::array();
+    for (int l = 0; l < c.num_layers; ++l) types.push_back(c.layer_windowed(l) ? "sliding_attention" : "full_attention");
+    config["layer_types"] = types;
+    config["sliding_window_pattern"] = c.window_period;
+    if (c.rope_local_theta > 0.0f) config["rope_local_base_freq"] = c.rope_local_theta;
+  }
   config["tie_word_embeddings"] = c.tied_embeddings;
   config["vocab_size"] = c.vocab_size;
   config["torch_dtype"] = torch_dtype_of(dtype);

@@ -36,7 +36,11 @@ model_config llama3_shape(int dim, int hidden, int layers, int head_dim, bool ti
   c.max_seq_len = 131072;
   c.rope_theta = 500000.0f;
   c.rope = rope_style::half;
-  c.scaling = {rope_scaling_type::llama3, tied ? 32.0f : 8.0f, 1.0f, 4.0f, 8192};
+  c.scaling.type = rope_scaling_type::llama3;
+  c.scaling.factor = tied ? 32.0f : 8.0f;
+  c.scaling.low_freq_factor = 1.0f;
+  c.scaling.high_freq_factor = 4.0f;
+  c.scaling.original_max_position = 8192;
   c.tied_embeddings = tied;
   return c;
 }
@@ -94,6 +98,30 @@ model_config qwen3_30b_a3b_shape() {
   return c;
 }
 
+// Gemma-3-1B: 26 layers, five of each six reading a 512-key window (RoPE base 10000), the
+// sixth the whole context (base 1e6); one KV head of 256; GeGLU; a 262k vocabulary.
+model_config gemma3_1b_shape() {
+  model_config c;
+  c.dim = 1152;
+  c.hidden_dim = 6912;
+  c.num_layers = 26;
+  c.num_heads = 4;
+  c.num_kv_heads = 1;
+  c.head_dim = 256;
+  c.vocab_size = 262144;
+  c.max_seq_len = 32768;
+  c.norm_eps = 1e-6f;
+  c.rope_theta = 1000000.0f;
+  c.tied_embeddings = true;
+  c.sliding_window = 512;
+  const auto& family = *find_family("gemma3");
+  c.architecture = std::string(family.hf_architecture);
+  c.rope = rope_style::half;
+  c.qk_norm = true;
+  apply_layer_kinds(c, family);
+  return c;
+}
+
 }  // namespace
 
 std::optional<model_config> named_shape(std::string_view name) {
@@ -104,11 +132,13 @@ std::optional<model_config> named_shape(std::string_view name) {
   if (name == "qwen3-0.6b") return qwen3_0_6b_shape();
   if (name == "llama-2-13b") return llama2_13b_shape();
   if (name == "qwen3-30b-a3b") return qwen3_30b_a3b_shape();
+  if (name == "gemma-3-1b") return gemma3_1b_shape();
   return std::nullopt;
 }
 
 std::vector<std::string> shape_names() {
-  return {"bench-20M", "bench-110M", "llama-3.2-1b", "llama-3.1-8b", "qwen3-0.6b", "llama-2-13b", "qwen3-30b-a3b"};
+  return {"bench-20M", "bench-110M", "llama-3.2-1b", "llama-3.1-8b", "qwen3-0.6b", "llama-2-13b", "qwen3-30b-a3b",
+          "gemma-3-1b"};
 }
 
 std::vector<std::string> family_names() {
@@ -132,6 +162,10 @@ result<model_config> try_as_family(model_config config, std::string_view family)
   }
   if (f->shared_expert && config.moe.shared_hidden_dim == 0) config.moe.shared_hidden_dim = config.hidden_dim;
   if (f->name == "qwen2moe") config.tied_embeddings = false;  // llama.cpp requires its output matrix
+  if (f->scale_embeddings) config.tied_embeddings = true;      // Gemma's classifier is its embedding
+  // Gemma's windows as the released models have them (a shape's context may be shorter).
+  if (config.sliding_window == 0 && f->name == "gemma2") config.sliding_window = 4096;
+  if (config.sliding_window == 0 && f->name == "gemma3") config.sliding_window = 1024;
   return try_apply_family(config, *f);
 }
 

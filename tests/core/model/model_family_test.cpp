@@ -3,7 +3,9 @@
 // and back.
 #include <catch2/catch.hpp>
 
+#include <deque>
 #include <filesystem>
+#include <fstream>
 
 #include "core/model/convert.hpp"
 #include "core/model/formats/dummy_model.hpp"
@@ -11,6 +13,7 @@
 #include "core/model/formats/gguf_model_writer.hpp"
 #include "core/model/formats/hf_model.hpp"
 #include "core/model/formats/hf_writer.hpp"
+#include "core/model/formats/safetensors.hpp"
 #include "core/model/formats/shapes.hpp"
 #include "core/model/model_family.hpp"
 #include "tests/test_shapes.hpp"
@@ -48,8 +51,39 @@ void check_same_weights(const model_weights& a, const model_weights& b) {
     }
     CHECK(x.shared_expert_gate == y.shared_expert_gate);
     CHECK(x.q_norm == y.q_norm);
+    CHECK(x.k_norm == y.k_norm);
     CHECK(x.bq == y.bq);
+    CHECK(x.attn_norm == y.attn_norm);
+    CHECK(x.ffn_norm == y.ffn_norm);
+    CHECK(x.post_attn_norm == y.post_attn_norm);
+    CHECK(x.post_ffn_norm == y.post_ffn_norm);
   }
+}
+
+/// Gemma's layer description (and the window) read back as written.
+void check_same_layers(const model_config& a, const model_config& b) {
+  CHECK(a.activation == b.activation);
+  CHECK(a.post_norms == b.post_norms);
+  CHECK(a.embedding_scale == b.embedding_scale);
+  CHECK(a.attention_scale == b.attention_scale);
+  CHECK(a.attn_softcap == b.attn_softcap);
+  CHECK(a.final_softcap == b.final_softcap);
+  CHECK(a.sliding_window == b.sliding_window);
+  CHECK(a.window_period == b.window_period);
+  CHECK(a.rope_local_theta == b.rope_local_theta);
+  CHECK(a.tied_embeddings == b.tied_embeddings);
+}
+
+/// Norms of distinct values (not 1: Gemma's files hold w - 1 in Hugging Face folders).
+void vary_norms(model_weights& w) {
+  float next = 0.5f;
+  const auto fill = [&](std::vector<float>& v) {
+    for (auto& x : v) x = (next += 0.01f);
+  };
+  for (auto& l : w.layers) {
+    for (auto* v : {&l.attn_norm, &l.ffn_norm, &l.post_attn_norm, &l.post_ffn_norm, &l.q_norm, &l.k_norm}) fill(*v);
+  }
+  fill(w.final_norm);
 }
 
 void check_same_moe(const moe_config& a, const moe_config& b) {
@@ -67,11 +101,13 @@ TEST_CASE("families are found by their GGUF and Hugging Face names", "[core][fam
   CHECK(find_gguf_family("llama", false)->name == "llama");
   CHECK(find_gguf_family("llama", true)->name == "mixtral");
   CHECK(find_gguf_family("qwen3moe", true)->hf_architecture == "Qwen3MoeForCausalLM");
-  CHECK(find_gguf_family("gemma2", false) == nullptr);
+  CHECK(find_gguf_family("gemma2", false)->post_norms);
+  CHECK(find_gguf_family("gpt-oss", false) == nullptr);
+  CHECK(find_hf_family("Phi3ForCausalLM")->fused_projections);
   CHECK(find_hf_family("MistralForCausalLM")->name == "llama");
   CHECK(find_hf_family("Qwen2MoeForCausalLM")->shared_expert);
   CHECK(find_hf_family("GPT2LMHeadModel") == nullptr);
-  CHECK(family_list(&model_family::gguf_architecture) == "llama, qwen2, qwen3, qwen2moe, qwen3moe");
+  CHECK(family_list(&model_family::gguf_architecture) == "llama, qwen2, qwen3, qwen2moe, qwen3moe, gemma, gemma2, gemma3, phi3");
   model_config c;
   c.architecture = "llama2.c";
   CHECK(family_of(c).name == "llama");
@@ -159,9 +195,26 @@ TEST_CASE("every family's weights go through GGUF and a Hugging Face folder and 
       c.scaling.type = rope_scaling_type::linear;
       c.scaling.factor = 2.0f;
     }
+    if (family.name == "gemma3") {  // a window, a period and a local base other than the defaults
+      c.sliding_window = 24;
+      c.window_period = 3;
+      c.rope_local_theta = 500.0f;
+    }
+    if (family.name == "gemma2") c.sliding_window = 32;
+    if (family.name == "phi3") {  // LongRoPE over 8 of 16 pairs
+      c.rope_dims = c.head_dim / 2;
+      c.scaling.type = rope_scaling_type::longrope;
+      c.scaling.original_max_position = 64;
+      c.scaling.factor = float(c.max_seq_len) / 64.0f;
+      for (int i = 0; i < c.rotary_dims() / 2; ++i) {
+        c.scaling.short_factor.push_back(1.0f + 0.25f * float(i));
+        c.scaling.long_factor.push_back(2.0f + float(i));
+      }
+    }
     INFO(family.name);
     auto w = make_dummy_weights(c, 11);
     REQUIRE(w.has_value());
+    vary_norms(*w);
     const auto gguf = temp_path(std::string(family.name) + ".gguf");
     REQUIRE(try_write_gguf_model(*w, byte_gguf_vocab(300), gguf, {"family", 32}).has_value());
     auto from_gguf = try_load_gguf_model(gguf);
@@ -171,7 +224,10 @@ TEST_CASE("every family's weights go through GGUF and a Hugging Face folder and 
     CHECK(g.config.rope_dims == c.rope_dims);
     CHECK(g.config.scaling.type == c.scaling.type);
     CHECK(g.config.scaling.factor == c.scaling.factor);
+    CHECK(g.config.scaling.short_factor == c.scaling.short_factor);
+    CHECK(g.config.scaling.long_factor == c.scaling.long_factor);
     check_same_moe(g.config.moe, c.moe);
+    check_same_layers(g.config, c);
     if (family.gguf_rope == rope_style::half) {
       check_same_weights(g, *w);
     } else {  // Q/K rows move into llama's order (gguf_model_test); the rest stays
@@ -190,7 +246,17 @@ TEST_CASE("every family's weights go through GGUF and a Hugging Face folder and 
     CHECK(from_hf->weights.config.architecture == c.architecture);
     CHECK(from_hf->weights.config.rope_dims == c.rope_dims);
     CHECK(from_hf->weights.config.scaling.type == c.scaling.type);
+    CHECK(from_hf->weights.config.scaling.long_factor == c.scaling.long_factor);
+    CHECK(from_hf->weights.config.scaling.original_max_position == c.scaling.original_max_position);
     check_same_moe(from_hf->weights.config.moe, c.moe);
+    check_same_layers(from_hf->weights.config, c);
+    // Gemma's norms go through w - 1 and back: equal to float rounding.
+    if (family.norm_offset) {
+      const auto& l = from_hf->weights.layers[0];
+      REQUIRE(l.post_attn_norm.size() == w->layers[0].post_attn_norm.size());
+      for (std::size_t i = 0; i < l.attn_norm.size(); ++i) CHECK(l.attn_norm[i] == Approx(w->layers[0].attn_norm[i]));
+      continue;
+    }
     check_same_weights(from_hf->weights, *w);
   }
 }
@@ -209,4 +275,178 @@ TEST_CASE("a quantized mixture keeps its router in f32 and its experts in the re
   auto loaded = try_load_gguf_model(path);
   if (!loaded) FAIL(loaded.error().message);
   check_same_weights(loaded->weights, *w);
+}
+
+TEST_CASE("config.json of Gemma 2, Gemma 3 and Phi-3 as published", "[core][family][hf_model]") {
+  // The fields of google/gemma-2-2b, google/gemma-3-1b-it and microsoft/Phi-3-mini-4k
+  // that shape the layers (sizes shrunk).
+  auto gemma2 = try_parse_hf_config(R"({"architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2",
+      "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 4, "num_attention_heads": 4,
+      "num_key_value_heads": 2, "head_dim": 32, "vocab_size": 300, "hidden_activation": "gelu_pytorch_tanh",
+      "hidden_act": "gelu_pytorch_tanh", "query_pre_attn_scalar": 144, "attn_logit_softcapping": 50.0,
+      "final_logit_softcapping": 30.0, "sliding_window": 4096, "max_position_embeddings": 8192,
+      "rope_theta": 10000.0, "rms_norm_eps": 1e-06})", "g2.json");
+  if (!gemma2) FAIL(gemma2.error().message);
+  CHECK(gemma2->activation == mlp_activation::gelu_tanh);
+  CHECK(gemma2->tied_embeddings);  // Gemma's default
+  CHECK(gemma2->post_norms);
+  CHECK(gemma2->embedding_scale == Approx(8.0f));
+  CHECK(gemma2->attention_scale == Approx(1.0f / 12.0f));
+  CHECK(gemma2->attn_softcap == 50.0f);
+  CHECK(gemma2->final_softcap == 30.0f);
+  CHECK(gemma2->sliding_window == 4096);
+  CHECK(gemma2->window_period == 2);
+  CHECK(gemma2->layer_windowed(0));
+  CHECK_FALSE(gemma2->layer_windowed(1));
+  CHECK(gemma2->max_seq_len == 8192);  // the window no longer caps the context
+
+  const std::string gemma3_base = R"("architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text",
+      "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 12, "num_attention_heads": 4,
+      "num_key_value_heads": 1, "head_dim": 32, "vocab_size": 300, "hidden_activation": "gelu_pytorch_tanh",
+      "query_pre_attn_scalar": 32, "attn_logit_softcapping": null, "final_logit_softcapping": null,
+      "sliding_window": 512, "rope_local_base_freq": 10000.0, "rope_theta": 1000000.0,
+      "rope_scaling": {"rope_type": "linear", "factor": 8.0}, "max_position_embeddings": 32768)";
+  auto gemma3 = try_parse_hf_config("{" + gemma3_base + R"(, "sliding_window_pattern": 6})", "g3.json");
+  if (!gemma3) FAIL(gemma3.error().message);
+  CHECK(gemma3->qk_norm);
+  CHECK(gemma3->attention_scale == 0.0f);  // query_pre_attn_scalar == head_dim: the default
+  CHECK(gemma3->attn_softcap == 0.0f);
+  CHECK(gemma3->final_softcap == 0.0f);
+  CHECK(gemma3->sliding_window == 512);
+  CHECK(gemma3->window_period == 6);
+  CHECK(gemma3->rope_local_theta == 10000.0f);
+  CHECK(gemma3->scaling.type == rope_scaling_type::linear);
+  int global = 0;
+  for (int l = 0; l < 12; ++l) global += gemma3->layer_windowed(l) ? 0 : 1;
+  CHECK(global == 2);
+  CHECK_FALSE(gemma3->layer_windowed(5));
+  // Newer configs list layer_types instead.
+  const auto layer_types = [](auto is_full) {
+    std::string types;
+    for (int l = 0; l < 12; ++l) types += std::string(l ? ", " : "") + (is_full(l) ? "\"full_attention\"" : "\"sliding_attention\"");
+    return R"(, "layer_types": [)" + types + "]}";
+  };
+  auto listed = try_parse_hf_config("{" + gemma3_base + layer_types([](int l) { return l % 4 == 3; }), "g3t.json");
+  if (!listed) FAIL(listed.error().message);
+  CHECK(listed->window_period == 4);
+  // Layer 0 global too: no period describes it.
+  auto refused =
+      try_parse_hf_config("{" + gemma3_base + layer_types([](int l) { return l == 0 || l % 4 == 3; }), "g3x.json");
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code == errc::unsupported);
+
+  auto phi3 = try_parse_hf_config(R"({"architectures": ["Phi3ForCausalLM"], "hidden_size": 64,
+      "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 300,
+      "hidden_act": "silu", "sliding_window": 2047, "max_position_embeddings": 4096, "rope_scaling": null,
+      "tie_word_embeddings": false})", "phi3.json");
+  if (!phi3) FAIL(phi3.error().message);
+  CHECK(phi3->sliding_window == 2047);
+  CHECK(phi3->window_period == 0);
+  CHECK(phi3->layer_windowed(1));
+  CHECK(phi3->max_seq_len == 4096);
+  // Phi-3.5-mini's LongRoPE: factors per rotary pair (here 3 of 4 of 16 dimensions: 6).
+  const std::string phi35 = R"({"architectures": ["Phi3ForCausalLM"], "hidden_size": 64,
+      "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 300,
+      "partial_rotary_factor": 0.75, "max_position_embeddings": 131072, "original_max_position_embeddings": 4096,
+      "rope_scaling": {"type": "longrope", "short_factor": [1.0, 1.1, 1.2, 1.3, 1.4, 1.5],
+                       "long_factor": )";
+  auto longrope = try_parse_hf_config(phi35 + R"([1, 2, 4, 8, 16, 32]}})", "phi35.json");
+  if (!longrope) FAIL(longrope.error().message);
+  CHECK(longrope->scaling.type == rope_scaling_type::longrope);
+  CHECK(longrope->scaling.original_max_position == 4096);
+  CHECK(longrope->scaling.factor == 32.0f);
+  CHECK(longrope->scaling.long_factor[5] == 32.0f);
+  CHECK(longrope->scaling.short_factor[1] == 1.1f);
+  auto short_list = try_parse_hf_config(phi35 + R"([1, 2, 4]}})", "phi35x.json");
+  REQUIRE_FALSE(short_list);
+  CHECK(short_list.error().message.find("LongRoPE needs 6") != std::string::npos);
+  auto gelu_llama = try_parse_hf_config(R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64,
+      "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 300,
+      "hidden_act": "gelu"})", "gl.json");
+  REQUIRE_FALSE(gelu_llama);
+  CHECK(gelu_llama.error().code == errc::unsupported);
+}
+
+TEST_CASE("Phi-3's fused projections are split into views of the file's rows", "[core][family][gguf]") {
+  auto c = drawn_as("phi3");
+  auto w = make_dummy_weights(c, 4, nullptr);
+  REQUIRE(w.has_value());
+  const auto path = temp_path("phi3_fused.gguf");
+  REQUIRE(try_write_gguf_model(*w, byte_gguf_vocab(300), path, {"phi3", 32}).has_value());
+  auto file = gguf_file::try_open(path);
+  REQUIRE(file.has_value());
+  CHECK(file->find_tensor("blk.0.attn_qkv.weight") != nullptr);
+  CHECK(file->find_tensor("blk.0.attn_q.weight") == nullptr);
+  CHECK(file->find_tensor("blk.0.ffn_gate.weight") == nullptr);
+  const auto* up = file->find_tensor("blk.0.ffn_up.weight");
+  REQUIRE(up != nullptr);
+  CHECK(up->ne == std::vector<std::int64_t>{c.dim, 2 * c.hidden_dim});
+  auto loaded = try_load_gguf_model(path);
+  if (!loaded) FAIL(loaded.error().message);
+  const auto& l = loaded->weights.layers[0];
+  CHECK(l.wq == w->layers[0].wq);
+  CHECK(l.wk == w->layers[0].wk);
+  CHECK(l.wv == w->layers[0].wv);
+  CHECK(l.w_gate == w->layers[0].w_gate);
+  CHECK(l.w_up == w->layers[0].w_up);
+  // Views into the one fused tensor: q's rows end where k's begin.
+  CHECK(l.wq.bytes().data() + l.wq.bytes().size() == l.wk.bytes().data());
+}
+
+TEST_CASE("Gemma 3's multimodal checkpoint loads as its text decoder", "[core][family][hf_model]") {
+  // A Gemma3ForConditionalGeneration folder as the Hub has them: the decoder's fields in
+  // text_config (most left at Gemma3TextConfig's defaults), its tensors under
+  // language_model.model., a vision tower beside them.
+  auto c = drawn_as("gemma3");
+  c.num_heads = 8;  // text_config's defaults: 8 heads, 4 KV heads of 256
+  c.num_kv_heads = 4;
+  c.head_dim = 256;
+  c.sliding_window = 16;
+  c.rope_theta = 1e6f;
+  c.max_seq_len = 131072;
+  c.norm_eps = 1e-6f;
+  auto w = make_dummy_weights(c, 21);
+  REQUIRE(w.has_value());
+  vary_norms(*w);
+  const auto plain = temp_path("gemma3_text_hf");
+  REQUIRE(write_hf_model_folder(*w, plain, tensor_dtype::f32, {}).has_value());
+  auto store = tensor_store::try_open_folder(plain, file_load::read);
+  REQUIRE(store.has_value());
+  std::deque<std::vector<float>> values;
+  std::vector<tensor_to_write> renamed;
+  for (const auto& name : store->names()) {
+    const tensor_view* view = store->find(name);
+    std::int64_t count = 1;
+    for (auto n : view->shape) count *= n;
+    values.emplace_back(std::size_t(count));
+    REQUIRE(try_convert_to_f32(*view, values.back()).has_value());
+    REQUIRE(name.starts_with("model."));
+    renamed.push_back({"language_model." + name, view->shape, values.back(), tensor_dtype::f32});
+  }
+  const std::vector<float> vision(16, 0.5f);
+  renamed.push_back({"vision_tower.vision_model.embeddings.patch_embedding.weight", {4, 4}, vision, tensor_dtype::f32});
+  const auto folder = temp_path("gemma3_multimodal_hf");
+  fs::create_directories(folder);
+  REQUIRE(try_write_safetensors(folder / "model.safetensors", renamed, {{"format", "pt"}}).has_value());
+  std::ofstream(folder / "config.json") << R"({"architectures": ["Gemma3ForConditionalGeneration"],
+      "model_type": "gemma3", "eos_token_id": [1, 106],
+      "text_config": {"hidden_size": )" << c.dim << R"(, "intermediate_size": )" << c.hidden_dim << R"(,
+        "model_type": "gemma3_text", "num_hidden_layers": )" << c.num_layers << R"(, "sliding_window": 16,
+        "vocab_size": 300, "rope_scaling": null},
+      "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 4}})";
+  auto loaded = try_load_hf_model(folder);
+  if (!loaded) FAIL(loaded.error().message);
+  const auto& got = loaded->weights;
+  CHECK(got.config.architecture == "Gemma3ForCausalLM");
+  CHECK(got.config.num_heads == 8);
+  CHECK(got.config.num_kv_heads == 4);
+  CHECK(got.config.head_dim == 256);
+  CHECK(got.config.window_period == 6);
+  CHECK(got.config.rope_local_theta == 10000.0f);
+  CHECK(got.config.tied_embeddings);
+  CHECK(loaded->eos_ids == std::vector<token_id>{1, 106});
+  check_same_layers(got.config, c);
+  CHECK(got.token_embedding == w->token_embedding);
+  CHECK(got.layers[1].wk == w->layers[1].wk);
+  CHECK(got.layers[1].post_ffn_norm[3] == Approx(w->layers[1].post_ffn_norm[3]));
 }

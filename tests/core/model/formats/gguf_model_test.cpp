@@ -324,9 +324,13 @@ std::string refusal_of(const std::function<void(gguf_writer&)>& edit, const std:
 TEST_CASE("what the GGUF loader does not compute is refused, named", "[core][gguf]") {
   CHECK(refusal_of([](gguf_writer&) {}, "plain.gguf") == "(loaded)");
   CHECK(refusal_of([](gguf_writer& w) { w.set_u32("llama.attention.sliding_window", 64); }, "window.gguf") == "(loaded)");
-  CHECK(try_load_gguf_model(temp_path("window.gguf"))->weights.config.max_seq_len == 64);  // the window caps 128
-  CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_string("general.architecture", "gemma2"); }, "arch.gguf"),
-             Catch::Contains("architecture 'gemma2' is not supported"));
+  // A window on every layer (Mistral's); the context stays the file's.
+  const auto windowed = try_load_gguf_model(temp_path("window.gguf"))->weights.config;
+  CHECK(windowed.max_seq_len == 128);
+  CHECK(windowed.sliding_window == 64);
+  CHECK(windowed.layer_windowed(0));
+  CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_string("general.architecture", "gpt-oss"); }, "arch.gguf"),
+             Catch::Contains("architecture 'gpt-oss' is not supported"));
   CHECK_THAT(refusal_of([](gguf_writer& w) { REQUIRE(w.try_add_vector("blk.0.ffn_gate_exps.weight", std::vector<float>(4)).has_value()); },
                         "extra.gguf"),
              Catch::Contains("tensor 'blk.0.ffn_gate_exps.weight' is not used"));

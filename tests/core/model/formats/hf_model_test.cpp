@@ -181,13 +181,17 @@ TEST_CASE("config.json defaults and per-architecture rules", "[core][hf_model]")
   REQUIRE(qwen);
   CHECK(qwen->attention_bias);
   CHECK(qwen->max_seq_len == 2048);
+  CHECK(qwen->sliding_window == 0);  // use_sliding_window false
 
   auto mistral = try_parse_hf_config(R"({"architectures": ["MistralForCausalLM"], "sliding_window": 512,
                                          "max_position_embeddings": 4096, "head_dim": 32, )" + base + "}", "c");
   REQUIRE(mistral);
   CHECK(mistral->head_dim == 32);
   CHECK(mistral->q_dim() == 128);
-  CHECK(mistral->max_seq_len == 512);  // limited to the window, where full attention is exact
+  CHECK(mistral->max_seq_len == 4096);  // the window no longer caps the context
+  CHECK(mistral->sliding_window == 512);
+  CHECK(mistral->window_period == 0);
+  CHECK(mistral->layer_windowed(1));
 
   auto old_key = try_parse_hf_config(R"({"architectures": ["LlamaForCausalLM"],
       "rope_scaling": {"type": "llama3", "factor": 8.0}, )" + base + "}", "c");
@@ -219,8 +223,10 @@ TEST_CASE("config.json problems give clear errors", "[core][hf_model]") {
   expect(R"({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": -1, "hidden_size": 64,
              "intermediate_size": 128, "num_attention_heads": 4, "vocab_size": 100})",
          errc::corrupt_file, "'num_hidden_layers'");
-  expect(R"({"architectures": ["LlamaForCausalLM"], "rope_scaling": {"rope_type": "longrope", "factor": 4}, )" + base + "}",
-         errc::unsupported, "longrope");
+  expect(R"({"architectures": ["LlamaForCausalLM"], "rope_scaling": {"rope_type": "dynamic", "factor": 4}, )" + base + "}",
+         errc::unsupported, "dynamic");
+  expect(R"({"architectures": ["Phi3ForCausalLM"], "rope_scaling": {"rope_type": "longrope", "factor": 4}, )" + base + "}",
+         errc::corrupt_file, "'short_factor' must be a list of factors");
   expect(R"({"architectures": ["LlamaForCausalLM"], "rope_scaling": {"rope_type": "yarn", "factor": -2}, )" + base + "}",
          errc::corrupt_file, "'factor' must be positive");
   expect(R"({"architectures": ["LlamaForCausalLM"], "partial_rotary_factor": 0.3, )" + base + "}", errc::corrupt_file,
