@@ -243,7 +243,9 @@ result<void> read_longrope(const gguf_file& file, gguf_fields& fields, model_con
   c.scaling.short_factor = std::move(*short_factor);
   c.scaling.original_max_position = fields.positive_int("rope.scaling.original_context_length", c.max_seq_len);
   c.scaling.factor = float(c.max_seq_len) / float(std::max(1, c.scaling.original_max_position));
-  c.scaling.attention_factor = fields.number("rope.scaling.attn_factor", 0.0f);
+  // As llama.cpp reads it: cos / sin scaled by attn_factor, 1 when the file does not say
+  // (the converters write sqrt(1 + ln(factor) / ln(original))).
+  c.scaling.attention_factor = fields.number("rope.scaling.attn_factor", 1.0f);
   if (fields.first_error()) return std::unexpected(*fields.first_error());
   return {};
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <initializer_list>
 #include <utility>
@@ -112,8 +113,13 @@ void write_config(gguf_writer& w, const model_weights& weights, const std::strin
     w.set_string(key("rope.scaling.type"), to_string(c.scaling.type));
     w.set_f32(key("rope.scaling.factor"), c.scaling.factor);
   }
-  if (c.scaling.type == rope_scaling_type::longrope && c.scaling.attention_factor != 0.0f) {
-    w.set_f32(key("rope.scaling.attn_factor"), c.scaling.attention_factor);
+  if (c.scaling.type == rope_scaling_type::longrope) {  // the scale in use, as llama.cpp's converter writes it
+    const auto& s = c.scaling;
+    const float attn_factor = s.attention_factor != 0.0f ? s.attention_factor
+                              : s.factor <= 1.0f
+                                  ? 1.0f
+                                  : std::sqrt(1.0f + std::log(s.factor) / std::log(float(s.original_max_position)));
+    w.set_f32(key("rope.scaling.attn_factor"), attn_factor);
   }
   if (c.scaling.type == rope_scaling_type::yarn) {
     w.set_f32(key("rope.scaling.yarn_beta_fast"), c.scaling.beta_fast);

@@ -1,6 +1,9 @@
 // Prefix caching through the real engine (actors, CPU backend): greedy outputs are the
 // same with caching on and off, alone and batched, with and without preemption, on
 // stories260K and on random weights; hits show in usage and in the metrics.
+#include <filesystem>
+#include <fstream>
+
 #include "tests/actors/engine/engine_fixture.hpp"
 
 using namespace inflight;
@@ -141,6 +144,37 @@ TEST_CASE("prefix caching: random weights give the same greedy tokens with cachi
   d.engine.max_num_seqs = 8;
   d.scheduler.plugin_dir = INFLIGHT_TEST_PLUGIN_DIR;
   auto eng = start_engine(d);
+  const std::string shared(90, 'a');
+  std::string text = "The quick brown fox jumps over the lazy dog while the cat sleeps by the warm fire. ";
+  std::vector<std::vector<token_id>> prompts;
+  for (const char* end : {"Why?", "And then?", "What next", "Tell me more, please"})
+    prompts.push_back(eng->model().tok->encode(text + shared + end, true));
+  const int num_shared = static_cast<int>(eng->model().tok->encode(text + shared, true).size());
+  eng.reset();
+  check_on_off(d, prompts, 24, num_shared - 1, 16);
+}
+
+TEST_CASE("prefix caching: a Gemma 3 model with 8-key windows gives the same greedy tokens with caching on and off",
+          "[engine][prefix][gemma]") {
+  // Prompts of about 180 tokens over layers that read 8 keys (one global layer in two):
+  // cached blocks, batched steps and preemption recomputes all read the windows alike.
+  deployment d;
+  d.model.format = "dummy";
+  const auto config_path = std::filesystem::temp_directory_path() / "inflight_gemma3_window_config.json";
+  std::ofstream(config_path) << R"({"architectures": ["Gemma3ForCausalLM"], "hidden_size": 64, "intermediate_size": 96,
+      "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+      "vocab_size": 259, "max_position_embeddings": 512, "sliding_window": 8, "sliding_window_pattern": 2,
+      "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0, "query_pre_attn_scalar": 16,
+      "hidden_activation": "gelu_pytorch_tanh"})";
+  d.model.config_json = config_path.string();
+  d.engine.threads = 1;
+  d.engine.kv_blocks = 128;
+  d.engine.max_num_batched_tokens = 96;
+  d.engine.max_num_seqs = 8;
+  d.scheduler.plugin_dir = INFLIGHT_TEST_PLUGIN_DIR;
+  auto eng = start_engine(d);
+  REQUIRE(eng->model().weights->config.sliding_window == 8);
+  REQUIRE(eng->model().weights->config.layer_windowed(0));
   const std::string shared(90, 'a');
   std::string text = "The quick brown fox jumps over the lazy dog while the cat sleeps by the warm fire. ";
   std::vector<std::vector<token_id>> prompts;
