@@ -36,10 +36,11 @@ result<std::unique_ptr<cuda_backend>> cuda_backend::create(std::shared_ptr<const
                                          "cpu backend only for now; set engine.backend = \"cpu\"");
   }
   if (c.sliding_window > 0 || c.post_norms || c.activation != mlp_activation::silu || c.attn_softcap != 0.0f ||
+      c.attention_sinks || c.output_bias ||
       c.final_softcap != 0.0f || c.embedding_scale != 1.0f || c.attention_scale != 0.0f) {
     return make_error(errc::unsupported, "cuda backend: " + c.architecture +
                                              "'s layers (sliding windows, post-norms, GeGLU, soft-capping, scaled "
-                                             "embeddings) run on the cpu backend only for now; set engine.backend = \"cpu\"");
+                                             "embeddings, sinks, output biases) run on the cpu backend only for now; set engine.backend = \"cpu\"");
   }
   // The device takes fp32 host arrays and converts them: other types are decoded first,
   // into a copy that lives only until the upload is done.

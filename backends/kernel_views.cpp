@@ -60,7 +60,9 @@ kernels::cpu::llama_shape to_kernel_shape(const model_config& c) {
   s.sliding_window = c.sliding_window;
   s.window_period = c.window_period;
   s.rope_local_theta = c.rope_local_theta;
-  s.gelu = c.activation == mlp_activation::gelu_tanh;
+  constexpr kernels::cpu::mlp_kind activations[] = {kernels::cpu::mlp_kind::silu, kernels::cpu::mlp_kind::gelu_tanh,
+                                                    kernels::cpu::mlp_kind::swiglu_oai};
+  s.activation = activations[int(c.activation)];
   s.embedding_scale = c.embedding_scale;
   s.attention_scale = c.attention_scale;
   s.attn_softcap = c.attn_softcap;
@@ -93,6 +95,12 @@ std::vector<kernels::cpu::llama_layer_view> to_layer_views(const model_weights& 
     v.up_exps = view_of(l.up_exps);
     v.down_exps = view_of(l.down_exps);
     v.shared_expert_gate = data_or_null(l.shared_expert_gate);
+    v.sinks = data_or_null(l.attn_sinks);
+    v.bo = data_or_null(l.bo);
+    v.router_bias = data_or_null(l.router_bias);
+    v.gate_exps_bias = data_or_null(l.gate_exps_bias);
+    v.up_exps_bias = data_or_null(l.up_exps_bias);
+    v.down_exps_bias = data_or_null(l.down_exps_bias);
     views.push_back(v);
   }
   return views;

@@ -192,7 +192,7 @@ void add_make_model_command(CLI::App& app) {
   cmd->add_option("--shape", o->shape, "bench-20M | bench-110M | llama-3.2-1b | llama-3.1-8b | qwen3-0.6b | llama-2-13b | qwen3-30b-a3b | gemma-3-1b")
       ->capture_default_str();
   cmd->add_option("--family", o->family,
-                  "llama | qwen2 | qwen3 | mixtral | qwen2moe | qwen3moe | gemma | gemma2 | gemma3 | phi3 (the shape drawn with that family's layers, default its own; "
+                  "llama | qwen2 | qwen3 | mixtral | qwen2moe | qwen3moe | gemma | gemma2 | gemma3 | phi3 | gpt-oss (the shape drawn with that family's layers, default its own; "
                   "a mixture family without experts in the shape gets 8 of a quarter of its MLP width, 2 per token)")
       ->check(CLI::IsMember(family_names()));
   cmd->add_option("--experts", o->experts, "a mixture family: experts per layer")->check(CLI::Range(1, 4096));
@@ -205,11 +205,11 @@ void add_make_model_command(CLI::App& app) {
   cmd->add_option("--rope-scaling", o->rope_scaling,
                   "linear:FACTOR | yarn:FACTOR:ORIGINAL_CONTEXT | longrope:ORIGINAL_CONTEXT (phi3: drawn factors)");
   cmd->add_option("--sliding-window", o->sliding_window,
-                  "keys a windowed layer reads, itself included (0: none; default gemma2 4096, gemma3 1024, others none)")
+                  "keys a windowed layer reads, itself included (0: none; default gemma2 4096, gemma3 1024, gpt-oss 128, others none)")
       ->check(CLI::Range(0, 1 << 24));
   cmd->add_option("--window-period", o->window_period,
                   "with a window: a global layer every this many, the last of each period (0: every layer windowed; "
-                  "default gemma2 2, gemma3 6, others 0)")
+                  "default gemma2 2, gemma3 6, gpt-oss 2, others 0)")
       ->check(CLI::Range(0, 1024));
   cmd->add_option("--from", o->from, "convert this llama2.c checkpoint instead of drawing random weights")
       ->check(CLI::ExistingFile);

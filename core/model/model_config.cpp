@@ -16,7 +16,12 @@ const char* to_string(rope_scaling_type type) {
 }
 
 const char* to_string(mlp_activation activation) {
-  return activation == mlp_activation::gelu_tanh ? "gelu_tanh" : "silu";
+  switch (activation) {
+    case mlp_activation::silu: return "silu";
+    case mlp_activation::gelu_tanh: return "gelu_tanh";
+    case mlp_activation::swiglu_oai: return "swiglu_oai";
+  }
+  return "?";
 }
 
 namespace {
@@ -34,8 +39,11 @@ std::int64_t model_config::num_parameters() const {
   if (attention_bias) per_layer += q + 2 * kv;
   if (qk_norm) per_layer += 2 * std::int64_t(head_dim);
   if (post_norms) per_layer += 2 * d;
+  if (attention_sinks) per_layer += num_heads;
+  if (output_bias) per_layer += d;
   if (moe.enabled()) {
     per_layer += std::int64_t(moe.num_experts) * d + expert_parameters(*this, moe.num_experts);
+    if (expert_biases) per_layer += moe.num_experts * (1 + 2 * std::int64_t(moe.expert_hidden_dim) + d);
     if (moe.shared_hidden_dim > 0) per_layer += d;  // the shared expert's gate
   }
   std::int64_t total = std::int64_t(vocab_size) * d + num_layers * per_layer + d;

@@ -67,8 +67,9 @@ struct moe_config {
 
 /// The activation of the gated MLP: act(x W_gate) * (x W_up).
 enum class mlp_activation {
-  silu,       ///< SwiGLU (Llama, Qwen, Phi)
-  gelu_tanh,  ///< GeGLU with GELU's tanh approximation (Gemma)
+  silu,        ///< SwiGLU (Llama, Qwen, Phi)
+  gelu_tanh,   ///< GeGLU with GELU's tanh approximation (Gemma)
+  swiglu_oai,  ///< gpt-oss: g = min(gate, 7), u = clamp(up, -7, 7), g sigmoid(1.702 g) (u + 1)
 };
 const char* to_string(mlp_activation activation);
 
@@ -109,6 +110,10 @@ struct model_config {
   /// The attention's and the MLP's outputs are RMS-normed before they join the residual
   /// (Gemma 2 and 3: post_attention_layernorm, post_feedforward_layernorm).
   bool post_norms = false;
+  // gpt-oss's additions.
+  bool attention_sinks = false;  ///< a learned logit per head joins every softmax's denominator
+  bool output_bias = false;      ///< the attention's output projection has a bias
+  bool expert_biases = false;    ///< the router and every expert's matrices have biases
 
   int q_dim() const { return num_heads * head_dim; }
   /// Whether layer l attends through the sliding window.

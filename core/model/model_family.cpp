@@ -35,7 +35,18 @@ constexpr model_family gemma3() {
   return f;
 }
 
-constexpr std::array<model_family, 10> families{{
+constexpr model_family gpt_oss() {
+  model_family f{.name = "gpt-oss", .gguf_architecture = "gpt-oss", .hf_architecture = "GptOssForCausalLM", .hf_alias = ""};
+  f.gguf_rope = rope_style::half;
+  f.attention_bias = f.moe = f.moe_normalize = true;  // softmax over the chosen experts' logits
+  f.activation = mlp_activation::swiglu_oai;
+  f.window_period = 2;
+  f.sinks_and_biases = true;
+  f.hf_loadable = false;
+  return f;
+}
+
+constexpr std::array<model_family, 11> families{{
     {"llama", "llama", "LlamaForCausalLM", "MistralForCausalLM", rope_style::interleaved},
     {"qwen2", "qwen2", "Qwen2ForCausalLM", "", rope_style::half, true},
     {"qwen3", "qwen3", "Qwen3ForCausalLM", "", rope_style::half, false, true},
@@ -48,6 +59,7 @@ constexpr std::array<model_family, 10> families{{
     {.name = "phi3", .gguf_architecture = "phi3", .hf_architecture = "Phi3ForCausalLM", .hf_alias = "",
      .gguf_rope = rope_style::half,
      .fused_projections = true},
+    gpt_oss(),
 }};
 
 }  // namespace
@@ -102,6 +114,7 @@ void apply_layer_kinds(model_config& config, const model_family& family) {
   config.final_softcap = family.final_softcap;
   config.window_period = family.window_period;
   config.rope_local_theta = family.rope_local_theta;
+  config.attention_sinks = config.output_bias = config.expert_biases = family.sinks_and_biases;
 }
 
 result<model_config> try_apply_family(model_config config, const model_family& family) {

@@ -19,6 +19,8 @@
 ///                          of Gemma3ForConditionalGeneration)   + q/k norms, five windowed layers (RoPE base
 ///                                                                  10000) per global one, no soft-caps
 ///   phi3       phi3        Phi3ForCausalLM                       fused qkv and gate_up projections
+///   gpt-oss    gpt-oss     GptOssForCausalLM (GGUF only)        + q/k/v/o biases, sinks, every second layer
+///                                                                  windowed, experts with biases, clamped SwiGLU
 
 #include <span>
 #include <string>
@@ -55,6 +57,11 @@ struct model_family {
   /// Q/K/V in one matrix (qkv_proj, attn_qkv) and gate/up in one (gate_up_proj, ffn_up
   /// of twice the width), split as views at load.
   bool fused_projections = false;
+  /// gpt-oss: sink logits, an output-projection bias, a biased router and experts.
+  bool sinks_and_biases = false;
+  /// Hugging Face folders of the family load (gpt-oss's hold MXFP4 blocks in safetensors,
+  /// which inflight does not read: its GGUF files do).
+  bool hf_loadable = true;
 };
 
 /// Every family, in the table's order.

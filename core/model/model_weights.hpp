@@ -31,6 +31,11 @@ struct layer_weights {
   weight_tensor up_exps;         ///< [num_experts * expert_hidden x dim]
   weight_tensor down_exps;       ///< [num_experts * dim x expert_hidden]
   std::vector<float> shared_expert_gate;  ///< [dim]: sigmoid(x . it) scales the shared expert; empty: 1
+  // gpt-oss (empty elsewhere): sink logits [num_heads], the output projection's bias [dim],
+  // the router's [num_experts], and the experts' stacked like their matrices' rows.
+  std::vector<float> attn_sinks, bo, router_bias;
+  std::vector<float> gate_exps_bias, up_exps_bias;  ///< [num_experts * expert_hidden]
+  std::vector<float> down_exps_bias;                ///< [num_experts * dim]
 };
 
 struct model_weights {

@@ -79,6 +79,9 @@ struct attention_args {
   float scale = 1.0f;
   int window = 0;                    ///< keys a query reads, itself included; 0: all
   float softcap = 0.0f;              ///< scores become softcap * tanh(s / softcap); 0: none
+  /// A learned logit that joins the softmax's denominator (gpt-oss's sinks): the weights
+  /// are exp(s_p - m) / (sum exp(s - m) + exp(sink - m)), m the max of both; -inf: none.
+  float sink = -__builtin_inff();
   float* scores = nullptr;           ///< scratch of attention_tile * (num_keys + num_queries) floats
   float* out = nullptr;              ///< query i's output at out + i * out_stride, [head_dim]
   std::int64_t out_stride = 0;
@@ -121,6 +124,8 @@ struct cpu_kernel_table {
   void (*silu_mul)(float* gate, const float* up, int n) = nullptr;
   /// gate[i] = gelu(gate[i]) * up[i], GELU's tanh approximation (GeGLU).
   void (*gelu_mul)(float* gate, const float* up, int n) = nullptr;
+  /// gpt-oss: g = min(gate, 7), u = clamp(up, -7, 7), gate[i] = g sigmoid(1.702 g) (u + 1).
+  void (*swiglu_oai_mul)(float* gate, const float* up, int n) = nullptr;
   /// Products and row conversion per weight type (index: weight_type).
   weight_kernels weights[num_weight_types] = {};
   /// Input preparation per input format (index: input_format); f32's is a copy.

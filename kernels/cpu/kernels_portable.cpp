@@ -81,11 +81,13 @@ void attention_one(const attention_args& a, const float* q, int num_keys, float*
     a.scores[p] = s;
     max_score = std::max(max_score, s);
   }
+  max_score = std::max(max_score, a.sink);  // a sink logit (-inf: none) joins max and sum
   float sum = 0.0f;
   for (int p = first; p < num_keys; ++p) {
     a.scores[p] = std::exp(a.scores[p] - max_score);
     sum += a.scores[p];
   }
+  if (a.sink > -INFINITY) sum += std::exp(a.sink - max_score);
   const float inv_sum = 1.0f / sum;
   std::fill_n(out, a.head_dim, 0.0f);
   for (int p = first; p < num_keys; ++p) {
@@ -128,6 +130,13 @@ void prepare_f32(const prepare_args& a) {
 
 void store_kv_f32(std::byte* dst, const float* src, int n) { std::memcpy(dst, src, std::size_t(n) * sizeof(float)); }
 
+void swiglu_oai_mul(float* gate, const float* up, int n) {
+  for (int i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], 7.0f), u = std::clamp(up[i], -7.0f, 7.0f);
+    gate[i] = g / (1.0f + std::exp(-1.702f * g)) * (u + 1.0f);
+  }
+}
+
 cpu_kernel_table make_table() {
   cpu_kernel_table t;
   t.isa = cpu_isa::portable;
@@ -136,6 +145,7 @@ cpu_kernel_table make_table() {
   t.rmsnorm_row = rmsnorm_row;
   t.silu_mul = silu_mul;
   t.gelu_mul = gelu_mul;
+  t.swiglu_oai_mul = swiglu_oai_mul;
   t.weights[int(weight_type::f32)] = {typed_gemm_f32, dequantize_f32};
   t.prepare[int(input_format::f32)] = prepare_f32;
   t.store_kv[int(kv_type::f32)] = store_kv_f32;

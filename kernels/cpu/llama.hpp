@@ -23,6 +23,8 @@ namespace inflight::kernels::cpu {
 
 /// How RoPE frequencies are scaled (core's rope_scaling_type).
 enum class rope_scaling_kind { none, llama3, linear, yarn };
+/// The gated MLP's activation (core's mlp_activation).
+enum class mlp_kind { silu, gelu_tanh, swiglu_oai };
 
 struct llama_shape {
   int dim = 0;
@@ -58,7 +60,7 @@ struct llama_shape {
   int window_period = 0;
   float rope_local_theta = 0.0f;  ///< the windowed layers' RoPE base, unscaled; 0: as the others
   // Gemma's additions; the defaults are a Llama layer.
-  bool gelu = false;              ///< GeGLU (tanh GELU) instead of SwiGLU
+  mlp_kind activation = mlp_kind::silu;  ///< of the dense MLP and the experts
   float embedding_scale = 1.0f;   ///< embeddings times it
   float attention_scale = 0.0f;   ///< 0: 1 / sqrt(head_dim)
   float attn_softcap = 0.0f;      ///< scores c * tanh(s / c); 0: none
@@ -111,6 +113,14 @@ struct llama_layer_view {
   weight_view up_exps;    ///< [num_experts * expert_hidden x dim]
   weight_view down_exps;  ///< [num_experts * dim x expert_hidden]
   const float* shared_expert_gate = nullptr;  ///< [dim]: the dense MLP (shared expert) scaled by sigmoid(x . it)
+  // gpt-oss (null elsewhere): each head's sink logit [num_heads], the output projection's
+  // bias [dim], the router's [num_experts], the experts' [num_experts * rows].
+  const float* sinks = nullptr;
+  const float* bo = nullptr;
+  const float* router_bias = nullptr;
+  const float* gate_exps_bias = nullptr;
+  const float* up_exps_bias = nullptr;
+  const float* down_exps_bias = nullptr;
 };
 
 struct llama_weights_view {

@@ -226,7 +226,8 @@ void finish_head(const step_context& c, const llama_layer_view& lw, std::byte* c
 /// Query head h of every token against its sequence's keys and values (the last
 /// `window` of them when not 0); the consecutive tokens of a sequence (a prompt chunk)
 /// in one call, which shares their key loads.
-void attend_head(const step_context& c, const std::byte* k_cache, const std::byte* v_cache, int h, int window) {
+void attend_head(const step_context& c, const std::byte* k_cache, const std::byte* v_cache, int h, int window,
+                 const float* sinks) {
   const auto& s = c.s;
   const int group = s.num_heads / s.num_kv_heads, qd = s.num_heads * s.head_dim;
   const std::int64_t head_bytes = std::int64_t(c.kv.num_blocks) * c.kv.block_size * s.head_dim * element_bytes(c.kv.type);
@@ -239,6 +240,7 @@ void attend_head(const step_context& c, const std::byte* k_cache, const std::byt
   a.scale = s.attention_scale > 0.0f ? s.attention_scale : 1.0f / std::sqrt(float(s.head_dim));
   a.window = window;
   a.softcap = s.attn_softcap;
+  if (sinks != nullptr) a.sink = sinks[h];
   a.scores = c.ws.scores.data() + std::int64_t(omp_get_thread_num()) * attention_tile * c.max_keys;
   a.q_stride = a.out_stride = qd;
   for (int t = 0, end = 0; t < c.b.num_tokens; t = end) {
@@ -267,15 +269,54 @@ void attention_block(const step_context& c, int l, std::byte* k_cache, std::byte
   const auto in = prepare_inputs(c, xb, c.b.num_tokens, s.dim, {&lw.wq, &lw.wk, &lw.wv});
   clock.mark(forward_stage::norm);
   project_qkv(c, lw, in, clock);
+  if (s.num_kv_heads >= omp_get_num_threads()) {
 #pragma omp for schedule(dynamic, 1) nowait
-  for (int g = 0; g < s.num_kv_heads; ++g) {
-    finish_head(c, lw, k_cache, projection::k, g, local);
-    finish_head(c, lw, v_cache, projection::v, g, local);
-    for (int h = g * group; h < (g + 1) * group; ++h) finish_head(c, lw, nullptr, projection::q, h, local);
-    for (int h = g * group; h < (g + 1) * group; ++h) attend_head(c, k_cache, v_cache, h, window);
+    for (int g = 0; g < s.num_kv_heads; ++g) {
+      finish_head(c, lw, k_cache, projection::k, g, local);
+      finish_head(c, lw, v_cache, projection::v, g, local);
+      for (int h = g * group; h < (g + 1) * group; ++h) finish_head(c, lw, nullptr, projection::q, h, local);
+      for (int h = g * group; h < (g + 1) * group; ++h) attend_head(c, k_cache, v_cache, h, window, lw.sinks);
+      clock.mark(forward_stage::attention);
+    }
+  } else {
+    // Fewer KV heads than threads (Gemma 3's single one): every head's RoPE and cache
+    // writes first, then the query heads' attention spread over the team.
+    const int num_items = 2 * s.num_kv_heads + s.num_heads;
+#pragma omp for schedule(dynamic, 1)
+    for (int item = 0; item < num_items; ++item) {
+      if (item < s.num_kv_heads) {
+        finish_head(c, lw, k_cache, projection::k, item, local);
+      } else if (item < 2 * s.num_kv_heads) {
+        finish_head(c, lw, v_cache, projection::v, item - s.num_kv_heads, local);
+      } else {
+        finish_head(c, lw, nullptr, projection::q, item - 2 * s.num_kv_heads, local);
+      }
+    }
+    clock.mark(forward_stage::qkv_rope);
+#pragma omp for schedule(dynamic, 1) nowait
+    for (int h = 0; h < s.num_heads; ++h) attend_head(c, k_cache, v_cache, h, window, lw.sinks);
     clock.mark(forward_stage::attention);
   }
   clock.barrier();
+}
+
+/// The MLP's activation: act(gate) * up in place of gate.
+auto activation(const step_context& c) {
+  switch (c.s.activation) {
+    case mlp_kind::gelu_tanh: return c.k.gelu_mul;
+    case mlp_kind::swiglu_oai: return c.k.swiglu_oai_mul;
+    case mlp_kind::silu: break;
+  }
+  return c.k.silu_mul;
+}
+
+/// rows[t][r] += bias[r] for r in [r0, r1) of n rows of `width` (a bias after a chunk of rows).
+void add_bias(float* rows, int width, int n, const float* bias, int r0, int r1) {
+  if (bias == nullptr) return;
+  for (int t = 0; t < n; ++t) {
+    float* row = rows + std::int64_t(t) * width;
+    for (int r = r0; r < r1; ++r) row[r] += bias[r];
+  }
 }
 
 /// act(gate) * up over hidden rows [r0, r1) of every token (SiLU or GELU; a mixture's
@@ -286,7 +327,7 @@ void gate_up_chunk(const step_context& c, const llama_layer_view& lw, const prod
   const int n = c.b.num_tokens, d = c.s.dim, hidden = c.s.hidden_dim;
   product(c, in, lw.w_gate, c.ws.hb.data(), hidden, n, d, false, r0, r1);
   product(c, in, lw.w_up, c.ws.hb2.data(), hidden, n, d, false, r0, r1);
-  const auto act = c.s.gelu ? c.k.gelu_mul : c.k.silu_mul;
+  const auto act = activation(c);
   for (int t = 0; t < n; ++t) {
     const std::int64_t off = std::int64_t(t) * hidden + r0;
     act(c.ws.hb.data() + off, c.ws.hb2.data() + off, r1 - r0);
@@ -405,6 +446,7 @@ void moe_block(const step_context& c, const llama_layer_view& lw, const float* x
   const auto router_in = prepare_inputs(c, xb, n, d, {&lw.router});
   for_chunks(num_experts, chunk_rows(num_experts), [&](int r0, int r1) {
     product(c, router_in, lw.router, ws.router_logits.data(), num_experts, n, d, false, r0, r1);
+    add_bias(ws.router_logits.data(), num_experts, n, lw.router_bias, r0, r1);
   });
   clock.mark(forward_stage::gate_up);
   clock.barrier();
@@ -437,6 +479,7 @@ void moe_block(const step_context& c, const llama_layer_view& lw, const float* x
   clock.barrier();
   // Gate and up: each expert's hidden rows over its slots, SwiGLU, prepared for W_down.
   const auto down_format = format_of(lw.down_exps);
+  const auto act = activation(c);
   const int num_active = int(ws.active_experts.size());
   const int ff_chunk = chunk_rows(ff, format_block(down_format)), ff_chunks = (ff + ff_chunk - 1) / ff_chunk;
 #pragma omp for schedule(dynamic, 1) nowait
@@ -448,7 +491,11 @@ void moe_block(const step_context& c, const llama_layer_view& lw, const float* x
     float* hb2 = ws.hb2.data() + std::int64_t(first) * ff;
     product(c, in, rows_from(lw.gate_exps, std::int64_t(e) * ff), hb, ff, count, d, false, r0, r1);
     product(c, in, rows_from(lw.up_exps, std::int64_t(e) * ff), hb2, ff, count, d, false, r0, r1);
-    for (int i = 0; i < count; ++i) c.k.silu_mul(hb + std::int64_t(i) * ff + r0, hb2 + std::int64_t(i) * ff + r0, r1 - r0);
+    if (lw.gate_exps_bias != nullptr) {  // expert e's biases: rows [e ff, (e + 1) ff)
+      add_bias(hb, ff, count, lw.gate_exps_bias + std::int64_t(e) * ff, r0, r1);
+      add_bias(hb2, ff, count, lw.up_exps_bias + std::int64_t(e) * ff, r0, r1);
+    }
+    for (int i = 0; i < count; ++i) act(hb + std::int64_t(i) * ff + r0, hb2 + std::int64_t(i) * ff + r0, r1 - r0);
     if (down_format == input_format::f32) continue;
     c.k.prepare[int(down_format)]({hb, ff, count, ff, r0, r1,
                                    ws.expert_hb_prepared.data() + std::int64_t(first) * ws.expert_hb_prepared_stride,
@@ -470,6 +517,9 @@ void moe_block(const step_context& c, const llama_layer_view& lw, const float* x
     const int first = ws.expert_first[e], count = ws.expert_first[e + 1] - first;
     product(c, down_slots.from(first), rows_from(lw.down_exps, std::int64_t(e) * d),
             ws.expert_out.data() + std::int64_t(first) * d, d, count, ff, false, r0, r1);
+    if (lw.down_exps_bias != nullptr) {
+      add_bias(ws.expert_out.data() + std::int64_t(first) * d, d, count, lw.down_exps_bias + std::int64_t(e) * d, r0, r1);
+    }
   }
   clock.mark(forward_stage::down);
   clock.barrier();
@@ -496,7 +546,9 @@ void layer_forward(const step_context& c, int l, stage_clock& clock) {
   const auto attn_in = prepare_inputs(c, c.ws.attn.data(), n, qd, {&lw.wo});
   const bool post = lw.post_attn_norm != nullptr;
   for_chunks(d, chunk_rows(d), [&](int r0, int r1) {
-    product(c, attn_in, lw.wo, post ? c.ws.y.data() : c.ws.x.data(), d, n, qd, !post, r0, r1);
+    float* out = post ? c.ws.y.data() : c.ws.x.data();
+    product(c, attn_in, lw.wo, out, d, n, qd, !post, r0, r1);
+    add_bias(out, d, n, lw.bo, r0, r1);
   });
   clock.mark(forward_stage::attn_out);
   clock.barrier();

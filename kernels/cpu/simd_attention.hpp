@@ -9,6 +9,8 @@
 // of a sequence run together, sharing each key and value row they load; every query's
 // operations are those it runs alone, so its bits do not depend on the other queries of
 // the call.
+#include <cmath>
+
 #include "kernels/cpu/cpu_isa.hpp"
 
 namespace inflight::kernels::cpu {
@@ -99,12 +101,15 @@ struct attention_kernel {
     }
   }
 
-  /// s[p] = exp(s[p] - max) / sum for p < n: the weights of the values. (The product
-  /// e_p * (1 / sum) is the one the values' loop used to form: the same bits.)
-  static void softmax_weights(float* s, int n) {
+  /// s[p] = exp(s[p] - max) / sum for p < n: the weights of the values; a sink logit
+  /// (-inf: none) joins the max and the sum. (The product e_p * (1 / sum) is the one the
+  /// values' loop used to form: the same bits.)
+  static void softmax_weights(float* s, int n, float sink) {
     auto vmax = V::set1(-3.0e38f);
     for (int p = 0; p < n; p += V::width) vmax = V::max(vmax, V::mask_load(V::first_lanes(n - p), s + p, -3.0e38f));
-    const auto max_score = V::set1(V::reduce_max(vmax));
+    const float top = V::reduce_max(vmax);
+    const float m = sink > top ? sink : top;
+    const auto max_score = V::set1(m);
     auto sum = V::zero();
     for (int p = 0; p < n; p += V::width) {
       const auto m = V::first_lanes(n - p);
@@ -112,7 +117,9 @@ struct attention_kernel {
       V::mask_store(s + p, m, e);
       sum = V::add(sum, e);
     }
-    const auto inv_sum = V::set1(1.0f / V::reduce(sum));
+    float total = V::reduce(sum);
+    if (sink > -3.0e38f) total += std::exp(sink - m);
+    const auto inv_sum = V::set1(1.0f / total);
     for (int p = 0; p < n; p += V::width) {
       const auto m = V::first_lanes(n - p);
       V::mask_store(s + p, m, V::mul(V::maskz_load(m, s + p), inv_sum));
@@ -197,7 +204,7 @@ struct attention_kernel {
     for (int j = 1; j < nq; ++j) scores<1>(q + j, s + j, keys[0], keys[j]);
     for (int j = 0; j < nq; ++j) {
       if (a.softcap > 0.0f) softcap(s[j] + first[j], keys[j] - first[j], a.softcap);
-      softmax_weights(s[j] + first[j], keys[j] - first[j]);
+      softmax_weights(s[j] + first[j], keys[j] - first[j], a.sink);
     }
     for (int c = 0; c < a.head_dim; c += 4 * V::width) {
       vf acc[nq][4];

@@ -124,5 +124,18 @@ void f32_gelu_mul(float* gate, const float* up, int n) {
   }
 }
 
+template <class V>
+void f32_swiglu_oai_mul(float* gate, const float* up, int n) {
+  const auto limit = V::set1(7.0f), neg_limit = V::set1(-7.0f), neg_alpha = V::set1(-1.702f), one = V::set1(1.0f);
+  const auto min = [](typename V::vf a, typename V::vf b) { return V::sub(V::zero(), V::max(V::sub(V::zero(), a), V::sub(V::zero(), b))); };
+  for (int i = 0; i < n; i += V::width) {
+    const auto m = V::first_lanes(n - i);
+    const auto g = min(V::maskz_load(m, gate + i), limit);
+    const auto u = min(V::max(V::maskz_load(m, up + i), neg_limit), limit);
+    const auto glu = V::div(g, V::add(one, V::exp(V::mul(g, neg_alpha))));
+    V::mask_store(gate + i, m, V::mul(glu, V::add(u, one)));
+  }
+}
+
 }  // namespace
 }  // namespace inflight::kernels::cpu

@@ -24,6 +24,7 @@ void set_width_kernels(cpu_kernel_table& t) {
   t.rmsnorm_row = f32_rmsnorm_row<V>;
   t.silu_mul = f32_silu_mul<V>;
   t.gelu_mul = f32_gelu_mul<V>;
+  t.swiglu_oai_mul = f32_swiglu_oai_mul<V>;
   t.weights[int(weight_type::f32)].gemm = f32_typed_gemm<V>;
   t.weights[int(weight_type::f16)].gemm = half_gemm<V, f16_loads<V>>;
   t.weights[int(weight_type::bf16)].gemm = half_gemm<V, bf16_loads<V>>;

@@ -47,6 +47,7 @@ std::shared_ptr<const model_weights> weights_of(const model_config& c, std::uint
     test::edit_values(l.wk, [](float x) { return x * 5.0f; });
     test::edit_values(l.router, [](float x) { return x * 40.0f; });
     for (auto& x : l.shared_expert_gate) x *= 20.0f;
+    for (auto& x : l.attn_sinks) x = 3.0f * x + 1.0f;  // sinks that take a visible share of the softmax
   }
   return std::make_shared<const model_weights>(std::move(*w));
 }
@@ -210,5 +211,32 @@ TEST_CASE("the reference's windows, soft-caps and post-norms change the logits",
   CHECK(differs([](model_weights& m) {
           for (auto& l : m.layers) l.post_ffn_norm.clear();
         }) > 1e-3);
+  CHECK(differs([](model_weights& m) { m.config.activation = mlp_activation::silu; }) > 1e-3);
+}
+
+TEST_CASE("gpt-oss's layers on the cpu backend equal the modelling code", "[backend][moe][gpt-oss]") {
+  // Sinks, q/k/v/o biases, a biased router and biased experts with the clamped SwiGLU,
+  // every second layer windowed, YaRN.
+  auto c = family_config("gpt-oss");
+  c.sliding_window = 5;
+  c.scaling.type = rope_scaling_type::yarn;
+  c.scaling.factor = 4.0f;
+  c.scaling.original_max_position = 8;
+  check_family(c);
+  // Each gpt-oss feature moves the reference's logits.
+  const auto w = weights_of(c, 5);
+  const std::vector<token_id> tokens = {5, 17, 3, 60, 22, 9, 41, 12};
+  const auto base = naive_forward(*w, tokens, true);
+  const auto differs = [&](auto edit) {
+    auto other = std::make_shared<model_weights>(*w);
+    edit(*other);
+    const auto logits = naive_forward(*other, tokens, true);
+    double diff = 0;
+    for (std::size_t i = 0; i < logits.size(); ++i) diff = std::max(diff, std::abs(logits[i] - base[i]));
+    return diff;
+  };
+  CHECK(differs([](model_weights& m) { for (auto& l : m.layers) l.attn_sinks.clear(); }) > 1e-3);
+  CHECK(differs([](model_weights& m) { for (auto& l : m.layers) l.bo.clear(); }) > 1e-3);
+  CHECK(differs([](model_weights& m) { for (auto& l : m.layers) l.down_exps_bias.clear(); }) > 1e-3);
   CHECK(differs([](model_weights& m) { m.config.activation = mlp_activation::silu; }) > 1e-3);
 }

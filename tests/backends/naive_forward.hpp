@@ -102,14 +102,38 @@ inline void norm_and_rope(vec& v, std::size_t offset, const std::vector<float>& 
   }
 }
 
-/// A SwiGLU MLP of `hidden` rows starting at row `first` of each matrix (an expert's).
-inline vec swiglu(const weight_tensor& gate_w, const weight_tensor& up_w, const weight_tensor& down_w, std::size_t first,
-                  std::size_t hidden, const vec& h, std::size_t d) {
+/// act(gate) * up: SiLU, gelu_pytorch_tanh, or gpt-oss's clamped SwiGLU (alpha 1.702, limit 7).
+inline double activate(const model_config& c, double gate, double up) {
+  if (c.activation == mlp_activation::swiglu_oai) {
+    const double g = std::min(gate, 7.0), u = std::clamp(up, -7.0, 7.0);
+    return g / (1.0 + std::exp(-1.702 * g)) * (u + 1.0);
+  }
+  if (c.activation == mlp_activation::silu) return gate / (1.0 + std::exp(-gate)) * up;
+  const double k = std::sqrt(2.0 / 3.141592653589793);
+  return 0.5 * gate * (1.0 + std::tanh(k * (gate + 0.044715 * gate * gate * gate))) * up;
+}
+
+/// The value at `i` of a bias, 0 when there is none.
+inline double bias_at(const std::vector<float>& bias, std::size_t i) { return bias.empty() ? 0.0 : double(bias[i]); }
+
+/// A gated MLP of `hidden` rows starting at row `first` of each matrix (an expert's), with
+/// the experts' biases where the layer has them (gpt-oss).
+inline vec swiglu(const model_config& c, const layer_weights& L, const weight_tensor& gate_w, const weight_tensor& up_w,
+                  const weight_tensor& down_w, std::size_t first, std::size_t hidden, const vec& h, std::size_t d,
+                  bool expert) {
   auto gate = matvec_rows(gate_w, first, h, hidden);
   const auto up = matvec_rows(up_w, first, h, hidden);
-  for (std::size_t i = 0; i < hidden; ++i) gate[i] = gate[i] / (1.0 + std::exp(-gate[i])) * up[i];
+  for (std::size_t i = 0; i < hidden; ++i) {
+    const double g = gate[i] + (expert ? bias_at(L.gate_exps_bias, first + i) : 0.0);
+    const double u = up[i] + (expert ? bias_at(L.up_exps_bias, first + i) : 0.0);
+    gate[i] = activate(c, g, u);
+  }
   // down's rows of this expert: [first / hidden * d, ...)
-  return matvec_rows(down_w, first / hidden * d, gate, d);
+  auto y = matvec_rows(down_w, first / hidden * d, gate, d);
+  if (expert) {
+    for (std::size_t i = 0; i < d; ++i) y[i] += bias_at(L.down_exps_bias, first / hidden * d + i);
+  }
+  return y;
 }
 
 /// The sparse MoE block: softmax over the router's logits, the top k (renormalised when
@@ -118,7 +142,8 @@ inline vec swiglu(const weight_tensor& gate_w, const weight_tensor& up_w, const 
 inline vec moe_block(const layer_weights& L, const model_config& c, const vec& h) {
   const auto d = std::size_t(c.dim), ff = std::size_t(c.moe.expert_hidden_dim);
   const auto num_experts = std::size_t(c.moe.num_experts);
-  const auto logits = matvec(L.router, h, num_experts);
+  auto logits = matvec(L.router, h, num_experts);
+  for (std::size_t e = 0; e < num_experts; ++e) logits[e] += bias_at(L.router_bias, e);
   const double top = *std::max_element(logits.begin(), logits.end());
   vec p(num_experts);
   double sum = 0;
@@ -133,23 +158,16 @@ inline vec moe_block(const layer_weights& L, const model_config& c, const vec& h
   vec out(d, 0.0);
   for (auto e : order) {
     const double weight = c.moe.normalize_weights ? p[e] / chosen : p[e];
-    const auto y = swiglu(L.gate_exps, L.up_exps, L.down_exps, e * ff, ff, h, d);
+    const auto y = swiglu(c, L, L.gate_exps, L.up_exps, L.down_exps, e * ff, ff, h, d, true);
     for (std::size_t i = 0; i < d; ++i) out[i] += weight * y[i];
   }
   if (c.moe.shared_hidden_dim > 0) {
-    auto y = swiglu(L.w_gate, L.w_up, L.w_down, 0, std::size_t(c.moe.shared_hidden_dim), h, d);
+    auto y = swiglu(c, L, L.w_gate, L.w_up, L.w_down, 0, std::size_t(c.moe.shared_hidden_dim), h, d, false);
     double g = 0;
     for (std::size_t i = 0; i < d; ++i) g += double(L.shared_expert_gate[i]) * h[i];
     for (std::size_t i = 0; i < d; ++i) out[i] += y[i] / (1.0 + std::exp(-g));
   }
   return out;
-}
-
-/// act(gate) * up: SiLU, or gelu_pytorch_tanh.
-inline double activate(const model_config& c, double gate, double up) {
-  if (c.activation == mlp_activation::silu) return gate / (1.0 + std::exp(-gate)) * up;
-  const double k = std::sqrt(2.0 / 3.141592653589793);
-  return 0.5 * gate * (1.0 + std::tanh(k * (gate + 0.044715 * gate * gate * gate))) * up;
 }
 
 /// y, or rmsnorm(y) * norm when the layer has that post-norm.
@@ -201,11 +219,17 @@ inline std::vector<vec> naive_hidden_states(const model_weights& w, const std::v
           if (c.attn_softcap > 0.0f) scores[j] = c.attn_softcap * std::tanh(scores[j] / c.attn_softcap);
           max_score = std::max(max_score, scores[j]);
         }
+        // gpt-oss's sink: a logit of the head's own in the softmax's denominator.
+        const double sink = L.attn_sinks.empty() ? -1e300 : double(L.attn_sinks[std::size_t(head)]);
+        max_score = std::max(max_score, sink);
         for (std::size_t j = first; j <= p; ++j) sum += (scores[j] = std::exp(scores[j] - max_score));
+        if (!L.attn_sinks.empty()) sum += std::exp(sink - max_score);
         for (std::size_t j = first; j <= p; ++j)
           for (std::size_t i = 0; i < hd; ++i) attn[head * hd + i] += scores[j] / sum * values[l][j][kvh * hd + i];
       }
-      const auto o = post_norm(matvec(L.wo, attn, d), L.post_attn_norm, c);
+      auto o = matvec(L.wo, attn, d);
+      for (std::size_t i = 0; i < L.bo.size(); ++i) o[i] += L.bo[i];  // gpt-oss's output bias
+      o = post_norm(o, L.post_attn_norm, c);
       for (std::size_t i = 0; i < d; ++i) x[i] += o[i];
       const auto h2 = rmsnorm(x, L.ffn_norm.data(), 0, d, c.norm_eps);
       if (c.moe.enabled()) {

@@ -158,6 +158,20 @@ result<model_weights> make_dummy_weights(const model_config& config, std::uint64
       layer.bv.resize(std::size_t(kv));
       for (auto* b : {&layer.bq, &layer.bk, &layer.bv}) order.push_back({nullptr, b});
     }
+    // gpt-oss: sinks, the output bias, the router's and experts' biases (random, like the others).
+    const auto random_vector = [&](std::vector<float>& v, std::int64_t n) {
+      v.resize(std::size_t(n));
+      order.push_back({nullptr, &v});
+    };
+    if (config.attention_sinks) random_vector(layer.attn_sinks, config.num_heads);
+    if (config.output_bias) random_vector(layer.bo, dim);
+    if (config.expert_biases && config.moe.enabled()) {
+      const std::int64_t e = config.moe.num_experts, ff = config.moe.expert_hidden_dim;
+      random_vector(layer.router_bias, e);
+      random_vector(layer.gate_exps_bias, e * ff);
+      random_vector(layer.up_exps_bias, e * ff);
+      random_vector(layer.down_exps_bias, e * dim);
+    }
   }
   w.final_norm.assign(std::size_t(dim), 1.0f);
   if (!config.tied_embeddings) matrix(w.classifier, vocab, dim, matrix_role::classifier, config.num_layers - 1);

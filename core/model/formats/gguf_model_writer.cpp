@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
+#include <tuple>
 #include <utility>
 
 #include "core/model/gguf/gguf_writer.hpp"
@@ -180,6 +181,18 @@ result<void> add_experts(gguf_writer& w, const layer_weights& l, const std::stri
   for (const auto& [name, matrix] : stacked) {
     if (auto ok = w.try_add_stacked(p + name, *matrix, c.moe.num_experts); !ok) return ok;
   }
+  if (c.expert_biases) {  // gpt-oss: [experts x rows] each, as llama.cpp reads them
+    const std::int64_t e = c.moe.num_experts, ff = c.moe.expert_hidden_dim;
+    if (auto ok = w.try_add_vector(p + "ffn_gate_inp.bias", l.router_bias); !ok) return ok;
+    const std::tuple<const char*, const std::vector<float>*, std::int64_t> biases[] = {
+        {"ffn_gate_exps.bias", &l.gate_exps_bias, ff}, {"ffn_up_exps.bias", &l.up_exps_bias, ff},
+        {"ffn_down_exps.bias", &l.down_exps_bias, c.dim}};
+    for (const auto& [name, values, rows] : biases) {
+      auto matrix = weight_tensor::from_f32(*values, e, rows);
+      if (matrix.empty()) return make_error(errc::invalid_argument, std::string("GGUF writer: ") + name + " has the wrong size");
+      if (auto ok = w.try_add_matrix(p + name, matrix); !ok) return ok;
+    }
+  }
   if (l.w_gate.empty()) return {};
   if (!l.shared_expert_gate.empty()) {
     if (auto ok = w.try_add_vector(p + "ffn_gate_inp_shexp.weight", l.shared_expert_gate); !ok) return ok;
@@ -197,8 +210,9 @@ result<void> add_layer(gguf_writer& w, const layer_weights& l, int i, const mode
   const std::pair<const char*, const std::vector<float>*> vectors[] = {
       {"attn_norm.weight", &l.attn_norm}, {"attn_q.bias", &l.bq},        {"attn_k.bias", &l.bk},
       {"attn_v.bias", &l.bv},             {"attn_q_norm.weight", &l.q_norm}, {"attn_k_norm.weight", &l.k_norm},
-      {"ffn_norm.weight", &l.ffn_norm},   {"post_attention_norm.weight", &l.post_attn_norm},
-      {"post_ffw_norm.weight", &l.post_ffn_norm}};
+      {family_of(c).name == "gpt-oss" ? "post_attention_norm.weight" : "ffn_norm.weight", &l.ffn_norm},
+      {"post_attention_norm.weight", &l.post_attn_norm},
+      {"post_ffw_norm.weight", &l.post_ffn_norm}, {"attn_output.bias", &l.bo}, {"attn_sinks.weight", &l.attn_sinks}};
   for (const auto& [name, values] : vectors) {
     if (values->empty()) continue;
     if (auto ok = w.try_add_vector(p + name, *values); !ok) return ok;
@@ -224,6 +238,13 @@ result<std::string> try_gguf_architecture_of(const model_config& c) {
       !((family.name == "gemma2" && c.num_layers == 46) || (family.name == "gemma3" && c.num_layers == 62))) {
     return make_error(errc::unsupported, "GGUF writer: GGUF files do not carry an attention scale (query_pre_attn_scalar) "
                                          "other than 1 / sqrt(head_dim)");
+  }
+  if (family.sinks_and_biases) {
+    if (!c.moe.enabled() || !c.attention_bias || !c.attention_sinks || !c.output_bias || !c.expert_biases || c.qk_norm) {
+      return make_error(errc::unsupported, "GGUF writer: a gpt-oss model has experts, q/k/v/o biases, sinks and "
+                                           "biased experts, and no q/k norms");
+    }
+    return std::string(family.gguf_architecture);
   }
   if (family.activation != mlp_activation::silu || family.fused_projections) {
     if (c.moe.enabled() || c.attention_bias || c.qk_norm != family.qk_norm) {

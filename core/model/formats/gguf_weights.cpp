@@ -32,6 +32,12 @@ void add_experts(std::vector<gguf_request>& list, const model_config& c, const s
   list.push_back({p + "ffn_gate_exps.weight", {dim, ff, e}, &l.gate_exps, nullptr});
   list.push_back({p + "ffn_up_exps.weight", {dim, ff, e}, &l.up_exps, nullptr});
   list.push_back({p + "ffn_down_exps.weight", {ff, dim, e}, &l.down_exps, nullptr});
+  if (c.expert_biases) {  // gpt-oss: each expert's rows of bias, stacked like its matrices
+    list.push_back({p + "ffn_gate_inp.bias", {e}, nullptr, &l.router_bias});
+    list.push_back({p + "ffn_gate_exps.bias", {ff, e}, nullptr, &l.gate_exps_bias});
+    list.push_back({p + "ffn_up_exps.bias", {ff, e}, nullptr, &l.up_exps_bias});
+    list.push_back({p + "ffn_down_exps.bias", {dim, e}, nullptr, &l.down_exps_bias});
+  }
   if (c.moe.shared_hidden_dim > 0) {
     const std::int64_t shared = c.moe.shared_hidden_dim;
     list.push_back({p + "ffn_gate_inp_shexp.weight", {dim}, nullptr, &l.shared_expert_gate});
@@ -62,8 +68,12 @@ void add_layer(std::vector<gguf_request>& list, const model_config& c, int i, la
     list.push_back({p + "attn_k_norm.weight", {c.head_dim}, nullptr, &l.k_norm});
   }
   list.push_back({p + "attn_output.weight", {q, dim}, &l.wo, nullptr});
+  if (c.output_bias) list.push_back({p + "attn_output.bias", {dim}, nullptr, &l.bo});
+  if (c.attention_sinks) list.push_back({p + "attn_sinks.weight", {c.num_heads}, nullptr, &l.attn_sinks});
   if (c.post_norms) list.push_back({p + "post_attention_norm.weight", {dim}, nullptr, &l.post_attn_norm});
-  list.push_back({p + "ffn_norm.weight", {dim}, nullptr, &l.ffn_norm});
+  // gpt-oss names its pre-MLP norm post_attention_norm (it follows the attention).
+  const char* ffn_norm = family_of(c).name == "gpt-oss" ? "post_attention_norm.weight" : "ffn_norm.weight";
+  list.push_back({p + ffn_norm, {dim}, nullptr, &l.ffn_norm});
   if (c.moe.enabled()) return add_experts(list, c, p, l);
   if (family_of(c).fused_projections) {  // ffn_up holds gate's rows, then up's
     list.push_back({p + "ffn_up.weight", {dim, 2 * hidden}, nullptr, nullptr, {{&l.w_gate, hidden}, {&l.w_up, hidden}}});

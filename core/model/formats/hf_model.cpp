@@ -315,6 +315,11 @@ result<model_config> try_parse_hf_config(std::string_view json_text, const std::
   auto architecture = read_architecture(root, source);
   if (!architecture) return std::unexpected(architecture.error());
   const model_family& family = *find_hf_family(*architecture);
+  if (!family.hf_loadable) {
+    return make_error(errc::unsupported, source + ": " + *architecture +
+                                             " folders (MXFP4 blocks in safetensors) are not supported; load the "
+                                             "model's GGUF file");
+  }
   // Gemma 3's multimodal checkpoints: the text decoder's config.json fields are its
   // text_config, over Gemma3TextConfig's defaults (the published ones omit most).
   json text_config;

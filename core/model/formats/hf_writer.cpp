@@ -214,7 +214,9 @@ result<void> check_writable(const model_weights& weights, tensor_dtype dtype) {
     return make_error(errc::invalid_argument, std::string("cannot write model weights as ") + to_string(dtype));
   }
   const model_family* family = find_hf_family(hf_architecture_of(c));
-  if (family == nullptr) return make_error(errc::invalid_argument, "cannot write architecture '" + c.architecture + "'");
+  if (family == nullptr || !family->hf_loadable) {
+    return make_error(errc::invalid_argument, "cannot write architecture '" + c.architecture + "' as a Hugging Face folder");
+  }
   if (family->moe != c.moe.enabled()) {
     return make_error(errc::invalid_argument, c.architecture + (family->moe ? " needs" : " has no") + " experts");
   }

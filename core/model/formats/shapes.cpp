@@ -161,11 +161,12 @@ result<model_config> try_as_family(model_config config, std::string_view family)
     config.moe.expert_hidden_dim = std::max(32, (config.hidden_dim / 4 + 31) / 32 * 32);
   }
   if (f->shared_expert && config.moe.shared_hidden_dim == 0) config.moe.shared_hidden_dim = config.hidden_dim;
-  if (f->name == "qwen2moe") config.tied_embeddings = false;  // llama.cpp requires its output matrix
+  if (f->name == "qwen2moe" || f->sinks_and_biases) config.tied_embeddings = false;  // llama.cpp requires its output matrix
   if (f->scale_embeddings) config.tied_embeddings = true;      // Gemma's classifier is its embedding
   // Gemma's windows as the released models have them (a shape's context may be shorter).
   if (config.sliding_window == 0 && f->name == "gemma2") config.sliding_window = 4096;
   if (config.sliding_window == 0 && f->name == "gemma3") config.sliding_window = 1024;
+  if (config.sliding_window == 0 && f->name == "gpt-oss") config.sliding_window = 128;
   return try_apply_family(config, *f);
 }
 

@@ -24,6 +24,12 @@ constexpr const char* llama3_pattern =
 constexpr const char* qwen2_pattern =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+// o200k (GPT-4o, gpt-oss): cased words split at their capitals, contractions attached.
+constexpr const char* gpt4o_pattern =
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
+    "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 constexpr const char* gpt2_pattern = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
 /// A pre-tokenizer name: the regexes that split the text, one after the other.
@@ -34,8 +40,9 @@ struct pre_tokenizer_row {
   bool ignores_merges = false;  ///< a whole pre-token found in the vocabulary is one token
 };
 
-constexpr std::array<pre_tokenizer_row, 5> pre_tokenizers{{
+constexpr std::array<pre_tokenizer_row, 6> pre_tokenizers{{
     {{"llama-bpe", "llama3", "llama-v3"}, {llama3_pattern}, false, true},
+    {{"gpt-4o"}, {gpt4o_pattern}, false, false},
     {{"qwen2", "deepseek-r1-qwen"}, {qwen2_pattern}, true, false},
     {{"smollm"}, {"\\p{N}", gpt2_pattern}, false, false},
     {{"gpt-2", "gpt2"}, {gpt2_pattern}, false, false},

@@ -102,12 +102,13 @@ TEST_CASE("families are found by their GGUF and Hugging Face names", "[core][fam
   CHECK(find_gguf_family("llama", true)->name == "mixtral");
   CHECK(find_gguf_family("qwen3moe", true)->hf_architecture == "Qwen3MoeForCausalLM");
   CHECK(find_gguf_family("gemma2", false)->post_norms);
-  CHECK(find_gguf_family("gpt-oss", false) == nullptr);
+  CHECK(find_gguf_family("gpt-oss", true)->sinks_and_biases);
+  CHECK(find_gguf_family("deepseek2", true) == nullptr);
   CHECK(find_hf_family("Phi3ForCausalLM")->fused_projections);
   CHECK(find_hf_family("MistralForCausalLM")->name == "llama");
   CHECK(find_hf_family("Qwen2MoeForCausalLM")->shared_expert);
   CHECK(find_hf_family("GPT2LMHeadModel") == nullptr);
-  CHECK(family_list(&model_family::gguf_architecture) == "llama, qwen2, qwen3, qwen2moe, qwen3moe, gemma, gemma2, gemma3, phi3");
+  CHECK(family_list(&model_family::gguf_architecture) == "llama, qwen2, qwen3, qwen2moe, qwen3moe, gemma, gemma2, gemma3, phi3, gpt-oss");
   model_config c;
   c.architecture = "llama2.c";
   CHECK(family_of(c).name == "llama");
@@ -238,6 +239,19 @@ TEST_CASE("every family's weights go through GGUF and a Hugging Face folder and 
         CHECK(g.layers[i].down_exps == w->layers[i].down_exps);
         CHECK(g.layers[i].wv == w->layers[i].wv);
       }
+    }
+    if (!family.hf_loadable) {  // gpt-oss: GGUF only
+      for (std::size_t i = 0; i < g.layers.size(); ++i) {
+        CHECK(g.layers[i].attn_sinks == w->layers[i].attn_sinks);
+        CHECK(g.layers[i].bo == w->layers[i].bo);
+        CHECK(g.layers[i].router_bias == w->layers[i].router_bias);
+        CHECK(g.layers[i].gate_exps_bias == w->layers[i].gate_exps_bias);
+        CHECK(g.layers[i].up_exps_bias == w->layers[i].up_exps_bias);
+        CHECK(g.layers[i].down_exps_bias == w->layers[i].down_exps_bias);
+        CHECK_FALSE(g.layers[i].attn_sinks.empty());
+      }
+      CHECK_FALSE(write_hf_model_folder(*w, temp_path("gpt-oss_hf"), tensor_dtype::f32, {}).has_value());
+      continue;
     }
     const auto folder = temp_path(std::string(family.name) + "_hf");
     REQUIRE(write_hf_model_folder(*w, folder, tensor_dtype::f32, {}).has_value());

@@ -329,8 +329,8 @@ TEST_CASE("what the GGUF loader does not compute is refused, named", "[core][ggu
   CHECK(windowed.max_seq_len == 128);
   CHECK(windowed.sliding_window == 64);
   CHECK(windowed.layer_windowed(0));
-  CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_string("general.architecture", "gpt-oss"); }, "arch.gguf"),
-             Catch::Contains("architecture 'gpt-oss' is not supported"));
+  CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_string("general.architecture", "deepseek2"); }, "arch.gguf"),
+             Catch::Contains("architecture 'deepseek2' is not supported"));
   CHECK_THAT(refusal_of([](gguf_writer& w) { REQUIRE(w.try_add_vector("blk.0.ffn_gate_exps.weight", std::vector<float>(4)).has_value()); },
                         "extra.gguf"),
              Catch::Contains("tensor 'blk.0.ffn_gate_exps.weight' is not used"));

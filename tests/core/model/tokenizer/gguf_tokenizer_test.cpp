@@ -188,6 +188,7 @@ TEST_CASE("GGUF byte-level vocabularies split digits as their pre-tokenizer says
   CHECK(pieces_of(*make(digit_vocab("qwen2")), "12345 a") == strings{"1", "2", "3", "4", "5", " a"});
   CHECK(pieces_of(*make(digit_vocab("smollm")), "12345 a") == strings{"1", "2", "3", "4", "5", " a"});
   CHECK(pieces_of(*make(digit_vocab("gpt-2")), "12345 a") == strings{"12345", " a"});
+  CHECK(pieces_of(*make(digit_vocab("gpt-4o")), "12345 a") == strings{"123", "45", " a"});
   CHECK(pieces_of(*make(digit_vocab("default")), "12345 a") == strings{"123", "45", " a"});
   const auto tok = make(through_file(digit_vocab("gpt-2"), "digits.gguf"));
   CHECK(tok->encode("1<|end|>", false) == std::vector<token_id>{'1', 262});
