@@ -256,7 +256,7 @@ const std::map<std::string, key_spec>& specs() {
     add("model.weight_dtype", [](auto k) {
       return text(&D::model, &model_settings::weight_dtype,
                   {"auto", "f32", "f16", "bf16", "q8_0", "q4_0", "q5_0", "q4_1", "q5_1", "iq4_nl", "iq4_xs", "q2_k", "q3_k",
-                   "q4_k", "q5_k", "q6_k", "q4_k_m"},
+                   "q4_k", "q5_k", "q6_k", "mxfp4", "q4_k_m"},
                   k);
     });
     add("model.load_mode",

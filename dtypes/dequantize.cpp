@@ -1,5 +1,6 @@
 #include "dtypes/dequantize.hpp"
 
+#include <bit>
 #include <cstring>
 
 #include "dtypes/half.hpp"
@@ -205,6 +206,24 @@ void dequantize_iq4_xs(const std::byte* in, std::int64_t n, float* out) {
   }
 }
 
+float e8m0_half(std::byte e) {
+  const auto bits = std::to_integer<std::uint32_t>(e);
+  // 2^(e - 128) has a normal fp32 exponent field of e - 1 from e = 2 on; below, the
+  // subnormals 2^-128 and 2^-127 are mantissa bits 21 and 22.
+  return std::bit_cast<float>(bits < 2 ? 0x00200000u << bits : (bits - 1) << 23);
+}
+
+void dequantize_mxfp4(const std::byte* in, std::int64_t n, float* out) {
+  for (std::int64_t b = 0; b < n / 32; ++b, in += 17, out += 32) {
+    const float d = e8m0_half(in[0]);
+    for (int i = 0; i < 16; ++i) {
+      const int byte = std::to_integer<int>(in[1 + i]);
+      out[i] = d * float(mxfp4_values[byte & 0xf]);
+      out[i + 16] = d * float(mxfp4_values[byte >> 4]);
+    }
+  }
+}
+
 int q3_k_scale(const std::byte* packed, int j) {
   const int byte = std::to_integer<int>(packed[j % 8]);
   const int low = j < 8 ? byte & 0xf : byte >> 4;
@@ -249,6 +268,7 @@ void dequantize(weight_dtype dtype, const std::byte* in, std::int64_t n, float* 
     case weight_dtype::iq4_xs: dequantize_iq4_xs(in, n, out); break;
     case weight_dtype::q2_k: dequantize_q2_k(in, n, out); break;
     case weight_dtype::q3_k: dequantize_q3_k(in, n, out); break;
+    case weight_dtype::mxfp4: dequantize_mxfp4(in, n, out); break;
   }
 }
 

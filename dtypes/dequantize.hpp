@@ -25,6 +25,12 @@ void dequantize_q4_1(const std::byte* in, std::int64_t n, float* out);
 void dequantize_q5_1(const std::byte* in, std::int64_t n, float* out);
 void dequantize_iq4_nl(const std::byte* in, std::int64_t n, float* out);
 void dequantize_iq4_xs(const std::byte* in, std::int64_t n, float* out);
+void dequantize_mxfp4(const std::byte* in, std::int64_t n, float* out);
+
+/// An mxfp4 block's scale: its e8m0 exponent byte e (2^(e - 127)) halved, 2^(e - 128),
+/// exact for every e (0 and 1 give fp32 subnormals). e = 255, NaN in the OCP MX format,
+/// is read as 2^127, as ggml reads it.
+float e8m0_half(std::byte e);
 
 /// Sub-block j's 6-bit scale and min (0..63) of a q4_k / q5_k super-block, from its 12
 /// packed scale bytes.

@@ -30,6 +30,7 @@ constexpr std::array<dtype_row, num_weight_dtypes> dtype_table{{
     {weight_dtype::iq4_xs, "iq4_xs", {256, 136}},
     {weight_dtype::q2_k, "q2_k", {256, 84}},
     {weight_dtype::q3_k, "q3_k", {256, 110}},
+    {weight_dtype::mxfp4, "mxfp4", {32, 17}},
 }};
 
 const dtype_row& row_of(weight_dtype dtype) { return dtype_table[std::size_t(dtype)]; }

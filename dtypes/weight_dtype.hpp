@@ -25,6 +25,8 @@
 ///   q3_k  256 values: 32 bytes of third bits, 64 bytes of 2-bit levels as q2_k's, 12 bytes
 ///                    of 6-bit sub-block scales, fp16 d; 16 sub-blocks of 16
 ///                                                             x = d * (sc - 32) * (q - 4)
+///   mxfp4 32 values: an e8m0 exponent byte e, 16 bytes of nibbles as q4_0
+///                                                             x = 2^(e - 128) * mxfp4_values[q]
 ///
 /// A row of a matrix is a whole number of blocks.
 
@@ -36,13 +38,18 @@
 namespace inflight {
 
 enum class weight_dtype : std::uint8_t {
-  f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, q5_0, q4_1, q5_1, iq4_nl, iq4_xs, q2_k, q3_k
+  f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, q5_0, q4_1, q5_1, iq4_nl, iq4_xs, q2_k, q3_k, mxfp4
 };
-inline constexpr int num_weight_dtypes = 15;
+inline constexpr int num_weight_dtypes = 16;
 
 /// The 16 levels of the iq4 types' nibbles (GGUF's non-linear codebook).
 inline constexpr std::int8_t iq4_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                                1,    13,   25,  38,  53,  69,  89,  113};
+
+/// The 16 levels of mxfp4's nibbles: the FP4 (E2M1) values 0, 0.5, 1, 1.5, 2, 3, 4, 6 and
+/// their negatives, doubled so they are integers (GGUF's kvalues_mxfp4); the block's
+/// scale 2^(e - 127) is halved to match, hence 2^(e - 128).
+inline constexpr std::int8_t mxfp4_values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 /// Values and bytes of one block (1 value for the float types).
 struct dtype_layout {
@@ -52,7 +59,7 @@ struct dtype_layout {
 
 dtype_layout layout_of(weight_dtype dtype);
 /// "f32" | "f16" | "bf16" | "q8_0" | "q4_0" | "q4_k" | "q5_k" | "q6_k" | "q5_0" | "q4_1" | "q5_1" |
-/// "iq4_nl" | "iq4_xs" | "q2_k" | "q3_k".
+/// "iq4_nl" | "iq4_xs" | "q2_k" | "q3_k" | "mxfp4".
 const char* to_string(weight_dtype dtype);
 /// The names to_string gives, as "f32 | f16 | ..." for error messages.
 std::string weight_dtype_names();

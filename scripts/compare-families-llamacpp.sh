@@ -86,6 +86,7 @@ row gemma2 "post-norms, soft-caps 50 / 30, a 32-key window on every second layer
 row gemma3 "q/k norms, a 32-key window on 5 of 6 layers (base 10000), linear x8 on the global one" gemma3 --family gemma3 --sliding-window 32 --rope-scaling linear:8
 row phi3 "fused attn_qkv and gate/up rows" phi3 --family phi3
 row phi3-longrope "+ LongRoPE over 64 original positions (drawn factors), 36 of 48 dimensions rotated" phi3 --family phi3 --rope-scaling longrope:64 --rope-dims 36
+row gpt-oss "sinks, q/k/v/o biases, 8 biased experts of 192 (top 2), clamped SwiGLU, a 32-key window on every second layer" gpt-oss --family gpt-oss --sliding-window 32
 # Control: inflight's distributions of one seed against llama.cpp on another's.
 c="$work/control"
 "$bin" make-model --shape bench-20M --format gguf --tokenizer "$tokenizer" --max-seq-len 512 --family qwen3moe \

@@ -12,7 +12,9 @@
 #   scripts/compare-quality-llamacpp.sh PEER_DIR [TYPES] [CTX]
 #
 # TYPES: comma-separated llama-quantize names (default
-# F16,BF16,Q8_0,Q4_0,Q4_1,Q5_0,Q5_1,IQ4_NL,IQ4_XS,Q2_K,Q3_K_S,Q3_K_M,Q4_K_M,Q5_K_M,Q6_K).
+# F16,BF16,Q8_0,Q4_0,Q4_1,Q5_0,Q5_1,IQ4_NL,IQ4_XS,MXFP4,Q2_K,Q3_K_S,Q3_K_M,Q4_K_M,Q5_K_M,Q6_K).
+# MXFP4 is llama-quantize's MXFP4_MOE with --pure: its own mix puts MXFP4 only in expert
+# tensors (Q8_0 elsewhere), and these models have none.
 # CTX: tokens per chunk (default 128, stories260K's context). The text is TEXT (default
 # tests/data/stories.txt). Uses build/bin/inflight (override with INFLIGHT_BIN); writes
 # under /tmp. Prints one table.
@@ -28,7 +30,7 @@ set -euo pipefail
 peer=${1:?usage: $0 PEER_DIR [TYPES] [CTX]}
 model=${MODEL:-stories260K}
 case "$model" in
-  stories260K) default_types=F16,BF16,Q8_0,Q4_0,Q4_1,Q5_0,Q5_1,IQ4_NL,IQ4_XS,Q2_K,Q3_K_S,Q3_K_M,Q4_K_M,Q5_K_M,Q6_K
+  stories260K) default_types=F16,BF16,Q8_0,Q4_0,Q4_1,Q5_0,Q5_1,IQ4_NL,IQ4_XS,MXFP4,Q2_K,Q3_K_S,Q3_K_M,Q4_K_M,Q5_K_M,Q6_K
     chunks=${CHUNKS:-0} ;;
   bench-110M) default_types=Q2_K,Q3_K_S,Q3_K_M,IQ4_XS chunks=${CHUNKS:-8} ;;
   *) echo "compare-quality: MODEL is stories260K or bench-110M" >&2; exit 2 ;;
@@ -91,8 +93,10 @@ echo "| type | tensors | file | PPL llama.cpp | PPL inflight | mean KL llama.cpp
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for type in "${types[@]}"; do
   q="$work/$type.gguf"
-  "$peer/bin/llama-quantize" "${quantize_args[@]}" "$work/f32.gguf" "$q" "$type" >"$work/quantize.$type.log" 2>&1 ||
-    { tail -20 "$work/quantize.$type.log" >&2; exit 1; }
+  options=() name=$type  # llama-quantize's name for TYPE, and its options
+  [ "$type" = MXFP4 ] && options=(--pure) name=MXFP4_MOE
+  "$peer/bin/llama-quantize" "${quantize_args[@]}" "${options[@]}" "$work/f32.gguf" "$q" "$name" \
+    >"$work/quantize.$type.log" 2>&1 || { tail -20 "$work/quantize.$type.log" >&2; exit 1; }
   perplexity "$work/llamacpp.$type.log" "Same top p:" -m "$q" -c "$ctx" -t "$threads" "${chunk_args[@]}" \
     --kl-divergence-base "$work/base.kld" --kl-divergence
   # A file with a tensor type inflight does not read is a row that says so (its error

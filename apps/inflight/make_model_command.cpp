@@ -13,6 +13,7 @@
 #include "core/model/formats/shapes.hpp"
 #include "core/model/model_family.hpp"
 #include "core/model/tokenizer/llama2c_tokenizer.hpp"
+#include "dtypes/weight_dtype.hpp"
 
 namespace inflight::app {
 namespace {
@@ -217,8 +218,8 @@ void add_make_model_command(CLI::App& app) {
       ->check(CLI::IsMember({"llama2c", "hf", "gguf"}))
       ->capture_default_str();
   cmd->add_option("--dtype", o->dtype,
-                  "matrix type: hf f32 | bf16 | f16; gguf also q8_0 | q4_0 | q4_k | q5_k | q6_k | q4_k_m "
-                  "(rows that are not whole blocks fall back as llama-quantize does)")
+                  "matrix type: hf f32 | bf16 | f16; gguf any of " + weight_dtype_names() +
+                      " | q4_k_m (rows that are not whole blocks fall back as llama-quantize does)")
       ->capture_default_str();
   cmd->add_option("--tokenizer", o->tokenizer,
                   "gguf: the llama2.c tokenizer.bin to embed (default: one next to --from, else byte-level)")

@@ -99,9 +99,10 @@ void gemm_bf16(const typed_gemm_args& a, int row_begin, int row_end) {
   });
 }
 
-/// The 32-value block products: `value(block, i)` is the weight's quantized value i.
-template <int block_bytes, class Value>
-float dot_blocks32(const std::byte* w, const std::byte* x, int k, Value value) {
+/// The 32-value block products: `value(block, i)` is the weight's quantized value i,
+/// `scale(block)` its scale (an fp16 at the block's start but for mxfp4's exponent byte).
+template <int block_bytes, class Value, class Scale = float (*)(const std::byte*)>
+float dot_blocks32(const std::byte* w, const std::byte* x, int k, Value value, Scale scale = load_half) {
   const auto* xq = reinterpret_cast<const std::int8_t*>(x);
   const std::byte* dx = x + prepared_scales_offset(k);
   float acc = 0.0f;
@@ -111,7 +112,7 @@ float dot_blocks32(const std::byte* w, const std::byte* x, int k, Value value) {
     for (int i = 0; i < 32; ++i) isum += value(block, i) * xq[32 * b + i];
     float d;
     std::memcpy(&d, dx + 4 * b, sizeof(d));
-    acc += float(isum) * (load_half(block) * d);
+    acc += float(isum) * (scale(block) * d);
   }
   return acc;
 }
@@ -179,6 +180,21 @@ void gemm_iq4_nl(const typed_gemm_args& a, int row_begin, int row_end) {
               [&](const std::byte* w, const std::byte* x) { return dot_blocks32<18>(w, x, a.k, iq4_nl_value); });
 }
 
+/// Value i of an mxfp4 block: the doubled FP4 level its nibble (as q4_0's, after the
+/// exponent byte) names; the block's scale is 2^(e - 128).
+int mxfp4_value(const std::byte* block, int i) {
+  const int byte = std::to_integer<int>(block[1 + i % 16]);
+  return mxfp4_values[i < 16 ? byte & 0xf : byte >> 4];
+}
+
+float mxfp4_scale(const std::byte* block) { return e8m0_half(block[0]); }
+
+void gemm_mxfp4(const typed_gemm_args& a, int row_begin, int row_end) {
+  for_outputs(a, row_begin, row_end, [&](const std::byte* w, const std::byte* x) {
+    return dot_blocks32<17>(w, x, a.k, mxfp4_value, mxfp4_scale);
+  });
+}
+
 void gemm_q4_1(const typed_gemm_args& a, int row_begin, int row_end) {
   for_outputs(a, row_begin, row_end,
               [&](const std::byte* w, const std::byte* x) { return dot_affine32<20>(w, x, a.k, q4_1_value); });
@@ -231,6 +247,7 @@ void add_portable_quant_kernels(cpu_kernel_table& t) {
   t.weights[int(weight_type::q4_1)] = {gemm_q4_1, dequantize_q4_1};
   t.weights[int(weight_type::q5_1)] = {gemm_q5_1, dequantize_q5_1};
   t.weights[int(weight_type::iq4_nl)] = {gemm_iq4_nl, dequantize_iq4_nl};
+  t.weights[int(weight_type::mxfp4)] = {gemm_mxfp4, dequantize_mxfp4};
   t.prepare[int(input_format::bf16)] = prepare_bf16;
   t.prepare[int(input_format::q8_0)] = prepare_q8_0;
   t.prepare[int(input_format::q8_k)] = prepare_q8_k;

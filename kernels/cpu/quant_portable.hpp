@@ -10,10 +10,10 @@
 
 namespace inflight::kernels::cpu {
 
-/// Fills t's entries for f16, bf16, q8_0, q4_0, q5_0, q4_1, q5_1, iq4_nl, iq4_xs, q2_k,
-/// q3_k, q4_k, q5_k, q6_k (the vector tables keep these for the types they do not
-/// vectorize: q4_1, q5_1, iq4_nl, iq4_xs), the input formats bf16, q8_0, q8_k and the KV
-/// types f16, bf16.
+/// Fills t's entries for f16, bf16, q8_0, q4_0, q5_0, q4_1, q5_1, iq4_nl, iq4_xs, mxfp4,
+/// q2_k, q3_k, q4_k, q5_k, q6_k (the vector tables keep these for the types they do not
+/// vectorize: q4_1, q5_1, iq4_nl, iq4_xs, mxfp4), the input formats bf16, q8_0, q8_k and
+/// the KV types f16, bf16.
 void add_portable_quant_kernels(cpu_kernel_table& t);
 
 }  // namespace inflight::kernels::cpu

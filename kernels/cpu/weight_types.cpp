@@ -8,6 +8,7 @@ constexpr input_format input_table[num_weight_types] = {
     input_format::f32,  input_format::f32,  input_format::bf16, input_format::q8_0, input_format::q8_0,
     input_format::q8_k, input_format::q8_k, input_format::q8_k, input_format::q8_0, input_format::q8_0,
     input_format::q8_0, input_format::q8_0, input_format::q8_k, input_format::q8_k, input_format::q8_k,
+    input_format::q8_0,
 };
 
 std::int64_t align64(std::int64_t bytes) { return (bytes + 63) / 64 * 64; }

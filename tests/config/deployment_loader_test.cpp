@@ -152,7 +152,7 @@ TEST_CASE("model.weight_dtype and engine.kv_dtype default to auto and take the l
   REQUIRE(set.has_value());
   CHECK(set->model.weight_dtype == "q4_k_m");
   CHECK(set->engine.kv_dtype == "bf16");
-  for (const char* low_bits : {"q2_k", "q3_k"}) {
+  for (const char* low_bits : {"q2_k", "q3_k", "mxfp4"}) {
     auto k = parse_deployment(std::string("[model]\nweight_dtype = \"") + low_bits + "\"\n");
     REQUIRE(k.has_value());
     CHECK(k->model.weight_dtype == low_bits);

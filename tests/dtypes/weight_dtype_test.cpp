@@ -12,8 +12,14 @@ TEST_CASE("weight dtypes: names round-trip and block layouts match GGUF's", "[dt
   CHECK(try_parse_weight_dtype("Q4_K") == weight_dtype::q4_k);
   CHECK(try_parse_weight_dtype("Q3_K") == weight_dtype::q3_k);
   CHECK_FALSE(try_parse_weight_dtype("q3_k_m").has_value());
+  CHECK(try_parse_weight_dtype("MXFP4") == weight_dtype::mxfp4);
+  CHECK_FALSE(try_parse_weight_dtype("mxfp4_moe").has_value());
   CHECK(weight_dtype_names() ==
-        "f32 | f16 | bf16 | q8_0 | q4_0 | q4_k | q5_k | q6_k | q5_0 | q4_1 | q5_1 | iq4_nl | iq4_xs | q2_k | q3_k");
+        "f32 | f16 | bf16 | q8_0 | q4_0 | q4_k | q5_k | q6_k | q5_0 | q4_1 | q5_1 | iq4_nl | iq4_xs | q2_k | q3_k | mxfp4");
+  CHECK(row_bytes(weight_dtype::mxfp4, 64) == 2 * 17);  // block_mxfp4: e, qs[16]
+  CHECK(fits_blocks(weight_dtype::mxfp4, 2880));       // gpt-oss's hidden size
+  CHECK_FALSE(fits_blocks(weight_dtype::mxfp4, 172));
+  CHECK(is_quantized(weight_dtype::mxfp4));
   CHECK(row_bytes(weight_dtype::q2_k, 512) == 2 * 84);
   CHECK(row_bytes(weight_dtype::q3_k, 256) == 110);
   CHECK_FALSE(fits_blocks(weight_dtype::q2_k, 128));

@@ -3,6 +3,7 @@
 // same bits whatever else is computed with it.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -201,6 +202,25 @@ TEST_CASE("rmsnorm and silu rows of every table equal their formulas", "[kernels
   }
 }
 
+TEST_CASE("gpt-oss's clamped SwiGLU rows of every table equal the formula", "[kernels]") {
+  std::mt19937 rng(4);
+  for (auto isa : runnable_isas()) {
+    const auto& k = kernels_for(isa);
+    // Both sides of both clamps, and large negative gates (the sigmoid's tail).
+    std::vector<float> gate = random_vector(200, rng, 12.0f), up = random_vector(200, rng, 12.0f);
+    gate[0] = -120.0f, gate[1] = 120.0f, gate[2] = 7.0f, gate[3] = 6.99f, up[4] = -7.5f, up[5] = 7.5f;
+    auto got = gate;
+    k.swiglu_oai_mul(got.data(), up.data(), int(got.size()));
+    for (std::size_t i = 0; i < gate.size(); ++i) {
+      const double g = std::min(double(gate[i]), 7.0), u = std::clamp(double(up[i]), -7.0, 7.0);
+      const double expected = g / (1.0 + std::exp(-1.702 * g)) * (u + 1.0);
+      INFO(to_string(isa) << " gate " << gate[i] << " up " << up[i]);
+      CHECK(std::isfinite(got[i]));
+      CHECK(got[i] == Approx(expected).epsilon(2e-5).margin(1e-30));
+    }
+  }
+}
+
 TEST_CASE("attention with a sliding window and soft-capped scores equals the naive formula", "[kernels][attention]") {
   std::mt19937 rng(19);
   const int block_size = 4, num_blocks = 16, head_dim = 40;
@@ -210,6 +230,7 @@ TEST_CASE("attention with a sliding window and soft-capped scores equals the nai
   for (auto isa : runnable_isas()) {
     for (int window : {0, 1, 3, 4, 7, 40}) {
       for (float softcap : {0.0f, 0.8f}) {
+       for (float sink : {-INFINITY, 0.5f, 6.0f}) {  // none, one among the scores, one above them all
         const int num_keys = 20, n = 9;  // queries at positions 19..27
         const auto q = random_vector(std::size_t(n) * head_dim, rng, 3.0f);  // scores large enough for the cap to bite
         std::vector<float> scores(std::size_t(attention_tile) * (num_keys + n)), out(std::size_t(n) * head_dim);
@@ -226,6 +247,7 @@ TEST_CASE("attention with a sliding window and soft-capped scores equals the nai
         a.scale = 0.3f;
         a.window = window;
         a.softcap = softcap;
+        a.sink = sink;
         a.scores = scores.data();
         a.out = out.data();
         kernels_for(isa).attention(a);
@@ -241,14 +263,18 @@ TEST_CASE("attention with a sliding window and soft-capped scores equals the nai
             if (softcap > 0) w[p] = softcap * std::tanh(w[p] / softcap);
             max_w = std::max(max_w, w[p]);
           }
+          max_w = std::max(max_w, double(sink));
           for (int p = first; p < last; ++p) sum += (w[p] = std::exp(w[p] - max_w));
+          if (sink > -INFINITY) sum += std::exp(sink - max_w);
           for (int i = 0; i < head_dim; ++i) {
             double expected = 0.0;
             for (int p = first; p < last; ++p) expected += w[p] / sum * v_cache[row(p) + i];
-            INFO(to_string(isa) << " window " << window << " softcap " << softcap << " query " << j << " i " << i);
+            INFO(to_string(isa) << " window " << window << " softcap " << softcap << " sink " << sink << " query "
+                                << j << " i " << i);
             CHECK(out[std::size_t(j) * head_dim + i] == Approx(expected).margin(2e-5));
           }
         }
+       }
       }
     }
   }

@@ -78,7 +78,8 @@ inline const std::vector<kc::weight_type>& typed_weight_types() {
                                                      kc::weight_type::q6_k, kc::weight_type::q5_0,
                                                      kc::weight_type::q4_1, kc::weight_type::q5_1,
                                                      kc::weight_type::iq4_nl, kc::weight_type::iq4_xs,
-                                                     kc::weight_type::q2_k, kc::weight_type::q3_k};
+                                                     kc::weight_type::q2_k, kc::weight_type::q3_k,
+                                                     kc::weight_type::mxfp4};
   return types;
 }
 

@@ -25,6 +25,10 @@ const model_types mixed = {weight_type::q4_0, weight_type::q8_0, weight_type::q5
 const model_types low_bits = {weight_type::q3_k, weight_type::q3_k, weight_type::q4_k, weight_type::q4_k,
                               weight_type::q3_k, weight_type::q3_k, weight_type::q2_k, weight_type::q3_k,
                               weight_type::q6_k};
+// llama-quantize's MXFP4_MOE on gpt-oss: the MLP (there, its experts) in mxfp4, the rest q8_0.
+const model_types mxfp4_mlp = {weight_type::q8_0,  weight_type::q8_0,  weight_type::q8_0,
+                               weight_type::q8_0,  weight_type::mxfp4, weight_type::mxfp4,
+                               weight_type::mxfp4, weight_type::q8_0,  weight_type::q8_0};
 
 const std::vector<step_seq> first_step = {{{1, 5, 9, 2, 7}, 0, {3, 0}}, {{4, 4, 8}, 0, {5, 1}}};
 const std::vector<step_seq> second_step = {{{11}, 5, {3, 0}}, {{12, 13, 14, 15}, 3, {5, 1}}};
@@ -67,7 +71,7 @@ TEST_CASE("a model of mixed quantized types: the fused pass is close to the refe
     double tolerance;
   };
   for (const auto& [types, tolerance] :
-       {model_case{mixed, 0.03}, model_case{low_bits, 0.05},
+       {model_case{mixed, 0.03}, model_case{low_bits, 0.05}, model_case{mxfp4_mlp, 0.03},
         model_case{inflight::test::all_of(weight_type::f16), 1e-4},
         model_case{inflight::test::all_of(weight_type::bf16), 0.03}}) {
     typed_model m(types, kv_type::f32);
@@ -76,7 +80,7 @@ TEST_CASE("a model of mixed quantized types: the fused pass is close to the refe
       forward_options o;
       o.kernels = &kernels_for(isa);
       o.num_threads = 2;
-      INFO(to_string(isa) << " wq " << to_string(types.wq));
+      INFO(to_string(isa) << " wq " << to_string(types.wq) << " w_up " << to_string(types.w_up));
       check_close(two_steps(m, o), ref, tolerance);
     }
   }

@@ -89,8 +89,9 @@ std::uint32_t file_type_of(const model_weights& w) {
     }
   }
   const auto most = weight_dtype(std::max_element(counts.begin(), counts.end()) - counts.begin());
-  // LLAMA_FTYPE_MOSTLY_* in weight_dtype's order (q4_k, q5_k: their _M mixes; q3_k: Q3_K_S).
-  constexpr std::array<std::uint32_t, num_weight_dtypes> ftypes{0, 1, 32, 7, 2, 15, 17, 18, 8, 3, 9, 25, 30, 10, 11};
+  // LLAMA_FTYPE_MOSTLY_* in weight_dtype's order (q4_k, q5_k: their _M mixes; q3_k: Q3_K_S;
+  // mxfp4: MXFP4_MOE).
+  constexpr std::array<std::uint32_t, num_weight_dtypes> ftypes{0, 1, 32, 7, 2, 15, 17, 18, 8, 3, 9, 25, 30, 10, 11, 38};
   return ftypes[std::size_t(most)];
 }
 

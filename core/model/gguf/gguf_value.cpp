@@ -47,7 +47,7 @@ constexpr std::array<ggml_dtype_row, num_weight_dtypes> ggml_dtypes{{
     {0, weight_dtype::f32},   {1, weight_dtype::f16},   {30, weight_dtype::bf16}, {8, weight_dtype::q8_0},
     {2, weight_dtype::q4_0},  {12, weight_dtype::q4_k}, {13, weight_dtype::q5_k}, {14, weight_dtype::q6_k},
     {6, weight_dtype::q5_0},  {3, weight_dtype::q4_1},  {7, weight_dtype::q5_1}, {20, weight_dtype::iq4_nl},
-    {23, weight_dtype::iq4_xs}, {10, weight_dtype::q2_k}, {11, weight_dtype::q3_k},
+    {23, weight_dtype::iq4_xs}, {10, weight_dtype::q2_k}, {11, weight_dtype::q3_k}, {39, weight_dtype::mxfp4},
 }};
 
 /// The value of a fixed-size element in its type's terms, zero-extended.

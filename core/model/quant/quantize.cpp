@@ -212,6 +212,7 @@ result<void> quantize_row(weight_dtype dtype, const float* x, std::int64_t n, st
     case weight_dtype::q6_k: quantize_q6_k(x, n, out); break;
     case weight_dtype::q2_k: quantize_q2_k(x, n, out); break;
     case weight_dtype::q3_k: quantize_q3_k(x, n, out); break;
+    case weight_dtype::mxfp4: quantize_mxfp4(x, n, out); break;
   }
   return {};
 }

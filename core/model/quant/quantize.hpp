@@ -5,7 +5,8 @@
 ///
 /// Dequantization reads blocks written by llama.cpp byte for byte. Quantization is our
 /// own: a per-block scale search that minimizes a weighted squared error (weights
-/// rms(block) + |x|, which favours the large values that dominate a dot product).
+/// rms(block) + |x|, which favours the large values that dominate a dot product); q4_1,
+/// q5_1 and mxfp4 follow ggml's rules instead (mxfp4's blocks are llama-quantize's).
 
 #include <cstddef>
 #include <cstdint>
@@ -34,5 +35,6 @@ void quantize_q5_k(const float* x, std::int64_t n, std::byte* out);
 void quantize_q6_k(const float* x, std::int64_t n, std::byte* out);
 void quantize_q2_k(const float* x, std::int64_t n, std::byte* out);
 void quantize_q3_k(const float* x, std::int64_t n, std::byte* out);
+void quantize_mxfp4(const float* x, std::int64_t n, std::byte* out);
 
 }  // namespace inflight

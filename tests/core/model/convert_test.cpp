@@ -82,6 +82,8 @@ TEST_CASE("quant recipes: widths that are not whole blocks fall back as llama-qu
   CHECK(fallback_for(weight_dtype::q2_k, 172) == weight_dtype::f16);
   CHECK(fallback_for(weight_dtype::q6_k, 172) == weight_dtype::f16);  // stories260K's FFN width
   CHECK(fallback_for(weight_dtype::q4_0, 64) == weight_dtype::q4_0);
+  CHECK(fallback_for(weight_dtype::mxfp4, 64) == weight_dtype::mxfp4);
+  CHECK(fallback_for(weight_dtype::mxfp4, 172) == weight_dtype::f16);  // as every 32-value type's
   CHECK(fallback_for(weight_dtype::bf16, 172) == weight_dtype::bf16);
   auto t = weight_tensor::from_f32(std::vector<float>(2 * 172, 1.0f), 2, 172);
   auto refused = try_convert(t, weight_dtype::q8_0);

@@ -204,7 +204,7 @@ TEST_CASE("quantized matrices are written and loaded in their own types, as view
   CHECK(weight_dtypes_of(g.weights) == weight_dtypes_of(w));
   // general.file_type: llama.cpp's LLAMA_FTYPE_MOSTLY_* of the layers' type.
   const std::pair<const char*, int> types[] = {{"q8_0", 7}, {"q4_0", 2}, {"q5_k", 17}, {"q6_k", 18}, {"q2_k", 10},
-                                               {"q3_k", 11}, {"q4_1", 3}, {"bf16", 32}, {"f16", 1}};
+                                               {"q3_k", 11}, {"q4_1", 3}, {"mxfp4", 38}, {"bf16", 32}, {"f16", 1}};
   for (const auto& [type, file_type] : types) {
     auto pure = try_parse_recipe(type);
     REQUIRE(pure.has_value());

@@ -79,6 +79,7 @@ TEST_CASE("the GGUF type ids are llama.cpp's", "[core][gguf]") {
   CHECK(ggml_type_of(weight_dtype::iq4_xs) == 23);
   CHECK(ggml_type_of(weight_dtype::q2_k) == 10);
   CHECK(ggml_type_of(weight_dtype::q3_k) == 11);
+  CHECK(ggml_type_of(weight_dtype::mxfp4) == 39);
   CHECK(ggml_type_of(weight_dtype::q8_0) == 8);
   CHECK(ggml_type_of(weight_dtype::q4_k) == 12);
   CHECK(ggml_type_of(weight_dtype::q5_k) == 13);
@@ -90,6 +91,8 @@ TEST_CASE("the GGUF type ids are llama.cpp's", "[core][gguf]") {
   CHECK(weight_dtype_of_ggml(16) == std::nullopt);  // IQ2_XXS
   CHECK(ggml_type_name(23) == "IQ4_XS");
   CHECK(ggml_type_name(11) == "Q3_K");
+  CHECK(ggml_type_name(39) == "MXFP4");
+  CHECK(weight_dtype_of_ggml(39) == weight_dtype::mxfp4);
   CHECK(ggml_type_name(1000) == "type 1000");
 }
 

@@ -271,6 +271,109 @@ TEST_CASE("q2_k and q3_k keep values that lie on their grids exactly", "[core][q
   }
 }
 
+TEST_CASE("e8m0 scales: 2^(e - 128) for every exponent byte, subnormals and the largest included", "[core][quant]") {
+  for (int e = 0; e < 256; ++e) {
+    INFO("e = " << e);
+    CHECK(e8m0_half(std::byte(e)) == std::ldexp(1.0f, e - 128));
+  }
+  CHECK(e8m0_half(std::byte(0)) == 0x1p-128f);  // an fp32 subnormal, not 0
+  CHECK(e8m0_half(std::byte(127)) == 0.5f);
+  CHECK(e8m0_half(std::byte(255)) == 0x1p127f);
+}
+
+TEST_CASE("dequantization of hand-built mxfp4 blocks: exponent byte, both nibbles, signs, extreme exponents",
+          "[core][quant]") {
+  // e = 127: 2^(127 - 128) = 0.5, so a level is FP4's own value (levels are doubled) | 16
+  // nibble bytes as q4_0's: value i in the low nibble of byte 1 + i, value i + 16 in its high one.
+  auto b = bytes({127}, 17);
+  b[1 + 0] = std::byte(0xf7);   // value 0: nibble 7 (12 -> 6.0), value 16: nibble 15 (-12 -> -6.0)
+  b[1 + 3] = std::byte(0x91);   // value 3: nibble 1 (1 -> 0.5), value 19: nibble 9 (-1 -> -0.5)
+  b[1 + 15] = std::byte(0x5c);  // value 15: nibble 12 (-4 -> -2.0), value 31: nibble 5 (6 -> 3.0)
+  b[1 + 7] = std::byte(0x08);   // value 7: nibble 8 (-0: 0), value 23: nibble 0 (0)
+  const auto v = dequantized(weight_dtype::mxfp4, b, 32);
+  CHECK(v[0] == 6.0f);
+  CHECK(v[16] == -6.0f);
+  CHECK(v[3] == 0.5f);
+  CHECK(v[19] == -0.5f);
+  CHECK(v[15] == -2.0f);
+  CHECK(v[31] == 3.0f);
+  CHECK(v[7] == 0.0f);
+  CHECK(v[23] == 0.0f);
+  CHECK(v[1] == 0.0f);  // nibble 0
+  // Every level, through each half of the byte.
+  for (int q = 0; q < 16; ++q) {
+    b[1 + 10] = std::byte(q | (15 - q) << 4);
+    const auto w = dequantized(weight_dtype::mxfp4, b, 32);
+    CHECK(w[10] == 0.5f * float(mxfp4_values[q]));
+    CHECK(w[26] == 0.5f * float(mxfp4_values[15 - q]));
+  }
+  // A second block's own exponent: e = 0 (2^-128, subnormal) and e = 200 (2^72).
+  auto two = bytes({0, 0x27}, 34);  // block 0: value 0 nibble 7 (12), value 16 nibble 2 (2)
+  two[17] = std::byte(200);
+  two[18 + 0] = std::byte(0xe6);  // block 1: value 0 nibble 6 (8), value 16 nibble 14 (-8)
+  const auto t = dequantized(weight_dtype::mxfp4, two, 64);
+  CHECK(t[0] == 12.0f * 0x1p-128f);
+  CHECK(t[16] == 0x1p-127f);
+  CHECK(t[32] == 0x1p75f);   // 8 * 2^72
+  CHECK(t[48] == -0x1p75f);
+  CHECK(t[33] == 0.0f);
+}
+
+TEST_CASE("mxfp4 quantization is ggml's rule: the exponent from the largest |x|, the nearest level, ties low",
+          "[core][quant]") {
+  const auto quantized = [](const std::vector<float>& x) {
+    std::vector<std::byte> q(std::size_t(row_bytes(weight_dtype::mxfp4, std::int64_t(x.size()))));
+    REQUIRE(quantize_row(weight_dtype::mxfp4, x.data(), std::int64_t(x.size()), q.data()).has_value());
+    return q;
+  };
+  const auto nibble = [](const std::vector<std::byte>& q, int i) {
+    const int byte = std::to_integer<int>(q[1 + i % 16]);
+    return i < 16 ? byte & 0xf : byte >> 4;
+  };
+  // largest |x| 3.0: floor(log2 3) = 1, e = 1 - 2 + 127 = 126, d = 2^-2; every value on
+  // the grid of 0.25 * levels comes back exactly.
+  std::vector<float> x(32, 0.0f);
+  for (int q = 0; q < 16; ++q) x[std::size_t(2 * q)] = 0.25f * float(mxfp4_values[q]);
+  auto q = quantized(x);
+  CHECK(std::to_integer<int>(q[0]) == 126);
+  CHECK(dequantized(weight_dtype::mxfp4, q, 32) == x);
+  for (int k = 0; k < 16; ++k) CHECK(nibble(q, 2 * k) == (k == 8 ? 0 : k));  // level 0 is nibble 0
+  // Ties go to the first nibble of equal error: 0 over -0 (8), 4 over 6 at 5, -4 over -6 at -5.
+  x.assign(32, 0.0f);
+  x[0] = 3.0f, x[1] = 1.25f, x[2] = -1.25f, x[3] = 0.125f, x[4] = -0.0f, x[20] = -3.5f;
+  q = quantized(x);
+  CHECK(std::to_integer<int>(q[0]) == 126);
+  CHECK(nibble(q, 1) == 4);    // 5 units: levels 4 and 6 tie
+  CHECK(nibble(q, 2) == 12);   // -5 units: -4 (nibble 12) before -6 (13)
+  CHECK(nibble(q, 3) == 0);    // half a unit: 0 and 1 tie
+  CHECK(nibble(q, 4) == 0);    // -0 is level 0, not nibble 8
+  CHECK(nibble(q, 20) == 15);  // -14 units: the far end, -12
+  CHECK(nibble(q, 5) == 0);
+  // Values past 12 units clip: largest |x| 3.75 keeps e = 126 and comes back as 3.0.
+  x.assign(32, 0.0f);
+  x[31] = -3.75f;
+  q = quantized(x);
+  CHECK(std::to_integer<int>(q[0]) == 126);
+  CHECK(dequantized(weight_dtype::mxfp4, q, 32)[31] == -3.0f);
+  // Exponents at the ends: 1.0 -> 125; 1e30 -> floor(log2) 99 -> 224; 2^-125 -> 0, and
+  // smaller blocks (whose exponent would be below 0) take 0 too; zeros take 0.
+  const std::pair<float, int> exponents[] = {{1.0f, 125}, {0.99f, 124}, {1e30f, 224}, {0x1p-125f, 0},
+                                            {0x1p-130f, 0}, {0.0f, 0}, {0x1p127f, 252}};
+  for (const auto& [amax, e] : exponents) {
+    INFO("largest |x| " << amax);
+    x.assign(32, 0.0f);
+    x[9] = amax;
+    CHECK(std::to_integer<int>(quantized(x)[0]) == e);
+  }
+  // Two blocks, each its own exponent.
+  x.assign(64, 0.0f);
+  x[0] = 6.0f, x[32] = -0.75f;
+  q = quantized(x);
+  CHECK(std::to_integer<int>(q[0]) == 127);     // floor(log2 6) = 2
+  CHECK(std::to_integer<int>(q[17]) == 124);    // floor(log2 0.75) = -1
+  CHECK(dequantized(weight_dtype::mxfp4, q, 64)[32] == -0.75f);
+}
+
 TEST_CASE("dequantization of a hand-built q6_k super-block", "[core][quant]") {
   // ql[128] | qh[64] | int8 scales[16] | half d = 0.25 (0x3400).
   std::vector<std::byte> b(210);
@@ -335,6 +438,7 @@ TEST_CASE("round trips of random rows stay within each format's error", "[core][
   CHECK(round_trip_error(weight_dtype::iq4_xs, x) < 0.09);
   CHECK(round_trip_error(weight_dtype::q3_k, x) < 0.16);
   CHECK(round_trip_error(weight_dtype::q2_k, x) < 0.29);
+  CHECK(round_trip_error(weight_dtype::mxfp4, x) < 0.125);  // 0.115; an exponent one off: 0.32 / 0.135
   // The scale search beats q4_0's plain rule (largest |x| -> -8, d = max / -8).
   double plain = 0.0, s = 0.0;
   for (std::size_t b = 0; b < x.size(); b += 32) {
