@@ -81,6 +81,18 @@ double max_abs_diff(const std::vector<float>& a, const vec& b) {
   return worst;
 }
 
+/// How far the reference's last logits move when `edit` changes the weights or config.
+template <class Edit>
+double reference_moves(const model_weights& w, const std::vector<token_id>& tokens, Edit edit) {
+  const auto base = naive_forward(w, tokens, true);
+  auto other = std::make_shared<model_weights>(w);
+  edit(*other);
+  const auto logits = naive_forward(*other, tokens, true);
+  double diff = 0;
+  for (std::size_t i = 0; i < logits.size(); ++i) diff = std::max(diff, std::abs(logits[i] - base[i]));
+  return diff;
+}
+
 void check_family(const model_config& c) {
   const auto w = weights_of(c, 5);
   const std::vector<token_id> tokens = {5, 17, 3, 60, 22, 9, 41, 12, 0, 33, 8, 19, 27, 2, 55, 30, 11, 4};
@@ -195,15 +207,7 @@ TEST_CASE("the reference's windows, soft-caps and post-norms change the logits",
   c.final_softcap = 2.0f;
   const auto w = weights_of(c, 5);
   const std::vector<token_id> tokens = {5, 17, 3, 60, 22, 9, 41, 12, 0, 33, 8, 19};
-  const auto base = naive_forward(*w, tokens, true);
-  const auto differs = [&](auto edit) {
-    auto other = std::make_shared<model_weights>(*w);
-    edit(*other);
-    const auto logits = naive_forward(*other, tokens, true);
-    double diff = 0;
-    for (std::size_t i = 0; i < logits.size(); ++i) diff = std::max(diff, std::abs(logits[i] - base[i]));
-    return diff;
-  };
+  const auto differs = [&](auto edit) { return reference_moves(*w, tokens, edit); };
   CHECK(differs([](model_weights& m) { m.config.sliding_window = 0; }) > 1e-3);
   CHECK(differs([](model_weights& m) { m.config.window_period = 0; }) > 1e-3);
   CHECK(differs([](model_weights& m) { m.config.attn_softcap = 0.0f; }) > 1e-3);
@@ -226,15 +230,7 @@ TEST_CASE("gpt-oss's layers on the cpu backend equal the modelling code", "[back
   // Each gpt-oss feature moves the reference's logits.
   const auto w = weights_of(c, 5);
   const std::vector<token_id> tokens = {5, 17, 3, 60, 22, 9, 41, 12};
-  const auto base = naive_forward(*w, tokens, true);
-  const auto differs = [&](auto edit) {
-    auto other = std::make_shared<model_weights>(*w);
-    edit(*other);
-    const auto logits = naive_forward(*other, tokens, true);
-    double diff = 0;
-    for (std::size_t i = 0; i < logits.size(); ++i) diff = std::max(diff, std::abs(logits[i] - base[i]));
-    return diff;
-  };
+  const auto differs = [&](auto edit) { return reference_moves(*w, tokens, edit); };
   CHECK(differs([](model_weights& m) { for (auto& l : m.layers) l.attn_sinks.clear(); }) > 1e-3);
   CHECK(differs([](model_weights& m) { for (auto& l : m.layers) l.bo.clear(); }) > 1e-3);
   CHECK(differs([](model_weights& m) { for (auto& l : m.layers) l.down_exps_bias.clear(); }) > 1e-3);

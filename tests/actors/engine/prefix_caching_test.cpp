@@ -80,6 +80,19 @@ void check_on_off(deployment d, const std::vector<std::vector<token_id>>& prompt
   CHECK(tight.gauges.num_preemptions > 0);
 }
 
+/// Four byte-level prompts sharing a 170-byte prefix through check_on_off, on the
+/// deployment `eng` was started from (released before the runs).
+void check_byte_prompts_on_off(const deployment& d, std::unique_ptr<engine> eng) {
+  const std::string shared(90, 'a');
+  std::string text = "The quick brown fox jumps over the lazy dog while the cat sleeps by the warm fire. ";
+  std::vector<std::vector<token_id>> prompts;
+  for (const char* end : {"Why?", "And then?", "What next", "Tell me more, please"})
+    prompts.push_back(eng->model().tok->encode(text + shared + end, true));
+  const int num_shared = static_cast<int>(eng->model().tok->encode(text + shared, true).size());
+  eng.reset();
+  check_on_off(d, prompts, 24, num_shared - 1, 16);
+}
+
 }  // namespace
 
 TEST_CASE("prefix caching: stories260K greedy text is the same with caching on and off", "[engine][prefix]") {
@@ -144,14 +157,7 @@ TEST_CASE("prefix caching: random weights give the same greedy tokens with cachi
   d.engine.max_num_seqs = 8;
   d.scheduler.plugin_dir = INFLIGHT_TEST_PLUGIN_DIR;
   auto eng = start_engine(d);
-  const std::string shared(90, 'a');
-  std::string text = "The quick brown fox jumps over the lazy dog while the cat sleeps by the warm fire. ";
-  std::vector<std::vector<token_id>> prompts;
-  for (const char* end : {"Why?", "And then?", "What next", "Tell me more, please"})
-    prompts.push_back(eng->model().tok->encode(text + shared + end, true));
-  const int num_shared = static_cast<int>(eng->model().tok->encode(text + shared, true).size());
-  eng.reset();
-  check_on_off(d, prompts, 24, num_shared - 1, 16);
+  check_byte_prompts_on_off(d, std::move(eng));
 }
 
 TEST_CASE("prefix caching: a Gemma 3 model with 8-key windows gives the same greedy tokens with caching on and off",
@@ -175,12 +181,5 @@ TEST_CASE("prefix caching: a Gemma 3 model with 8-key windows gives the same gre
   auto eng = start_engine(d);
   REQUIRE(eng->model().weights->config.sliding_window == 8);
   REQUIRE(eng->model().weights->config.layer_windowed(0));
-  const std::string shared(90, 'a');
-  std::string text = "The quick brown fox jumps over the lazy dog while the cat sleeps by the warm fire. ";
-  std::vector<std::vector<token_id>> prompts;
-  for (const char* end : {"Why?", "And then?", "What next", "Tell me more, please"})
-    prompts.push_back(eng->model().tok->encode(text + shared + end, true));
-  const int num_shared = static_cast<int>(eng->model().tok->encode(text + shared, true).size());
-  eng.reset();
-  check_on_off(d, prompts, 24, num_shared - 1, 16);
+  check_byte_prompts_on_off(d, std::move(eng));
 }

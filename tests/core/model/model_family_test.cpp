@@ -16,6 +16,7 @@
 #include "core/model/formats/safetensors.hpp"
 #include "core/model/formats/shapes.hpp"
 #include "core/model/model_family.hpp"
+#include "tests/core/model/same_weights.hpp"
 #include "tests/test_shapes.hpp"
 
 using namespace inflight;
@@ -36,28 +37,6 @@ model_config drawn_as(std::string_view family) {
   auto drawn = try_as_family(c, family);
   if (!drawn) FAIL(drawn.error().message);
   return *drawn;
-}
-
-void check_same_weights(const model_weights& a, const model_weights& b) {
-  CHECK(a.token_embedding == b.token_embedding);
-  CHECK(a.classifier == b.classifier);
-  CHECK(a.final_norm == b.final_norm);
-  REQUIRE(a.layers.size() == b.layers.size());
-  for (std::size_t i = 0; i < a.layers.size(); ++i) {
-    const auto &x = a.layers[i], &y = b.layers[i];
-    for (std::size_t m = 0; m < matrices_of(x).size(); ++m) {
-      INFO("layer " << i << " matrix " << m);
-      CHECK(*matrices_of(x)[m] == *matrices_of(y)[m]);
-    }
-    CHECK(x.shared_expert_gate == y.shared_expert_gate);
-    CHECK(x.q_norm == y.q_norm);
-    CHECK(x.k_norm == y.k_norm);
-    CHECK(x.bq == y.bq);
-    CHECK(x.attn_norm == y.attn_norm);
-    CHECK(x.ffn_norm == y.ffn_norm);
-    CHECK(x.post_attn_norm == y.post_attn_norm);
-    CHECK(x.post_ffn_norm == y.post_ffn_norm);
-  }
 }
 
 /// Gemma's layer description (and the window) read back as written.
@@ -230,7 +209,7 @@ TEST_CASE("every family's weights go through GGUF and a Hugging Face folder and 
     check_same_moe(g.config.moe, c.moe);
     check_same_layers(g.config, c);
     if (family.gguf_rope == rope_style::half) {
-      check_same_weights(g, *w);
+      test::check_same_weights(g, *w);
     } else {  // Q/K rows move into llama's order (gguf_model_test); the rest stays
       for (std::size_t i = 0; i < g.layers.size(); ++i) {
         CHECK(g.layers[i].router == w->layers[i].router);
@@ -271,7 +250,7 @@ TEST_CASE("every family's weights go through GGUF and a Hugging Face folder and 
       for (std::size_t i = 0; i < l.attn_norm.size(); ++i) CHECK(l.attn_norm[i] == Approx(w->layers[0].attn_norm[i]));
       continue;
     }
-    check_same_weights(from_hf->weights, *w);
+    test::check_same_weights(from_hf->weights, *w);
   }
 }
 
@@ -288,7 +267,7 @@ TEST_CASE("a quantized mixture keeps its router in f32 and its experts in the re
   REQUIRE(try_write_gguf_model(*w, byte_gguf_vocab(300), path, {"q8", 32}).has_value());
   auto loaded = try_load_gguf_model(path);
   if (!loaded) FAIL(loaded.error().message);
-  check_same_weights(loaded->weights, *w);
+  test::check_same_weights(loaded->weights, *w);
 }
 
 TEST_CASE("config.json of Gemma 2, Gemma 3 and Phi-3 as published", "[core][family][hf_model]") {

@@ -19,6 +19,7 @@
 #include "core/model/tokenizer/llama2c_tokenizer.hpp"
 #include "tests/shared_data.hpp"
 #include "tests/test_shapes.hpp"
+#include "tests/core/model/same_weights.hpp"
 
 using namespace inflight;
 namespace fs = std::filesystem;
@@ -75,25 +76,6 @@ void check_same_shape(const model_config& a, const model_config& b) {
   CHECK(a.qk_norm == b.qk_norm);
 }
 
-/// Every matrix, norm and bias equal (RoPE order as stored).
-void check_same_weights(const model_weights& a, const model_weights& b) {
-  CHECK(a.token_embedding == b.token_embedding);
-  CHECK(a.classifier == b.classifier);
-  CHECK(a.final_norm == b.final_norm);
-  REQUIRE(a.layers.size() == b.layers.size());
-  for (std::size_t i = 0; i < a.layers.size(); ++i) {
-    const auto &x = a.layers[i], &y = b.layers[i];
-    for (std::size_t m = 0; m < matrices_of(x).size(); ++m) CHECK(*matrices_of(x)[m] == *matrices_of(y)[m]);
-    CHECK(x.attn_norm == y.attn_norm);
-    CHECK(x.ffn_norm == y.ffn_norm);
-    CHECK(x.bq == y.bq);
-    CHECK(x.bk == y.bk);
-    CHECK(x.bv == y.bv);
-    CHECK(x.q_norm == y.q_norm);
-    CHECK(x.k_norm == y.k_norm);
-  }
-}
-
 }  // namespace
 
 TEST_CASE("stories260K written as GGUF f32 loads back with the same weights and shape", "[core][gguf]") {
@@ -110,7 +92,7 @@ TEST_CASE("stories260K written as GGUF f32 loads back with the same weights and 
   CHECK(g.weights.config.rope == rope_style::interleaved);
   CHECK(g.weights.config.architecture == "LlamaForCausalLM");
   check_same_shape(g.weights.config, w->config);
-  check_same_weights(g.weights, *w);
+  test::check_same_weights(g.weights, *w);
   CHECK(g.vocab.end_ids() == std::vector<token_id>{2});
   CHECK(g.tok->bos_id() == 1);
   CHECK(g.tok->encode("Once upon a time", true) == (*tok)->encode("Once upon a time", true));
@@ -179,7 +161,7 @@ TEST_CASE("Qwen3 (q/k norms) and Qwen2 (q/k/v biases) round-trip as qwen3 / qwen
   CHECK(g3.weights.config.architecture == "Qwen3ForCausalLM");
   CHECK(g3.weights.config.rope == rope_style::half);
   check_same_shape(g3.weights.config, w3.config);
-  check_same_weights(g3.weights, w3);
+  test::check_same_weights(g3.weights, w3);
 
   auto c2 = small_config();
   c2.architecture = "Qwen2ForCausalLM";
@@ -190,7 +172,7 @@ TEST_CASE("Qwen3 (q/k norms) and Qwen2 (q/k/v biases) round-trip as qwen3 / qwen
   CHECK(g2.architecture == "qwen2");
   CHECK(g2.weights.config.rope == rope_style::half);
   check_same_shape(g2.weights.config, w2.config);
-  check_same_weights(g2.weights, w2);
+  test::check_same_weights(g2.weights, w2);
   CHECK_FALSE(g2.weights.layers[0].bq.empty());
 }
 
@@ -200,7 +182,7 @@ TEST_CASE("quantized matrices are written and loaded in their own types, as view
   const auto w = dummy(interleaved_config(256, 512), &*recipe);
   REQUIRE(w.layers[0].wq.dtype() == weight_dtype::q4_k);
   const auto g = write_and_load(w, "q4_k_m.gguf");
-  check_same_weights(g.weights, w);
+  test::check_same_weights(g.weights, w);
   CHECK(weight_dtypes_of(g.weights) == weight_dtypes_of(w));
   // general.file_type: llama.cpp's LLAMA_FTYPE_MOSTLY_* of the layers' type.
   const std::pair<const char*, int> types[] = {{"q8_0", 7}, {"q4_0", 2}, {"q5_k", 17}, {"q6_k", 18}, {"q2_k", 10},
@@ -212,7 +194,7 @@ TEST_CASE("quantized matrices are written and loaded in their own types, as view
     const auto back = write_and_load(typed, std::string(type) + ".gguf");
     INFO(type);
     CHECK(back.weights.layers[1].w_down.dtype() == typed.layers[1].w_down.dtype());
-    check_same_weights(back.weights, typed);
+    test::check_same_weights(back.weights, typed);
     const auto file = gguf_file::try_open(temp_path(std::string(type) + ".gguf"));
     REQUIRE(file.has_value());
     REQUIRE(file->find("general.file_type") != nullptr);
@@ -231,8 +213,8 @@ TEST_CASE("model.load_mode read holds the weights in memory of its own: the file
   REQUIRE(read.has_value());
   auto mapped = try_load_gguf_model(path, file_load::map);
   REQUIRE(mapped.has_value());
-  check_same_weights(read->weights, w);
-  check_same_weights(mapped->weights, w);
+  test::check_same_weights(read->weights, w);
+  test::check_same_weights(mapped->weights, w);
   // Rewrite the file in place with zeros: a private mapping shows the new bytes of
   // pages it has not written, memory of its own keeps the old ones.
   const auto size = fs::file_size(path);
@@ -241,7 +223,7 @@ TEST_CASE("model.load_mode read holds the weights in memory of its own: the file
     const std::vector<char> zeros(size, 0);
     out.write(zeros.data(), std::streamsize(size));
   }
-  check_same_weights(read->weights, w);
+  test::check_same_weights(read->weights, w);
   CHECK(std::memcmp(mapped->weights.layers[0].w_gate.bytes().data(), w.layers[0].w_gate.bytes().data(),
                     w.layers[0].w_gate.bytes().size()) != 0);
   model_settings s;
