@@ -1,7 +1,8 @@
 #pragma once
 /// Loads a Hugging Face model folder: config.json, generation_config.json and the
-/// safetensors weights (one file or shards), for every family of model_family.hpp (Llama,
-/// Mistral, Qwen2, Qwen3, Mixtral, Qwen2-MoE, Qwen3-MoE).
+/// safetensors weights (one file or shards), for every family of model_family.hpp whose
+/// folders load (all but gpt-oss). Config parsing is in hf_config.cpp, the tensors in
+/// hf_model.cpp.
 
 #include <filesystem>
 #include <optional>
