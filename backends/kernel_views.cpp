@@ -1,7 +1,5 @@
 #include "backends/kernel_views.hpp"
 
-#include <cmath>
-
 namespace inflight {
 namespace {
 
@@ -41,17 +39,8 @@ kernels::cpu::llama_shape to_kernel_shape(const model_config& c) {
     s.rope_beta_fast = r.beta_fast;
     s.rope_beta_slow = r.beta_slow;
   }
-  if (r.type == rope_scaling_type::yarn) {
-    s.rope_mscale = r.attention_factor != 0.0f ? r.attention_factor
-                                               : (r.factor <= 1.0f ? 1.0f : 0.1f * std::log(r.factor) + 1.0f);
-  }
-  if (r.type == rope_scaling_type::longrope) {
-    s.rope_pair_factors = r.pair_factors().data();
-    s.rope_mscale = r.attention_factor != 0.0f ? r.attention_factor
-                    : r.factor <= 1.0f
-                        ? 1.0f
-                        : std::sqrt(1.0f + std::log(r.factor) / std::log(float(r.original_max_position)));
-  }
+  s.rope_mscale = r.cos_sin_scale();
+  if (r.type == rope_scaling_type::longrope) s.rope_pair_factors = r.pair_factors().data();
   s.num_experts = c.moe.num_experts;
   s.experts_per_token = c.moe.experts_per_token;
   s.expert_hidden_dim = c.moe.expert_hidden_dim;

@@ -1,6 +1,7 @@
 #include "core/model/model_config.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace inflight {
 
@@ -22,6 +23,16 @@ const char* to_string(mlp_activation activation) {
     case mlp_activation::swiglu_oai: return "swiglu_oai";
   }
   return "?";
+}
+
+float rope_scaling::cos_sin_scale() const {
+  if (attention_factor != 0.0f && (type == rope_scaling_type::yarn || type == rope_scaling_type::longrope)) {
+    return attention_factor;
+  }
+  if (factor <= 1.0f) return 1.0f;
+  if (type == rope_scaling_type::yarn) return 0.1f * std::log(factor) + 1.0f;
+  if (type == rope_scaling_type::longrope) return std::sqrt(1.0f + std::log(factor) / std::log(float(original_max_position)));
+  return 1.0f;
 }
 
 namespace {

@@ -45,6 +45,9 @@ struct rope_scaling {
   bool enabled() const { return type != rope_scaling_type::none; }
   /// longrope: the factors in use.
   const std::vector<float>& pair_factors() const { return use_long_factor ? long_factor : short_factor; }
+  /// The scale of cos and sin: YaRN's and LongRoPE's attention factor (stated, or their
+  /// defaults from factor and original context), 1 for the others.
+  float cos_sin_scale() const;
 };
 const char* to_string(rope_scaling_type type);
 

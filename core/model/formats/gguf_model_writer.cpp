@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <cstring>
 #include <initializer_list>
 #include <tuple>
@@ -116,12 +115,7 @@ void write_config(gguf_writer& w, const model_weights& weights, const std::strin
     w.set_f32(key("rope.scaling.factor"), c.scaling.factor);
   }
   if (c.scaling.type == rope_scaling_type::longrope) {  // the scale in use, as llama.cpp's converter writes it
-    const auto& s = c.scaling;
-    const float attn_factor = s.attention_factor != 0.0f ? s.attention_factor
-                              : s.factor <= 1.0f
-                                  ? 1.0f
-                                  : std::sqrt(1.0f + std::log(s.factor) / std::log(float(s.original_max_position)));
-    w.set_f32(key("rope.scaling.attn_factor"), attn_factor);
+    w.set_f32(key("rope.scaling.attn_factor"), c.scaling.cos_sin_scale());
   }
   if (c.scaling.type == rope_scaling_type::yarn) {
     w.set_f32(key("rope.scaling.yarn_beta_fast"), c.scaling.beta_fast);
