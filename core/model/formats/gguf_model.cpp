@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/model/formats/hf_model.hpp"
+#include "core/model/formats/layer_layout.hpp"
 #include "core/model/model_family.hpp"
 #include "core/model/rope_factors.hpp"
 
@@ -178,19 +179,14 @@ void read_window(gguf_fields& fields, const model_family& family, model_config& 
       c.window_period = int(pattern->as_int().value_or(0));
     } else {
       // Flags per layer (true: windowed) that must repeat a period ending in a global layer.
-      int period = 0;
-      for (std::size_t i = 0; i < pattern->size() && period == 0; ++i) {
-        if (pattern->int_at(i) == 0) period = int(i) + 1;
+      std::vector<bool> windowed;
+      for (std::size_t i = 0; i < pattern->size(); ++i) windowed.push_back(pattern->int_at(i) != 0);
+      const auto period = window_period_of(windowed);
+      if (!period) {
+        fields.fail(errc::unsupported, "attention.sliding_window_pattern: windowed and global layers that do not "
+                                       "repeat a period ending in a global layer are not supported");
       }
-      for (std::size_t i = 0; i < pattern->size(); ++i) {
-        const bool windowed = period == 0 || int(i) % period != period - 1;
-        if ((pattern->int_at(i) != 0) != windowed) {
-          fields.fail(errc::unsupported, "attention.sliding_window_pattern: windowed and global layers that do not "
-                                         "repeat a period ending in a global layer are not supported");
-          break;
-        }
-      }
-      c.window_period = period;
+      c.window_period = period.value_or(0);
     }
     if (c.window_period < 0) fields.fail(errc::corrupt_file, "attention.sliding_window_pattern must not be negative");
   }

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <utility>
 
+#include "core/model/formats/layer_layout.hpp"
 #include "core/model/gguf/gguf_writer.hpp"
 #include "core/model/model_family.hpp"
 #include "core/model/rope_factors.hpp"
@@ -205,7 +206,7 @@ result<void> add_layer(gguf_writer& w, const layer_weights& l, int i, const mode
   const std::pair<const char*, const std::vector<float>*> vectors[] = {
       {"attn_norm.weight", &l.attn_norm}, {"attn_q.bias", &l.bq},        {"attn_k.bias", &l.bk},
       {"attn_v.bias", &l.bv},             {"attn_q_norm.weight", &l.q_norm}, {"attn_k_norm.weight", &l.k_norm},
-      {family_of(c).name == "gpt-oss" ? "post_attention_norm.weight" : "ffn_norm.weight", &l.ffn_norm},
+      {gguf_ffn_norm_name(c), &l.ffn_norm},
       {"post_attention_norm.weight", &l.post_attn_norm},
       {"post_ffw_norm.weight", &l.post_ffn_norm}, {"attn_output.bias", &l.bo}, {"attn_sinks.weight", &l.attn_sinks}};
   for (const auto& [name, values] : vectors) {

@@ -2,6 +2,7 @@
 #include <set>
 
 #include "core/model/formats/gguf_model.hpp"
+#include "core/model/formats/layer_layout.hpp"
 #include "core/model/model_family.hpp"
 
 namespace inflight {
@@ -71,9 +72,7 @@ void add_layer(std::vector<gguf_request>& list, const model_config& c, int i, la
   if (c.output_bias) list.push_back({p + "attn_output.bias", {dim}, nullptr, &l.bo});
   if (c.attention_sinks) list.push_back({p + "attn_sinks.weight", {c.num_heads}, nullptr, &l.attn_sinks});
   if (c.post_norms) list.push_back({p + "post_attention_norm.weight", {dim}, nullptr, &l.post_attn_norm});
-  // gpt-oss names its pre-MLP norm post_attention_norm (it follows the attention).
-  const char* ffn_norm = family_of(c).name == "gpt-oss" ? "post_attention_norm.weight" : "ffn_norm.weight";
-  list.push_back({p + ffn_norm, {dim}, nullptr, &l.ffn_norm});
+  list.push_back({p + gguf_ffn_norm_name(c), {dim}, nullptr, &l.ffn_norm});
   if (c.moe.enabled()) return add_experts(list, c, p, l);
   if (family_of(c).fused_projections) {  // ffn_up holds gate's rows, then up's
     list.push_back({p + "ffn_up.weight", {dim, 2 * hidden}, nullptr, nullptr, {{&l.w_gate, hidden}, {&l.w_up, hidden}}});

@@ -10,6 +10,7 @@
 
 #include "core/base/json_depth.hpp"
 #include "core/base/text_file.hpp"
+#include "core/model/formats/layer_layout.hpp"
 #include "core/model/model_family.hpp"
 
 namespace inflight {
@@ -246,21 +247,19 @@ result<void> read_window(field_reader& fields, const model_family& family, model
       fields.fail("layer_types", "must list one type per layer");
       return {};
     }
-    int period = 0;
-    for (std::size_t i = 0; i < types->size() && period == 0; ++i) {
-      if ((*types)[i] == "full_attention") period = int(i) + 1;
-    }
-    for (std::size_t i = 0; i < types->size(); ++i) {
-      const auto& type = (*types)[i];
+    std::vector<bool> windowed;
+    for (const auto& type : *types) {
       if (type != "full_attention" && type != "sliding_attention") {
         return make_error(errc::unsupported, fields.source() + ": layer type " + type.dump() + " is not supported");
       }
-      const bool windowed = period == 0 || int(i) % period != period - 1;
-      if ((type == "sliding_attention") != windowed) {
-        return make_error(errc::unsupported, fields.source() + ": layer_types that do not repeat a period ending in a "
-                                                               "full-attention layer are not supported");
-      }
+      windowed.push_back(type == "sliding_attention");
     }
+    const auto found = window_period_of(windowed);
+    if (!found) {
+      return make_error(errc::unsupported, fields.source() + ": layer_types that do not repeat a period ending in a "
+                                                             "full-attention layer are not supported");
+    }
+    int period = *found;
     // Every layer windowed: a stated period longer than the model says the same.
     if (period == 0 && fields.find("sliding_window_pattern") != nullptr &&
         fields.positive_int("sliding_window_pattern") > config.num_layers) {

@@ -13,6 +13,7 @@
 #include "core/model/formats/gguf_model_writer.hpp"
 #include "core/model/formats/hf_model.hpp"
 #include "core/model/formats/hf_writer.hpp"
+#include "core/model/formats/layer_layout.hpp"
 #include "core/model/formats/safetensors.hpp"
 #include "core/model/formats/shapes.hpp"
 #include "core/model/model_family.hpp"
@@ -442,4 +443,13 @@ TEST_CASE("Gemma 3's multimodal checkpoint loads as its text decoder", "[core][f
   CHECK(got.token_embedding == w->token_embedding);
   CHECK(got.layers[1].wk == w->layers[1].wk);
   CHECK(got.layers[1].post_ffn_norm[3] == Approx(w->layers[1].post_ffn_norm[3]));
+}
+
+TEST_CASE("per-layer window flags give their period, or none when no period fits", "[core][family]") {
+  CHECK(window_period_of({true, true, true}) == 0);                                 // every layer windowed
+  CHECK(window_period_of({true, false, true, false}) == 2);                        // Gemma 2, gpt-oss
+  CHECK(window_period_of({true, true, true, true, true, false, true, true}) == 6);  // Gemma 3
+  CHECK(window_period_of({false, false}) == 1);                                    // none windowed
+  CHECK_FALSE(window_period_of({false, true, false}).has_value());                 // global first, then windowed
+  CHECK_FALSE(window_period_of({true, false, false, true}).has_value());
 }
