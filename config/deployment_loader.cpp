@@ -263,6 +263,9 @@ const std::map<std::string, key_spec>& specs() {
         [](auto k) { return text(&D::model, &model_settings::load_mode, {"auto", "mmap", "read"}, k); });
     add("model.max_context", [](auto k) { return integer(&D::model, &model_settings::max_context, 0, 1 << 22, k); });
     add("model.chat_template", [](auto k) { return text(&D::model, &model_settings::chat_template, {}, k); });
+    add("model.reasoning_parser", [](auto k) {
+      return text(&D::model, &model_settings::reasoning_parser, {"auto", "none", "think", "deepseek_r1", "qwen3"}, k);
+    });
     add("model.tool_call_format", [](auto k) {
       return text(&D::model, &model_settings::tool_call_format, {"auto", "hermes", "llama3_json", "json"}, k);
     });

@@ -27,6 +27,8 @@ std::optional<api_error> completion_call::try_start() {
   const char* param = request_.n > 1 ? "n" : request_.is_chat ? "messages" : "prompt";
   if (auto e = check_queue_capacity(engine_.settings().server, num_choices, num_prompt_tokens, param)) return e;
   choices_.resize(static_cast<std::size_t>(num_choices));
+  if (request_.reasoning)
+    for (auto& c : choices_) c.splitter.emplace(*request_.reasoning, request_.is_reasoning_open);
   if (request_.tools.parses_output()) {
     for (int i = 0; i < num_choices; ++i) {
       if (is_ws()) {
@@ -86,11 +88,28 @@ void completion_call::emit_start() {
     if (request_.echo) choices_[i].text = prompt_text(i);
     if (!request_.stream || is_ws()) continue;
     if (request_.is_chat) {
-      emit_({200, sse_event(chat_chunk(meta_, i, chat_role_delta(), nullptr, nullptr)), false});
+      emit_chunk(chat_chunk(meta_, i, chat_role_delta(), nullptr, nullptr));
     } else if (request_.echo) {
       emit_({200, sse_event(completion_chunk(meta_, i, choices_[i].text, nullptr, nullptr)), false});
     }
   }
+}
+
+void completion_call::emit_chunk(const json& chunk) {
+  if (!shape_) return emit_({200, sse_event(chunk), false});
+  if (std::string bytes = shape_->on_chunk(chunk); !bytes.empty()) emit_({200, std::move(bytes), false});
+}
+
+reasoning_delta completion_call::split_output(choice_state& c, const std::string& text, bool is_final) {
+  if (!c.splitter) return {{}, text};
+  reasoning_delta d = c.splitter->push(text);
+  if (is_final) {
+    const reasoning_delta rest = c.splitter->finish();
+    d.reasoning += rest.reasoning;
+    d.content += rest.content;
+  }
+  c.reasoning += d.reasoning;
+  return d;
 }
 
 json completion_call::logprobs_of(choice_state& c, const std::vector<sampled_token>& tokens) {
@@ -102,14 +121,18 @@ json completion_call::logprobs_of(choice_state& c, const std::vector<sampled_tok
   return out;
 }
 
-void completion_call::emit_delta(int index, const std::string& text, const std::vector<sampled_token>& logprobs,
+void completion_call::emit_delta(int index, const std::string& output, const std::vector<sampled_token>& logprobs,
                                  const char* finish_reason, const std::vector<token_id>& token_ids) {
   auto& c = choices_[index];
   json lp = logprobs_of(c, logprobs);
+  const reasoning_delta split = split_output(c, output, finish_reason != nullptr);
+  const std::string& text = split.content;
   if (is_ws()) {
     c.text += text;  // read for tool calls at the end
     // Every token is a message, text or not: index + len(token_ids) is the next index.
-    emit_({200, dump_json(ws_token(c, text, token_ids, lp, false)), false});
+    json msg = ws_token(c, text, token_ids, lp, false);
+    if (!split.reasoning.empty()) msg["reasoning"] = split.reasoning;
+    emit_({200, dump_json(msg), false});
     c.num_sent_tokens += int(token_ids.size());
     return;
   }
@@ -127,13 +150,21 @@ void completion_call::emit_delta(int index, const std::string& text, const std::
     c.text += text;
     return;
   }
+  if (!split.reasoning.empty()) {
+    // The logprobs ride with the reasoning unless answer text follows in this delta.
+    json reasoning_lp = nullptr;
+    if (text.empty() && !lp.is_null()) reasoning_lp = {{"content", std::exchange(lp, nullptr)}, {"refusal", nullptr}};
+    json delta = {{"reasoning_content", split.reasoning}, {"reasoning", split.reasoning}};
+    emit_chunk(chat_chunk(meta_, index, delta, reasoning_lp, nullptr));
+    if (text.empty() && !finish_reason) return;
+  }
   c.text += text;
   if (c.tool_writer) return emit_tool_delta(index, text, lp, finish_reason);
   if (text.empty() && lp.is_null() && !finish_reason) return;
   if (request_.is_chat) {
     json delta = text.empty() && finish_reason ? json::object() : json{{"content", text}};
     json chat_lp = lp.is_null() ? json(nullptr) : json{{"content", std::move(lp)}, {"refusal", nullptr}};
-    emit_({200, sse_event(chat_chunk(meta_, index, delta, chat_lp, finish_reason)), false});
+    emit_chunk(chat_chunk(meta_, index, delta, chat_lp, finish_reason));
   } else {
     emit_({200, sse_event(completion_chunk(meta_, index, text, lp, finish_reason)), false});
   }
@@ -167,13 +198,14 @@ json completion_call::ws_token(choice_state& c, const std::string& text, const s
 void completion_call::emit_tool_delta(int index, const std::string& text, const json& logprobs,
                                       const char* finish_reason) {
   auto& writer = *choices_[index].tool_writer;
-  for (const auto& chunk : writer.push(text, logprobs)) emit_({200, sse_event(chunk), false});
+  for (const auto& chunk : writer.push(text, logprobs)) emit_chunk(chunk);
   if (!finish_reason) return;
-  for (const auto& chunk : writer.finish(finish_reason)) emit_({200, sse_event(chunk), false});
+  for (const auto& chunk : writer.finish(finish_reason)) emit_chunk(chunk);
 }
 
 choice_result completion_call::chat_result(const choice_state& c) const {
   choice_result r{c.text, c.logprobs, finish_name_of(c.finish)};
+  if (c.splitter) r.reasoning = c.reasoning;
   if (!request_.tools.parses_output()) return r;
   parsed_tool_output parsed = parse_tool_calls(model_.tool_style.format, c.text);
   if (parsed.calls.empty()) return r;
@@ -225,16 +257,24 @@ void completion_call::on_finish(int index, const finish_event& ev) {
   flush_held(index);  // the finish follows every token, paused or not
   if (is_ws()) {
     // Text released at the end (held bytes, held call markup) comes before the done message.
-    c.text += ev.text;
+    const reasoning_delta split = split_output(c, ev.text, true);
+    c.text += split.content;
     if (c.ws_tools) {
       c.num_sent_tokens = ev.completion_tokens;
-      const json msg = ws_token(c, ev.text, {}, nullptr, true);
-      if (!msg["text"].get_ref<const std::string&>().empty() || msg.contains("tool_calls")) emit_({200, dump_json(msg), false});
-    } else if (!ev.text.empty()) {
-      emit_({200, dump_json(ws_token_message(ws_id_, ev.text, {}, ev.completion_tokens, nullptr)), false});
+      json msg = ws_token(c, split.content, {}, nullptr, true);
+      if (!split.reasoning.empty()) msg["reasoning"] = split.reasoning;
+      if (!msg["text"].get_ref<const std::string&>().empty() || msg.contains("tool_calls") || msg.contains("reasoning"))
+        emit_({200, dump_json(msg), false});
+    } else if (!split.content.empty() || !split.reasoning.empty()) {
+      json msg = ws_token_message(ws_id_, split.content, {}, ev.completion_tokens, nullptr);
+      if (!split.reasoning.empty()) msg["reasoning"] = split.reasoning;
+      emit_({200, dump_json(msg), false});
     }
   } else if (ev.reason == finish_reason::error) {
-    if (request_.stream) emit_({200, sse_event(error_body(finish_error(ev))), false});
+    if (request_.stream) {
+      const api_error e = finish_error(ev);
+      emit_({200, shape_ ? shape_->on_stream_error(e) : sse_event(error_body(e)), false});
+    }
   } else {
     emit_delta(index, ev.text, {}, finish_name_of(ev));
   }
@@ -274,6 +314,7 @@ void completion_call::finish_all() {
   }
   const json usage = usage_json(num_prompt, num_completion, num_cached);
   if (request_.stream) {
+    if (shape_) return emit_({200, shape_->on_stream_end(usage), true});
     std::string tail;
     if (request_.include_usage) tail += sse_event(usage_chunk(meta_, request_.is_chat, usage));
     tail += sse_done;
@@ -284,13 +325,13 @@ void completion_call::finish_all() {
   for (const auto& c : choices_) {
     if (c.finish.reason == finish_reason::error) {
       const api_error e = finish_error(c.finish);
-      emit_({e.status, dump_json(error_body(e)), true});
+      emit_(shape_ ? shape_->on_error(e) : call_output{e.status, dump_json(error_body(e)), true});
       return;
     }
     results.push_back(request_.is_chat ? chat_result(c) : choice_result{c.text, c.logprobs, finish_name_of(c.finish)});
   }
   json body = request_.is_chat ? chat_response(meta_, results, usage) : completion_response(meta_, results, usage);
-  emit_({200, dump_json(body), true});
+  emit_(shape_ ? shape_->on_response(body) : call_output{200, dump_json(body), true});
 }
 
 }  // namespace inflight::gateway

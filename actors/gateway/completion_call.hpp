@@ -18,6 +18,7 @@
 #include "actors/gateway/gateway_state.hpp"
 #include "actors/gateway/openai_request.hpp"
 #include "actors/gateway/openai_response.hpp"
+#include "actors/gateway/output_shape.hpp"
 #include "actors/gateway/posting_sink.hpp"
 #include "actors/gateway/tool_chunks.hpp"
 
@@ -32,6 +33,10 @@ class completion_call final : public gateway_call, public std::enable_shared_fro
   /// api_kind::websocket); null for HTTP.
   completion_call(gateway_state& state, openai_request request, post_fn post, emit_fn emit,
                   nlohmann::json ws_id = nullptr);
+
+  /// Another API's shape over this chat call (the Responses and Messages APIs): set
+  /// before try_start; every chunk, body and error goes through it.
+  void set_shape(std::shared_ptr<output_shape> shape) { shape_ = std::move(shape); }
 
   /// Submits every choice. On error nothing was emitted and nothing stays queued: the
   /// caller answers with the error. On success a stream's first events (the chat role,
@@ -65,6 +70,8 @@ class completion_call final : public gateway_call, public std::enable_shared_fro
     std::optional<tool_chunk_writer> tool_writer;  ///< chat with tools, streaming: calls read as they come
     std::optional<tool_call_stream> ws_tools;      ///< the same over the WebSocket (token messages)
     std::vector<std::string> ws_call_ids;          ///< ids of the calls streamed, reused in done
+    std::optional<reasoning_splitter> splitter;    ///< chat with a reasoning parser
+    std::string reasoning;                         ///< the reasoning so far (text holds the answer)
   };
 
   /// A WebSocket token message; with tools, its text is the content part and call pieces
@@ -74,6 +81,11 @@ class completion_call final : public gateway_call, public std::enable_shared_fro
   void on_token(int index, const token_event& ev);
   void on_finish(int index, const finish_event& ev);
   void emit_start();
+  /// A chat chunk: an SSE event, or what the shape makes of it.
+  void emit_chunk(const nlohmann::json& chunk);
+  /// `text` of choice `c` split into reasoning and answer (all answer without a parser);
+  /// `is_final` flushes what the splitter held.
+  reasoning_delta split_output(choice_state& c, const std::string& text, bool is_final);
   void emit_delta(int index, const std::string& text, const std::vector<sampled_token>& logprobs,
                   const char* finish_reason, const std::vector<token_id>& token_ids = {});
   void emit_ws_end();
@@ -96,6 +108,7 @@ class completion_call final : public gateway_call, public std::enable_shared_fro
   response_meta meta_;
   std::vector<choice_state> choices_;
   nlohmann::json ws_id_;
+  std::shared_ptr<output_shape> shape_;
   int num_finished_ = 0;
   bool is_cancelled_ = false;
   bool is_aborted_ = false;

@@ -223,6 +223,35 @@ opt_error parse_options(const json& body, const served_model& m, openai_request&
   return parse_constraints(body, m, r);  // last: compiling is the costly check
 }
 
+/// A chat's reasoning: split when the model has a parser; `thinking_budget` caps it.
+/// The engine's reasoning phase (the grammar after the reasoning, the budget) needs the
+/// markers as single tokens.
+opt_error parse_reasoning(const json& body, const served_model& m, openai_request& r) {
+  std::optional<int> budget;
+  if (field(body, "thinking_budget")) {
+    int n = 0;
+    if (auto e = read_int(body, "thinking_budget", 0, INT_MAX, n)) return e;
+    budget = n;
+  }
+  if (!r.is_chat || !m.reasoning) {
+    if (budget) return bad_request("thinking_budget needs a model with a reasoning parser (model.reasoning_parser)", "thinking_budget");
+    return {};
+  }
+  r.reasoning = m.reasoning;
+  const auto& prompt = r.prompts.front();
+  const std::size_t tail = std::min<std::size_t>(prompt.size(), 8);
+  r.is_reasoning_open = prompt_opens_reasoning(*m.reasoning, detokenize(m, std::span(prompt).last(tail)));
+  if (!m.reasoning_tokens) {
+    if (budget) return bad_request("thinking_budget needs a model whose reasoning markers are single tokens", "thinking_budget");
+    return {};
+  }
+  reasoning_phase phase = *m.reasoning_tokens;
+  phase.is_open = r.is_reasoning_open;
+  phase.budget = budget;
+  r.base.params.reasoning = phase;
+  return {};
+}
+
 }  // namespace
 
 generate_request openai_request::choice_request(int index) const {
@@ -249,6 +278,7 @@ api_result<openai_request> try_parse_request(const json& body, api_kind kind, co
   if (!prompts) return std::unexpected(prompts.error());
   r.prompts = std::move(*prompts);
   if (auto e = parse_options(body, m, r)) return std::unexpected(*e);
+  if (auto e = parse_reasoning(body, m, r)) return std::unexpected(*e);
   r.base.timeout_s = m.request_timeout_s;
   return r;
 }

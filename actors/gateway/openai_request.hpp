@@ -4,6 +4,7 @@
 /// no sockets, no engine. Unknown fields are ignored; a field of the wrong type or out
 /// of range is a 400 that names it.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,10 @@ struct openai_request {
   int num_top_logprobs = 0;                    ///< top alternatives per token (0..20)
   std::string user;
   tool_request tools;                          ///< chat: tools, tool_choice, parallel_tool_calls
+  /// Chat with the model's reasoning parser: the output's reasoning is split from its
+  /// answer; `is_reasoning_open`: the rendered prompt opened the reasoning already.
+  std::optional<reasoning_markers> reasoning;
+  bool is_reasoning_open = false;
 
   int num_choices() const { return static_cast<int>(prompts.size()) * n; }
   /// The engine request of choice `index` (prompt index * n + j): its own prompt, and

@@ -111,6 +111,12 @@ json chat_response(const response_meta& meta, const std::vector<choice_result>& 
     json message = {{"role", "assistant"},
                     {"content", choices[i].is_content_null ? json(nullptr) : json(choices[i].text)},
                     {"refusal", nullptr}};
+    if (const auto& r = choices[i].reasoning) {
+      // vLLM's reasoning_content and its newer name; clients read either.
+      const json text = r->empty() ? json(nullptr) : json(*r);
+      message["reasoning_content"] = text;
+      message["reasoning"] = text;
+    }
     if (!choices[i].tool_calls.is_null()) message["tool_calls"] = choices[i].tool_calls;
     list.push_back({{"index", i}, {"message", std::move(message)}, {"logprobs", std::move(logprobs)},
                     {"finish_reason", choices[i].finish_reason}});

@@ -55,6 +55,9 @@ struct choice_result {
   /// Chat: the message's tool_calls ([tool_call_json(...)]); null = none.
   nlohmann::json tool_calls = nullptr;
   bool is_content_null = false;  ///< chat: the message was calls only (content null)
+  /// Chat with a reasoning parser: the model's reasoning (message.reasoning_content and
+  /// message.reasoning; null when it wrote none). None: the fields are left out.
+  std::optional<std::string> reasoning = std::nullopt;
 };
 
 /// One entry of message.tool_calls: {id, type: "function", function: {name, arguments}}.
@@ -73,7 +76,7 @@ nlohmann::json chat_role_delta();
 nlohmann::json completion_response(const response_meta& meta, const std::vector<choice_result>& choices,
                                    const nlohmann::json& usage);
 /// {"object": "chat.completion", choices: [{index, message, logprobs, finish_reason}], usage};
-/// message: {role, content, refusal: null[, tool_calls]}.
+/// message: {role, content, refusal: null[, reasoning_content, reasoning][, tool_calls]}.
 nlohmann::json chat_response(const response_meta& meta, const std::vector<choice_result>& choices,
                              const nlohmann::json& usage);
 

@@ -55,6 +55,18 @@ result<void> set_up_tools(served_model& m, const hf_tokenizer* hf, const deploym
   return {};
 }
 
+/// model.reasoning_parser, and the markers' token ids where each is one token.
+result<void> set_up_reasoning(served_model& m, const hf_tokenizer* hf, const deployment& d) {
+  auto markers = try_reasoning_markers(d.model.reasoning_parser, hf ? hf->chat_template() : std::string());
+  if (!markers) return std::unexpected(markers.error());
+  m.reasoning = *markers;
+  if (!m.reasoning) return {};
+  const auto begin = m.tok->encode(m.reasoning->begin, false);
+  const auto end = m.tok->encode(m.reasoning->end, false);
+  if (begin.size() == 1 && end.size() == 1) m.reasoning_tokens = reasoning_phase{begin[0], end[0]};
+  return {};
+}
+
 void set_up_embeddings(served_model& m, const loaded_model& model, const deployment& d, std::string* warning) {
   // Each input waits in the engine's queue as a request of its own (as rerank documents do).
   m.max_embedding_inputs = std::min(d.embeddings.max_inputs, d.server.max_waiting_requests);
@@ -110,6 +122,7 @@ result<served_model> try_make_served_model(const loaded_model& model, const depl
   }
   m.chat_template_name = m.chat ? std::string(m.chat->name()) : "plain";
   if (auto ok = set_up_tools(m, hf, d); !ok) return std::unexpected(ok.error());
+  if (auto ok = set_up_reasoning(m, hf, d); !ok) return std::unexpected(ok.error());
   m.grammars = std::make_shared<grammar_cache>(make_grammar_vocab(*model.tok));
   if (auto ok = set_up_rerank(m, d.rerank, d.server.max_waiting_requests, warning); !ok) return std::unexpected(ok.error());
   set_up_embeddings(m, model, d, warning);

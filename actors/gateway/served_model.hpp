@@ -9,11 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "core/api/reasoning.hpp"
 #include "core/api/reranker.hpp"
 #include "core/api/tool_prompt.hpp"
 #include "core/base/error.hpp"
 #include "core/config/deployment.hpp"
 #include "core/engine/metrics/metrics.hpp"
+#include "core/engine/request/sampling_params.hpp"
 #include "core/grammar/grammar_cache.hpp"
 #include "core/model/model_loader.hpp"
 #include "core/model/pooling.hpp"
@@ -55,6 +57,11 @@ struct served_model {
   /// The model's Jinja template reads `tools`. When it does not, a conversation with
   /// tools or tool calls is flattened as for the built-in renderers before it renders.
   bool is_tool_template = true;
+  /// model.reasoning_parser: the markers of a thinking model's reasoning; none = no split.
+  std::optional<reasoning_markers> reasoning;
+  /// The markers' token ids when each is one token (begin_token, end_token): a grammar
+  /// then constrains only the answer, and a thinking budget can end the reasoning.
+  std::optional<reasoning_phase> reasoning_tokens;
 };
 
 /// Resolves the chat template: model.chat_template by name when set, else the one

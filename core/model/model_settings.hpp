@@ -45,6 +45,9 @@ struct model_settings {
   std::string chat_template;       ///< empty = the model's own (Jinja) template; else a built-in by name
   /// How the model writes tool calls: auto (from the chat template) | hermes | llama3_json | json.
   std::string tool_call_format = "auto";
+  /// Where a thinking model's reasoning is in its output: auto (<think> ... </think> when the
+  /// chat template writes it) | none | think (aliases deepseek_r1, qwen3).
+  std::string reasoning_parser = "auto";
   std::string config_json;         ///< format = dummy: shape from this config.json instead of [model.dummy]
   dummy_shape dummy;
 };

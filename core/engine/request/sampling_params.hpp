@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -34,6 +35,19 @@ struct logit_bias_entry {
   friend bool operator==(const logit_bias_entry&, const logit_bias_entry&) = default;
 };
 
+/// A thinking model's reasoning at the start of its output (`<think>` ... `</think>`, each
+/// one token): the grammar constrains the answer after `end_token`, not the reasoning, and
+/// `budget` caps the reasoning (reached: `end_token` is the only token allowed next).
+/// When the prompt did not open the reasoning (`is_open` false), the first token may open
+/// it (`begin_token`) or start the answer.
+struct reasoning_phase {
+  token_id begin_token = 0;
+  token_id end_token = 0;
+  bool is_open = false;
+  std::optional<int> budget = std::nullopt;  ///< most reasoning tokens (the begin and end tokens not counted)
+  friend bool operator==(const reasoning_phase&, const reasoning_phase&) = default;
+};
+
 struct sampling_params {
   float temperature = 1.0f;         ///< 0 = greedy (arg-max)
   int top_k = 0;                    ///< 0 or < 0 = off
@@ -50,6 +64,9 @@ struct sampling_params {
   /// Constrained decoding: the compiled grammar (from core/grammar's grammar_cache) whose
   /// allowed-token mask applies before sampling; null = unconstrained. Shared, immutable.
   std::shared_ptr<const token_index> grammar;
+  /// The output starts with reasoning the grammar does not constrain; none = no reasoning
+  /// phase (the grammar applies from the first token).
+  std::optional<reasoning_phase> reasoning;
 
   bool is_greedy() const { return temperature <= 0.0f; }
   bool has_penalties() const {

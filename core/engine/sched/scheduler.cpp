@@ -94,6 +94,8 @@ result<void> scheduler::submit(seq_request request) {
   seq.seed = request.seed.value_or(mix_seed(config_.seed, seq.id));
   seq.cache_salt = std::move(request.cache_salt);
   if (seq.params.grammar && !seq.is_prefill_only()) seq.matcher.emplace(seq.params.grammar);
+  if (seq.params.reasoning && !seq.is_prefill_only())
+    seq.reasoning = seq.params.reasoning->is_open ? reasoning_progress::thinking : reasoning_progress::awaiting;
   seq.times.arrival = request.arrival.value_or(now());
   seq.timeout_s = request.timeout_s;
   hash_full_blocks(seq);
@@ -272,14 +274,33 @@ seq_step scheduler::make_seq_step(sequence& seq, int num_tokens, std::vector<blo
   step.sample_index = static_cast<std::uint64_t>(seq.num_generated_tokens());
   step.num_prompt_tokens = seq.num_prompt_tokens();
   if (step.do_sample && seq.params.has_penalties()) step.history = seq.all_tokens();
-  if (step.do_sample && seq.matcher) fill_token_mask(seq, step);
+  if (step.do_sample) fill_token_mask(seq, step);
   return step;
 }
 
+namespace {
+
+void allow_token(std::vector<std::uint64_t>& mask, token_id token) {
+  const auto word = static_cast<std::size_t>(token) / 64;
+  if (mask.size() <= word) mask.resize(word + 1, 0);
+  mask[word] |= std::uint64_t{1} << (static_cast<std::uint64_t>(token) % 64);
+}
+
+}  // namespace
+
 void scheduler::fill_token_mask(sequence& seq, seq_step& step) {
+  if (seq.reasoning == reasoning_progress::thinking) {
+    // The reasoning is free text; once its budget is spent, only its end may follow.
+    const reasoning_phase& phase = *seq.params.reasoning;
+    if (phase.budget && seq.num_reasoning_tokens >= *phase.budget) allow_token(step.allowed_tokens, phase.end_token);
+    return;
+  }
+  if (!seq.matcher) return;
   const auto start = std::chrono::steady_clock::now();
   step.allowed_tokens.resize(seq.matcher->index().vocab().num_mask_words());
   seq.matcher->fill_next_token_mask(step.allowed_tokens);
+  // Before the first token the model may still open its reasoning instead of answering.
+  if (seq.reasoning == reasoning_progress::awaiting) allow_token(step.allowed_tokens, seq.params.reasoning->begin_token);
   ++counters_.num_constrained_steps;
   if (mask_observer_)
     mask_observer_(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -358,7 +379,8 @@ bool scheduler::append_token(sequence& seq, const sampled_token& token,
                              std::vector<seq_event>& events) {
   // The mask allowed only tokens the grammar takes; a backend that ignored it must not
   // turn into an output that breaks the grammar, nor into a crash.
-  if (seq.matcher && !seq.matcher->try_accept_token(token.token)) {
+  const bool is_reasoning = take_reasoning_token(seq, token.token);
+  if (!is_reasoning && seq.matcher && !seq.matcher->try_accept_token(token.token)) {
     error cause{errc::internal, "sequence " + std::to_string(seq.id) + ": the sampled token " +
                                     std::to_string(token.token) + " is not allowed by its grammar"};
     events.push_back(finish_sequence(seq, finish_reason::error, std::move(cause)));
@@ -384,11 +406,32 @@ bool scheduler::append_token(sequence& seq, const sampled_token& token,
   return true;
 }
 
+/// Moves a sequence through its reasoning phase; true when `token` belongs to the
+/// reasoning (its begin, its text or its end), which the grammar does not see.
+bool scheduler::take_reasoning_token(sequence& seq, token_id token) const {
+  switch (seq.reasoning) {
+    case reasoning_progress::none:
+      return false;
+    case reasoning_progress::awaiting:
+      seq.reasoning = token == seq.params.reasoning->begin_token ? reasoning_progress::thinking : reasoning_progress::none;
+      return seq.reasoning == reasoning_progress::thinking;
+    case reasoning_progress::thinking:
+      if (token == seq.params.reasoning->end_token) {
+        seq.reasoning = reasoning_progress::none;
+      } else {
+        ++seq.num_reasoning_tokens;
+      }
+      return true;
+  }
+  return false;
+}
+
 std::optional<finish_reason> scheduler::check_stop(const sequence& seq, bool ends_on_stop_token) const {
   if (ends_on_stop_token) return finish_reason::stop;
   // Nothing but EOS can follow: the output is complete, no step is spent sampling EOS
   // (an EOS taken under ignore_eos ends the grammar too).
-  if (seq.matcher && seq.matcher->is_complete()) return finish_reason::stop;
+  if (seq.matcher && seq.reasoning == reasoning_progress::none && seq.matcher->is_complete())
+    return finish_reason::stop;
   if (seq.num_generated_tokens() >= seq.params.max_tokens) return finish_reason::length;
   if (seq.num_tokens() >= max_context_) return finish_reason::length;
   return std::nullopt;

@@ -19,6 +19,8 @@
 /// a plan fills each sampled sequence's allowed-token mask onto its seq_step (the
 /// executor only applies it); applying the result feeds the sampled token to the
 /// matcher, and a sequence whose grammar is complete finishes with reason stop.
+/// A reasoning phase (params.reasoning) comes before the grammar: its tokens are not fed
+/// to the matcher, and a spent budget allows only the end of the reasoning next.
 
 #include <cstdint>
 #include <deque>
@@ -188,6 +190,7 @@ class scheduler {
   // scheduler.cpp: plan, apply, finish
   seq_step make_seq_step(sequence& seq, int num_tokens, std::vector<block_id> block_table);
   void fill_token_mask(sequence& seq, seq_step& step);
+  bool take_reasoning_token(sequence& seq, token_id token) const;
   void admit(sequence& seq, int num_computed_tokens);
   void queue_release(sequence& seq, bool is_finished);
   void hash_full_blocks(sequence& seq);

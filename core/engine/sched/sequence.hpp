@@ -76,6 +76,13 @@ struct seq_timestamps {
   std::optional<double> finished;
 };
 
+/// A sequence's place in its reasoning phase (sampling_params::reasoning).
+enum class reasoning_progress : std::uint8_t {
+  none,      ///< no reasoning phase, or past it: the grammar (if any) applies
+  awaiting,  ///< nothing generated yet: the first token may open the reasoning
+  thinking,  ///< inside the reasoning
+};
+
 struct sequence {
   seq_id id = 0;
   std::vector<token_id> prompt;
@@ -107,6 +114,10 @@ struct sequence {
   /// It takes each token where the token is appended and is never rolled back: preemption
   /// by recompute keeps the generated tokens, so it keeps its state too.
   std::optional<grammar_matcher> matcher;
+  /// Where the output is in params.reasoning's phase: before it (the first token may open
+  /// it), inside it (no grammar; its tokens counted against the budget), or past it.
+  reasoning_progress reasoning = reasoning_progress::none;
+  int num_reasoning_tokens = 0;
 
   int num_prompt_tokens() const { return static_cast<int>(prompt.size()); }
   int num_generated_tokens() const { return static_cast<int>(generated.size()); }
