@@ -1,5 +1,5 @@
 #pragma once
-/// API keys at the edge: `Authorization: Bearer <key>` checked against the keys of
+/// API keys at the edge: `Authorization: Bearer <key>` (or `x-api-key: <key>`) checked against the keys of
 /// server.api_keys and server.api_key_file (and `--api-key`). Only SHA-256 digests of the
 /// keys are kept, and a presented key is hashed and compared with every digest in
 /// constant time (CRYPTO_memcmp, no early exit on a match): the time taken depends on
@@ -42,6 +42,10 @@ class api_keys {
   using digest = std::array<unsigned char, 32>;
   std::vector<digest> digests_;
 };
+
+/// Anthropic's clients send their key as `x-api-key: <key>`: a request without an
+/// Authorization header is checked with that key instead.
+inline constexpr std::string_view api_key_header = "x-api-key";
 
 /// The key of an Authorization header value: what follows "Bearer " (scheme in any case,
 /// spaces around trimmed); nullopt for another scheme or no key.

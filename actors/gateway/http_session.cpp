@@ -7,6 +7,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
+#include "actors/gateway/anthropic_call.hpp"
+#include "actors/gateway/anthropic_shape.hpp"
 #include "actors/gateway/api_keys.hpp"
 #include "actors/gateway/engine_events.hpp"
 #include "actors/gateway/events_session.hpp"
@@ -29,6 +31,14 @@ std::chrono::milliseconds seconds_of(double s) {
 template <class Request>
 std::optional<std::string_view> authorization_of(const Request& req) {
   const auto it = req.find(http::field::authorization);
+  if (it == req.end()) return std::nullopt;
+  return std::string_view(it->value().data(), it->value().size());
+}
+
+/// The key of an `x-api-key` header (Anthropic's clients); nullopt when there is none.
+template <class Request>
+std::optional<std::string_view> x_api_key_of(const Request& req) {
+  const auto it = req.find(boost::beast::string_view(api_key_header.data(), api_key_header.size()));
   if (it == req.end()) return std::nullopt;
   return std::string_view(it->value().data(), it->value().size());
 }
@@ -117,17 +127,24 @@ void http_session::handle(request_t&& req) {
   // A WebSocket upgrade is checked here too: refused with a 401 before it is upgraded. A
   // browser's upgrade has no Authorization header; its key comes as a subprotocol.
   auto authorization = authorization_of(req);
-  std::string from_protocol;
+  std::string derived_authorization;
   if (!authorization && kind == route_kind::websocket) {
     const auto it = req.find(http::field::sec_websocket_protocol);
     if (it != req.end()) {
       if (auto key = ws_protocol_key(std::string_view(it->value().data(), it->value().size()))) {
-        from_protocol = "Bearer " + *key;
-        authorization = from_protocol;
+        derived_authorization = "Bearer " + *key;
+        authorization = derived_authorization;
       }
     }
   }
-  if (auto denied = check_api_key(state_, path, authorization)) return send_reply(error_reply(*denied));
+  if (!authorization) {
+    if (auto key = x_api_key_of(req)) {
+      derived_authorization = "Bearer " + std::string(*key);
+      authorization = derived_authorization;
+    }
+  }
+  const auto reply_of = is_messages_route(kind) ? anthropic_error_reply : error_reply;
+  if (auto denied = check_api_key(state_, path, authorization)) return send_reply(reply_of(*denied));
   switch (kind) {
     case route_kind::websocket:
       if (!beast::websocket::is_upgrade(req)) break;  // answer(): 426
@@ -142,7 +159,9 @@ void http_session::handle(request_t&& req) {
     case route_kind::rerank:
     case route_kind::score:
     case route_kind::embeddings:
-      if (state_.is_shutting_down()) return send_reply(error_reply(shutting_down()));
+    case route_kind::messages:
+      if (state_.is_shutting_down()) return send_reply(reply_of(shutting_down()));
+      if (kind == route_kind::messages) return start_messages(req.body());
       if (kind == route_kind::rerank || kind == route_kind::score) return start_scoring(kind, req.body());
       if (kind == route_kind::embeddings) return start_embedding(req.body());
       return start_generation(kind, req.body());
@@ -165,14 +184,15 @@ post_fn http_session::poster() {
 }
 
 void http_session::start_call(std::shared_ptr<gateway_call> call,
-                              const std::function<std::optional<api_error>()>& try_start) {
+                              const std::function<std::optional<api_error>()>& try_start,
+                              http_reply (*reply_of)(const api_error&)) {
   call_ = std::move(call);
   phase_ = phase::calling;
   if (auto err = try_start()) {
     call_.reset();
     early_stream_.clear();
     exchange_.is_sse = false;
-    return send_reply(error_reply(*err));
+    return send_reply(reply_of(*err));
   }
   stream_.tcp().expires_never();
   start_watch();
@@ -190,6 +210,14 @@ void http_session::start_generation(route_kind kind, const std::string& text) {
   auto call = std::make_shared<completion_call>(state_, std::move(*parsed), poster(),
                                                 [self](call_output out) { self->on_output(std::move(out)); });
   start_call(call, [&call] { return call->try_start(); });
+}
+
+void http_session::start_messages(const std::string& text) {
+  auto self = shared_from_this();
+  auto call = try_make_messages_call(state_, text, poster(), [self](call_output out) { self->on_output(std::move(out)); });
+  if (!call) return send_reply(anthropic_error_reply(call.error()));
+  exchange_.is_sse = (*call)->is_streaming();
+  start_call(*call, [&call] { return (*call)->try_start(); }, anthropic_error_reply);
 }
 
 std::function<void(api_result<nlohmann::json>)> http_session::json_emitter() {

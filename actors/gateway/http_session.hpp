@@ -65,8 +65,12 @@ class http_session final : public session_base, public std::enable_shared_from_t
   void start_engine_events(const std::optional<std::string>& engine);
   void start_scoring(route_kind kind, const std::string& body);
   void start_embedding(const std::string& body);
-  /// Runs a call: on success the watch starts; on failure its error is the reply.
-  void start_call(std::shared_ptr<gateway_call> call, const std::function<std::optional<api_error>()>& try_start);
+  /// POST /v1/messages: a chat call in Anthropic's shape, errors included.
+  void start_messages(const std::string& body);
+  /// Runs a call: on success the watch starts; on failure its error is the reply (in
+  /// the shape `reply_of` gives it).
+  void start_call(std::shared_ptr<gateway_call> call, const std::function<std::optional<api_error>()>& try_start,
+                  http_reply (*reply_of)(const api_error&) = error_reply);
   std::function<void(api_result<nlohmann::json>)> json_emitter();
   post_fn poster();
   void send_reply(http_reply reply);

@@ -23,6 +23,7 @@ enum class route_kind {
   rerank,         ///< POST /v1/rerank, /rerank, /v2/rerank
   score,          ///< POST /v1/score, /score
   embeddings,     ///< POST /v1/embeddings, /embeddings
+  messages,       ///< POST /v1/messages (Anthropic's Messages API; anthropic_call.hpp)
   // answered at once by answer():
   health,         ///< GET /health
   metrics,        ///< GET /metrics
@@ -31,6 +32,7 @@ enum class route_kind {
   version,        ///< GET /version
   tokenize,       ///< POST /tokenize, /v1/tokenize
   detokenize,     ///< POST /detokenize, /v1/detokenize
+  count_tokens,   ///< POST /v1/messages/count_tokens (Anthropic)
   other,          ///< no route: a file of the web UI, a 405 for a known path, else 404
 };
 

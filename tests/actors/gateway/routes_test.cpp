@@ -15,6 +15,9 @@ TEST_CASE("routes: each method and path takes its route, and only its own method
   for (const char* path : {"/v1/rerank", "/rerank", "/v2/rerank"}) CHECK(classify("POST", path) == route_kind::rerank);
   for (const char* path : {"/v1/score", "/score"}) CHECK(classify("POST", path) == route_kind::score);
   for (const char* path : {"/v1/embeddings", "/embeddings"}) CHECK(classify("POST", path) == route_kind::embeddings);
+  CHECK(classify("POST", "/v1/messages") == route_kind::messages);
+  CHECK(classify("POST", "/v1/messages/count_tokens") == route_kind::count_tokens);
+  CHECK(classify("GET", "/v1/messages") == route_kind::other);
   CHECK(classify("GET", "/health") == route_kind::health);
   CHECK(classify("GET", "/metrics") == route_kind::metrics);
   CHECK(classify("GET", "/v1/models") == route_kind::models);
