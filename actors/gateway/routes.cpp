@@ -2,6 +2,7 @@
 
 #include "actors/gateway/openai_request.hpp"
 #include "actors/gateway/openai_response.hpp"
+#include "actors/gateway/responses_call.hpp"
 #include "actors/gateway/web_ui.hpp"
 
 namespace inflight::gateway {
@@ -70,6 +71,9 @@ constexpr route routes[] = {
     {"/score", "POST", route_kind::score},
     {"/v1/embeddings", "POST", route_kind::embeddings},
     {"/embeddings", "POST", route_kind::embeddings},
+    {"/v1/responses", "POST", route_kind::responses},
+    {"/v1/responses/", "GET", route_kind::stored_response},
+    {"/v1/responses/", "DELETE", route_kind::stored_response},
     {"/health", "GET", route_kind::health, route_access::open, true},
     {"/metrics", "GET", route_kind::metrics, route_access::metrics, true},
     {"/v1/models", "GET", route_kind::models, route_access::key, true},
@@ -176,6 +180,8 @@ http_reply answer(gateway_state& state, route_kind kind, std::string_view method
     case route_kind::version: return json_reply(200, {{"version", state.version()}});
     case route_kind::tokenize: return tokenize_reply(state, body);
     case route_kind::detokenize: return detokenize_reply(state, body);
+    case route_kind::stored_response:
+      return answer_stored_response(state, method, path.substr(std::string_view("/v1/responses/").size()));
     case route_kind::websocket:
       return error_reply(api_error{426, "invalid_request_error", "/v1/ws takes a WebSocket upgrade", {}, "upgrade_required"});
     default: break;
