@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the gateway tests drive and check `inflight serve` with (tests/gateway):
 # the official openai npm client, the OpenAI Agents SDK (@openai/agents, with zod), and
-# ajv, which validates structured outputs and the
-# responses against OpenAI's schemas. Idempotent and quiet: nothing happens when they are installed.
+# ajv, which validates structured outputs and the responses against OpenAI's schemas.
+# Idempotent and quiet: nothing happens when they are installed.
 # Without npm it only warns: the tests then skip, or fail when CI=true.
 set -euo pipefail
 cd "$(dirname "$0")/../tests/gateway"
