@@ -60,7 +60,7 @@ json response_object(const response_head& head, const std::string& status, const
   r["incomplete_details"] = status == "incomplete" ? json{{"reason", "max_output_tokens"}} : json(nullptr);
   r["model"] = head.model;
   r["output"] = output;
-  r["usage"] = usage.is_null() ? json(nullptr) : responses_usage(usage, num_reasoning_tokens);
+  if (!usage.is_null()) r["usage"] = responses_usage(usage, num_reasoning_tokens);  // none while in progress
   for (const auto& [key, value] : head.echo.items()) r[key] = value;
   return r;
 }

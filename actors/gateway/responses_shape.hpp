@@ -42,8 +42,8 @@ struct response_head {
 };
 
 /// A Response object: `status` completed | incomplete | failed | in_progress; `usage` as
-/// usage_json writes it (chat names; null: none yet); `incomplete_reason` and `error`
-/// null unless the status says so.
+/// usage_json writes it (chat names; null: left out, as while in progress);
+/// `incomplete_details` for incomplete, `error` for failed, null otherwise.
 nlohmann::json response_object(const response_head& head, const std::string& status, const nlohmann::json& output,
                                const nlohmann::json& usage, const nlohmann::json& error = nullptr,
                                int num_reasoning_tokens = 0);

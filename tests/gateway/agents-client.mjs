@@ -30,7 +30,7 @@ function makeAgent() {
     model,
     tools: [getWeather],
     // stop: inflight's extension field, sent as it is: the answer ends at its first '.'.
-    modelSettings: { toolChoice: 'get_weather', temperature: 0, maxTokens: 80, providerData: { stop: ['.'] } },
+    modelSettings: { toolChoice: 'get_weather', temperature: 0, maxTokens: 200, providerData: { stop: ['.'] } },
   });
 }
 

@@ -88,6 +88,7 @@ TEST_CASE("responses shape: a stream of reasoning and text is two items, numbere
   for (std::size_t i = 0; i < events.size(); ++i) CHECK(events[i].data["sequence_number"] == i);
   CHECK(events[0].data["response"]["status"] == "in_progress");
   CHECK(events[0].data["response"]["output"].empty());
+  CHECK_FALSE(events[0].data["response"].contains("usage"));
   CHECK(events[2].data["item"]["type"] == "reasoning");
   CHECK(events[6].data["text"] == "think hard");
   CHECK(events[9].data["output_index"] == 1);
