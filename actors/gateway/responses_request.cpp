@@ -172,12 +172,16 @@ opt_error translate_scalars(const json& body, json& chat, json& echo, bool& stre
   if (const json* v = field(body, "model")) chat["model"] = *v;
   for (const char* key : extension_fields)
     if (const json* v = field(body, key)) chat[key] = *v;
-  echo["temperature"] = body.value("temperature", json(1.0)).is_null() ? json(1.0) : body["temperature"];
-  echo["top_p"] = body.value("top_p", json(1.0)).is_null() ? json(1.0) : body["top_p"];
+  const auto given_or = [&body](const char* key, json fallback) {
+    const json* v = field(body, key);
+    return v ? *v : fallback;
+  };
+  echo["temperature"] = given_or("temperature", 1.0);
+  echo["top_p"] = given_or("top_p", 1.0);
   echo["parallel_tool_calls"] = parallel;
-  echo["max_output_tokens"] = body.value("max_output_tokens", json());
+  echo["max_output_tokens"] = given_or("max_output_tokens", nullptr);
   echo["store"] = store;
-  echo["metadata"] = body.value("metadata", json()).is_null() ? json::object() : body["metadata"];
+  echo["metadata"] = given_or("metadata", json::object());
   echo["truncation"] = "disabled";
   if (const json* u = field(body, "user")) echo["user"] = *u;
   return {};

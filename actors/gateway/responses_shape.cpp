@@ -35,6 +35,9 @@ json call_item(const std::string& id, const std::string& call_id, const std::str
 }
 
 /// The `error` object of a failed Response (its code from OpenAI's short list).
+/// A non-empty string.
+bool is_text(const json& v) { return v.is_string() && !v.get_ref<const std::string&>().empty(); }
+
 json response_error(const api_error& e) {
   const char* code = e.status == 429 ? "rate_limit_exceeded" : e.status == 400 ? "invalid_prompt" : "server_error";
   return {{"code", code}, {"message", e.message}};
@@ -71,7 +74,7 @@ json output_items_of(const json& body) {
   const std::string finish = choice.value("finish_reason", json("stop")).get<std::string>();
   const char* status = item_status(finish);
   json out = json::array();
-  if (const auto it = message.find("reasoning_content"); it != message.end() && it->is_string() && !it->empty())
+  if (const auto it = message.find("reasoning_content"); it != message.end() && is_text(*it))
     out.push_back(reasoning_item(make_response_id("rs_"), it->get<std::string>(), status));
   const json calls = message.value("tool_calls", json::array());
   const json content = message.value("content", json());
@@ -103,7 +106,8 @@ std::string responses_shape::start() {
   if (is_started_) return {};
   is_started_ = true;
   const json response = response_object(head_, "in_progress", json::array(), nullptr);
-  return event("response.created", {{"response", response}}) + event("response.in_progress", {{"response", response}});
+  std::string out = event("response.created", {{"response", response}});
+  return out + event("response.in_progress", {{"response", response}});
 }
 
 json responses_shape::item_ref() const {
@@ -151,7 +155,8 @@ std::string responses_shape::add_call(const json& piece) {
   const json fn = piece.value("function", json::object());
   if (piece.contains("id") && piece["id"].is_string())
     out = open_item(item_kind::call, call_item(make_response_id("fc_"), piece["id"], fn.value("name", ""), "", "in_progress"));
-  const std::string args = fn.value("arguments", json("")).is_string() ? fn["arguments"].get<std::string>() : "";
+  const json given = fn.value("arguments", json(""));
+  const std::string args = given.is_string() ? given.get<std::string>() : "";
   if (open_ != item_kind::call || args.empty()) return out;
   text_ += args;
   json delta = item_ref();
@@ -195,9 +200,10 @@ std::string responses_shape::on_chunk(const json& chunk) {
   if (choices == chunk.end() || !choices->is_array() || choices->empty()) return out;
   const json& choice = choices->front();
   const json delta = choice.value("delta", json::object());
-  if (const auto r = delta.find("reasoning_content"); r != delta.end() && r->is_string() && !r->empty())
+  // The role chunk's content is "": it opens no message.
+  if (const auto r = delta.find("reasoning_content"); r != delta.end() && is_text(*r))
     out += add_text(item_kind::reasoning, r->get<std::string>());
-  if (const auto c = delta.find("content"); c != delta.end() && c->is_string() && !c->empty())
+  if (const auto c = delta.find("content"); c != delta.end() && is_text(*c))
     out += add_text(item_kind::message, c->get<std::string>());
   if (const auto calls = delta.find("tool_calls"); calls != delta.end() && calls->is_array())
     for (const auto& piece : *calls) out += add_call(piece);
@@ -209,7 +215,8 @@ std::string responses_shape::on_chunk(const json& chunk) {
 }
 
 std::string responses_shape::on_stream_end(const json& usage) {
-  std::string out = start() + close_item();
+  std::string out = start();  // each event numbered in turn: one call per statement
+  out += close_item();
   // A reply with neither text nor calls is still a message, as OpenAI sends it.
   if (output_.empty()) {
     out += add_text(item_kind::message, "");
@@ -224,7 +231,8 @@ std::string responses_shape::on_stream_end(const json& usage) {
 }
 
 std::string responses_shape::on_stream_error(const api_error& e) {
-  std::string out = start() + close_item();
+  std::string out = start();
+  out += close_item();
   const json param = e.param.empty() ? json(nullptr) : json(e.param);
   const json code = e.code.empty() ? json(nullptr) : json(e.code);
   out += event("error", {{"code", code}, {"message", e.message}, {"param", param}});
@@ -237,7 +245,7 @@ call_output responses_shape::on_response(const json& body) {
   const json& choice = body["choices"][0];
   const bool is_incomplete = choice.value("finish_reason", json("")) == "length";
   const json reasoning = choice["message"].value("reasoning_content", json());
-  const int num_reasoning = reasoning.is_string() && !reasoning.empty() ? count_tokens_(reasoning.get<std::string>()) : 0;
+  const int num_reasoning = is_text(reasoning) ? count_tokens_(reasoning.get<std::string>()) : 0;
   const json response = response_object(head_, is_incomplete ? "incomplete" : "completed", output,
                                         body.value("usage", json::object()), nullptr, num_reasoning);
   keep(response, output);
