@@ -131,7 +131,7 @@ TEST_CASE("gateway responses: a forced tool call, its output, and a stored conve
   CHECK(http_call(s.port, http::verb::delete_, "/v1/responses/" + r1["id"].get<std::string>()).status == 404);
   // r2 still continues: its conversation holds r1's items.
   auto third = post_json(s.port, "/v1/responses", {{"input", "Thanks"}, {"previous_response_id", r2["id"]},
-                                                   {"max_output_tokens", 4}});
+                                                   {"tools", weather_tools}, {"max_output_tokens", 4}});
   REQUIRE(third.status == 200);
   CHECK(third.body_json()["usage"]["input_tokens"].get<int>() > r2["usage"]["input_tokens"].get<int>());
   auto unknown = post_json(s.port, "/v1/responses", {{"input", "x"}, {"previous_response_id", r1["id"]}});
