@@ -43,7 +43,10 @@ const reasoningItem = {
   required: ['id', 'summary', 'type'],
   properties: {
     id: string, type: constant('reasoning'), status: itemStatus,
-    summary: { type: 'array', items: { type: 'object', required: ['type', 'text'], properties: { type: constant('summary_text'), text: string } } },
+    summary: {
+      type: 'array',
+      items: { type: 'object', required: ['type', 'text'], properties: { type: constant('summary_text'), text: string } },
+    },
     content: { type: 'array', items: reasoningText },
     encrypted_content: nullable(string),
   },
