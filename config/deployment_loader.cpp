@@ -192,6 +192,10 @@ const std::map<std::string, key_spec>& specs() {
         [](auto k) { return number(&D::server, &server_settings::ws_handshake_timeout_s, 0.1, 3600.0, k); });
     add("server.max_stream_buffer_bytes",
         [](auto k) { return integer(&D::server, &server_settings::max_stream_buffer_bytes, 1024, 1ll << 32, k); });
+    add("server.responses_store_max",
+        [](auto k) { return integer(&D::server, &server_settings::responses_store_max, 0, 1 << 24, k); });
+    add("server.responses_store_ttl_s",
+        [](auto k) { return number(&D::server, &server_settings::responses_store_ttl_s, 0.0, 1e9, k); });
     add("server.request_timeout_s",
         [](auto k) { return number(&D::server, &server_settings::request_timeout_s, 0.0, 1e7, k); });
     add("server.idle_timeout_s",

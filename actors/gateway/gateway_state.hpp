@@ -1,8 +1,9 @@
 #pragma once
 /// What every connection of one server shares: the engine, the served model, the
-/// settings, the shutdown flag and the registry of live sessions (to close them on
-/// shutdown).
+/// settings, the stored responses (/v1/responses), the shutdown flag and the registry of
+/// live sessions (to close them on shutdown).
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -11,6 +12,7 @@
 
 #include "actors/engine_api.hpp"
 #include "actors/gateway/api_keys.hpp"
+#include "actors/gateway/responses_store.hpp"
 #include "actors/gateway/served_model.hpp"
 #include "actors/gateway/step_fanout.hpp"
 
@@ -40,6 +42,8 @@ class gateway_state {
   const std::string& version() const { return version_; }
   /// The API keys a request must carry one of (none: open).
   const api_keys& keys() const { return keys_; }
+  /// The stored responses of /v1/responses (thread-safe).
+  responses_store& responses() { return responses_; }
   /// The subscribers of GET /v1/engine/events.
   step_fanout& steps() { return *steps_; }
   bool is_shutting_down() const { return is_shutting_down_; }
@@ -88,6 +92,7 @@ class gateway_state {
   std::mutex mutex_;
   std::vector<std::weak_ptr<session_base>> sessions_;
   std::shared_ptr<step_fanout> steps_ = std::make_shared<step_fanout>(engine_, settings_);
+  responses_store responses_{std::size_t(std::max(0, settings_.responses_store_max)), settings_.responses_store_ttl_s};
 };
 
 }  // namespace inflight::gateway

@@ -12,6 +12,8 @@
 #include "actors/gateway/api_keys.hpp"
 #include "actors/gateway/engine_events.hpp"
 #include "actors/gateway/events_session.hpp"
+#include "actors/gateway/responses_call.hpp"
+#include "actors/gateway/responses_request.hpp"
 #include "actors/gateway/sse.hpp"
 #include "actors/gateway/ws_session.hpp"
 
@@ -160,8 +162,10 @@ void http_session::handle(request_t&& req) {
     case route_kind::score:
     case route_kind::embeddings:
     case route_kind::messages:
+    case route_kind::responses:
       if (state_.is_shutting_down()) return send_reply(reply_of(shutting_down()));
       if (kind == route_kind::messages) return start_messages(req.body());
+      if (kind == route_kind::responses) return start_responses(req.body());
       if (kind == route_kind::rerank || kind == route_kind::score) return start_scoring(kind, req.body());
       if (kind == route_kind::embeddings) return start_embedding(req.body());
       return start_generation(kind, req.body());
@@ -218,6 +222,19 @@ void http_session::start_messages(const std::string& text) {
   if (!call) return send_reply(anthropic_error_reply(call.error()));
   exchange_.is_sse = (*call)->is_streaming();
   start_call(*call, [&call] { return (*call)->try_start(); }, anthropic_error_reply);
+}
+
+void http_session::start_responses(const std::string& text) {
+  auto body = try_parse_json(text);
+  if (!body) return send_reply(error_reply(body.error()));
+  auto self = shared_from_this();
+  auto call = try_make_responses_call(state_, *body, poster(), [self](call_output out) { self->on_output(std::move(out)); });
+  if (!call) return send_reply(error_reply(call.error()));
+  exchange_.is_sse = (*call)->is_streaming();
+  start_call(*call, [&call]() -> std::optional<api_error> {
+    if (auto e = (*call)->try_start()) return to_responses_error(*e);
+    return std::nullopt;
+  });
 }
 
 std::function<void(api_result<nlohmann::json>)> http_session::json_emitter() {

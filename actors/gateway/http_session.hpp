@@ -67,6 +67,8 @@ class http_session final : public session_base, public std::enable_shared_from_t
   void start_embedding(const std::string& body);
   /// POST /v1/messages: a chat call in Anthropic's shape, errors included.
   void start_messages(const std::string& body);
+  /// POST /v1/responses: a chat call in the Responses shape (responses_call.hpp).
+  void start_responses(const std::string& body);
   /// Runs a call: on success the watch starts; on failure its error is the reply (in
   /// the shape `reply_of` gives it).
   void start_call(std::shared_ptr<gateway_call> call, const std::function<std::optional<api_error>()>& try_start,

@@ -3,6 +3,7 @@
 #include "actors/gateway/anthropic_call.hpp"
 #include "actors/gateway/openai_request.hpp"
 #include "actors/gateway/openai_response.hpp"
+#include "actors/gateway/responses_call.hpp"
 #include "actors/gateway/web_ui.hpp"
 
 namespace inflight::gateway {
@@ -73,6 +74,9 @@ constexpr route routes[] = {
     {"/embeddings", "POST", route_kind::embeddings},
     {"/v1/messages", "POST", route_kind::messages},
     {"/v1/messages/count_tokens", "POST", route_kind::count_tokens},
+    {"/v1/responses", "POST", route_kind::responses},
+    {"/v1/responses/", "GET", route_kind::stored_response},
+    {"/v1/responses/", "DELETE", route_kind::stored_response},
     {"/health", "GET", route_kind::health, route_access::open, true},
     {"/metrics", "GET", route_kind::metrics, route_access::metrics, true},
     {"/v1/models", "GET", route_kind::models, route_access::key, true},
@@ -180,6 +184,8 @@ http_reply answer(gateway_state& state, route_kind kind, std::string_view method
     case route_kind::tokenize: return tokenize_reply(state, body);
     case route_kind::detokenize: return detokenize_reply(state, body);
     case route_kind::count_tokens: return count_tokens_reply(state, body);
+    case route_kind::stored_response:
+      return answer_stored_response(state, method, path.substr(std::string_view("/v1/responses/").size()));
     case route_kind::websocket:
       return error_reply(api_error{426, "invalid_request_error", "/v1/ws takes a WebSocket upgrade", {}, "upgrade_required"});
     default: break;

@@ -1,6 +1,6 @@
 #pragma once
 /// Routing, and the endpoints answered without an engine call: /health, /metrics,
-/// /v1/models, /version, /tokenize, /detokenize, and every 404 / 405.
+/// /v1/models, /version, /tokenize, /detokenize, stored responses, and every 404 / 405.
 
 #include <optional>
 #include <string>
@@ -24,6 +24,7 @@ enum class route_kind {
   score,          ///< POST /v1/score, /score
   embeddings,     ///< POST /v1/embeddings, /embeddings
   messages,       ///< POST /v1/messages (Anthropic's Messages API; anthropic_call.hpp)
+  responses,      ///< POST /v1/responses (responses_call.hpp)
   // answered at once by answer():
   health,         ///< GET /health
   metrics,        ///< GET /metrics
@@ -33,6 +34,7 @@ enum class route_kind {
   tokenize,       ///< POST /tokenize, /v1/tokenize
   detokenize,     ///< POST /detokenize, /v1/detokenize
   count_tokens,   ///< POST /v1/messages/count_tokens (Anthropic)
+  stored_response,  ///< GET, DELETE /v1/responses/{id}
   other,          ///< no route: a file of the web UI, a 405 for a known path, else 404
 };
 
@@ -48,7 +50,7 @@ enum class route_access {
 /// routes and the endpoints answer() serves.
 struct route {
   std::string_view path;    ///< the path; a prefix of paths when it ends in '/'
-  std::string_view method;  ///< "GET" or "POST"
+  std::string_view method;  ///< "GET", "POST" or "DELETE"
   route_kind kind;
   route_access access = route_access::key;
   bool takes_head = false;  ///< a GET route that answers HEAD too

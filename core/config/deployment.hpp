@@ -31,6 +31,8 @@ struct server_settings {
   int ws_max_queued_messages = 1024;      ///< per-connection WebSocket send queue bound
   double ws_handshake_timeout_s = 30.0;   ///< a WebSocket upgrade must complete within this
   std::int64_t max_stream_buffer_bytes = 256 << 10;  ///< SSE bytes queued for a slow reader before its stream pauses
+  int responses_store_max = 1000;         ///< /v1/responses kept for previous_response_id and GET (0 = none); the oldest leave first
+  double responses_store_ttl_s = 3600.0;  ///< a stored response is forgotten after this (0 = only when evicted)
 
   // The web UI (GET /) and its live feed of engine steps (GET /v1/engine/events).
   bool enable_ui = true;                  ///< false: neither is served (404)
