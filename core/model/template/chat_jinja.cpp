@@ -96,7 +96,9 @@ result<std::string> chat_template::try_render(std::span<const chat_message> mess
 
 result<std::string> chat_template::try_render(const chat_input& input) const {
   if (family_ == chat_family::jinja) {
-    auto text = jinja_->try_render(render_context(input));
+    jinja::render_limits limits;
+    limits.fixed_now = input.fixed_now;
+    auto text = jinja_->try_render(render_context(input), limits);
     if (!text) return make_error(text.error().code, "chat template: " + text.error().message);
     return text;
   }

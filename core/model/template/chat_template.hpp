@@ -5,6 +5,7 @@
 /// without a template, and as the fallback, recognised by its markers, for a template
 /// the interpreter cannot run.
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -36,6 +37,8 @@ struct chat_input {
   std::string bos, eos;          ///< the bos_token / eos_token texts
   /// Further variables the template may read (enable_thinking, date_string, ...).
   nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+  /// The time strftime_now formats (seconds since the epoch, UTC); nullopt: now. Tests fix it.
+  std::optional<std::int64_t> fixed_now;
 };
 
 enum class chat_family { llama_2, llama_3, mistral, chatml, qwen3, zephyr, jinja };
