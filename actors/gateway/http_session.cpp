@@ -1,5 +1,7 @@
 #include "actors/gateway/http_session.hpp"
 
+#include "actors/gateway/chat_request.hpp"
+
 #include <chrono>
 #include <utility>
 
@@ -183,7 +185,7 @@ void http_session::start_generation(route_kind kind, const std::string& text) {
   auto body = try_parse_json(text);
   if (!body) return send_reply(error_reply(body.error()));
   auto parsed = try_parse_request(*body, kind == route_kind::chat ? api_kind::chat : api_kind::completion,
-                                  state_.model());
+                                  state_.model(), kind == route_kind::chat ? parse_ordered_body(text) : nullptr);
   if (!parsed) return send_reply(error_reply(parsed.error()));
   exchange_.is_sse = parsed->stream;
   auto self = shared_from_this();

@@ -6,6 +6,16 @@
 #include "core/model/template/value_json.hpp"
 
 namespace inflight::jinja {
+namespace {
+
+/// jinja2's UndefinedError for `x.attr` / `x[i]` when x itself is undefined.
+std::unexpected<error> undefined_error(const expr& object) {
+  if (object.kind == expr_kind::name) return error_at(object, "'" + object.name + "' is undefined");
+  if (object.kind == expr_kind::attribute) return error_at(object, "'" + object.name + "' is undefined");
+  return error_at(object, "the value is undefined");
+}
+
+}  // namespace
 
 result<value> renderer::eval(const expr& e) {
   if (e.kind == expr_kind::literal) return e.literal;
@@ -17,7 +27,8 @@ result<value> renderer::eval(const expr& e) {
     case expr_kind::dict: v = eval_dict(e); break;
     case expr_kind::attribute: {
       v = eval(*e.args[0]);
-      if (v) v = get_attribute(*v, e.name);
+      if (v && v->is_undefined()) v = undefined_error(*e.args[0]);
+      else if (v) v = get_attribute(*v, e.name);
       break;
     }
     case expr_kind::subscript: v = eval_subscript(e); break;
@@ -80,6 +91,7 @@ result<value> renderer::eval_dict(const expr& e) {
 result<value> renderer::eval_subscript(const expr& e) {
   auto object = eval(*e.args[0]);
   if (!object) return object;
+  if (object->is_undefined()) return undefined_error(*e.args[0]);
   auto index = eval(*e.args[1]);
   if (!index) return index;
   return get_item(*object, *index);

@@ -59,6 +59,7 @@ call_args test_args(const call_args& args, std::size_t first) {
 
 result<value> select_items(const value& v, const call_args& args, bool by_attribute, bool keep) {
   const std::string_view name = by_attribute ? (keep ? "selectattr" : "rejectattr") : (keep ? "select" : "reject");
+  if (!v.truthy()) return value(std::vector<value>{});  // jinja2 iterates only a true value: none yields nothing
   auto items = sequence_of(v, name);
   if (!items) return std::unexpected(items.error());
   std::optional<std::string> attribute;
@@ -144,6 +145,7 @@ result<value> rejectattr_filter(renderer&, const value& v, const call_args& args
 }
 
 result<value> map_filter(renderer& r, const value& v, const call_args& args) {
+  if (!v.truthy()) return value(std::vector<value>{});  // as select: none yields nothing
   auto items = sequence_of(v, "map");
   if (!items) return std::unexpected(items.error());
   std::vector<value> out;

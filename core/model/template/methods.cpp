@@ -1,6 +1,7 @@
 // Methods templates call on strings (Python's str) and dicts.
 #include "core/model/template/builtins.hpp"
 #include "core/model/template/renderer.hpp"
+#include "core/model/template/str_format.hpp"
 #include "core/model/template/text.hpp"
 
 namespace inflight::jinja {
@@ -84,6 +85,12 @@ result<value> string_method(renderer& r, const std::string& s, std::string_view 
   if (name == "split") return split_method(s, args);
   if (name == "replace") return replace_method(r, s, args);
   if (name == "join") return join_method(r, s, args);
+  if (name == "format") {
+    auto text = python_format(s, args);
+    if (!text) return std::unexpected(text.error());
+    if (auto ok = r.check_size(text->size()); !ok) return std::unexpected(ok.error());
+    return value(std::move(*text));
+  }
   if (name == "upper") return value(ascii_upper(s));
   if (name == "lower") return value(ascii_lower(s));
   if (name == "title") return value(python_title(s));
