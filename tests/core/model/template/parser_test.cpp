@@ -26,7 +26,7 @@ TEST_CASE("jinja parser: bad expressions", "[core][template]") {
 }
 
 TEST_CASE("jinja parser: unknown filters and tests fail only when evaluated, as in jinja2", "[core][template]") {
-  CHECK(error_of("{{ x | frobnicate }}") == "template line 1, column 6: frobnicate: unknown filter");
+  CHECK(error_of("{{ x | frobnicate }}") == "template line 1, column 8: unknown filter 'frobnicate'");
   CHECK(error_of("{% if x is frobbed %}{% endif %}") == "template line 1, column 12: unknown test 'frobbed'");
   // a branch that does not run may use them (DeepSeek-V3.2's `| from_json` behind a type check)
   CHECK(render("{% if false %}{{ x | frobnicate }}{% endif %}{% if true %}ok{% else %}{{ x is frobbed }}{% endif %}",
