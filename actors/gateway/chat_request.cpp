@@ -92,7 +92,7 @@ api_result<std::vector<token_id>> try_tokenize_chat_prompt(const served_model& m
   const bool is_own = r.request_template.has_value();
   auto ids = try_tokenize_chat(m, r.input, is_own ? &*r.request_template : nullptr);
   if (!ids) return std::unexpected(to_api_error(ids.error(), is_own ? "chat_template" : "messages"));
-  return ids;
+  return std::move(*ids);
 }
 
 }  // namespace inflight::gateway

@@ -1,5 +1,6 @@
 // The expression half of the renderer: names, literals, subscripts, calls, filters,
 // tests and operators (the arithmetic itself is in operators.cpp).
+#include "core/model/template/dict_keys.hpp"
 #include "core/model/template/builtins.hpp"
 #include "core/model/template/operators.hpp"
 #include "core/model/template/renderer.hpp"
@@ -79,11 +80,12 @@ result<value> renderer::eval_dict(const expr& e) {
   for (std::size_t i = 0; i + 1 < e.args.size(); i += 2) {
     auto key = eval(*e.args[i]);
     if (!key) return key;
-    if (!key->is_string()) return error_at(*e.args[i], "dict keys must be strings, not " + std::string(key->type_name()));
+    const auto stored = encode_dict_key(*key);
+    if (!stored) return error_at(*e.args[i], "a " + std::string(key->type_name()) + " cannot be a dict key");
     auto v = eval(*e.args[i + 1]);
     if (!v) return v;
     if (v->nesting() >= max_value_nesting) return error_at(e, "the dict nests too deeply");
-    d->set(key->as_string(), std::move(*v));
+    d->set(*stored, std::move(*v));
   }
   return value(std::move(d));
 }

@@ -1,6 +1,7 @@
 // Jinja's filters that reduce or reorder a whole collection: dictsort, min, max, sum, attr.
 #include <algorithm>
 
+#include "core/model/template/dict_keys.hpp"
 #include "core/model/template/filters.hpp"
 #include "core/model/template/operators.hpp"
 #include "core/model/template/renderer.hpp"
@@ -19,7 +20,7 @@ result<std::vector<value>> items_of(const value& v, std::string_view filter) {
   if (v.is_list()) return v.as_list();
   std::vector<value> out;
   if (v.is_dict()) {
-    for (const auto& [k, unused] : v.as_dict()->items) out.emplace_back(k);
+    for (const auto& [k, unused] : v.as_dict()->items) out.push_back(decode_dict_key(k));
     return out;
   }
   if (v.is_string()) {
@@ -72,7 +73,8 @@ result<value> dictsort_filter(renderer&, const value& v, const call_args& args) 
   const bool reverse = flag(args, 2, "reverse");
   std::vector<std::pair<value, value>> items;  // (sort key, [k, v])
   for (const auto& [k, item] : v.as_dict()->items) {
-    items.emplace_back(comparable(by_value ? item : value(k), case_sensitive), value(std::vector<value>{value(k), item}));
+    const value key = decode_dict_key(k);
+    items.emplace_back(comparable(by_value ? item : key, case_sensitive), value(std::vector<value>{key, item}));
   }
   bool is_comparable = true;
   std::stable_sort(items.begin(), items.end(), [&](const auto& a, const auto& b) {

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <unordered_set>
 
+#include "core/model/template/dict_keys.hpp"
 #include "core/model/template/filters.hpp"
 #include "core/model/template/renderer.hpp"
 #include "core/model/template/text.hpp"
@@ -16,7 +17,7 @@ result<std::vector<value>> sequence_of(const value& v, std::string_view filter) 
   std::vector<value> out;
   if (v.is_undefined()) return out;
   if (v.is_dict()) {
-    for (const auto& [k, unused] : v.as_dict()->items) out.emplace_back(k);
+    for (const auto& [k, unused] : v.as_dict()->items) out.push_back(decode_dict_key(k));
     return out;
   }
   if (v.is_string()) {
@@ -125,7 +126,7 @@ result<value> items_filter(renderer&, const value& v, const call_args&) {
   if (v.is_undefined()) return value(std::vector<value>{});
   if (!v.is_dict()) return filter_error("items", "needs a dict, not a " + std::string(v.type_name()));
   std::vector<value> out;
-  for (const auto& [k, item] : v.as_dict()->items) out.emplace_back(std::vector<value>{value(k), item});
+  for (const auto& [k, item] : v.as_dict()->items) out.emplace_back(std::vector<value>{decode_dict_key(k), item});
   return value(std::move(out));
 }
 

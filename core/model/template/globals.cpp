@@ -1,6 +1,7 @@
 // Global functions (range, namespace, dict, raise_exception, strftime_now) and item access.
 #include <ctime>
 
+#include "core/model/template/dict_keys.hpp"
 #include "core/model/template/builtins.hpp"
 #include "core/model/template/renderer.hpp"
 #include "core/model/template/text.hpp"
@@ -108,7 +109,10 @@ value get_attribute(const value& object, std::string_view name) {
 }
 
 value get_item(const value& object, const value& index) {
-  if (object.is_dict()) return index.is_string() ? get_attribute(object, index.as_string()) : value();
+  if (object.is_dict()) {
+    const auto stored = encode_dict_key(index);
+    return stored ? get_attribute(object, *stored) : value();
+  }
   if (!index.is_int() || !(object.is_list() || object.is_string())) return value();
   if (object.is_list()) {
     const auto& items = object.as_list();

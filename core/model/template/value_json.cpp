@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/base/codepoints.hpp"
+#include "core/model/template/dict_keys.hpp"
 
 namespace inflight::jinja {
 namespace {
@@ -158,7 +159,7 @@ class json_writer {
     for (std::size_t i = 0; i < items.size(); ++i) {
       if (i > 0) out_ += f_.item_separator;
       newline(level + 1);
-      append_json_string(out_, items[i]->first, f_.ensure_ascii);
+      append_json_string(out_, json_dict_key(items[i]->first), f_.ensure_ascii);
       out_ += f_.key_separator;
       if (auto ok = write(items[i]->second, level + 1); !ok) return ok;
     }

@@ -114,3 +114,14 @@ TEST_CASE("jinja tests: the is-tests", "[core][template]") {
                "{{ s is equalto 'x' }}{{ s is eq('y') }} {{ 1 is in [1, 2] }} {{ 'ab' is lower }}{{ 'Ab' is upper }}",
                ctx) == "TrueFalse TrueFalse TrueFalse True TrueFalse");
 }
+
+TEST_CASE("jinja: dicts with number keys, as ByteDance-Seed-OSS's budget table", "[core][template]") {
+  const char* table = "{%- set gears = {0: 0, 512: 128, 1024: 256} -%}";
+  CHECK(render(std::string(table) + "{% for k, v in gears | dictsort %}{{ k + 1 }}:{{ v }},{% endfor %}") ==
+        "1:0,513:128,1025:256,");
+  CHECK(render(std::string(table) + "{{ gears[512] }} {{ 1024 in gears }} {{ '512' in gears }} {{ gears.get(0) }}") ==
+        "128 True False 0");
+  CHECK(render(std::string(table) + "{{ gears }} {{ gears | tojson }} {{ {none: 1, true: 2} }}") ==
+        R"({0: 0, 512: 128, 1024: 256} {"0": 0, "512": 128, "1024": 256} {None: 1, True: 2})");
+  CHECK_THAT(error_of("{{ {[1]: 2} }}"), Catch::Contains("a list cannot be a dict key"));
+}
