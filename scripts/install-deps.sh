@@ -19,6 +19,7 @@ packages=(
   libxxhash-dev         # prefix-cache block hashes (XXH3-128)
   curl                  # SSE test script
   python3               # scripts/layers.py (the folders' layering test), test helpers
+  python3-jinja2        # tests/peers/jinja2_oracle.py: chat templates rendered as transformers does
   gnuplot-nox           # inflight bench serve --plot
   clang-16 libclang-rt-16-dev  # libFuzzer harnesses (tests/fuzz; clang-14 lacks std::expected)
   llvm-16               # llvm-symbolizer for readable sanitizer reports

@@ -162,35 +162,47 @@ api_result<std::vector<chat_message>> try_parse_messages(const json& messages) {
 
 namespace {
 
-nlohmann::ordered_json template_tool_calls(const json& calls) {
-  auto out = nlohmann::ordered_json::array();
-  for (const auto& call : calls) {
-    const json& fn = call["function"];
-    const auto& text = fn["arguments"].get_ref<const std::string&>();
-    auto args = nlohmann::ordered_json::parse(text, nullptr, false);
-    if (args.is_discarded() || !args.is_object()) args = text;
-    out.push_back({{"id", call["id"]},
-                   {"type", "function"},
-                   {"function", {{"name", fn["name"]}, {"arguments", std::move(args)}}}});
+using ojson = nlohmann::ordered_json;
+
+/// A content list (checked by try_parse_messages) as the text of its text and refusal parts.
+std::string content_text(const ojson& parts) {
+  std::string text;
+  for (const auto& part : parts) {
+    for (const char* key : {"text", "refusal"})
+      if (auto it = part.find(key); it != part.end() && it->is_string()) text += it->get<std::string>();
+  }
+  return text;
+}
+
+/// The calls with each function's arguments as a JSON object (kept a string when the
+/// text is not one); every other field as the client sent it, in its order.
+ojson template_tool_calls(const ojson& calls) {
+  ojson out = calls;
+  for (auto& call : out) {
+    auto fn = call.find("function");
+    if (fn == call.end() || !fn->is_object()) continue;
+    auto arguments = fn->find("arguments");
+    if (arguments == fn->end() || !arguments->is_string()) continue;
+    auto args = ojson::parse(arguments->get_ref<const std::string&>(), nullptr, false);
+    if (!args.is_discarded() && args.is_object()) *arguments = std::move(args);
   }
   return out;
 }
 
 }  // namespace
 
-nlohmann::ordered_json template_messages(const json& messages) {
-  auto out = nlohmann::ordered_json::array();
+ojson template_messages(const ojson& messages) {
+  auto out = ojson::array();
   for (const auto& m : messages) {
-    const std::string role = m["role"].get<std::string>();
-    nlohmann::ordered_json msg = {{"role", role == "developer" ? "system" : role}};
-    const json* content = m.contains("content") && !m["content"].is_null() ? &m["content"] : nullptr;
-    std::string text;
-    if (content && read_content(*content, "content", role, text)) text.clear();
-    msg["content"] = content ? nlohmann::ordered_json(text) : nlohmann::ordered_json(nullptr);
-    for (const char* key : {"name", "tool_call_id"})
-      if (m.contains(key) && m[key].is_string()) msg[key] = m[key];
-    if (m.contains("tool_calls") && m["tool_calls"].is_array() && !m["tool_calls"].empty())
-      msg["tool_calls"] = template_tool_calls(m["tool_calls"]);
+    ojson msg = m;  // every field, in the request's order
+    if (msg["role"] == "developer") msg["role"] = "system";
+    auto content = msg.find("content");
+    if (content == msg.end()) msg["content"] = nullptr;
+    else if (content->is_array()) *content = content_text(*content);
+    if (auto calls = msg.find("tool_calls"); calls != msg.end()) {
+      if (calls->is_array() && !calls->empty()) *calls = template_tool_calls(*calls);
+      else msg.erase("tool_calls");
+    }
     out.push_back(std::move(msg));
   }
   return out;

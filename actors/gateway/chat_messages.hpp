@@ -21,10 +21,11 @@ namespace inflight::gateway {
 /// The messages as the chat template sees them (role and text).
 api_result<std::vector<chat_message>> try_parse_messages(const nlohmann::json& messages);
 
-/// Messages already checked by try_parse_messages as transformers hands them to a
-/// template: role (developer as system), content as text (null where the client sent
-/// none), name, tool_call_id, and tool_calls whose arguments are JSON objects (the
-/// string OpenAI sends, parsed; kept as a string when it is not a JSON object).
-nlohmann::ordered_json template_messages(const nlohmann::json& messages);
+/// Messages already checked by try_parse_messages as a template reads them: every field
+/// the client sent, in its order (parse the body with ordered_json to keep it), with role
+/// developer as system, content as text (content parts joined; null where the client sent
+/// none), and tool_calls whose arguments are JSON objects (the string OpenAI sends,
+/// parsed, keeping its key order; kept as a string when it is not a JSON object).
+nlohmann::ordered_json template_messages(const nlohmann::ordered_json& messages);
 
 }  // namespace inflight::gateway

@@ -10,6 +10,7 @@
 #include "actors/gateway/anthropic_call.hpp"
 #include "actors/gateway/anthropic_shape.hpp"
 #include "actors/gateway/api_keys.hpp"
+#include "actors/gateway/chat_request.hpp"
 #include "actors/gateway/engine_events.hpp"
 #include "actors/gateway/events_session.hpp"
 #include "actors/gateway/responses_call.hpp"
@@ -206,8 +207,9 @@ void http_session::start_call(std::shared_ptr<gateway_call> call,
 void http_session::start_generation(route_kind kind, const std::string& text) {
   auto body = try_parse_json(text);
   if (!body) return send_reply(error_reply(body.error()));
-  auto parsed = try_parse_request(*body, kind == route_kind::chat ? api_kind::chat : api_kind::completion,
-                                  state_.model());
+  const bool is_chat = kind == route_kind::chat;
+  auto parsed = try_parse_request(*body, is_chat ? api_kind::chat : api_kind::completion, state_.model(),
+                                  is_chat ? parse_ordered_body(text) : nlohmann::ordered_json());
   if (!parsed) return send_reply(error_reply(parsed.error()));
   exchange_.is_sse = parsed->stream;
   auto self = shared_from_this();

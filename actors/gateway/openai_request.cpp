@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "actors/gateway/chat_messages.hpp"
+#include "actors/gateway/chat_request.hpp"
 #include "actors/gateway/constraint_request.hpp"
 #include "actors/gateway/json_fields.hpp"
 #include "actors/gateway/unsupported_fields.hpp"
@@ -79,20 +80,18 @@ api_result<std::vector<std::vector<token_id>>> parse_prompts(const json& p, cons
   return out;
 }
 
-api_result<std::vector<std::vector<token_id>>> parse_chat_prompt(const json& body, const served_model& m,
-                                                                  openai_request& r) {
+api_result<std::vector<std::vector<token_id>>> parse_chat_prompt(const json& body, const nlohmann::ordered_json& ordered,
+                                                                  const served_model& m, openai_request& r) {
   auto msgs = try_parse_messages(body["messages"]);
   if (!msgs) return std::unexpected(msgs.error());
-  chat_input input;
-  if (auto e = read_bool(body, "add_generation_prompt", input.add_generation_prompt)) return std::unexpected(*e);
   // Tools: /v1/chat/completions, or a WebSocket generate with messages.
   auto tools = try_parse_tools(body);
   if (!tools) return std::unexpected(tools.error());
   r.tools = std::move(*tools);
-  input.tools = r.tools.definitions;
-  input.messages = template_messages(body["messages"]);
-  auto ids = try_tokenize_chat(m, input);
-  if (!ids) return std::unexpected(to_api_error(ids.error(), "messages"));
+  auto chat = try_parse_chat_prompt(body, ordered, r.tools);
+  if (!chat) return std::unexpected(chat.error());
+  auto ids = try_tokenize_chat_prompt(m, *chat);
+  if (!ids) return std::unexpected(ids.error());
   if (ids->empty()) return std::unexpected(bad_request("messages render to an empty prompt", "messages"));
   if (int(ids->size()) > max_prompt_tokens(m.max_context, false))
     return std::unexpected(context_error(ids->size(), m, "messages"));
@@ -261,7 +260,8 @@ generate_request openai_request::choice_request(int index) const {
   return out;
 }
 
-api_result<openai_request> try_parse_request(const json& body, api_kind kind, const served_model& m) {
+api_result<openai_request> try_parse_request(const json& body, api_kind kind, const served_model& m,
+                                             const nlohmann::ordered_json& ordered) {
   if (!body.is_object()) return std::unexpected(bad_request("the request body must be a JSON object"));
   openai_request r;
   r.kind = kind;
@@ -274,7 +274,7 @@ api_result<openai_request> try_parse_request(const json& body, api_kind kind, co
     if (auto e = read_bool(body, "add_special_tokens", add_special)) return std::unexpected(*e);
   const char* needed = r.is_chat ? "messages" : "prompt";
   if (!field(body, needed)) return std::unexpected(bad_request(std::string(needed) + " is required", needed));
-  auto prompts = r.is_chat ? parse_chat_prompt(body, m, r) : parse_prompts(body["prompt"], m, add_special);
+  auto prompts = r.is_chat ? parse_chat_prompt(body, ordered, m, r) : parse_prompts(body["prompt"], m, add_special);
   if (!prompts) return std::unexpected(prompts.error());
   r.prompts = std::move(*prompts);
   if (auto e = parse_options(body, m, r)) return std::unexpected(*e);
@@ -302,17 +302,19 @@ api_result<json> try_parse_json(const std::string& text) {
   }
 }
 
-api_result<std::vector<token_id>> try_parse_tokenize(const json& body, const served_model& m) {
+api_result<std::vector<token_id>> try_parse_tokenize(const json& body, const served_model& m,
+                                                     const nlohmann::ordered_json& ordered) {
   bool add_special = true;
   if (auto e = read_bool(body, "add_special_tokens", add_special)) return std::unexpected(*e);
   if (field(body, "messages")) {
+    // the prompt chat completions would render: same messages, tools and template fields
     auto msgs = try_parse_messages(body["messages"]);
     if (!msgs) return std::unexpected(msgs.error());
-    bool add_generation_prompt = true;
-    if (auto e = read_bool(body, "add_generation_prompt", add_generation_prompt)) return std::unexpected(*e);
-    auto ids = try_tokenize_chat(m, *msgs, add_generation_prompt);
-    if (!ids) return std::unexpected(to_api_error(ids.error(), "messages"));
-    return *ids;
+    auto tools = try_parse_tools(body);
+    if (!tools) return std::unexpected(tools.error());
+    auto chat = try_parse_chat_prompt(body, ordered, *tools);
+    if (!chat) return std::unexpected(chat.error());
+    return try_tokenize_chat_prompt(m, *chat);
   }
   const json* p = field(body, "prompt");
   if (!p) return std::unexpected(bad_request("prompt or messages is required", "prompt"));

@@ -48,13 +48,19 @@ struct openai_request {
 };
 
 /// Parses a request body; `body` must already be valid JSON.
-api_result<openai_request> try_parse_request(const nlohmann::json& body, api_kind kind, const served_model& model);
+/// `ordered`: the same body parsed keeping its key order (parse_ordered_body), which the
+/// chat template sees in messages, tools and chat_template_kwargs; null: the sorted order.
+api_result<openai_request> try_parse_request(const nlohmann::json& body, api_kind kind, const served_model& model,
+                                             const nlohmann::ordered_json& ordered = nullptr);
 
 /// Parses a body text: malformed JSON, a non-object or invalid UTF-8 is a 400.
 api_result<nlohmann::json> try_parse_json(const std::string& text);
 
 /// Prompt token ids of a /tokenize body ({"prompt"} or {"messages"}, "add_special_tokens").
-api_result<std::vector<token_id>> try_parse_tokenize(const nlohmann::json& body, const served_model& model);
+/// With messages it renders what chat completions would (tools, tool_choice, the template
+/// fields); `ordered` as for try_parse_request.
+api_result<std::vector<token_id>> try_parse_tokenize(const nlohmann::json& body, const served_model& model,
+                                                     const nlohmann::ordered_json& ordered = nullptr);
 
 /// Token ids of a /detokenize body ({"tokens": [ids]}).
 api_result<std::vector<token_id>> try_parse_detokenize(const nlohmann::json& body, const served_model& model);

@@ -1,6 +1,7 @@
 #include "actors/gateway/routes.hpp"
 
 #include "actors/gateway/anthropic_call.hpp"
+#include "actors/gateway/chat_request.hpp"
 #include "actors/gateway/openai_request.hpp"
 #include "actors/gateway/openai_response.hpp"
 #include "actors/gateway/responses_call.hpp"
@@ -144,7 +145,8 @@ http_reply model_by_name(gateway_state& state, std::string_view name) {
 http_reply tokenize_reply(gateway_state& state, const std::string& text) {
   auto body = try_parse_json(text);
   if (!body) return error_reply(body.error());
-  auto ids = try_parse_tokenize(*body, state.model());
+  const auto ordered = body->contains("messages") ? parse_ordered_body(text) : nlohmann::ordered_json();
+  auto ids = try_parse_tokenize(*body, state.model(), ordered);
   if (!ids) return error_reply(ids.error());
   return json_reply(200, {{"tokens", *ids}, {"count", ids->size()}, {"max_model_len", state.model().max_context}});
 }

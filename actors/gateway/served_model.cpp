@@ -153,25 +153,39 @@ bool has_tool_parts(const chat_input& input) {
   return false;
 }
 
+/// The conversation as the built-in renderers and the plain fallback read it: tool
+/// definitions and calls flattened into text turns.
+chat_input flattened_input(const served_model& m, const chat_input& input) {
+  chat_input out = input;
+  out.messages = nlohmann::ordered_json::array();
+  for (const auto& turn : flatten_tool_conversation(input, m.tool_style))
+    out.messages.push_back({{"role", turn.role}, {"content", turn.content}});
+  out.tools = nullptr;
+  return out;
+}
+
+result<std::vector<token_id>> try_tokenize_plain(const served_model& m, const chat_input& input) {
+  const auto messages = flatten_tool_conversation(input, m.tool_style);
+  std::string text = render_plain_chat(messages, input.add_generation_prompt);
+  if (input.continue_final_message && !text.empty() && text.back() == '\n') text.pop_back();
+  return tokenize_text(m, text, true);
+}
+
 }  // namespace
 
-result<std::vector<token_id>> try_tokenize_chat(const served_model& m, const chat_input& input) {
-  if (m.chat && m.chat->family() == chat_family::jinja) {
-    chat_input with_specials = input;
-    with_specials.bos = m.bos_text;
-    with_specials.eos = m.eos_text;
-    if (!m.is_tool_template && has_tool_parts(input)) {
-      with_specials.messages = nlohmann::ordered_json::array();
-      for (const auto& turn : flatten_tool_conversation(input, m.tool_style))
-        with_specials.messages.push_back({{"role", turn.role}, {"content", turn.content}});
-      with_specials.tools = nullptr;
-    }
-    auto text = m.chat->try_render(with_specials);
-    if (!text) return std::unexpected(text.error());
-    return m.tok->encode(*text, false);
-  }
-  const auto messages = flatten_tool_conversation(input, m.tool_style);
-  return try_tokenize_chat(m, messages, input.add_generation_prompt);
+result<std::vector<token_id>> try_tokenize_chat(const served_model& m, const chat_input& input,
+                                                const chat_template* request_template) {
+  const chat_template* t = request_template ? request_template : (m.chat ? &*m.chat : nullptr);
+  if (!t) return try_tokenize_plain(m, input);
+  // Jinja templates read tools themselves, unless the model's own does not know them.
+  const bool is_flattened = t->family() != chat_family::jinja ||
+                            (!request_template && !m.is_tool_template && has_tool_parts(input));
+  chat_input with_specials = is_flattened ? flattened_input(m, input) : input;
+  with_specials.bos = m.bos_text;
+  with_specials.eos = m.eos_text;
+  auto text = t->try_render(with_specials);
+  if (!text) return std::unexpected(text.error());
+  return m.tok->encode(*text, false);
 }
 
 std::vector<token_id> tokenize_text(const served_model& m, const std::string& text, bool add_special) {

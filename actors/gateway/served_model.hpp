@@ -83,11 +83,14 @@ std::string render_plain_chat(std::span<const chat_message> messages, bool add_g
 result<std::vector<token_id>> try_tokenize_chat(const served_model& m, std::span<const chat_message> messages,
                                                 bool add_generation_prompt);
 
-/// Prompt token ids of a conversation with its tools (chat_input): the model's Jinja
-/// template gets messages and tools as they are (when it reads `tools`); the built-in
-/// renderers, the plain fallback and templates that know no tools get them flattened by
-/// flatten_tool_conversation in `m.tool_style`.
-result<std::vector<token_id>> try_tokenize_chat(const served_model& m, const chat_input& input);
+/// Prompt token ids of a conversation with its tools (chat_input), rendered by
+/// `request_template` (a request's own Jinja template) when given, else by the model's:
+/// a Jinja template gets messages and tools as they are (the model's only when it reads
+/// `tools`); the built-in renderers, the plain fallback and templates that know no tools
+/// get them flattened by flatten_tool_conversation in `m.tool_style`. The template's
+/// errors (its raise_exception message) are returned as they are.
+result<std::vector<token_id>> try_tokenize_chat(const served_model& m, const chat_input& input,
+                                                const chat_template* request_template = nullptr);
 
 /// Token ids of a prompt text, with BOS when the tokenizer wants it and `add_special`.
 std::vector<token_id> tokenize_text(const served_model& m, const std::string& text, bool add_special = true);

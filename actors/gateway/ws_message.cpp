@@ -1,5 +1,6 @@
 #include "actors/gateway/ws_message.hpp"
 
+#include "actors/gateway/chat_request.hpp"
 #include "actors/gateway/openai_request.hpp"
 #include "actors/gateway/openai_response.hpp"
 
@@ -16,6 +17,7 @@ std::expected<ws_message, ws_message_error> try_parse_ws_message(const std::stri
   if (!parsed) return std::unexpected(ws_message_error{nullptr, parsed.error()});
   ws_message msg;
   msg.body = std::move(*parsed);
+  if (msg.body.contains("messages")) msg.ordered_body = parse_ordered_body(text);
   const auto id = msg.body.find("id");
   msg.id = id == msg.body.end() ? json(nullptr) : *id;
   if (!msg.id.is_string() && !msg.id.is_number_integer()) {
@@ -41,8 +43,9 @@ std::expected<ws_message, ws_message_error> try_parse_ws_message(const std::stri
   return msg;
 }
 
-api_result<openai_request> try_parse_ws_generate(const json& body, const served_model& model) {
-  auto parsed = try_parse_request(body, api_kind::websocket, model);
+api_result<openai_request> try_parse_ws_generate(const json& body, const served_model& model,
+                                                 const nlohmann::ordered_json& ordered) {
+  auto parsed = try_parse_request(body, api_kind::websocket, model, ordered);
   if (!parsed) return std::unexpected(parsed.error());
   if (parsed->num_choices() != 1)
     return std::unexpected(bad_request("one prompt and n = 1 per WebSocket request: send several ids", "n"));

@@ -25,6 +25,8 @@ struct ws_message {
   nlohmann::json id;    ///< a string or an integer, echoed in every reply about it
   std::string key;      ///< the id as compact JSON: "7" and "\"7\"" are different requests
   nlohmann::json body;  ///< the whole message (generate, rerank and embed read their fields from it)
+  /// The message with its key order, when it carries messages (the chat template sees it).
+  nlohmann::ordered_json ordered_body;
 };
 
 /// A frame that cannot be served, and the id its error is sent under (null when the
@@ -40,7 +42,8 @@ std::expected<ws_message, ws_message_error> try_parse_ws_message(const std::stri
 
 /// Validates a generate message's body as the HTTP API does: one prompt, n = 1, always
 /// streamed. It runs as a completion_call, as an HTTP request does.
-api_result<openai_request> try_parse_ws_generate(const nlohmann::json& body, const served_model& model);
+api_result<openai_request> try_parse_ws_generate(const nlohmann::json& body, const served_model& model,
+                                                 const nlohmann::ordered_json& ordered = nullptr);
 
 /// {"type": "error", "id": id, "error": {...}}: how every refusal is sent. A load refusal
 /// (429 or 503, as HTTP's Retry-After) carries "retry_after_s": the same id may be sent again.

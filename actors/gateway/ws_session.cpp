@@ -100,7 +100,7 @@ std::optional<api_error> ws_session::check_new(const ws_message& msg) const {
 
 void ws_session::handle_generate(const ws_message& msg) {
   if (auto e = check_new(msg)) return send_error(msg.id, *e);
-  auto parsed = try_parse_ws_generate(msg.body, state_.model());
+  auto parsed = try_parse_ws_generate(msg.body, state_.model(), msg.ordered_body);
   if (!parsed) return send_error(msg.id, parsed.error());
   auto ex = ws_.get_executor();
   const std::uint64_t serial = next_serial_++;

@@ -55,6 +55,41 @@ ojson render_context(const chat_input& input) {
   return context;
 }
 
+/// One tool definition, for the start-up check of templates that need tools.
+ojson probe_tools() {
+  return ojson::array({{{"type", "function"},
+                        {"function",
+                         {{"name", "get_time"},
+                          {"description", "Get the current time"},
+                          {"parameters", {{"type", "object"}, {"properties", ojson::object()}}}}}}});
+}
+
+/// The final message's text: its content, or the last text part of a content list.
+std::optional<std::string> final_message_text(const ojson& messages) {
+  if (!messages.is_array() || messages.empty() || !messages.back().is_object()) return std::nullopt;
+  const ojson content = messages.back().value("content", ojson());
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) return std::nullopt;
+  for (auto it = content.rbegin(); it != content.rend(); ++it)
+    if (it->is_object() && it->contains("text") && (*it)["text"].is_string()) return (*it)["text"].get<std::string>();
+  return std::nullopt;
+}
+
+/// transformers' continue_final_message: the rendering cut after the last occurrence of
+/// the final message's (stripped) text.
+result<std::string> cut_after_final_message(std::string text, const ojson& messages) {
+  const auto final_text = final_message_text(messages);
+  if (!final_text) return make_error(errc::invalid_argument, "continue_final_message: the final message has no text");
+  const std::string stripped = trim_white_space(*final_text);
+  const std::size_t at = text.rfind(stripped);
+  if (at == std::string::npos) {
+    return make_error(errc::invalid_argument,
+                      "continue_final_message: the final message does not appear in the rendered chat template");
+  }
+  text.resize(at + stripped.size());
+  return text;
+}
+
 }  // namespace
 
 result<chat_template> chat_template::try_from_jinja(std::string_view jinja_source) {
@@ -73,6 +108,8 @@ result<chat_template> chat_template::try_from_model(std::string_view jinja_sourc
     probe.messages = ojson::array({{{"role", "user"}, {"content", "Hello"}}});
     auto rendered = t->try_render(probe);
     if (rendered) return t;
+    probe.tools = probe_tools();
+    if (t->try_render(probe)) return t;  // a template for tool requests (Hermes' tool_use)
     t = std::unexpected(rendered.error());
   }
   if (warning) *warning = "the model's chat template cannot be executed (" + t.error().message + ")";
@@ -96,8 +133,11 @@ result<std::string> chat_template::try_render(std::span<const chat_message> mess
 
 result<std::string> chat_template::try_render(const chat_input& input) const {
   if (family_ == chat_family::jinja) {
-    auto text = jinja_->try_render(render_context(input));
+    jinja::render_limits limits;
+    limits.fixed_now = input.fixed_now;
+    auto text = jinja_->try_render(render_context(input), limits);
     if (!text) return make_error(text.error().code, "chat template: " + text.error().message);
+    if (input.continue_final_message) return cut_after_final_message(std::move(*text), input.messages);
     return text;
   }
   if (!input.tools.is_null() && !input.tools.empty()) {
@@ -105,7 +145,9 @@ result<std::string> chat_template::try_render(const chat_input& input) const {
   }
   auto messages = to_chat_messages(input.messages);
   if (!messages) return std::unexpected(messages.error());
-  return try_render_family(*messages, input.add_generation_prompt, input.bos, input.eos);
+  auto text = try_render_family(*messages, input.add_generation_prompt, input.bos, input.eos);
+  if (text && input.continue_final_message) return cut_after_final_message(std::move(*text), input.messages);
+  return text;
 }
 
 }  // namespace inflight

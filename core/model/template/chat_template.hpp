@@ -5,6 +5,7 @@
 /// without a template, and as the fallback, recognised by its markers, for a template
 /// the interpreter cannot run.
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -33,9 +34,14 @@ struct chat_input {
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   nlohmann::ordered_json tools;  ///< null: no tools; else the JSON array of tool definitions
   bool add_generation_prompt = true;
+  /// The prompt ends right after the final message's text (transformers' and vLLM's
+  /// continue_final_message): the rendering is cut there, so the model continues it.
+  bool continue_final_message = false;
   std::string bos, eos;          ///< the bos_token / eos_token texts
   /// Further variables the template may read (enable_thinking, date_string, ...).
   nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+  /// The time strftime_now formats (seconds since the epoch, UTC); nullopt: now. Tests fix it.
+  std::optional<std::int64_t> fixed_now;
 };
 
 enum class chat_family { llama_2, llama_3, mistral, chatml, qwen3, zephyr, jinja };
@@ -49,9 +55,10 @@ class chat_template {
   /// The template text itself, executed. Errors (invalid_argument) when it does not parse,
   /// naming the line and column.
   static result<chat_template> try_from_jinja(std::string_view jinja_source);
-  /// A model's template: executed when it parses and renders a one-message conversation;
-  /// otherwise the family renderer try_detect recognises. `warning` (may be null) says
-  /// why the template itself is not used. Errors as try_detect when neither works.
+  /// A model's template: executed when it parses and renders a one-message conversation,
+  /// without tools or with one (templates made for tool calls may refuse to render
+  /// without tools); otherwise the family renderer try_detect recognises. `warning` (may
+  /// be null) says why the template itself is not used. Errors as try_detect when neither works.
   static result<chat_template> try_from_model(std::string_view jinja_source, std::string* warning);
 
   /// The prompt text for `messages`. `bos` / `eos` are the tokenizer's BOS / EOS token

@@ -1,11 +1,22 @@
 // The expression half of the renderer: names, literals, subscripts, calls, filters,
 // tests and operators (the arithmetic itself is in operators.cpp).
+#include "core/model/template/dict_keys.hpp"
 #include "core/model/template/builtins.hpp"
 #include "core/model/template/operators.hpp"
 #include "core/model/template/renderer.hpp"
 #include "core/model/template/value_json.hpp"
 
 namespace inflight::jinja {
+namespace {
+
+/// jinja2's UndefinedError for `x.attr` / `x[i]` when x itself is undefined.
+std::unexpected<error> undefined_error(const expr& object) {
+  if (object.kind == expr_kind::name) return error_at(object, "'" + object.name + "' is undefined");
+  if (object.kind == expr_kind::attribute) return error_at(object, "'" + object.name + "' is undefined");
+  return error_at(object, "the value is undefined");
+}
+
+}  // namespace
 
 result<value> renderer::eval(const expr& e) {
   if (e.kind == expr_kind::literal) return e.literal;
@@ -17,7 +28,8 @@ result<value> renderer::eval(const expr& e) {
     case expr_kind::dict: v = eval_dict(e); break;
     case expr_kind::attribute: {
       v = eval(*e.args[0]);
-      if (v) v = get_attribute(*v, e.name);
+      if (v && v->is_undefined()) v = undefined_error(*e.args[0]);
+      else if (v) v = get_attribute(*v, e.name);
       break;
     }
     case expr_kind::subscript: v = eval_subscript(e); break;
@@ -68,11 +80,12 @@ result<value> renderer::eval_dict(const expr& e) {
   for (std::size_t i = 0; i + 1 < e.args.size(); i += 2) {
     auto key = eval(*e.args[i]);
     if (!key) return key;
-    if (!key->is_string()) return error_at(*e.args[i], "dict keys must be strings, not " + std::string(key->type_name()));
+    const auto stored = encode_dict_key(*key);
+    if (!stored) return error_at(*e.args[i], "a " + std::string(key->type_name()) + " cannot be a dict key");
     auto v = eval(*e.args[i + 1]);
     if (!v) return v;
     if (v->nesting() >= max_value_nesting) return error_at(e, "the dict nests too deeply");
-    d->set(key->as_string(), std::move(*v));
+    d->set(*stored, std::move(*v));
   }
   return value(std::move(d));
 }
@@ -80,6 +93,7 @@ result<value> renderer::eval_dict(const expr& e) {
 result<value> renderer::eval_subscript(const expr& e) {
   auto object = eval(*e.args[0]);
   if (!object) return object;
+  if (object->is_undefined()) return undefined_error(*e.args[0]);
   auto index = eval(*e.args[1]);
   if (!index) return index;
   return get_item(*object, *index);

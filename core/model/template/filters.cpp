@@ -44,6 +44,7 @@ result<value> tojson(renderer& r, const value& v, const call_args& args) {
     format.key_separator = seps->as_list()[1].as_string();
   }
   format.sort_keys = flag(args, 99, "sort_keys");
+  format.ensure_ascii = flag(args, 99, "ensure_ascii");
   auto text = try_to_json_text(v, format);
   if (!text) return std::unexpected(text.error());
   if (auto ok = r.check_size(text->size()); !ok) return std::unexpected(ok.error());
@@ -197,7 +198,7 @@ struct named_filter {
   filter_fn fn;
 };
 
-const std::array<named_filter, 33> filters{{
+const std::array<named_filter, 38> filters{{
     {"tojson", tojson},         {"length", length},         {"count", length},        {"default", default_filter},
     {"d", default_filter},      {"trim", trim},             {"replace", replace},     {"int", int_filter},
     {"float", float_filter},    {"round", round_filter},    {"abs", abs_filter},      {"escape", escape},
@@ -206,7 +207,8 @@ const std::array<named_filter, 33> filters{{
     {"join", join_filter},      {"first", first_filter},    {"last", last_filter},    {"items", items_filter},
     {"list", list_filter},      {"select", select_filter},  {"reject", reject_filter}, {"selectattr", selectattr_filter},
     {"rejectattr", rejectattr_filter}, {"map", map_filter}, {"unique", unique_filter}, {"sort", sort_filter},
-    {"reverse", reverse_filter},
+    {"reverse", reverse_filter},       {"dictsort", dictsort_filter}, {"min", min_filter},    {"max", max_filter},
+    {"sum", sum_filter},               {"attr", attr_filter},
 }};
 
 const named_filter* find_filter(std::string_view name) {
@@ -222,7 +224,7 @@ bool is_known_filter(std::string_view name) { return find_filter(name) != nullpt
 
 result<value> apply_filter(renderer& r, std::string_view name, const value& subject, const call_args& args) {
   const named_filter* f = find_filter(name);
-  if (!f) return filter_error(name, "unknown filter");
+  if (!f) return std::unexpected(error{errc::invalid_argument, "unknown filter '" + std::string(name) + "'"});
   return f->fn(r, subject, args);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 /// The filters' shared declarations: filters.cpp holds the table and the scalar and
-/// string filters, filters_seq.cpp the ones over lists and dicts.
+/// string filters, filters_seq.cpp the ones over lists and dicts,
+/// filters_aggregate.cpp the ones that reduce or reorder a whole collection.
 
 #include <string_view>
 
@@ -25,5 +26,11 @@ result<value> map_filter(renderer& r, const value& v, const call_args& args);
 result<value> unique_filter(renderer& r, const value& v, const call_args& args);
 result<value> sort_filter(renderer& r, const value& v, const call_args& args);
 result<value> reverse_filter(renderer& r, const value& v, const call_args& args);
+// filters_aggregate.cpp
+result<value> dictsort_filter(renderer& r, const value& v, const call_args& args);
+result<value> min_filter(renderer& r, const value& v, const call_args& args);
+result<value> max_filter(renderer& r, const value& v, const call_args& args);
+result<value> sum_filter(renderer& r, const value& v, const call_args& args);
+result<value> attr_filter(renderer& r, const value& v, const call_args& args);
 
 }  // namespace inflight::jinja

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <unordered_set>
 
+#include "core/model/template/dict_keys.hpp"
 #include "core/model/template/filters.hpp"
 #include "core/model/template/renderer.hpp"
 #include "core/model/template/text.hpp"
@@ -16,7 +17,7 @@ result<std::vector<value>> sequence_of(const value& v, std::string_view filter) 
   std::vector<value> out;
   if (v.is_undefined()) return out;
   if (v.is_dict()) {
-    for (const auto& [k, unused] : v.as_dict()->items) out.emplace_back(k);
+    for (const auto& [k, unused] : v.as_dict()->items) out.push_back(decode_dict_key(k));
     return out;
   }
   if (v.is_string()) {
@@ -59,6 +60,7 @@ call_args test_args(const call_args& args, std::size_t first) {
 
 result<value> select_items(const value& v, const call_args& args, bool by_attribute, bool keep) {
   const std::string_view name = by_attribute ? (keep ? "selectattr" : "rejectattr") : (keep ? "select" : "reject");
+  if (!v.truthy()) return value(std::vector<value>{});  // jinja2 iterates only a true value: none yields nothing
   auto items = sequence_of(v, name);
   if (!items) return std::unexpected(items.error());
   std::optional<std::string> attribute;
@@ -124,7 +126,7 @@ result<value> items_filter(renderer&, const value& v, const call_args&) {
   if (v.is_undefined()) return value(std::vector<value>{});
   if (!v.is_dict()) return filter_error("items", "needs a dict, not a " + std::string(v.type_name()));
   std::vector<value> out;
-  for (const auto& [k, item] : v.as_dict()->items) out.emplace_back(std::vector<value>{value(k), item});
+  for (const auto& [k, item] : v.as_dict()->items) out.emplace_back(std::vector<value>{decode_dict_key(k), item});
   return value(std::move(out));
 }
 
@@ -144,6 +146,7 @@ result<value> rejectattr_filter(renderer&, const value& v, const call_args& args
 }
 
 result<value> map_filter(renderer& r, const value& v, const call_args& args) {
+  if (!v.truthy()) return value(std::vector<value>{});  // as select: none yields nothing
   auto items = sequence_of(v, "map");
   if (!items) return std::unexpected(items.error());
   std::vector<value> out;

@@ -1,6 +1,7 @@
 // Global functions (range, namespace, dict, raise_exception, strftime_now) and item access.
 #include <ctime>
 
+#include "core/model/template/dict_keys.hpp"
 #include "core/model/template/builtins.hpp"
 #include "core/model/template/renderer.hpp"
 #include "core/model/template/text.hpp"
@@ -53,12 +54,17 @@ result<value> call_namespace(const call_args& args, bool is_namespace) {
   return value(std::move(d));
 }
 
-result<value> call_strftime_now(const call_args& args) {
+result<value> call_strftime_now(const renderer& r, const call_args& args) {
   const value* format = args.get(0, "format");
   if (!format || !format->is_string()) return bad_call("strftime_now expects a format string");
-  const std::time_t now = std::time(nullptr);
   std::tm local{};
-  localtime_r(&now, &local);
+  if (const auto fixed = r.limits().fixed_now) {
+    const auto t = static_cast<std::time_t>(*fixed);
+    gmtime_r(&t, &local);
+  } else {
+    const std::time_t now = std::time(nullptr);
+    localtime_r(&now, &local);
+  }
   char buf[512];
   const std::size_t n = format->as_string().size() > 128 ? 0 : std::strftime(buf, sizeof buf, format->as_string().c_str(), &local);
   if (n == 0 && !format->as_string().empty()) return bad_call("strftime_now: the format is too long or empty");
@@ -86,7 +92,7 @@ result<value> call_builtin(renderer& r, builtin_function f, const call_args& arg
     case builtin_function::range: return call_range(r, args);
     case builtin_function::namespace_: return call_namespace(args, true);
     case builtin_function::dict: return call_namespace(args, false);
-    case builtin_function::strftime_now: return call_strftime_now(args);
+    case builtin_function::strftime_now: return call_strftime_now(r, args);
     case builtin_function::raise_exception: {
       const value* message = args.get(0, "message");
       return bad_call(message ? to_text(*message) : "raise_exception was called");
@@ -103,7 +109,10 @@ value get_attribute(const value& object, std::string_view name) {
 }
 
 value get_item(const value& object, const value& index) {
-  if (object.is_dict()) return index.is_string() ? get_attribute(object, index.as_string()) : value();
+  if (object.is_dict()) {
+    const auto stored = encode_dict_key(index);
+    return stored ? get_attribute(object, *stored) : value();
+  }
   if (!index.is_int() || !(object.is_list() || object.is_string())) return value();
   if (object.is_list()) {
     const auto& items = object.as_list();

@@ -1,6 +1,8 @@
 // Methods templates call on strings (Python's str) and dicts.
+#include "core/model/template/dict_keys.hpp"
 #include "core/model/template/builtins.hpp"
 #include "core/model/template/renderer.hpp"
+#include "core/model/template/str_format.hpp"
 #include "core/model/template/text.hpp"
 
 namespace inflight::jinja {
@@ -84,6 +86,12 @@ result<value> string_method(renderer& r, const std::string& s, std::string_view 
   if (name == "split") return split_method(s, args);
   if (name == "replace") return replace_method(r, s, args);
   if (name == "join") return join_method(r, s, args);
+  if (name == "format") {
+    auto text = python_format(s, args);
+    if (!text) return std::unexpected(text.error());
+    if (auto ok = r.check_size(text->size()); !ok) return std::unexpected(ok.error());
+    return value(std::move(*text));
+  }
   if (name == "upper") return value(ascii_upper(s));
   if (name == "lower") return value(ascii_lower(s));
   if (name == "title") return value(python_title(s));
@@ -101,7 +109,8 @@ result<value> dict_method(const dict& d, std::string_view name, const call_args&
   if (name == "get") {
     const value* key = args.get(0, "key");
     if (!key) return bad_args("get", "takes a key");
-    const value* found = key->is_string() ? d.find(key->as_string()) : nullptr;
+    const auto stored = encode_dict_key(*key);
+    const value* found = stored ? d.find(*stored) : nullptr;
     if (found) return *found;
     const value* fallback = args.get(1, "default");
     return fallback ? *fallback : value(none_t{});
@@ -109,8 +118,8 @@ result<value> dict_method(const dict& d, std::string_view name, const call_args&
   if (name != "items" && name != "keys" && name != "values") return no_method();
   std::vector<value> out;
   for (const auto& [k, v] : d.items) {
-    if (name == "items") out.emplace_back(std::vector<value>{value(k), v});
-    else out.push_back(name == "keys" ? value(k) : v);
+    if (name == "items") out.emplace_back(std::vector<value>{decode_dict_key(k), v});
+    else out.push_back(name == "keys" ? decode_dict_key(k) : v);
   }
   return value(std::move(out));
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/base/codepoints.hpp"
+#include "core/model/template/dict_keys.hpp"
 #include "core/model/template/text.hpp"
 
 namespace inflight::jinja {
@@ -128,7 +129,10 @@ result<bool> contains(const value& haystack, const value& needle) {
     }
     return false;
   }
-  if (haystack.is_dict()) return needle.is_string() && haystack.as_dict()->find(needle.as_string()) != nullptr;
+  if (haystack.is_dict()) {
+    const auto stored = encode_dict_key(needle);
+    return stored && haystack.as_dict()->find(*stored) != nullptr;
+  }
   return type_error("in", needle, haystack);
 }
 

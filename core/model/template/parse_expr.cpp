@@ -323,7 +323,6 @@ result<expr_ptr> parser::parse_filters_and_tests(expr_ptr node) {
       if (peek().kind != token_kind::name) return unexpected_token("a filter name");
       auto f = make_expr(expr_kind::filter, peek());
       f->name = next().text;
-      if (!is_known_filter(f->name)) return fail(tokens_[pos_ - 1], "unknown filter '" + f->name + "'");
       f->args.push_back(std::move(node));
       if (skip_op("(")) {
         if (auto ok = parse_call_args(*f); !ok) return std::unexpected(ok.error());
@@ -350,7 +349,6 @@ result<expr_ptr> parser::parse_test(expr_ptr subject) {
   t->is_negated = skip_name("not");
   if (peek().kind != token_kind::name) return unexpected_token("a test name");
   t->name = next().text;
-  if (!is_known_test(t->name)) return fail(tokens_[pos_ - 1], "unknown test '" + t->name + "'");
   t->args.push_back(std::move(subject));
   if (skip_op("(")) {
     if (auto ok = parse_call_args(*t); !ok) return std::unexpected(ok.error());

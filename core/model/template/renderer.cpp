@@ -1,6 +1,7 @@
 #include "core/model/template/renderer.hpp"
 
 #include "core/model/template/builtins.hpp"
+#include "core/model/template/dict_keys.hpp"
 #include "core/model/template/text.hpp"
 #include "core/model/template/value_json.hpp"
 
@@ -155,7 +156,7 @@ result<std::vector<value>> iteration_items(const value& v, const stmt& at) {
   if (v.is_undefined()) return std::vector<value>{};
   std::vector<value> items;
   if (v.is_dict()) {
-    for (const auto& [k, unused] : v.as_dict()->items) items.emplace_back(k);
+    for (const auto& [k, unused] : v.as_dict()->items) items.push_back(decode_dict_key(k));
     return items;
   }
   if (v.is_string()) {

@@ -5,6 +5,7 @@
 /// value; nothing throws.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -22,6 +23,8 @@ struct render_limits {
   std::size_t max_output_bytes = std::size_t{4} << 20;  ///< the output, and any string a template builds
   std::int64_t max_iterations = 1'000'000;  ///< loop iterations + macro calls + items of lists built, in total
   int max_depth = 200;                      ///< nested blocks, expressions and macro calls while rendering
+  /// The time strftime_now formats, in seconds since the epoch, as UTC; nullopt: the local time now.
+  std::optional<std::int64_t> fixed_now;
 };
 
 /// Positional and keyword arguments of a call, filter, test or method.

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "core/model/template/dict_keys.hpp"
+
 namespace inflight::jinja {
 
 value::value(std::vector<value> items) {
@@ -151,7 +153,9 @@ std::string to_text(const value& v) {
     for (const value& item : v.as_list()) out += (out.empty() ? "" : ", ") + to_repr(item);
     return "[" + out + "]";
   }
-  for (const auto& [k, item] : v.as_dict()->items) out += (out.empty() ? "" : ", ") + quote_string(k) + ": " + to_repr(item);
+  for (const auto& [k, item] : v.as_dict()->items) {
+    out += (out.empty() ? "" : ", ") + to_repr(decode_dict_key(k)) + ": " + to_repr(item);
+  }
   return "{" + out + "}";
 }
 

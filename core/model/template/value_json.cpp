@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/base/codepoints.hpp"
+#include "core/model/template/dict_keys.hpp"
+
 namespace inflight::jinja {
 namespace {
 
@@ -40,7 +43,36 @@ result<value> from_json(const Json& j, int depth) {
   return value(std::move(d));
 }
 
-void append_json_string(std::string& out, const std::string& s) {
+void append_unicode_escape(std::string& out, std::uint32_t unit) {
+  constexpr char hex[] = "0123456789abcdef";
+  out += "\\u";
+  for (int shift = 12; shift >= 0; shift -= 4) out += hex[(unit >> shift) & 15];
+}
+
+/// json.dumps(ensure_ascii=True): every character outside ' '..'~' as \uXXXX, above U+FFFF
+/// as a surrogate pair, as Python writes them.
+void append_ascii_json_string(std::string& out, const std::string& s) {
+  out += '"';
+  for (const char32_t cp : to_codepoints(s)) {
+    if (cp == '"') out += "\\\"";
+    else if (cp == '\\') out += "\\\\";
+    else if (cp == '\n') out += "\\n";
+    else if (cp == '\r') out += "\\r";
+    else if (cp == '\t') out += "\\t";
+    else if (cp == '\b') out += "\\b";
+    else if (cp == '\f') out += "\\f";
+    else if (cp >= 0x20 && cp < 0x7f) out += static_cast<char>(cp);
+    else if (cp < 0x10000) append_unicode_escape(out, cp);
+    else {
+      append_unicode_escape(out, 0xd800 + ((cp - 0x10000) >> 10));
+      append_unicode_escape(out, 0xdc00 + ((cp - 0x10000) & 0x3ff));
+    }
+  }
+  out += '"';
+}
+
+void append_json_string(std::string& out, const std::string& s, bool ensure_ascii) {
+  if (ensure_ascii) return append_ascii_json_string(out, s);
   out += '"';
   for (const char c : s) {
     const auto u = static_cast<unsigned char>(c);
@@ -79,10 +111,11 @@ class json_writer {
   explicit json_writer(const json_format& f) : f_(f) {}
 
   result<void> write(const value& v, int level) {
-    if (v.is_undefined() || v.is_none()) out_ += "null";
+    if (v.is_undefined()) return make_error(errc::invalid_argument, "tojson: an undefined value is not JSON serializable");
+    if (v.is_none()) out_ += "null";
     else if (v.is_bool()) out_ += v.as_bool() ? "true" : "false";
     else if (v.is_number()) out_ += json_number(v);
-    else if (v.is_string()) append_json_string(out_, v.as_string());
+    else if (v.is_string()) append_json_string(out_, v.as_string(), f_.ensure_ascii);
     else if (v.is_list()) return write_list(v.as_list(), level);
     else if (v.is_dict()) return write_dict(*v.as_dict(), level);
     else return make_error(errc::invalid_argument, "tojson: a " + std::string(v.type_name()) + " is not JSON serializable");
@@ -126,7 +159,7 @@ class json_writer {
     for (std::size_t i = 0; i < items.size(); ++i) {
       if (i > 0) out_ += f_.item_separator;
       newline(level + 1);
-      append_json_string(out_, items[i]->first);
+      append_json_string(out_, json_dict_key(items[i]->first), f_.ensure_ascii);
       out_ += f_.key_separator;
       if (auto ok = write(items[i]->second, level + 1); !ok) return ok;
     }

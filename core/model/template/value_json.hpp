@@ -26,9 +26,10 @@ struct json_format {
   std::string item_separator = ", ";  ///< "," when indenting, as Python does
   std::string key_separator = ": ";
   bool sort_keys = false;
+  bool ensure_ascii = false;  ///< write non-ASCII characters as \uXXXX escapes
 };
 
-/// JSON text of `v`; undefined writes null. Functions are not serializable (an error).
+/// JSON text of `v`. Undefined values and functions are not serializable (an error), as in Python.
 result<std::string> try_to_json_text(const value& v, const json_format& format);
 
 }  // namespace inflight::jinja

@@ -115,6 +115,42 @@ TEST_CASE("a model template that cannot run falls back to the recognised family,
   CHECK_FALSE(chat_template::try_from_model("", nullptr));
 }
 
+TEST_CASE("a model template made for tool requests is kept though it cannot render without tools",
+          "[core][tokenizer][chat]") {
+  // As Hermes-2-Pro's tool_use template: it reads tools unconditionally.
+  const char* source =
+      "{% if tools is none %}{{ raise_exception('this template needs tools') }}{% endif %}"
+      "<|im_start|>system\n<tools>{% for t in tools %}{{ t | tojson }}{% endfor %}</tools><|im_end|>\n"
+      "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}";
+  std::string warning;
+  auto t = chat_template::try_from_model(source, &warning);
+  REQUIRE(t);
+  CHECK(t->family() == chat_family::jinja);  // not the chatml renderer its markers would pick
+  CHECK(warning.empty());
+  chat_input in;
+  in.messages = ojson::parse(R"([{"role": "user", "content": "Hi"}])");
+  auto without_tools = t->try_render(in);
+  REQUIRE_FALSE(without_tools);  // a request it cannot render is an error naming the template's message
+  CHECK_THAT(without_tools.error().message, Catch::Contains("this template needs tools"));
+  in.tools = ojson::parse(R"([{"type": "function", "function": {"name": "f", "parameters": {"z": 1, "a": 2}}}])");
+  CHECK(t->try_render(in).value() ==
+        "<|im_start|>system\n<tools>{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "
+        "{\"z\": 1, \"a\": 2}}}</tools><|im_end|>\n<|im_start|>user\nHi<|im_end|>\n");
+}
+
+TEST_CASE("continue_final_message cuts the rendering after the final message's text", "[core][tokenizer][chat]") {
+  auto t = chat_template::try_from_jinja("{% for m in messages %}[{{ m.role }}]{{ m.content }}[end]{% endfor %}");
+  REQUIRE(t);
+  chat_input in;
+  in.messages = ojson::parse(R"([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Sure, "}])");
+  in.continue_final_message = true;
+  CHECK(t->try_render(in).value() == "[user]Hi[end][assistant]Sure,");
+  auto hiding = chat_template::try_from_jinja("{% for m in messages %}{{ m.role }}{% endfor %}");
+  auto missing = hiding->try_render(in);
+  REQUIRE_FALSE(missing);
+  CHECK_THAT(missing.error().message, Catch::Contains("does not appear"));
+}
+
 TEST_CASE("family renderers take the rich input's text and refuse tools", "[core][tokenizer][chat]") {
   auto t = chat_template::try_from_name("chatml");
   REQUIRE(t);

@@ -7,7 +7,9 @@ using namespace inflight::jinja::testing;
 TEST_CASE("jinja: output, literals and undefined values", "[core][template]") {
   CHECK(render("Hello {{ name }}!", {{"name", "world"}}) == "Hello world!");
   CHECK(render("[{{ missing }}]") == "[]");
-  CHECK(render("{{ missing.attr }}|{{ missing['k'] }}|{{ {}.a }}") == "||");
+  CHECK(render("{{ {}.a }}|{{ {}['k'] }}|{{ none.a }}") == "||");
+  CHECK(error_of("{{ missing.attr }}") == "template line 1, column 4: 'missing' is undefined");  // as jinja2
+  CHECK(error_of("{{ missing['k'] }}") == "template line 1, column 4: 'missing' is undefined");
   CHECK(render("{{ 'a\\'b' }}{{ \"q\\\"\" }}{{ 'x\\ny' }}{{ 'tab\\t' }}") == "a'bq\"x\nytab\t");
   CHECK(render("{{ '\\u00e9\\x41' }}") == "\xC3\xA9" "A");
   CHECK(render("{{ 'a' 'b' }}") == "ab");

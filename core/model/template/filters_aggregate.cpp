@@ -1,0 +1,115 @@
+// Jinja's filters that reduce or reorder a whole collection: dictsort, min, max, sum, attr.
+#include <algorithm>
+
+#include "core/model/template/dict_keys.hpp"
+#include "core/model/template/filters.hpp"
+#include "core/model/template/operators.hpp"
+#include "core/model/template/renderer.hpp"
+#include "core/model/template/text.hpp"
+
+namespace inflight::jinja {
+namespace {
+
+bool flag(const call_args& args, std::size_t i, std::string_view name) {
+  const value* v = args.get(i, name);
+  return v && v->truthy();
+}
+
+/// What min / max / sum iterate: a list's items, a dict's keys, a string's characters.
+result<std::vector<value>> items_of(const value& v, std::string_view filter) {
+  if (v.is_list()) return v.as_list();
+  std::vector<value> out;
+  if (v.is_dict()) {
+    for (const auto& [k, unused] : v.as_dict()->items) out.push_back(decode_dict_key(k));
+    return out;
+  }
+  if (v.is_string()) {
+    for (std::string& c : split_characters(v.as_string())) out.emplace_back(std::move(c));
+    return out;
+  }
+  if (v.is_undefined()) return out;
+  return filter_error(filter, "'" + std::string(v.type_name()) + "' object is not iterable");
+}
+
+/// Jinja's ignore_case: strings compared in lower case unless case_sensitive.
+value comparable(const value& v, bool case_sensitive) {
+  return !case_sensitive && v.is_string() ? value(ascii_lower(v.as_string())) : v;
+}
+
+/// min / max: the first extreme item by Python's <, compared by `attribute` when given.
+result<value> extreme(const value& v, const call_args& args, bool want_max) {
+  const std::string_view name = want_max ? "max" : "min";
+  auto items = items_of(v, name);
+  if (!items) return std::unexpected(items.error());
+  if (items->empty()) return value();  // jinja2: undefined ("No aggregated item, sequence was empty.")
+  const bool case_sensitive = flag(args, 0, "case_sensitive");
+  const value* attribute = args.get(1, "attribute");
+  auto key = [&](const value& item) {
+    const value k = attribute && attribute->is_string() ? get_attribute(item, attribute->as_string()) : item;
+    return comparable(k, case_sensitive);
+  };
+  std::size_t best = 0;
+  value best_key = key((*items)[0]);
+  for (std::size_t i = 1; i < items->size(); ++i) {
+    value k = key((*items)[i]);
+    const auto c = compare(k, best_key);
+    if (!c) return filter_error(name, "cannot compare " + std::string(k.type_name()) + " and " +
+                                          std::string(best_key.type_name()));
+    if (want_max ? *c > 0 : *c < 0) best = i, best_key = std::move(k);
+  }
+  return (*items)[best];
+}
+
+}  // namespace
+
+result<value> dictsort_filter(renderer&, const value& v, const call_args& args) {
+  if (!v.is_dict()) return filter_error("dictsort", "needs a dict, not a " + std::string(v.type_name()));
+  const bool case_sensitive = flag(args, 0, "case_sensitive");
+  const value* by = args.get(1, "by");
+  const bool by_value = by && by->is_string() && by->as_string() == "value";
+  if (by && !(by->is_string() && (by->as_string() == "key" || by->as_string() == "value"))) {
+    return filter_error("dictsort", "You can only sort by either \"key\" or \"value\"");
+  }
+  const bool reverse = flag(args, 2, "reverse");
+  std::vector<std::pair<value, value>> items;  // (sort key, [k, v])
+  for (const auto& [k, item] : v.as_dict()->items) {
+    const value key = decode_dict_key(k);
+    items.emplace_back(comparable(by_value ? item : key, case_sensitive), value(std::vector<value>{key, item}));
+  }
+  bool is_comparable = true;
+  std::stable_sort(items.begin(), items.end(), [&](const auto& a, const auto& b) {
+    const auto c = reverse ? compare(b.first, a.first) : compare(a.first, b.first);
+    is_comparable = is_comparable && c.has_value();
+    return c && *c < 0;
+  });
+  if (!is_comparable) return filter_error("dictsort", "the values cannot be compared with each other");
+  std::vector<value> out;
+  for (auto& [unused, pair] : items) out.push_back(std::move(pair));
+  return value(std::move(out));
+}
+
+result<value> min_filter(renderer&, const value& v, const call_args& args) { return extreme(v, args, false); }
+result<value> max_filter(renderer&, const value& v, const call_args& args) { return extreme(v, args, true); }
+
+result<value> sum_filter(renderer& r, const value& v, const call_args& args) {
+  auto items = items_of(v, "sum");
+  if (!items) return std::unexpected(items.error());
+  const value* attribute = args.get(0, "attribute");
+  const value* start = args.get(1, "start");
+  value total = start ? *start : value(0);
+  for (const value& item : *items) {
+    const value term = attribute && attribute->is_string() ? get_attribute(item, attribute->as_string()) : item;
+    auto next = binary_operation(r, "+", total, term);
+    if (!next) return filter_error("sum", next.error().message);
+    total = std::move(*next);
+  }
+  return total;
+}
+
+result<value> attr_filter(renderer&, const value& v, const call_args& args) {
+  const value* name = args.get(0, "name");
+  if (!name || !name->is_string()) return filter_error("attr", "needs an attribute name");
+  return get_attribute(v, name->as_string());
+}
+
+}  // namespace inflight::jinja
