@@ -62,6 +62,11 @@ result<gexpr> schema_compiler::schema_at_depth(const ojson& s, const std::string
   if (auto ok = check_keywords(s, path); !ok) return std::unexpected(ok.error());
   if (s.contains("$ref")) return ref(s, path);
   if (s.contains("allOf")) return all_of(s, path);
+  if (s.contains("not")) {
+    auto rest = without_not(s, path);
+    if (!rest) return std::unexpected(rest.error());
+    return schema(*rest, path);
+  }
   if (has_any(s, {"if", "then", "else"})) return conditional(s, path);
   if (has_any(s, {"dependentSchemas", "dependencies"})) return dependent_schemas(s, path);
   if (s.contains("anyOf") || s.contains("oneOf")) return any_of(s, path);
@@ -157,9 +162,7 @@ result<gexpr> schema_compiler::string_schema(const ojson& s, const std::string& 
   }
   if (s.contains("pattern")) {
     if (!s["pattern"].is_string()) return invalid("'pattern' must be a string", path + "/pattern");
-    if (min_len->has_value() || max_len->has_value())
-      return unsupported("'pattern' together with 'minLength' or 'maxLength' is not supported", path);
-    return pattern_string(s["pattern"].get<std::string>(), path + "/pattern");
+    return pattern_string(s["pattern"].get<std::string>(), path + "/pattern", lo, *max_len);
   }
   return json_text::string_of_length(b_, lo, *max_len);
 }
@@ -188,7 +191,9 @@ result<std::optional<gexpr>> schema_compiler::format_string(const ojson& s, bool
   return std::optional<gexpr>{json_text::string_with_content(*content)};
 }
 
-result<gexpr> schema_compiler::pattern_string(std::string pattern, const std::string& path) {
+result<gexpr> schema_compiler::pattern_string(std::string pattern, const std::string& path, std::uint32_t min_length,
+                                             std::optional<std::uint32_t> max_length) {
+  const bool has_length = min_length > 0 || max_length;
   const bool is_anchored_start = pattern.starts_with("^");
   bool is_anchored_end = pattern.ends_with("$");
   if (is_anchored_end) {
@@ -202,10 +207,20 @@ result<gexpr> schema_compiler::pattern_string(std::string pattern, const std::st
   if (!content) return unsupported("unsupported 'pattern': " + content.error().message, path);
   gexpr any_text = g_star(g_codepoints({{0, max_codepoint}}, false));
   std::vector<gexpr> parts;
-  if (!is_anchored_start) parts.push_back(any_text);
+  // With a length, an unanchored start is anchored (a subset): one free side is enough.
+  if (!is_anchored_start && !has_length) parts.push_back(any_text);
   parts.push_back(std::move(*content));
   if (!is_anchored_end) parts.push_back(any_text);
-  return json_text::string_with_content(g_seq(std::move(parts)));
+  gexpr all = g_seq(std::move(parts));
+  if (has_length) {
+    auto fitted = json_text::fit_length(b_, all, min_length, max_length);
+    if (!fitted)
+      return unsupported("'pattern' together with 'minLength' or 'maxLength' is supported only where one part of "
+                         "the pattern repeats a single character",
+                         path);
+    all = std::move(*fitted);
+  }
+  return json_text::string_with_content(all);
 }
 
 // A bound of `key` (or `excl_key`), as an integral bound: integers round inward to an

@@ -33,7 +33,11 @@ result<const ojson*> schema_compiler::resolve(const std::string& ref, const std:
     std::string token = ref.substr(i + 1, next == std::string::npos ? std::string::npos : next - i - 1);
     std::string key;
     for (std::size_t k = 0; k < token.size(); ++k) {
-      if (token[k] == '~' && k + 1 < token.size()) {
+      if (token[k] == '%' && k + 2 < token.size() && std::isxdigit(static_cast<unsigned char>(token[k + 1])) &&
+          std::isxdigit(static_cast<unsigned char>(token[k + 2]))) {  // a URI fragment's %-escape
+        key += static_cast<char>(std::stoi(token.substr(k + 1, 2), nullptr, 16));
+        k += 2;
+      } else if (token[k] == '~' && k + 1 < token.size()) {
         key += token[k + 1] == '1' ? '/' : '~';
         ++k;
       } else {
@@ -97,7 +101,9 @@ result<gexpr> schema_compiler::any_of(const ojson& s, const std::string& path) {
       continue;
     }
     auto merged = merge_members({{&base, path}, {&list[i], member_path}});
+    const auto saved_refs = ref_rules_;  // a member left out must leave no reference behind
     auto e = merged ? schema(*merged, member_path) : result<gexpr>(std::unexpected(merged.error()));
+    if (!e) ref_rules_ = saved_refs;
     if (e) alts.push_back(std::move(*e));
     else if (!first_error) first_error = e.error();
     if (!e && e.error().code != errc::invalid_argument && merged) return e;
@@ -239,6 +245,14 @@ result<void> schema_compiler::merge_into(ojson& merged, const ojson& m, const st
       cur = false;
     } else if (is_schema_valued(key) && (value.is_object() || value.is_boolean()) && (cur.is_object() || cur.is_boolean())) {
       cur = ojson{{"allOf", ojson::array({cur, value})}};
+    } else if (key == "enum" && value.is_array() && cur.is_array()) {
+      ojson both = ojson::array();
+      for (const auto& v : cur)
+        if (std::find(value.begin(), value.end(), v) != value.end()) both.push_back(v);
+      if (both.empty()) return invalid("allOf members with no 'enum' value in common admit no value", path);
+      cur = std::move(both);
+    } else if (key == "not") {
+      cur = ojson{{"anyOf", ojson::array({cur, value})}};  // not a and not b: not (a or b)
     } else if (key == "allOf") {
       if (!value.is_array() || !cur.is_array()) return invalid("'allOf' must be a non-empty array", path);
       for (const auto& sub : value) cur.push_back(sub);
@@ -266,8 +280,10 @@ result<gexpr> schema_compiler::conditional(const ojson& s, const std::string& pa
   const ojson& else_s = s.contains("else") ? s["else"] : yes;
   auto both = merge_members({{&base, path}, {&then_s, path + "/then"}, {&else_s, path + "/else"}});
   if (both) {
+    const auto saved_refs = ref_rules_;
     auto e = schema(*both, path);
     if (e || e.error().code != errc::invalid_argument) return e;
+    ref_rules_ = saved_refs;
   }
   auto taken = merge_members({{&base, path}, {&s["if"], path + "/if"}, {&then_s, path + "/then"}});
   if (!taken) return unsupported("'if' with 'then' and 'else' that cannot be merged: " + taken.error().message, path);
@@ -338,6 +354,84 @@ result<gexpr> schema_compiler::enum_values(const ojson& s, const std::string& pa
   e.kind = gexpr_kind::alt;
   e.items = std::move(alts);
   return e;
+}
+
+namespace {
+
+// The names of {"required": [...]} (annotations aside), or nullopt for any other schema.
+std::optional<std::vector<std::string>> required_only(const ojson& s) {
+  if (!s.is_object() || !s.contains("required") || !s["required"].is_array()) return std::nullopt;
+  for (const auto& [key, value] : s.items())
+    if (key != "required" && !is_ignored_keyword(key)) return std::nullopt;
+  std::vector<std::string> names;
+  for (const auto& x : s["required"]) {
+    if (!x.is_string()) return std::nullopt;
+    names.push_back(x.get<std::string>());
+  }
+  return names;
+}
+
+}  // namespace
+
+// not, in the forms real schemas use, rewritten into keywords enforced here: not {} admits
+// no value; not {"required": names} leaves one of them out (a subset); not anyOf / allOf of
+// such lists; not {"type": ...} keeps the other types. Any other `not` is an error.
+result<ojson> schema_compiler::without_not(const ojson& s, const std::string& path) {
+  const ojson& n = s["not"];
+  ojson out = s;
+  out.erase("not");
+  if (n == true || n == ojson::object()) return invalid("'not' of a schema every value satisfies admits no value", path);
+  std::vector<std::vector<std::string>> groups;  // of each group, one name is left out
+  const auto list = [&](const char* key) -> const ojson* {
+    return n.is_object() && n.contains(key) && n[key].is_array() &&
+                   !has_validating_siblings(n, key)
+               ? &n[key]
+               : nullptr;
+  };
+  if (auto names = required_only(n)) {
+    groups.push_back(*names);
+  } else if (const ojson* any = list("anyOf")) {
+    for (const auto& m : *any) {
+      auto names = required_only(m);
+      if (!names) return unsupported("unsupported JSON Schema keyword 'not' (of this anyOf)", path);
+      groups.push_back(*names);
+    }
+  } else if (const ojson* all = list("allOf")) {
+    groups.emplace_back();
+    for (const auto& m : *all) {
+      auto names = required_only(m);
+      if (!names) return unsupported("unsupported JSON Schema keyword 'not' (of this allOf)", path);
+      groups.back().insert(groups.back().end(), names->begin(), names->end());
+    }
+  } else if (n.is_object() && n.contains("type") && !has_validating_siblings(n, "type")) {
+    static const ojson all_types = {"string", "number", "integer", "boolean", "null", "object", "array"};
+    const ojson types = out.contains("type") ? (out["type"].is_array() ? out["type"] : ojson::array({out["type"]})) : all_types;
+    const ojson banned = n["type"].is_array() ? n["type"] : ojson::array({n["type"]});
+    ojson kept = ojson::array();
+    for (const auto& t : types) {
+      const bool is_banned = std::find(banned.begin(), banned.end(), t) != banned.end();
+      if (t == "number" && std::find(banned.begin(), banned.end(), "integer") != banned.end() && !is_banned)
+        return unsupported("unsupported JSON Schema keyword 'not' (non-integral numbers)", path);
+      if (!is_banned && !(t == "integer" && std::find(banned.begin(), banned.end(), "number") != banned.end()))
+        kept.push_back(t);
+    }
+    if (kept.empty()) return invalid("'not' leaves no type, so the schema admits no value", path);
+    out["type"] = kept.size() == 1 ? kept[0] : kept;
+    return out;
+  } else {
+    return unsupported("unsupported JSON Schema keyword 'not'", path);
+  }
+  std::set<std::string> required;
+  if (out.contains("required") && out["required"].is_array())
+    for (const auto& x : out["required"])
+      if (x.is_string()) required.insert(x.get<std::string>());
+  for (const auto& group : groups) {
+    auto it = std::find_if(group.begin(), group.end(), [&](const std::string& x) { return !required.contains(x); });
+    if (it == group.end()) return invalid("'not' forbids a required property, so the schema admits no value", path);
+    ojson& props = out["properties"];
+    props[*it] = props.contains(*it) ? ojson{{"allOf", ojson::array({props[*it], false})}} : ojson(false);
+  }
+  return out;
 }
 
 result<bool> schema_compiler::is_valid_value(const ojson& s, const ojson& value, const std::string& path) {

@@ -38,13 +38,13 @@ inline const std::set<std::string>& used_keywords() {
       "items",         "prefixItems", "additionalItems", "minItems",   "maxItems",      "minLength",
       "maxLength",     "pattern",     "format",        "minimum",      "maximum",       "exclusiveMinimum",
       "exclusiveMaximum", "patternProperties", "minProperties", "maxProperties", "dependentRequired",
-      "dependentSchemas", "dependencies", "if", "then", "else", "uniqueItems", "propertyNames", "multipleOf"};
+      "dependentSchemas", "dependencies", "if", "then", "else", "uniqueItems", "propertyNames", "multipleOf", "not"};
   return k;
 }
 
 /// Keywords that validate but are not enforced: always an error naming them.
 inline const std::set<std::string>& refused_keywords() {
-  static const std::set<std::string> k{"not",          "contains",        "minContains",  "maxContains",
+  static const std::set<std::string> k{"contains",        "minContains",  "maxContains",
                                        "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"};
   return k;
 }
@@ -99,6 +99,18 @@ inline bool type_matches(const ojson& v, const std::string& type) {
 /// Schemas with the JSON pointer of each, as allOf's members are listed.
 using member_list = std::vector<std::pair<const ojson*, std::string>>;
 
+/// `false`, `{"not": {}}`, or an allOf holding one of them: a schema no value satisfies
+/// (a property that must not be written).
+inline bool is_false_schema(const ojson& s) {
+  if (s.is_boolean()) return !s.get<bool>();
+  if (!s.is_object()) return false;
+  if (s.contains("not") && (s["not"] == true || s["not"] == ojson::object())) return true;
+  if (s.contains("allOf") && s["allOf"].is_array())
+    for (const auto& m : s["allOf"])
+      if (is_false_schema(m)) return true;
+  return false;
+}
+
 class schema_compiler {
  public:
   schema_compiler(const ojson& root, const json_schema_options& options) : root_(root), options_(options) {}
@@ -146,6 +158,8 @@ class schema_compiler {
 
   result<gexpr> enum_values(const ojson& s, const std::string& path);
 
+  result<ojson> without_not(const ojson& s, const std::string& path);
+
   /// Whether `value`, written compactly, is in the language compiled from `s`: a
   /// sufficient test of validity (that language is a subset of the schema's).
   result<bool> is_valid_value(const ojson& s, const ojson& value, const std::string& path);
@@ -161,7 +175,10 @@ class schema_compiler {
   result<std::optional<gexpr>> format_string(const ojson& s, bool has_length, const std::string& path);
 
   // JSON Schema patterns search (ECMA-262): an unanchored side may have any text around it.
-  result<gexpr> pattern_string(std::string pattern, const std::string& path);
+  // With a length: the pattern's one variable part repeats a single character (see
+  // json_text::fit_length).
+  result<gexpr> pattern_string(std::string pattern, const std::string& path, std::uint32_t min_length = 0,
+                               std::optional<std::uint32_t> max_length = std::nullopt);
 
   result<std::optional<json_text::number_bound>> bound(const ojson& s, const char* key, const char* excl_key,
                                                       bool is_lower, bool is_integer, const std::string& path);
@@ -183,6 +200,7 @@ class schema_compiler {
   result<void> dependent_required(const ojson& s, const std::string& path, std::vector<std::string>& names,
                                   std::set<std::string>& required, std::set<std::string>& excluded);
   result<bool> may_match(const std::string& pattern, const std::string& name, const std::string& path);
+  result<std::optional<std::uint32_t>> merged_rule(const member_list& members, const std::string& path);
   result<std::uint32_t> value_rule(const std::vector<const ojson*>& schemas, const std::string& path);
   result<std::optional<gexpr>> other_members(const ojson& s, const ojson* extra, const std::vector<std::string>& taken,
                                              const std::string& path);

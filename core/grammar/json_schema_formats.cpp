@@ -1,5 +1,6 @@
 // JSON Schema formats, large counts and multiples for the JSON Schema front-end (see
 // json_schema_internal.hpp).
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -113,6 +114,94 @@ gexpr counted(grammar_builder& b, const gexpr& x, std::uint32_t lo, std::optiona
                        : g_alt({g_seq({counted(b, blocks, 0, q - 1, name + "^"), g_repeat(x, 0, block - 1)}),
                                 g_seq({counted(b, blocks, q, q, name + "^"), g_repeat(x, 0, r)})});
   return lo == 0 ? up_to : g_seq({exactly(lo), std::move(up_to)});
+}
+
+namespace {
+
+constexpr std::uint64_t unbounded_length = UINT64_MAX;
+
+// The least and most code points `e` matches (a continuation byte adds none).
+std::pair<std::uint64_t, std::uint64_t> length_range(const gexpr& e) {
+  switch (e.kind) {
+    case gexpr_kind::bytes: {
+      bool is_continuation = true;
+      for (int b = 0; b < 256 && is_continuation; ++b)
+        if (e.bytes.contains(static_cast<std::uint8_t>(b)) && (b < 0x80 || b > 0xBF)) is_continuation = false;
+      return is_continuation ? std::pair<std::uint64_t, std::uint64_t>{0, 0} : std::pair<std::uint64_t, std::uint64_t>{1, 1};
+    }
+    case gexpr_kind::ref: return {0, unbounded_length};
+    case gexpr_kind::seq: {
+      std::uint64_t lo = 0, hi = 0;
+      for (const auto& x : e.items) {
+        auto [a, b] = length_range(x);
+        lo += a;
+        hi = hi == unbounded_length || b == unbounded_length ? unbounded_length : hi + b;
+      }
+      return {lo, hi};
+    }
+    case gexpr_kind::alt: {
+      if (e.items.empty()) return {0, 0};
+      std::uint64_t lo = unbounded_length, hi = 0;
+      for (const auto& x : e.items) {
+        auto [a, b] = length_range(x);
+        lo = std::min(lo, a);
+        hi = std::max(hi, b);
+      }
+      return {lo, hi};
+    }
+    case gexpr_kind::repeat: {
+      auto [a, b] = length_range(e.items[0]);
+      const std::uint64_t hi = !e.max_count || b == unbounded_length ? (b == 0 ? 0 : unbounded_length) : b * *e.max_count;
+      return {a * e.min_count, hi};
+    }
+  }
+  return {0, unbounded_length};
+}
+
+void flatten(const gexpr& e, std::vector<gexpr>& out) {
+  if (e.kind != gexpr_kind::seq) {
+    out.push_back(e);
+    return;
+  }
+  for (const auto& x : e.items) flatten(x, out);
+}
+
+}  // namespace
+
+std::optional<gexpr> fit_length(grammar_builder& b, const gexpr& content, std::uint32_t min_length,
+                                std::optional<std::uint32_t> max_length) {
+  std::vector<gexpr> parts;
+  flatten(content, parts);
+  std::uint64_t fixed = 0;
+  std::optional<std::size_t> variable;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    auto [lo, hi] = length_range(parts[i]);
+    if (lo == hi) {
+      fixed += lo;
+      continue;
+    }
+    if (variable || parts[i].kind != gexpr_kind::repeat || length_range(parts[i].items[0]) != std::pair<std::uint64_t, std::uint64_t>{1, 1})
+      return std::nullopt;
+    variable = i;
+  }
+  const std::uint64_t hi = max_length ? *max_length : unbounded_length;
+  if (!variable) {
+    if (fixed < min_length || fixed > hi) return g_alt({});
+    return g_seq(std::move(parts));
+  }
+  const gexpr& r = parts[*variable];
+  const std::uint64_t lo_count = std::max<std::uint64_t>(r.min_count, min_length > fixed ? min_length - fixed : 0);
+  std::optional<std::uint64_t> hi_count;
+  if (r.max_count) hi_count = *r.max_count;
+  if (max_length) {
+    if (*max_length < fixed) return g_alt({});
+    hi_count = std::min<std::uint64_t>(hi_count.value_or(unbounded_length), *max_length - fixed);
+  }
+  if (hi_count && *hi_count < lo_count) return g_alt({});
+  std::optional<std::uint32_t> hi32;
+  if (hi_count) hi32 = static_cast<std::uint32_t>(*hi_count);
+  parts[*variable] = counted(b, r.items[0], static_cast<std::uint32_t>(lo_count), hi32, "pattern_chars");
+  return g_seq(std::move(parts));
 }
 
 gexpr integer_multiples(grammar_builder& b, std::uint32_t k, std::uint32_t max_digits) {

@@ -68,6 +68,12 @@ std::optional<string_format_info> string_format(std::string_view format);
 gexpr counted(grammar_builder& b, const gexpr& x, std::uint32_t lo, std::optional<std::uint32_t> hi,
               const std::string& name);
 
+/// `content` (a sequence over UTF-8 bytes) cut to [min_length, max_length] code points,
+/// when at most one of its parts has a variable length and that part repeats one code
+/// point: its count is narrowed. nullopt for other contents; alt{} when no length fits.
+std::optional<gexpr> fit_length(grammar_builder& b, const gexpr& content, std::uint32_t min_length,
+                                std::optional<std::uint32_t> max_length);
+
 /// Non-negative multiples of k with at most `max_digits` digits, and their negations.
 gexpr integer_multiples(grammar_builder& b, std::uint32_t k, std::uint32_t max_digits);
 

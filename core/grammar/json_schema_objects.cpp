@@ -99,6 +99,21 @@ result<std::uint32_t> schema_compiler::value_rule(const std::vector<const ojson*
   return sub_schema_rule(all, path);
 }
 
+// The rule of values valid against every member: the one member's own rule (so that a
+// $ref stays a reference), or their merge; nullopt when they cannot be merged.
+result<std::optional<std::uint32_t>> schema_compiler::merged_rule(const member_list& members, const std::string& path) {
+  if (members.size() == 1) {
+    auto r = sub_schema_rule(*members[0].first, members[0].second);
+    if (!r) return std::unexpected(r.error());
+    return std::optional<std::uint32_t>{*r};
+  }
+  auto merged = merge_members(members);
+  if (!merged) return std::optional<std::uint32_t>{};
+  auto r = sub_schema_rule(*merged, path);
+  if (!r) return std::unexpected(r.error());
+  return std::optional<std::uint32_t>{*r};
+}
+
 // Properties come in the order of `properties`; optional ones may be left out; then the
 // other members: names of patternProperties, then additional names (see member_list_expr).
 result<gexpr> schema_compiler::object_schema(const ojson& s, const std::string& path) {
@@ -137,8 +152,12 @@ result<gexpr> schema_compiler::object_schema(const ojson& s, const std::string& 
       if (!m) return std::unexpected(m.error());
       if (*m) schemas.push_back(&sub);
     }
-    bool is_allowed = !schemas.empty() || extra;
-    if (schemas.empty() && extra) schemas.push_back(extra);
+    // A required name outside properties and patterns takes any value unless
+    // additionalProperties says otherwise.
+    const ojson* other = extra ? extra : (!s.contains("additionalProperties") && required.contains(name) ? &any : nullptr);
+    bool is_allowed = !schemas.empty() || other;
+    if (schemas.empty() && other) schemas.push_back(other);
+    if (std::any_of(schemas.begin(), schemas.end(), [](const ojson* x) { return is_false_schema(*x); })) is_allowed = false;
     if (is_allowed && s.contains("propertyNames")) {
       auto ok = is_valid_value(s["propertyNames"], ojson(name), path + "/propertyNames");
       if (!ok) return std::unexpected(ok.error());
@@ -191,16 +210,15 @@ result<std::optional<gexpr>> schema_compiler::other_members(const ojson& s, cons
       is_clash = is_clash || *m;
     }
     auto name_expr = pattern_string(pattern, pattern_path);
-    auto merged = merge_members(pattern_schemas);
-    if (is_clash || !name_expr || !merged) continue;
-    auto rule = sub_schema_rule(*merged, pattern_path);
+    if (is_clash || !name_expr || is_false_schema(sub)) continue;
+    auto rule = merged_rule(pattern_schemas, pattern_path);
     if (!rule) return std::unexpected(rule.error());
-    kinds.push_back(g_seq({std::move(*name_expr), g_byte(':'), sp(), g_ref(*rule)}));
+    if (!*rule) continue;
+    kinds.push_back(g_seq({std::move(*name_expr), g_byte(':'), sp(), g_ref(**rule)}));
   }
   if (extra) {
     member_list all = pattern_schemas;
     all.push_back({extra, path + "/additionalProperties"});
-    auto merged = merge_members(all);
     std::optional<gexpr> name_expr;
     if (!has_names_schema) {
       name_expr = json_text::string_not_in(taken);
@@ -213,10 +231,10 @@ result<std::optional<gexpr>> schema_compiler::other_members(const ojson& s, cons
         name_expr = std::move(*e);
       }
     }
-    if (merged && name_expr) {
-      auto rule = sub_schema_rule(*merged, path + "/additionalProperties");
+    if (name_expr) {
+      auto rule = merged_rule(all, path + "/additionalProperties");
       if (!rule) return std::unexpected(rule.error());
-      kinds.push_back(g_seq({std::move(*name_expr), g_byte(':'), sp(), g_ref(*rule)}));
+      if (*rule) kinds.push_back(g_seq({std::move(*name_expr), g_byte(':'), sp(), g_ref(**rule)}));
     }
   }
   if (kinds.empty()) return std::optional<gexpr>{};
