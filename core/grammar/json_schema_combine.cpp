@@ -282,7 +282,7 @@ result<gexpr> schema_compiler::conditional(const ojson& s, const std::string& pa
   if (both) {
     const auto saved_refs = ref_rules_;
     auto e = schema(*both, path);
-    if (e || e.error().code != errc::invalid_argument) return e;
+    if (e) return e;
     ref_rules_ = saved_refs;
   }
   auto taken = merge_members({{&base, path}, {&s["if"], path + "/if"}, {&then_s, path + "/then"}});
