@@ -191,6 +191,38 @@ result<std::optional<gexpr>> schema_compiler::format_string(const ojson& s, bool
   return std::optional<gexpr>{json_text::string_with_content(*content)};
 }
 
+// ECMA-262 meanings the shared regex dialect gives otherwise: `.` matches no line
+// terminator (\n, \r, U+2028, U+2029), and \s matches Unicode spaces too, so \S and a
+// negated class holding \s exclude them.
+static std::string ecma_pattern(const std::string& p) {
+  static const std::string unicode_spaces = R"(\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff)";
+  std::string out;
+  bool is_in_class = false, is_negated_class = false;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    const char c = p[i];
+    if (c == '\\' && i + 1 < p.size()) {
+      const char n = p[++i];
+      if (!is_in_class && n == 'S') out += "[^\\s" + unicode_spaces + "]";
+      else if (is_in_class && is_negated_class && n == 's') out += "\\s" + unicode_spaces;
+      else out += std::string{c, n};
+      continue;
+    }
+    if (is_in_class) {
+      if (c == ']') is_in_class = false;
+      out += c;
+    } else if (c == '[') {
+      is_in_class = true;
+      is_negated_class = i + 1 < p.size() && p[i + 1] == '^';
+      out += c;
+    } else if (c == '.') {
+      out += R"([^\n\r\u2028\u2029])";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 result<gexpr> schema_compiler::pattern_string(std::string pattern, const std::string& path, std::uint32_t min_length,
                                              std::optional<std::uint32_t> max_length) {
   const bool has_length = min_length > 0 || max_length;
@@ -203,7 +235,7 @@ result<gexpr> schema_compiler::pattern_string(std::string pattern, const std::st
   }
   if (is_anchored_start) pattern.erase(0, 1);
   if (is_anchored_end) pattern.pop_back();
-  auto content = regex_to_gexpr("(?:" + pattern + ")");
+  auto content = regex_to_gexpr("(?:" + ecma_pattern(pattern) + ")");
   if (!content) return unsupported("unsupported 'pattern': " + content.error().message, path);
   gexpr any_text = g_star(g_codepoints({{0, max_codepoint}}, false));
   std::vector<gexpr> parts;

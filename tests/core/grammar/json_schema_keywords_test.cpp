@@ -171,3 +171,18 @@ TEST_CASE("json schema: $ref with keywords beside it, anyOf with keywords beside
   CHECK_FALSE(accepts(*a, "{}"));
   CHECK(accepts(*schema(R"({"$ref": "#/definitions/a%20b", "definitions": {"a b": {"type": "null"}}})"), "null"));
 }
+
+TEST_CASE("json schema: patterns keep ECMA-262's '.' and \\s", "[core][grammar]") {
+  auto dot = schema(R"({"type": "string", "pattern": "^.+$"})");
+  CHECK(accepts(*dot, R"("a b")"));
+  CHECK_FALSE(accepts(*dot, R"("a\rb")"));
+  CHECK_FALSE(accepts(*dot, R"("a\nb")"));
+  CHECK_FALSE(accepts(*dot, "\"a\xE2\x80\xA8" "b\""));  // U+2028
+  auto non_space = schema(R"({"type": "string", "pattern": "^\\S+$"})");
+  CHECK(accepts(*non_space, R"("abc")"));
+  CHECK_FALSE(accepts(*non_space, "\"a\xC2\xA0" "b\""));  // U+00A0 is a space to ECMA-262
+  auto negated = schema(R"({"type": "string", "pattern": "^[^\\s,]+$"})");
+  CHECK(accepts(*negated, R"("ab")"));
+  CHECK_FALSE(accepts(*negated, "\"a\xE3\x80\x80" "b\""));  // U+3000
+  CHECK_FALSE(accepts(*negated, R"("a,b")"));
+}
