@@ -20,6 +20,19 @@ bool has_validating_siblings(const ojson& s, const std::string& keyword) {
   return false;
 }
 
+// The names of {"required": [...]} (annotations aside), or nullopt for any other schema.
+std::optional<std::vector<std::string>> required_only(const ojson& s) {
+  if (!s.is_object() || !s.contains("required") || !s["required"].is_array()) return std::nullopt;
+  for (const auto& [key, value] : s.items())
+    if (key != "required" && !is_ignored_keyword(key)) return std::nullopt;
+  std::vector<std::string> names;
+  for (const auto& x : s["required"]) {
+    if (!x.is_string()) return std::nullopt;
+    names.push_back(x.get<std::string>());
+  }
+  return names;
+}
+
 }  // namespace
 
 result<const ojson*> schema_compiler::resolve(const std::string& ref, const std::string& path) {
@@ -83,24 +96,38 @@ result<gexpr> schema_compiler::ref(const ojson& s, const std::string& path) {
 
 // anyOf / oneOf with validating keywords beside it: each member merged with them; a member
 // that cannot be merged is left out (a subset), and so is one that admits no value.
+// oneOf: a member that only lists required names is made exclusive, each other member
+// leaving out one of its names (a subset); members of other shapes may still overlap.
 result<gexpr> schema_compiler::any_of(const ojson& s, const std::string& path) {
   const char* key = s.contains("anyOf") ? "anyOf" : "oneOf";
   const ojson& list = s[key];
   if (!list.is_array() || list.empty()) return invalid(std::string("'") + key + "' must be a non-empty array", path);
-  const bool has_siblings = has_validating_siblings(s, key);
+  std::vector<std::optional<std::vector<std::string>>> required_lists;
+  bool has_required_only = false;
+  for (const auto& m : list) {
+    required_lists.push_back(std::string(key) == "oneOf" ? required_only(m) : std::nullopt);
+    has_required_only = has_required_only || required_lists.back();
+  }
+  const bool is_merged = has_validating_siblings(s, key) || has_required_only;
   ojson base = s;
   base.erase(key);
   std::vector<gexpr> alts;
   std::optional<error> first_error;
   for (std::size_t i = 0; i < list.size(); ++i) {
     const std::string member_path = path + "/" + key + "/" + std::to_string(i);
-    if (!has_siblings) {
+    if (!is_merged) {
       auto e = schema(list[i], member_path);
       if (!e) return e;
       alts.push_back(std::move(*e));
       continue;
     }
-    auto merged = merge_members({{&base, path}, {&list[i], member_path}});
+    ojson others = ojson::object();  // not any other required-only member
+    for (std::size_t j = 0; j < list.size(); ++j) {
+      if (j == i || !required_lists[j]) continue;
+      ojson n = {{"not", {{"required", *required_lists[j]}}}};
+      if (auto ok = merge_into(others, n, member_path); !ok) return std::unexpected(ok.error());
+    }
+    auto merged = merge_members({{&base, path}, {&list[i], member_path}, {&others, member_path}});
     const auto saved_refs = ref_rules_;  // a member left out must leave no reference behind
     auto e = merged ? schema(*merged, member_path) : result<gexpr>(std::unexpected(merged.error()));
     if (!e) ref_rules_ = saved_refs;
@@ -355,23 +382,6 @@ result<gexpr> schema_compiler::enum_values(const ojson& s, const std::string& pa
   e.items = std::move(alts);
   return e;
 }
-
-namespace {
-
-// The names of {"required": [...]} (annotations aside), or nullopt for any other schema.
-std::optional<std::vector<std::string>> required_only(const ojson& s) {
-  if (!s.is_object() || !s.contains("required") || !s["required"].is_array()) return std::nullopt;
-  for (const auto& [key, value] : s.items())
-    if (key != "required" && !is_ignored_keyword(key)) return std::nullopt;
-  std::vector<std::string> names;
-  for (const auto& x : s["required"]) {
-    if (!x.is_string()) return std::nullopt;
-    names.push_back(x.get<std::string>());
-  }
-  return names;
-}
-
-}  // namespace
 
 // not, in the forms real schemas use, rewritten into keywords enforced here: not {} admits
 // no value; not {"required": names} leaves one of them out (a subset); not anyOf / allOf of

@@ -186,3 +186,13 @@ TEST_CASE("json schema: patterns keep ECMA-262's '.' and \\s", "[core][grammar]"
   CHECK_FALSE(accepts(*negated, "\"a\xE3\x80\x80" "b\""));  // U+3000
   CHECK_FALSE(accepts(*negated, R"("a,b")"));
 }
+
+TEST_CASE("json schema: oneOf of required lists is exclusive", "[core][grammar]") {
+  auto g = schema(R"({"type": "object", "properties": {"name": {"type": "string"}, "url": {"type": "string"},
+                      "style": {"type": "string"}}, "additionalProperties": false,
+                      "oneOf": [{"required": ["name", "url"]}, {"required": ["name", "style"]}]})");
+  CHECK(accepts(*g, R"({"name":"a","url":"u"})"));
+  CHECK(accepts(*g, R"({"name":"a","style":"s"})"));
+  CHECK_FALSE(accepts(*g, R"({"name":"a","url":"u","style":"s"})"));  // valid against both: not oneOf
+  CHECK_FALSE(accepts(*g, R"({"name":"a"})"));
+}
