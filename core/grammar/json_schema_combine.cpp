@@ -4,6 +4,7 @@
 // the merge is valid against every member.
 #include <algorithm>
 #include <cctype>
+#include <deque>
 
 #include "core/grammar/earley.hpp"
 #include "core/grammar/json_schema_compiler.hpp"
@@ -154,12 +155,18 @@ result<gexpr> schema_compiler::all_of(const ojson& s, const std::string& path) {
 result<ojson> schema_compiler::merge_members(const member_list& members) {
   ojson merged = ojson::object();
   member_list objects;  // the members, $refs followed
+  std::deque<ojson> resolved;  // members whose if/then/else became plain keywords
   for (auto [member, member_path] : members) {
     const ojson* m = member;
     while (m->is_object() && m->contains("$ref") && (*m)["$ref"].is_string() && !has_validating_siblings(*m, "$ref")) {
       auto r = resolve((*m)["$ref"].get<std::string>(), member_path);
       if (!r) return std::unexpected(r.error());
       m = *r;
+    }
+    if (m->is_object() && m->contains("if") && merged.contains("if")) {
+      auto plain = without_conditional(*m, member_path);
+      if (!plain) return std::unexpected(plain.error());
+      m = &resolved.emplace_back(std::move(*plain));
     }
     if (m->is_boolean()) {
       if (m->get<bool>()) continue;
@@ -296,6 +303,19 @@ result<void> schema_compiler::merge_into(ojson& merged, const ojson& m, const st
   return {};
 }
 
+// A schema's if/then/else as plain keywords, for merging with another conditional: then
+// and else merged in, or else if and then.
+result<ojson> schema_compiler::without_conditional(const ojson& s, const std::string& path) {
+  ojson base = s;
+  for (const char* k : {"if", "then", "else"}) base.erase(k);
+  static const ojson yes = true;
+  const ojson& then_s = s.contains("then") ? s["then"] : yes;
+  const ojson& else_s = s.contains("else") ? s["else"] : yes;
+  auto both = merge_members({{&base, path}, {&then_s, path + "/then"}, {&else_s, path + "/else"}});
+  if (both) return both;
+  return merge_members({{&base, path}, {&s["if"], path + "/if"}, {&then_s, path + "/then"}});
+}
+
 // if/then/else: a value valid against both `then` and `else` is valid whichever way `if`
 // goes; when they cannot be merged, one valid against `if` and `then` together.
 result<gexpr> schema_compiler::conditional(const ojson& s, const std::string& path) {
@@ -318,13 +338,15 @@ result<gexpr> schema_compiler::conditional(const ojson& s, const std::string& pa
 }
 
 // dependentSchemas (and `dependencies` with schemas): applied always, a subset that is
-// valid whether or not the property is present. `dependencies` with name lists become
+// valid whether or not the property is present; when they cannot be applied so, their
+// properties are never written (also a subset). `dependencies` with name lists become
 // dependentRequired (enforced in objects).
 result<gexpr> schema_compiler::dependent_schemas(const ojson& s, const std::string& path) {
   ojson base = s;
   base.erase("dependentSchemas");
   base.erase("dependencies");
   std::vector<std::pair<ojson, std::string>> deps;
+  std::vector<std::pair<std::string, std::string>> trigger_names;
   for (const char* key : {"dependencies", "dependentSchemas"}) {
     if (!s.contains(key)) continue;
     if (!s[key].is_object()) return invalid(std::string("'") + key + "' must be an object", path + "/" + key);
@@ -333,14 +355,23 @@ result<gexpr> schema_compiler::dependent_schemas(const ojson& s, const std::stri
         for (const auto& x : dep) base["dependentRequired"][name].push_back(x);
       } else {
         deps.push_back({dep, path + "/" + key + "/" + pointer_token(name)});
+        trigger_names.push_back({name, deps.back().second});
       }
     }
   }
   member_list members{{&base, path}};
   for (const auto& [dep, dep_path] : deps) members.push_back({&dep, dep_path});
   auto merged = merge_members(members);
-  if (!merged) return std::unexpected(merged.error());
-  return schema(*merged, path);
+  const auto saved_refs = ref_rules_;
+  auto e = merged ? schema(*merged, path) : result<gexpr>(std::unexpected(merged.error()));
+  if (e || deps.empty()) return e;
+  // The schemas do not merge with the rest: their properties are never written instead.
+  ref_rules_ = saved_refs;
+  for (const auto& [name, dep_path] : trigger_names) {
+    ojson& props = base["properties"];
+    props[name] = props.contains(name) ? ojson{{"allOf", ojson::array({props[name], false})}} : ojson(false);
+  }
+  return schema(base, path);
 }
 
 // enum / const: the values valid against the keywords beside them (a value the compiled

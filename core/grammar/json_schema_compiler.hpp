@@ -154,6 +154,7 @@ class schema_compiler {
 
   // if/then/else, dependentSchemas: applied by merging (see json_schema_combine.cpp).
   result<gexpr> conditional(const ojson& s, const std::string& path);
+  result<ojson> without_conditional(const ojson& s, const std::string& path);
   result<gexpr> dependent_schemas(const ojson& s, const std::string& path);
 
   result<gexpr> enum_values(const ojson& s, const std::string& path);

@@ -196,3 +196,22 @@ TEST_CASE("json schema: oneOf of required lists is exclusive", "[core][grammar]"
   CHECK_FALSE(accepts(*g, R"({"name":"a","url":"u","style":"s"})"));  // valid against both: not oneOf
   CHECK_FALSE(accepts(*g, R"({"name":"a"})"));
 }
+
+TEST_CASE("json schema: a dependent schema that cannot be merged leaves its property out", "[core][grammar]") {
+  auto g = schema(R"({"allOf": [{"type": "object", "properties": {"type": {"enum": ["site", "section"]},
+                      "website": {"type": "string"}}, "dependencies": {"website": {"properties": {"type": {"enum": ["section"]}}}}},
+                      {"properties": {"type": {"enum": ["site"]}}}], "required": ["type"]})");
+  CHECK(accepts(*g, R"({"type":"site"})"));
+  CHECK_FALSE(accepts(*g, R"({"type":"site","website":"w"})"));  // website would require type section
+  CHECK_FALSE(accepts(*g, R"({"type":"section"})"));
+}
+
+TEST_CASE("json schema: allOf of two conditionals", "[core][grammar]") {
+  auto g = schema(R"({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                      "required": ["a", "b"], "allOf": [
+                        {"if": {"properties": {"a": {"const": 1}}}, "then": {"properties": {"b": {"minimum": 5}}}},
+                        {"if": {"properties": {"a": {"const": 2}}}, "then": {"properties": {"b": {"maximum": 7}}}}]})");
+  CHECK(accepts(*g, R"({"a":1,"b":6})"));
+  CHECK_FALSE(accepts(*g, R"({"a":1,"b":4})"));
+  CHECK_FALSE(accepts(*g, R"({"a":2,"b":8})"));
+}
