@@ -1,7 +1,8 @@
 #pragma once
-/// The JSON Schema front-end's compiler, shared by its two files: json_schema.cpp
-/// (dispatch, references, combinators, scalars) and json_schema_objects.cpp (objects,
-/// arrays, any JSON value).
+/// The JSON Schema front-end's compiler, shared by its files: json_schema.cpp (dispatch,
+/// scalars), json_schema_combine.cpp (references, combinators, merging),
+/// json_schema_rewrite.cpp (if/then/else, dependentSchemas, not), json_schema_objects.cpp
+/// (objects, any JSON value), json_schema_arrays.cpp and json_schema_formats.cpp.
 
 #include <cmath>
 #include <map>
@@ -99,6 +100,28 @@ inline bool type_matches(const ojson& v, const std::string& type) {
 /// Schemas with the JSON pointer of each, as allOf's members are listed.
 using member_list = std::vector<std::pair<const ojson*, std::string>>;
 
+// Keywords beside `keyword` that validate (annotations, extensions and definitions do not).
+inline bool has_validating_siblings(const ojson& s, const std::string& keyword) {
+  for (const auto& [key, value] : s.items()) {
+    if (key == keyword || key == "$defs" || key == "definitions") continue;
+    if (!is_ignored_keyword(key)) return true;
+  }
+  return false;
+}
+
+// The names of {"required": [...]} (annotations aside), or nullopt for any other schema.
+inline std::optional<std::vector<std::string>> required_only(const ojson& s) {
+  if (!s.is_object() || !s.contains("required") || !s["required"].is_array()) return std::nullopt;
+  for (const auto& [key, value] : s.items())
+    if (key != "required" && !is_ignored_keyword(key)) return std::nullopt;
+  std::vector<std::string> names;
+  for (const auto& x : s["required"]) {
+    if (!x.is_string()) return std::nullopt;
+    names.push_back(x.get<std::string>());
+  }
+  return names;
+}
+
 /// `false`, `{"not": {}}`, or an allOf holding one of them: a schema no value satisfies
 /// (a property that must not be written).
 inline bool is_false_schema(const ojson& s) {
@@ -152,7 +175,7 @@ class schema_compiler {
   result<void> merge_into(ojson& merged, const ojson& m, const std::string& path);
   result<void> apply_member_additional_properties(ojson& merged, const member_list& members);
 
-  // if/then/else, dependentSchemas: applied by merging (see json_schema_combine.cpp).
+  // if/then/else, dependentSchemas, not: rewritten into other keywords (json_schema_rewrite.cpp).
   result<gexpr> conditional(const ojson& s, const std::string& path);
   result<ojson> without_conditional(const ojson& s, const std::string& path);
   result<gexpr> dependent_schemas(const ojson& s, const std::string& path);
