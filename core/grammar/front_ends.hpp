@@ -23,8 +23,15 @@ result<grammar> grammar_from_regex(std::string_view pattern);
 /// Exactly one of `choices`.
 result<grammar> grammar_from_choices(std::span<const std::string> choices);
 
+/// How a JSON Schema is compiled.
+struct json_schema_options {
+  /// Refuse keywords and `format` values that are neither enforced nor known annotations
+  /// (by default they validate nothing and are ignored, as the specification says).
+  bool is_strict_keywords = false;
+};
+
 /// JSON text valid against the JSON Schema `schema_text` (itself JSON).
-result<grammar> grammar_from_json_schema(std::string_view schema_text);
+result<grammar> grammar_from_json_schema(std::string_view schema_text, const json_schema_options& options = {});
 
 /// How framed JSON values are written: between `min_items` and `max_items` (none = no
 /// limit) values valid against `schema`, each as `begin` + compact JSON + `end`, with

@@ -1,6 +1,8 @@
-// JSON Schema -> grammar. Every keyword is either used, accepted as an annotation, or an
-// error naming it and its JSON pointer; nothing is ignored silently. The supported
-// keywords and the whitespace policy are listed in docs/structured-outputs.md.
+// JSON Schema -> grammar: dispatch and scalars. A keyword that validates is enforced
+// (exactly, or by a documented subset of its language) or refused with an error naming it
+// and its JSON pointer; keywords that validate nothing (annotations, extensions) are
+// ignored unless json_schema_options::is_strict_keywords. The supported keywords and the
+// whitespace policy are listed in docs/structured-outputs.md.
 #include <algorithm>
 #include <cctype>
 
@@ -9,6 +11,10 @@
 
 namespace inflight {
 namespace json_schema_detail {
+
+static bool is_integer_format(const ojson& s) {
+  return s.contains("format") && (s["format"] == "int32" || s["format"] == "int64");
+}
 
 result<grammar> schema_compiler::compile() {
   const std::uint32_t root = b_.declare("root");
@@ -53,12 +59,16 @@ result<gexpr> schema_compiler::schema_at_depth(const ojson& s, const std::string
     return invalid("the schema 'false' admits no value", path);
   }
   if (!s.is_object()) return invalid("a schema must be an object or a boolean", path);
-  for (const auto& [key, value] : s.items()) {
-    if (!used_keywords().contains(key) && !annotation_keywords().contains(key))
-      return unsupported("unsupported JSON Schema keyword '" + key + "'", path);
-  }
+  if (auto ok = check_keywords(s, path); !ok) return std::unexpected(ok.error());
   if (s.contains("$ref")) return ref(s, path);
   if (s.contains("allOf")) return all_of(s, path);
+  if (s.contains("not")) {
+    auto rest = without_not(s, path);
+    if (!rest) return std::unexpected(rest.error());
+    return schema(*rest, path);
+  }
+  if (has_any(s, {"if", "then", "else"})) return conditional(s, path);
+  if (has_any(s, {"dependentSchemas", "dependencies"})) return dependent_schemas(s, path);
   if (s.contains("anyOf") || s.contains("oneOf")) return any_of(s, path);
   if (s.contains("enum") || s.contains("const")) return enum_values(s, path);
   auto types = types_of(s, path);
@@ -73,12 +83,11 @@ result<gexpr> schema_compiler::schema_at_depth(const ojson& s, const std::string
   return g_alt(std::move(alts));
 }
 
-result<void> schema_compiler::only_beside(const ojson& s, const std::string& keyword, const std::string& path,
-                         std::initializer_list<const char*> allowed) {
+result<void> schema_compiler::check_keywords(const ojson& s, const std::string& path) const {
   for (const auto& [key, value] : s.items()) {
-    if (key == keyword || key == "$defs" || key == "definitions" || annotation_keywords().contains(key)) continue;
-    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-    return unsupported("JSON Schema keyword '" + key + "' beside '" + keyword + "' is not supported", path);
+    if (refused_keywords().contains(key)) return unsupported("unsupported JSON Schema keyword '" + key + "'", path);
+    if (options_.is_strict_keywords && is_ignored_keyword(key) && !annotation_keywords().contains(key))
+      return unsupported("unknown JSON Schema keyword '" + key + "' (strict_keywords)", path);
   }
   return {};
 }
@@ -103,10 +112,15 @@ result<std::vector<std::string>> schema_compiler::types_of(const ojson& s, const
     return types;
   }
   // No type: the kinds its keywords constrain (none: any value).
-  if (has_any(s, {"properties", "required", "additionalProperties"})) types.push_back("object");
-  if (has_any(s, {"items", "prefixItems", "additionalItems", "minItems", "maxItems"})) types.push_back("array");
-  if (has_any(s, {"minLength", "maxLength", "pattern", "format"})) types.push_back("string");
-  if (has_any(s, {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})) types.push_back("number");
+  if (has_any(s, {"properties", "required", "additionalProperties", "patternProperties", "minProperties",
+                  "maxProperties", "dependentRequired", "propertyNames"}))
+    types.push_back("object");
+  if (has_any(s, {"items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems"}))
+    types.push_back("array");
+  if (has_any(s, {"minLength", "maxLength", "pattern"}) || (s.contains("format") && !is_integer_format(s)))
+    types.push_back("string");
+  if (has_any(s, {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}) || is_integer_format(s))
+    types.push_back("number");
   return types;
 }
 
@@ -118,178 +132,6 @@ result<gexpr> schema_compiler::typed(const ojson& s, const std::string& type, co
   if (type == "null") return g_literal("null");
   if (type == "object") return object_schema(s, path);
   return array_schema(s, path);
-}
-
-result<const ojson*> schema_compiler::resolve(const std::string& ref, const std::string& path) {
-  if (ref.empty() || ref[0] != '#')
-    return unsupported("only local $ref ('#...') is supported, not '" + ref + "'", path + "/$ref");
-  const ojson* cur = &root_;
-  std::size_t i = 1;
-  if (i < ref.size() && ref[i] != '/') return unsupported("$ref to an anchor ('" + ref + "') is not supported", path + "/$ref");
-  while (i < ref.size()) {
-    const std::size_t next = ref.find('/', i + 1);
-    std::string token = ref.substr(i + 1, next == std::string::npos ? std::string::npos : next - i - 1);
-    std::string key;
-    for (std::size_t k = 0; k < token.size(); ++k) {
-      if (token[k] == '~' && k + 1 < token.size()) {
-        key += token[k + 1] == '1' ? '/' : '~';
-        ++k;
-      } else {
-        key += token[k];
-      }
-    }
-    if (cur->is_object() && cur->contains(key)) {
-      cur = &(*cur)[key];
-    } else if (cur->is_array() && !key.empty() && std::all_of(key.begin(), key.end(), ::isdigit) &&
-               std::stoul(key) < cur->size()) {
-      cur = &(*cur)[std::stoul(key)];
-    } else {
-      return invalid("$ref '" + ref + "' points at nothing", path + "/$ref");
-    }
-    i = next == std::string::npos ? ref.size() : next;
-  }
-  return cur;
-}
-
-result<gexpr> schema_compiler::ref(const ojson& s, const std::string& path) {
-  if (auto ok = only_beside(s, "$ref", path, {}); !ok) return std::unexpected(ok.error());
-  if (!s["$ref"].is_string()) return invalid("'$ref' must be a string", path + "/$ref");
-  const std::string target = s["$ref"].get<std::string>();
-  if (auto it = ref_rules_.find(target); it != ref_rules_.end()) return g_ref(it->second);
-  auto resolved = resolve(target, path);
-  if (!resolved) return std::unexpected(resolved.error());
-  const std::uint32_t id = b_.declare("ref:" + target);
-  ref_rules_[target] = id;
-  auto body = schema(**resolved, target.substr(1));
-  if (!body) return body;
-  b_.define(id, std::move(*body));
-  return g_ref(id);
-}
-
-result<gexpr> schema_compiler::any_of(const ojson& s, const std::string& path) {
-  const char* key = s.contains("anyOf") ? "anyOf" : "oneOf";
-  if (s.contains("anyOf") && s.contains("oneOf"))
-    return unsupported("'anyOf' and 'oneOf' together are not supported", path);
-  if (auto ok = only_beside(s, key, path, {}); !ok) return std::unexpected(ok.error());
-  const ojson& list = s[key];
-  if (!list.is_array() || list.empty()) return invalid(std::string("'") + key + "' must be a non-empty array", path);
-  std::vector<gexpr> alts;
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    auto e = schema(list[i], path + "/" + key + "/" + std::to_string(i));
-    if (!e) return e;
-    alts.push_back(std::move(*e));
-  }
-  return g_alt(std::move(alts));
-}
-
-result<gexpr> schema_compiler::all_of(const ojson& s, const std::string& path) {
-  const ojson& list = s["allOf"];
-  if (!list.is_array() || list.empty()) return invalid("'allOf' must be a non-empty array", path);
-  ojson merged = ojson::object();
-  ojson own = s;
-  own.erase("allOf");
-  std::vector<std::pair<const ojson*, std::string>> members{{&own, path}};
-  for (std::size_t i = 0; i < list.size(); ++i) members.push_back({&list[i], path + "/allOf/" + std::to_string(i)});
-  std::vector<std::pair<const ojson*, std::string>> objects;  // the members, $refs followed
-  for (auto [member, member_path] : members) {
-    const ojson* m = member;
-    while (m->is_object() && m->contains("$ref") && m->size() == 1 && (*m)["$ref"].is_string()) {
-      auto r = resolve((*m)["$ref"].get<std::string>(), member_path);
-      if (!r) return std::unexpected(r.error());
-      m = *r;
-    }
-    if (m->is_boolean()) {
-      if (m->get<bool>()) continue;
-      return invalid("the schema 'false' admits no value", member_path);
-    }
-    if (!m->is_object()) return invalid("a schema must be an object or a boolean", member_path);
-    if (auto ok = merge_into(merged, *m, member_path); !ok) return std::unexpected(ok.error());
-    objects.push_back({m, member_path});
-  }
-  if (auto ok = apply_member_additional_properties(merged, objects); !ok) return std::unexpected(ok.error());
-  return schema(merged, path);
-}
-
-// A member's additionalProperties speaks of every name outside that member's own
-// properties, including names other members declare: false forbids them (a required one
-// makes the schema admit no value), a schema applies to them as well.
-result<void> schema_compiler::apply_member_additional_properties(
-    ojson& merged, const std::vector<std::pair<const ojson*, std::string>>& members) {
-  if (!merged.contains("properties") || !merged["properties"].is_object()) return {};
-  for (const auto& [m, member_path] : members) {
-    if (!m->contains("additionalProperties") || (*m)["additionalProperties"] == true) continue;
-    const ojson& extra = (*m)["additionalProperties"];
-    const ojson* own = m->contains("properties") && (*m)["properties"].is_object() ? &(*m)["properties"] : nullptr;
-    std::vector<std::string> forbidden;
-    for (auto& [name, sub] : merged["properties"].items()) {
-      if (own && own->contains(name)) continue;
-      if (extra == false) forbidden.push_back(name);
-      else sub = ojson{{"allOf", ojson::array({sub, extra})}};
-    }
-    for (const auto& name : forbidden) {
-      const bool is_required = merged.contains("required") && merged["required"].is_array() &&
-                               std::find(merged["required"].begin(), merged["required"].end(), name) != merged["required"].end();
-      if (is_required) {
-        return invalid("property '" + name + "' is required, but this 'additionalProperties': false forbids it "
-                       "(it is not among the properties beside it), so the schema admits no value", member_path);
-      }
-      merged["properties"].erase(name);
-    }
-  }
-  return {};
-}
-
-result<void> schema_compiler::merge_into(ojson& merged, const ojson& m, const std::string& path) {
-  for (const auto& [key, value] : m.items()) {
-    if (annotation_keywords().contains(key) || key == "$defs" || key == "definitions") continue;
-    if (!merged.contains(key)) {
-      merged[key] = value;
-    } else if (key == "properties") {
-      if (!value.is_object() || !merged[key].is_object()) return invalid("'properties' must be an object", path);
-      for (const auto& [name, sub] : value.items()) {
-        if (merged[key].contains(name))
-          merged[key][name] = ojson{{"allOf", ojson::array({merged[key][name], sub})}};
-        else
-          merged[key][name] = sub;
-      }
-    } else if (key == "required") {
-      if (!value.is_array() || !merged[key].is_array()) return invalid("'required' must be an array of strings", path);
-      for (const auto& name : value)
-        if (std::find(merged[key].begin(), merged[key].end(), name) == merged[key].end()) merged[key].push_back(name);
-    } else if (key == "additionalProperties" && (value == false || merged[key] == false)) {
-      merged[key] = false;
-    } else if (key == "allOf") {
-      if (!value.is_array() || !merged[key].is_array()) return invalid("'allOf' must be a non-empty array", path);
-      for (const auto& sub : value) merged[key].push_back(sub);
-    } else if (merged[key] != value) {
-      return unsupported("allOf members that disagree on '" + key + "' cannot be merged", path);
-    }
-  }
-  return {};
-}
-
-result<gexpr> schema_compiler::enum_values(const ojson& s, const std::string& path) {
-  if (s.contains("enum") && s.contains("const")) return unsupported("'enum' and 'const' together are not supported", path);
-  const char* key = s.contains("enum") ? "enum" : "const";
-  if (auto ok = only_beside(s, key, path, {"type"}); !ok) return std::unexpected(ok.error());
-  std::vector<std::string> types;
-  if (s.contains("type")) {
-    auto t = types_of(s, path);
-    if (!t) return std::unexpected(t.error());
-    types = *t;
-  }
-  ojson values = s.contains("enum") ? s["enum"] : ojson::array({s["const"]});
-  if (!values.is_array() || values.empty()) return invalid("'enum' must be a non-empty array", path + "/enum");
-  std::vector<gexpr> alts;
-  for (const auto& v : values) {
-    const bool fits = types.empty() || std::any_of(types.begin(), types.end(), [&](auto& t) { return type_matches(v, t); });
-    if (fits) alts.push_back(g_literal(v.dump()));
-  }
-  if (alts.empty()) return invalid("no value of '" + std::string(key) + "' has the schema's 'type'", path);
-  gexpr e;
-  e.kind = gexpr_kind::alt;
-  e.items = std::move(alts);
-  return e;
 }
 
 result<std::optional<std::uint32_t>> schema_compiler::count_keyword(const ojson& s, const char* key, const std::string& path) {
@@ -310,29 +152,80 @@ result<gexpr> schema_compiler::string_schema(const ojson& s, const std::string& 
   if (!min_len) return std::unexpected(min_len.error());
   auto max_len = count_keyword(s, "maxLength", path);
   if (!max_len) return std::unexpected(max_len.error());
-  const bool has_length = min_len->has_value() || max_len->has_value();
-  if (s.contains("format")) {
-    if (!s["format"].is_string()) return invalid("'format' must be a string", path + "/format");
-    const std::string format = s["format"].get<std::string>();
-    auto re = json_text::format_regex(format);
-    if (!re) return unsupported("unsupported JSON Schema format '" + format + "'", path + "/format");
-    if (has_length || s.contains("pattern"))
-      return unsupported("'format' together with 'pattern', 'minLength' or 'maxLength' is not supported", path);
-    auto content = regex_to_gexpr(*re);
-    if (!content) return make_error(errc::internal, content.error().message);
-    return json_text::string_with_content(*content);
+  const std::uint32_t lo = min_len->value_or(0);
+  if (*max_len && **max_len < lo) return invalid("'maxLength' is below 'minLength'", path);
+  auto format = format_string(s, min_len->has_value() || max_len->has_value(), path);
+  if (!format) return std::unexpected(format.error());
+  if (*format) {
+    if (s.contains("pattern")) return unsupported("'format' together with 'pattern' is not supported", path);
+    return std::move(**format);
   }
   if (s.contains("pattern")) {
     if (!s["pattern"].is_string()) return invalid("'pattern' must be a string", path + "/pattern");
-    if (has_length) return unsupported("'pattern' together with 'minLength' or 'maxLength' is not supported", path);
-    return pattern_string(s["pattern"].get<std::string>(), path + "/pattern");
+    return pattern_string(s["pattern"].get<std::string>(), path + "/pattern", lo, *max_len);
   }
-  const std::uint32_t lo = min_len->value_or(0);
-  if (*max_len && **max_len < lo) return invalid("'maxLength' is below 'minLength'", path);
-  return json_text::string_of_length(lo, *max_len);
+  return json_text::string_of_length(b_, lo, *max_len);
 }
 
-result<gexpr> schema_compiler::pattern_string(std::string pattern, const std::string& path) {
+// A string `format` this compiler writes, or nullopt: an unknown one is an annotation
+// (an error under strict_keywords). Beside minLength / maxLength only when every string of
+// the format fits them.
+result<std::optional<gexpr>> schema_compiler::format_string(const ojson& s, bool has_length, const std::string& path) {
+  if (!s.contains("format")) return std::optional<gexpr>{};
+  if (!s["format"].is_string()) return invalid("'format' must be a string", path + "/format");
+  const std::string format = s["format"].get<std::string>();
+  auto f = json_text::string_format(format);
+  if (!f) {
+    if (options_.is_strict_keywords)
+      return unsupported("unsupported JSON Schema format '" + format + "'", path + "/format");
+    return std::optional<gexpr>{};
+  }
+  if (has_length) {
+    const double lo = s.value("minLength", 0.0);
+    const double hi = s.contains("maxLength") ? s["maxLength"].get<double>() : 1e18;
+    if (!f->max_length || lo > f->min_length || hi < *f->max_length)
+      return unsupported("'format' '" + format + "' together with 'minLength' or 'maxLength' is not supported", path);
+  }
+  auto content = regex_to_gexpr(f->regex);
+  if (!content) return make_error(errc::internal, content.error().message);
+  return std::optional<gexpr>{json_text::string_with_content(*content)};
+}
+
+// ECMA-262 meanings the shared regex dialect gives otherwise: `.` matches no line
+// terminator (\n, \r, U+2028, U+2029), and \s matches Unicode spaces too, so \S and a
+// negated class holding \s exclude them.
+static std::string ecma_pattern(const std::string& p) {
+  static const std::string unicode_spaces = R"(\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff)";
+  std::string out;
+  bool is_in_class = false, is_negated_class = false;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    const char c = p[i];
+    if (c == '\\' && i + 1 < p.size()) {
+      const char n = p[++i];
+      if (!is_in_class && n == 'S') out += "[^\\s" + unicode_spaces + "]";
+      else if (is_in_class && is_negated_class && n == 's') out += "\\s" + unicode_spaces;
+      else out += std::string{c, n};
+      continue;
+    }
+    if (is_in_class) {
+      if (c == ']') is_in_class = false;
+      out += c;
+    } else if (c == '[') {
+      is_in_class = true;
+      is_negated_class = i + 1 < p.size() && p[i + 1] == '^';
+      out += c;
+    } else if (c == '.') {
+      out += R"([^\n\r\u2028\u2029])";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+result<gexpr> schema_compiler::pattern_string(std::string pattern, const std::string& path, std::uint32_t min_length,
+                                             std::optional<std::uint32_t> max_length) {
+  const bool has_length = min_length > 0 || max_length;
   const bool is_anchored_start = pattern.starts_with("^");
   bool is_anchored_end = pattern.ends_with("$");
   if (is_anchored_end) {
@@ -342,16 +235,29 @@ result<gexpr> schema_compiler::pattern_string(std::string pattern, const std::st
   }
   if (is_anchored_start) pattern.erase(0, 1);
   if (is_anchored_end) pattern.pop_back();
-  auto content = regex_to_gexpr("(?:" + pattern + ")");
+  auto content = regex_to_gexpr("(?:" + ecma_pattern(pattern) + ")");
   if (!content) return unsupported("unsupported 'pattern': " + content.error().message, path);
   gexpr any_text = g_star(g_codepoints({{0, max_codepoint}}, false));
   std::vector<gexpr> parts;
-  if (!is_anchored_start) parts.push_back(any_text);
+  // With a length, an unanchored start is anchored (a subset): one free side is enough.
+  if (!is_anchored_start && !has_length) parts.push_back(any_text);
   parts.push_back(std::move(*content));
   if (!is_anchored_end) parts.push_back(any_text);
-  return json_text::string_with_content(g_seq(std::move(parts)));
+  gexpr all = g_seq(std::move(parts));
+  if (has_length) {
+    auto fitted = json_text::fit_length(b_, all, min_length, max_length);
+    if (!fitted)
+      return unsupported("'pattern' together with 'minLength' or 'maxLength' is supported only where one part of "
+                         "the pattern repeats a single character",
+                         path);
+    all = std::move(*fitted);
+  }
+  return json_text::string_with_content(all);
 }
 
+// A bound of `key` (or `excl_key`), as an integral bound: integers round inward to an
+// inclusive bound, numbers with a non-integral bound too (a subset: 0.5 <= x becomes
+// 1 <= x). Past +-1e18 an outer bound is clamped there (a subset); an inner one is an error.
 result<std::optional<json_text::number_bound>> schema_compiler::bound(const ojson& s, const char* key, const char* excl_key,
                                                     bool is_lower, bool is_integer, const std::string& path) {
   std::optional<double> value;
@@ -375,20 +281,31 @@ result<std::optional<json_text::number_bound>> schema_compiler::bound(const ojso
     }
   }
   if (!value) return std::optional<json_text::number_bound>{};
-  if (!std::isfinite(*value) || std::fabs(*value) > 1e18)
-    return unsupported(std::string("'") + key + "' beyond +-1e18 is not supported", path);
+  constexpr double limit = 1e18;
+  if (std::isnan(*value)) return invalid(std::string("'") + key + "' must be a number", path);
+  if (is_lower ? *value < -limit : *value > limit) return std::optional<json_text::number_bound>{json_text::number_bound{
+      static_cast<std::int64_t>(is_lower ? -limit : limit), false}};
+  if (std::fabs(*value) > limit) return unsupported(std::string("'") + key + "' beyond +-1e18 is not supported", path);
   double v = *value;
-  if (is_integer) {
-    // Integers: the nearest integral bound, always inclusive.
+  if (is_integer || std::floor(v) != v) {
     if (is_lower) v = is_exclusive ? std::floor(v) + 1 : std::ceil(v);
     else v = is_exclusive ? std::ceil(v) - 1 : std::floor(v);
     is_exclusive = false;
-  } else if (std::floor(v) != v) {
-    return unsupported(std::string("a non-integral '") + (s.contains(key) ? key : excl_key) +
-                           "' for type 'number' is not supported",
-                       path);
   }
   return std::optional<json_text::number_bound>{json_text::number_bound{static_cast<std::int64_t>(v), is_exclusive}};
+}
+
+// An integer `format` (int32, int64) as bounds; other formats of numbers validate nothing.
+static void format_bounds(const ojson& s, std::optional<std::int64_t>& lo, std::optional<std::int64_t>& hi) {
+  if (!s.contains("format") || !s["format"].is_string()) return;
+  const std::string f = s["format"].get<std::string>();
+  // int64: the integers a double holds exactly, as validators that parse JSON numbers into
+  // doubles can check them.
+  const std::int64_t max = f == "int32" ? 2147483647LL : f == "int64" ? 9007199254740991LL : 0;
+  if (max == 0) return;
+  const std::int64_t min = f == "int32" ? -2147483648LL : -max;
+  lo = lo ? std::max(*lo, min) : min;
+  hi = hi ? std::min(*hi, max) : max;
 }
 
 result<gexpr> schema_compiler::integer_schema(const ojson& s, const std::string& path) {
@@ -399,11 +316,14 @@ result<gexpr> schema_compiler::integer_schema(const ojson& s, const std::string&
   std::optional<std::int64_t> a, b;
   if (*lo) a = (*lo)->value;
   if (*hi) b = (*hi)->value;
+  format_bounds(s, a, b);
   if (a && b && *a > *b) return invalid("no integer lies within the bounds", path);
+  if (s.contains("multipleOf")) return multiple_of(s["multipleOf"], a, b, path);
   return json_text::integer_range(a, b);
 }
 
 result<gexpr> schema_compiler::number_schema(const ojson& s, const std::string& path) {
+  if (is_integer_format(s) || s.contains("multipleOf")) return integer_schema(s, path);  // a subset
   auto lo = bound(s, "minimum", "exclusiveMinimum", true, false, path);
   if (!lo) return std::unexpected(lo.error());
   auto hi = bound(s, "maximum", "exclusiveMaximum", false, false, path);
@@ -418,20 +338,46 @@ result<gexpr> schema_compiler::number_schema(const ojson& s, const std::string& 
   return json_text::bounded_number(*lo, *hi);
 }
 
+// multipleOf k (integral; on a number, integers only: a subset): the multiples within the
+// bounds when there are few, else the multiples of up to 15 digits (a double holds them
+// exactly, so validators divide them without rounding).
+result<gexpr> schema_compiler::multiple_of(const ojson& k_json, std::optional<std::int64_t> lo,
+                                           std::optional<std::int64_t> hi, const std::string& path) {
+  if (!k_json.is_number() || k_json.get<double>() <= 0)
+    return invalid("'multipleOf' must be a number above 0", path + "/multipleOf");
+  const double kd = k_json.get<double>();
+  if (std::floor(kd) != kd || kd > 1000000)
+    return unsupported("'multipleOf' other than an integer up to 1000000 is not supported", path + "/multipleOf");
+  const auto k = static_cast<std::int64_t>(kd);
+  if (k == 1) return json_text::integer_range(lo, hi);
+  if (lo && hi) {
+    const std::int64_t first = (*lo >= 0 ? (*lo + k - 1) / k : -((-*lo) / k)) * k;
+    if (first > *hi) return invalid("no multiple of 'multipleOf' lies within the bounds", path);
+    if ((*hi - first) / k < 256) {
+      std::vector<gexpr> alts;
+      for (std::int64_t v = first; v <= *hi; v += k) alts.push_back(g_literal(std::to_string(v)));
+      return g_alt(std::move(alts));
+    }
+  }
+  if (lo || hi) return unsupported("'multipleOf' with bounds that hold many multiples is not supported", path);
+  if (k > 50) return unsupported("'multipleOf' above 50 without bounds is not supported", path + "/multipleOf");
+  return json_text::integer_multiples(b_, static_cast<std::uint32_t>(k), 15);
+}
+
 }  // namespace json_schema_detail
 
-result<grammar> grammar_from_json_schema(std::string_view schema_text) {
+result<grammar> grammar_from_json_schema(std::string_view schema_text, const json_schema_options& options) {
   using json_schema_detail::ojson;
   ojson schema = ojson::parse(schema_text, nullptr, false);
   if (schema.is_discarded()) return make_error(errc::invalid_argument, "the JSON Schema is not valid JSON");
-  return json_schema_detail::schema_compiler(schema).compile();
+  return json_schema_detail::schema_compiler(schema, options).compile();
 }
 
 result<grammar> grammar_from_framed_json(const framed_json_spec& spec) {
   using json_schema_detail::ojson;
   ojson schema = ojson::parse(spec.schema, nullptr, false);
   if (schema.is_discarded()) return make_error(errc::invalid_argument, "the JSON Schema is not valid JSON");
-  return json_schema_detail::schema_compiler(schema).compile_framed(spec);
+  return json_schema_detail::schema_compiler(schema, json_schema_options{}).compile_framed(spec);
 }
 
 result<grammar> grammar_from_framed_json(std::string_view spec_text) {

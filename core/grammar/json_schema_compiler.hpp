@@ -1,7 +1,8 @@
 #pragma once
-/// The JSON Schema front-end's compiler, shared by its two files: json_schema.cpp
-/// (dispatch, references, combinators, scalars) and json_schema_objects.cpp (objects,
-/// arrays, any JSON value).
+/// The JSON Schema front-end's compiler, shared by its files: json_schema.cpp (dispatch,
+/// scalars), json_schema_combine.cpp (references, combinators, merging),
+/// json_schema_rewrite.cpp (if/then/else, dependentSchemas, not), json_schema_objects.cpp
+/// (objects, any JSON value), json_schema_arrays.cpp and json_schema_formats.cpp.
 
 #include <cmath>
 #include <map>
@@ -20,19 +21,39 @@ namespace inflight::json_schema_detail {
 
 using ojson = nlohmann::ordered_json;
 
+/// Keywords that validate nothing: the specification's annotations and the vocabulary
+/// keywords. Under `is_strict_keywords` only these (and the used ones) are accepted.
 inline const std::set<std::string>& annotation_keywords() {
-  static const std::set<std::string> k{"title",   "description", "examples", "$schema",  "$id",
-                                       "default", "$comment",    "deprecated", "readOnly", "writeOnly"};
+  static const std::set<std::string> k{
+      "title",    "description", "examples", "$schema",  "$id",        "id",         "default",
+      "$comment", "deprecated",  "readOnly", "writeOnly", "$anchor",   "$vocabulary", "contentEncoding",
+      "contentMediaType", "contentSchema", "nullable", "example", "discriminator", "$dynamicAnchor"};
   return k;
 }
 
+/// Keywords this compiler enforces (exactly, or by a documented subset of their language).
 inline const std::set<std::string>& used_keywords() {
   static const std::set<std::string> k{
-      "type",      "enum",      "const",    "anyOf",     "oneOf",   "allOf",   "$ref",
-      "$defs",     "definitions", "properties", "required", "additionalProperties", "items",
-      "prefixItems", "additionalItems", "minItems", "maxItems", "minLength", "maxLength",
-      "pattern",   "format",    "minimum",  "maximum",   "exclusiveMinimum", "exclusiveMaximum"};
+      "type",          "enum",        "const",         "anyOf",        "oneOf",         "allOf",
+      "$ref",          "$defs",       "definitions",   "properties",   "required",      "additionalProperties",
+      "items",         "prefixItems", "additionalItems", "minItems",   "maxItems",      "minLength",
+      "maxLength",     "pattern",     "format",        "minimum",      "maximum",       "exclusiveMinimum",
+      "exclusiveMaximum", "patternProperties", "minProperties", "maxProperties", "dependentRequired",
+      "dependentSchemas", "dependencies", "if", "then", "else", "uniqueItems", "propertyNames", "multipleOf", "not"};
   return k;
+}
+
+/// Keywords that validate but are not enforced: always an error naming them.
+inline const std::set<std::string>& refused_keywords() {
+  static const std::set<std::string> k{"contains",        "minContains",  "maxContains",
+                                       "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"};
+  return k;
+}
+
+/// A keyword that neither validates here nor is refused: an annotation or an extension,
+/// ignored (unless strict).
+inline bool is_ignored_keyword(const std::string& key) {
+  return !used_keywords().contains(key) && !refused_keywords().contains(key);
 }
 
 inline std::string pointer_token(const std::string& key) {
@@ -76,16 +97,53 @@ inline bool type_matches(const ojson& v, const std::string& type) {
   return false;
 }
 
+/// Schemas with the JSON pointer of each, as allOf's members are listed.
+using member_list = std::vector<std::pair<const ojson*, std::string>>;
+
+// Keywords beside `keyword` that validate (annotations, extensions and definitions do not).
+inline bool has_validating_siblings(const ojson& s, const std::string& keyword) {
+  for (const auto& [key, value] : s.items()) {
+    if (key == keyword || key == "$defs" || key == "definitions") continue;
+    if (!is_ignored_keyword(key)) return true;
+  }
+  return false;
+}
+
+// The names of {"required": [...]} (annotations aside), or nullopt for any other schema.
+inline std::optional<std::vector<std::string>> required_only(const ojson& s) {
+  if (!s.is_object() || !s.contains("required") || !s["required"].is_array()) return std::nullopt;
+  for (const auto& [key, value] : s.items())
+    if (key != "required" && !is_ignored_keyword(key)) return std::nullopt;
+  std::vector<std::string> names;
+  for (const auto& x : s["required"]) {
+    if (!x.is_string()) return std::nullopt;
+    names.push_back(x.get<std::string>());
+  }
+  return names;
+}
+
+/// `false`, `{"not": {}}`, or an allOf holding one of them: a schema no value satisfies
+/// (a property that must not be written).
+inline bool is_false_schema(const ojson& s) {
+  if (s.is_boolean()) return !s.get<bool>();
+  if (!s.is_object()) return false;
+  if (s.contains("not") && (s["not"] == true || s["not"] == ojson::object())) return true;
+  if (s.contains("allOf") && s["allOf"].is_array())
+    for (const auto& m : s["allOf"])
+      if (is_false_schema(m)) return true;
+  return false;
+}
+
 class schema_compiler {
  public:
-  explicit schema_compiler(const ojson& root) : root_(root) {}
+  schema_compiler(const ojson& root, const json_schema_options& options) : root_(root), options_(options) {}
 
   result<grammar> compile();
   /// root ::= item (separator item){min-1,max-1}; item ::= begin value end.
   result<grammar> compile_framed(const framed_json_spec& frame);
 
  private:
-  // --- dispatch -------------------------------------------------------------------
+  // --- dispatch (json_schema.cpp) ---------------------------------------------------
 
   // Nesting guard: allOf over "#" and similar self-merges would otherwise never end.
   static constexpr int max_depth = 128;
@@ -94,15 +152,13 @@ class schema_compiler {
 
   result<gexpr> schema_at_depth(const ojson& s, const std::string& path);
 
-  // Keywords that only hold other schemas or annotate may sit beside a combinator.
-  result<void> only_beside(const ojson& s, const std::string& keyword, const std::string& path,
-                           std::initializer_list<const char*> allowed);
+  result<void> check_keywords(const ojson& s, const std::string& path) const;
 
   result<std::vector<std::string>> types_of(const ojson& s, const std::string& path);
 
   result<gexpr> typed(const ojson& s, const std::string& type, const std::string& path);
 
-  // --- references and combinators ---------------------------------------------------
+  // --- references and combinators (json_schema_combine.cpp) -------------------------
 
   result<const ojson*> resolve(const std::string& ref, const std::string& path);
 
@@ -114,22 +170,39 @@ class schema_compiler {
   // the same name merge recursively, required lists unite, any other keyword must agree.
   result<gexpr> all_of(const ojson& s, const std::string& path);
 
+  /// The members merged into one schema ($refs followed), or the reason they cannot be.
+  result<ojson> merge_members(const member_list& members);
   result<void> merge_into(ojson& merged, const ojson& m, const std::string& path);
-  result<void> apply_member_additional_properties(ojson& merged,
-                                                  const std::vector<std::pair<const ojson*, std::string>>& members);
+  result<void> apply_member_additional_properties(ojson& merged, const member_list& members);
+
+  // if/then/else, dependentSchemas, not: rewritten into other keywords (json_schema_rewrite.cpp).
+  result<gexpr> conditional(const ojson& s, const std::string& path);
+  result<ojson> without_conditional(const ojson& s, const std::string& path);
+  result<gexpr> dependent_schemas(const ojson& s, const std::string& path);
 
   result<gexpr> enum_values(const ojson& s, const std::string& path);
 
-  // --- scalars ------------------------------------------------------------------------
+  result<ojson> without_not(const ojson& s, const std::string& path);
+
+  /// Whether `value`, written compactly, is in the language compiled from `s`: a
+  /// sufficient test of validity (that language is a subset of the schema's).
+  result<bool> is_valid_value(const ojson& s, const ojson& value, const std::string& path);
+
+  // --- scalars (json_schema.cpp) ------------------------------------------------------
 
   result<std::optional<std::uint32_t>> count_keyword(const ojson& s, const char* key, const std::string& path);
 
-  static constexpr std::uint32_t json_text_max_count = 10000;
+  /// Counts past this are written as repetitions of blocks (json_text::counted).
+  static constexpr std::uint32_t json_text_max_count = 1000000000;
 
   result<gexpr> string_schema(const ojson& s, const std::string& path);
+  result<std::optional<gexpr>> format_string(const ojson& s, bool has_length, const std::string& path);
 
   // JSON Schema patterns search (ECMA-262): an unanchored side may have any text around it.
-  result<gexpr> pattern_string(std::string pattern, const std::string& path);
+  // With a length: the pattern's one variable part repeats a single character (see
+  // json_text::fit_length).
+  result<gexpr> pattern_string(std::string pattern, const std::string& path, std::uint32_t min_length = 0,
+                               std::optional<std::uint32_t> max_length = std::nullopt);
 
   result<std::optional<json_text::number_bound>> bound(const ojson& s, const char* key, const char* excl_key,
                                                       bool is_lower, bool is_integer, const std::string& path);
@@ -138,10 +211,29 @@ class schema_compiler {
 
   result<gexpr> number_schema(const ojson& s, const std::string& path);
 
-  // --- objects and arrays -------------------------------------------------------------
+  result<gexpr> multiple_of(const ojson& k, std::optional<std::int64_t> lo, std::optional<std::int64_t> hi,
+                            const std::string& path);
+
+  // --- objects and arrays (json_schema_objects.cpp, json_schema_arrays.cpp) -----------
 
   result<gexpr> object_schema(const ojson& s, const std::string& path);
   result<gexpr> array_schema(const ojson& s, const std::string& path);
+  result<std::optional<gexpr>> unique_values(const ojson& items, std::uint32_t lo, std::optional<std::uint32_t> hi,
+                                             const std::string& path);
+
+  result<void> dependent_required(const ojson& s, const std::string& path, std::vector<std::string>& names,
+                                  std::set<std::string>& required, std::set<std::string>& excluded);
+  result<bool> may_match(const std::string& pattern, const std::string& name, const std::string& path);
+  result<std::optional<std::uint32_t>> merged_rule(const member_list& members, const std::string& path);
+  result<std::uint32_t> value_rule(const std::vector<const ojson*>& schemas, const std::string& path);
+  result<std::optional<gexpr>> other_members(const ojson& s, const ojson* extra, const std::vector<std::string>& taken,
+                                             const std::string& path);
+
+  /// Members in order (each required or optional), then any number of `extra` ones, with
+  /// "," and a space between them, and between lo and hi members in all.
+  result<gexpr> member_list_expr(const std::vector<gexpr>& members, const std::vector<bool>& is_required,
+                                 const std::optional<gexpr>& extra, std::uint32_t lo, std::optional<std::uint32_t> hi,
+                                 const std::string& name);
 
   /// `e` as a named rule, so that repeating it copies one reference.
   std::uint32_t as_rule(gexpr e, const std::string& name);
@@ -155,6 +247,7 @@ class schema_compiler {
   std::uint32_t number_rule();
 
   const ojson& root_;
+  json_schema_options options_;
   grammar_builder b_;
   std::map<std::string, std::uint32_t> ref_rules_;
   std::optional<std::uint32_t> any_value_;

@@ -23,6 +23,8 @@ gexpr string_char();
 
 /// A JSON string whose character count is within [min_count, max_count].
 gexpr string_of_length(std::uint32_t min_count, std::optional<std::uint32_t> max_count);
+/// The same, written with `b`'s block rules when the counts are large (see counted()).
+gexpr string_of_length(grammar_builder& b, std::uint32_t min_count, std::optional<std::uint32_t> max_count);
 
 /// A JSON string other than each of `names`, for the names of additional properties.
 /// Written canonically (plain characters, \" and \\; no other escapes, no control
@@ -49,7 +51,30 @@ struct number_bound {
 /// JSON numbers v within the bounds, written without an exponent.
 gexpr bounded_number(std::optional<number_bound> lo, std::optional<number_bound> hi);
 
-/// The regex of a supported `format` value, or nullopt.
-std::optional<std::string_view> format_regex(std::string_view format);
+/// A string `format` this compiler writes: the regex of its strings (exact, or a subset of
+/// the format where the format is wider, see docs/structured-outputs.md) and their lengths
+/// in code points.
+struct string_format_info {
+  std::string_view regex;
+  std::uint32_t min_length = 0;
+  std::optional<std::uint32_t> max_length;
+};
+
+/// The string `format` named, or nullopt.
+std::optional<string_format_info> string_format(std::string_view format);
+
+/// x{lo,hi} for any counts: past a few hundred, written as repetitions of a block of
+/// copies (a named rule), so that a count of a million costs a few thousand elements.
+gexpr counted(grammar_builder& b, const gexpr& x, std::uint32_t lo, std::optional<std::uint32_t> hi,
+              const std::string& name);
+
+/// `content` (a sequence over UTF-8 bytes) cut to [min_length, max_length] code points,
+/// when at most one of its parts has a variable length and that part repeats one code
+/// point: its count is narrowed. nullopt for other contents; alt{} when no length fits.
+std::optional<gexpr> fit_length(grammar_builder& b, const gexpr& content, std::uint32_t min_length,
+                                std::optional<std::uint32_t> max_length);
+
+/// Non-negative multiples of k with at most `max_digits` digits, and their negations.
+gexpr integer_multiples(grammar_builder& b, std::uint32_t k, std::uint32_t max_digits);
 
 }  // namespace inflight::json_text

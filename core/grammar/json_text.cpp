@@ -216,6 +216,10 @@ gexpr string_of_length(std::uint32_t min_count, std::optional<std::uint32_t> max
   return g_seq({g_byte('"'), g_repeat(string_char(), min_count, max_count), g_byte('"')});
 }
 
+gexpr string_of_length(grammar_builder& b, std::uint32_t min_count, std::optional<std::uint32_t> max_count) {
+  return g_seq({g_byte('"'), counted(b, string_char(), min_count, max_count, "string_chars"), g_byte('"')});
+}
+
 // Rewrites byte sets that hold '"', '\\' or controls into alternatives with their escapes.
 static gexpr escape_content(const gexpr& e) {
   if (e.kind == gexpr_kind::bytes) {
@@ -293,36 +297,6 @@ gexpr bounded_number(std::optional<number_bound> lo, std::optional<number_bound>
   e.kind = gexpr_kind::alt;
   e.items = std::move(alts);
   return e.items.size() == 1 ? std::move(e.items[0]) : e;
-}
-
-std::optional<std::string_view> format_regex(std::string_view format) {
-  // Days as each month has them, February 29 only in leap years (divisible by 4, and
-  // centuries only when divisible by 400). Seconds stop at 59: RFC 3339's leap second
-  // is valid only at 23:59:60 UTC, which no fixed pattern of local times can say.
-#define INFLIGHT_LEAP_YEAR R"((\d\d(0[48]|[2468][048]|[13579][26])|(00|0[48]|[2468][048]|[13579][26])00))"
-#define INFLIGHT_DATE                                                                                           \
-  R"((\d{4}-((0[13578]|1[02])-(0[1-9]|[12]\d|3[01])|(0[469]|11)-(0[1-9]|[12]\d|30)|02-(0[1-9]|1\d|2[0-8]))|)" \
-  INFLIGHT_LEAP_YEAR R"(-02-29))"
-#define INFLIGHT_TIME R"(([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d))"
-  static constexpr std::string_view date = INFLIGHT_DATE;
-  static constexpr std::string_view time = INFLIGHT_TIME;
-  static constexpr std::string_view date_time = INFLIGHT_DATE "T" INFLIGHT_TIME;
-#undef INFLIGHT_LEAP_YEAR
-#undef INFLIGHT_DATE
-#undef INFLIGHT_TIME
-  static constexpr std::string_view uuid =
-      R"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})";
-  static constexpr std::string_view email =
-      R"([A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)+)";
-  static constexpr std::string_view ipv4 =
-      R"((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3})";
-  if (format == "date") return date;
-  if (format == "time") return time;
-  if (format == "date-time") return date_time;
-  if (format == "uuid") return uuid;
-  if (format == "email") return email;
-  if (format == "ipv4") return ipv4;
-  return std::nullopt;
 }
 
 }  // namespace inflight::json_text

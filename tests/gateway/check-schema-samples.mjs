@@ -13,9 +13,36 @@ const corpus = JSON.parse(readFileSync(schemasPath, 'utf8'));
 const lines = readFileSync(samplesPath, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 addFormats(ajv);
-// draft-07 schemas: their $schema URI is known to ajv only with the draft-07 meta-schema;
-// the keywords used here mean the same in 2020-12, so validate them as 2020-12.
-const strip = (s) => (typeof s === 'object' && s !== null ? { ...s, $schema: undefined } : s);
+// draft-04/06/07 schemas: their $schema URI is known to ajv only with those meta-schemas;
+// they are validated as 2020-12 after rewriting the older spellings: `id` (ajv refuses it),
+// boolean exclusiveMinimum/Maximum, items as an array with additionalItems.
+const maps = ['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas'];
+const singles = ['additionalProperties', 'additionalItems', 'not', 'if', 'then', 'else', 'contains', 'propertyNames',
+  'unevaluatedProperties', 'unevaluatedItems'];
+const lists = ['allOf', 'anyOf', 'oneOf', 'prefixItems'];
+function modernize(s) {
+  if (typeof s !== 'object' || s === null || Array.isArray(s)) return s;
+  const out = { ...s };
+  delete out.$schema;
+  if (typeof out.id === 'string') delete out.id;
+  for (const [flag, bound] of [['exclusiveMinimum', 'minimum'], ['exclusiveMaximum', 'maximum']]) {
+    if (typeof out[flag] !== 'boolean') continue;
+    if (out[flag] && bound in out) { out[flag] = out[bound]; delete out[bound]; } else delete out[flag];
+  }
+  for (const k of maps) if (out[k] && typeof out[k] === 'object') out[k] = Object.fromEntries(Object.entries(out[k]).map(([n, v]) => [n, modernize(v)]));
+  if (out.dependencies && typeof out.dependencies === 'object') {
+    out.dependencies = Object.fromEntries(Object.entries(out.dependencies).map(([n, v]) => [n, Array.isArray(v) ? v : modernize(v)]));
+  }
+  for (const k of singles) if (k in out) out[k] = modernize(out[k]);
+  for (const k of lists) if (Array.isArray(out[k])) out[k] = out[k].map(modernize);
+  if (Array.isArray(out.items)) {
+    out.prefixItems = out.items.map(modernize);
+    if ('additionalItems' in out) out.items = out.additionalItems; else delete out.items;
+    delete out.additionalItems;
+  } else if ('items' in out) out.items = modernize(out.items);
+  return out;
+}
+const strip = modernize;
 const validators = new Map(corpus.accepted.map((e) => [e.name, ajv.compile(strip(e.schema))]));
 
 const failures = [];

@@ -69,13 +69,13 @@ TEST_CASE("gateway http: a refused constraint is a 400 before anything is queued
                                                   {"json_schema", {{"name", "x"},
                                                                    {"schema", {{"type", "object"},
                                                                                {"properties", {{"tags", {{"type", "array"},
-                                                                                                         {"uniqueItems", true}}}}}}}}}}}}));
+                                                                                                         {"contains", {{"type", "string"}}}}}}}}}}}}}}));
   REQUIRE(bad.status == 400);
   const json e = bad.body_json()["error"];
   CHECK(e["type"] == "invalid_request_error");
   CHECK(e["param"] == "response_format");
   CHECK(e["code"] == "invalid_grammar");
-  CHECK(e["message"].get<std::string>().find("'uniqueItems' at /properties/tags") != std::string::npos);
+  CHECK(e["message"].get<std::string>().find("'contains' at /properties/tags") != std::string::npos);
   CHECK(s.eng->metrics().grammar_refused_total.load() == 1);
   CHECK(s.eng->metrics().grammar_compile_seconds.count() == 0);
   // A schema that compiles is timed once; the same one again is a cache hit.

@@ -107,9 +107,9 @@ TEST_CASE("structured outputs: refusals are 400s naming the field", "[gateway][p
       {R"({"guided_json": {}, "grammar": "root ::= \"x\""})", "grammar", "guided_json and grammar"},
       {R"({"structured_outputs": {"regex": "a", "choice": ["a"]}})", "structured_outputs", "one of"},
       {R"({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object",
-          "properties": {"a": {"type": "object", "patternProperties": {}}}}}}})",
-       "response_format", "'patternProperties' at /properties/a"},
-      {R"({"guided_json": {"type": "array", "uniqueItems": true}})", "guided_json", "'uniqueItems' at /"},
+          "properties": {"a": {"type": "array", "contains": {}}}}}}})",
+       "response_format", "'contains' at /properties/a"},
+      {R"({"guided_json": {"type": "array", "unevaluatedItems": false}})", "guided_json", "'unevaluatedItems' at /"},
       {R"({"structured_outputs": {"json": {"not": {}}}})", "structured_outputs.json", "'not'"},
       {R"({"response_format": "json"})", "response_format", "object with a type"},
       {R"({"response_format": {"type": "xml"}})", "response_format.type", "\"xml\""},
@@ -161,10 +161,10 @@ TEST_CASE("structured outputs: logit_bias entries, and the WebSocket generate me
   CHECK(ws->base.params.grammar == *m.grammars->try_get({grammar_kind::choice, R"(["yes","no"])"}));
   CHECK(ws->base.params.logit_bias == std::vector<logit_bias_entry>{{7, 1.0f}});
   auto ws_bad = try_parse_ws_generate(json::parse(R"({"prompt": "Hi", "response_format": {"type": "json_schema",
-      "json_schema": {"schema": {"type": "object", "minProperties": 1}}}})"), m);
+      "json_schema": {"schema": {"type": "object", "unevaluatedProperties": false}}}})"), m);
   REQUIRE_FALSE(ws_bad.has_value());
   CHECK(ws_bad.error().param == "response_format");
-  CHECK(ws_bad.error().message.find("'minProperties'") != std::string::npos);
+  CHECK(ws_bad.error().message.find("'unevaluatedProperties'") != std::string::npos);
   auto ws_tools = try_parse_ws_generate(
       json::parse(R"({"messages": [{"role": "user", "content": "Hi"}], "tools": [{"type": "function",
                      "function": {"name": "f"}}]})"), m);
@@ -245,7 +245,7 @@ TEST_CASE("tools: refusals are 400s naming the field", "[gateway][protocol][tool
       {tools + R"(, "tool_choice": "required", "response_format": {"type": "json_object"}})", "response_format",
        "tool_choice forces"},
       {R"({"tool_choice": "required", "tools": [{"type": "function", "function": {"name": "f", "parameters":
-          {"type": "object", "properties": {"when": {"type": "string", "format": "hostname"}}}}}]})",
+          {"type": "object", "properties": {"when": {"type": "array", "contains": {}}}}}}]})",
        "tools[0].function.parameters", "at /properties/when"},
   };
   for (const auto& c : cases) {
