@@ -12,14 +12,8 @@
 #include "actors/gateway/errors.hpp"
 #include "actors/gateway/gateway_state.hpp"
 #include "actors/gateway/http_reply.hpp"
-#include "actors/gateway/routes.hpp"
 
 namespace inflight::gateway {
-
-/// The routes whose answers, errors included, are in Anthropic's shape.
-inline bool is_messages_route(route_kind kind) {
-  return kind == route_kind::messages || kind == route_kind::count_tokens;
-}
 
 /// A /v1/messages call ready for try_start (its shape set), from the body text; a 400
 /// (404 for another model) when the body is refused.

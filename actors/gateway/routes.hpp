@@ -38,6 +38,11 @@ enum class route_kind {
   other,          ///< no route: a file of the web UI, a 405 for a known path, else 404
 };
 
+/// The routes whose answers, errors included, are in Anthropic's shape (anthropic_call.hpp).
+inline bool is_messages_route(route_kind kind) {
+  return kind == route_kind::messages || kind == route_kind::count_tokens;
+}
+
 /// Who may call a route when API keys are configured.
 enum class route_access {
   key,      ///< a valid key

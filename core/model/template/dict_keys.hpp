@@ -6,9 +6,9 @@
 #include <optional>
 #include <string>
 
-#include "core/model/template/value.hpp"
-
 namespace inflight::jinja {
+
+class value;  // value.hpp, whose value.cpp defines these (a dict stores its keys so)
 
 /// The stored key of a dict key value; nullopt for a type that cannot be a key (list, dict, ...).
 std::optional<std::string> encode_dict_key(const value& key);

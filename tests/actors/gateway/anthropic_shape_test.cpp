@@ -130,7 +130,7 @@ TEST_CASE("anthropic shape: a stream of reasoning, text and two tool calls", "[g
                                   {"cache_read_input_tokens", 4}, {"cache_creation_input_tokens", 0}}));
 }
 
-TEST_CASE("anthropic shape: a text stream cut by max_tokens; an empty one has no block", "[gateway][anthropic]") {
+TEST_CASE("anthropic shape: a text stream cut by max_tokens, and an empty one has no block", "[gateway][anthropic]") {
   anthropic_shape shape("m", 3);
   std::string bytes = shape.on_chunk(chunk(chat_role_delta()));
   bytes += shape.on_chunk(chunk({{"content", "Once"}}));

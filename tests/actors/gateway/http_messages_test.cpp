@@ -147,7 +147,7 @@ TEST_CASE("gateway messages: refusals in Anthropic's shape", "[gateway][http][an
   CHECK(engine_idle(s.port));
 }
 
-TEST_CASE("gateway messages: x-api-key is a key; a refused key is an Anthropic 401 there", "[gateway][http][anthropic][auth]") {
+TEST_CASE("gateway messages: x-api-key is a key, and a refused key is an Anthropic 401 there", "[gateway][http][anthropic][auth]") {
   if (!has_stories()) return;
   auto d = stories_deployment();
   d.server.api_keys = {"sk-ant"};

@@ -91,7 +91,7 @@ TEST_CASE("gateway http: without a reasoning parser the markers stay in the cont
   CHECK(negative.status == 400);
 }
 
-TEST_CASE("gateway http: an answer without reasoning is all content; a tool call after reasoning parses",
+TEST_CASE("gateway http: an answer without reasoning is all content, and a tool call after reasoning parses",
           "[gateway][http][reasoning]") {
   if (!has_stories()) return;
   served s(thinking_deployment("think"));
@@ -160,6 +160,7 @@ TEST_CASE("gateway http: with single-token markers the grammar constrains the an
                     {"logit_bias", {{std::to_string(think), 100}}},
                     {"thinking_budget", 4}});
   auto r = post_json(s.port, "/v1/chat/completions", body);
+  INFO(r.body);
   REQUIRE(r.status == 200);
   const json choice = r.body_json()["choices"][0];
   INFO(choice.dump());
