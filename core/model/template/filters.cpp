@@ -16,6 +16,20 @@ std::unexpected<error> filter_error(std::string_view filter, std::string_view wh
   return std::unexpected(error{errc::invalid_argument, std::string(filter) + ": " + std::string(what)});
 }
 
+result<value> sorted_by_key(std::vector<std::pair<value, value>> keyed, bool is_reverse, std::string_view filter,
+                            std::string_view what) {
+  bool is_comparable = true;
+  std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
+    const auto c = is_reverse ? compare(b.first, a.first) : compare(a.first, b.first);
+    is_comparable = is_comparable && c.has_value();
+    return c && *c < 0;
+  });
+  if (!is_comparable) return filter_error(filter, "the " + std::string(what) + " cannot be compared with each other");
+  std::vector<value> out;
+  for (auto& [key, item] : keyed) out.push_back(std::move(item));
+  return value(std::move(out));
+}
+
 namespace {
 
 /// Jinja's soft_str: strings as they are, other values as `{{ }}` writes them.

@@ -13,6 +13,11 @@ using filter_fn = result<value> (*)(renderer& r, const value& subject, const cal
 
 std::unexpected<error> filter_error(std::string_view filter, std::string_view what);
 
+/// The items of (sort key, item) pairs in key order, stable (Python's sorted), reversed
+/// when asked; keys that do not compare with each other are `filter`'s error naming `what`.
+result<value> sorted_by_key(std::vector<std::pair<value, value>> keyed, bool is_reverse, std::string_view filter,
+                            std::string_view what);
+
 result<value> join_filter(renderer& r, const value& v, const call_args& args);
 result<value> first_filter(renderer& r, const value& v, const call_args& args);
 result<value> last_filter(renderer& r, const value& v, const call_args& args);

@@ -76,16 +76,7 @@ result<value> dictsort_filter(renderer&, const value& v, const call_args& args) 
     const value key = decode_dict_key(k);
     items.emplace_back(comparable(by_value ? item : key, case_sensitive), value(std::vector<value>{key, item}));
   }
-  bool is_comparable = true;
-  std::stable_sort(items.begin(), items.end(), [&](const auto& a, const auto& b) {
-    const auto c = reverse ? compare(b.first, a.first) : compare(a.first, b.first);
-    is_comparable = is_comparable && c.has_value();
-    return c && *c < 0;
-  });
-  if (!is_comparable) return filter_error("dictsort", "the values cannot be compared with each other");
-  std::vector<value> out;
-  for (auto& [unused, pair] : items) out.push_back(std::move(pair));
-  return value(std::move(out));
+  return sorted_by_key(std::move(items), reverse, "dictsort", "values");
 }
 
 result<value> min_filter(renderer&, const value& v, const call_args& args) { return extreme(v, args, false); }

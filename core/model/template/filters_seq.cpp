@@ -194,16 +194,7 @@ result<value> sort_filter(renderer&, const value& v, const call_args& args) {
   const bool is_case_sensitive = case_sensitive && case_sensitive->truthy();
   std::vector<std::pair<value, value>> keyed;
   for (value& item : *items) keyed.emplace_back(sort_key(item, attribute, is_case_sensitive), std::move(item));
-  bool is_comparable = true;
-  std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
-    const auto c = is_reverse ? compare(b.first, a.first) : compare(a.first, b.first);
-    is_comparable = is_comparable && c.has_value();
-    return c && *c < 0;
-  });
-  if (!is_comparable) return filter_error("sort", "the items cannot be compared with each other");
-  std::vector<value> out;
-  for (auto& [key, item] : keyed) out.push_back(std::move(item));
-  return value(std::move(out));
+  return sorted_by_key(std::move(keyed), is_reverse, "sort", "items");
 }
 
 result<value> reverse_filter(renderer&, const value& v, const call_args&) {
