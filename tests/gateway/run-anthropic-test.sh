@@ -14,13 +14,7 @@ need node
 need_file "$here/node_modules/@anthropic-ai/sdk/package.json" "(run scripts/setup-gateway-tests.sh)"
 need_file "$SHARED_DIR/models/stories260K/stories260K.bin"
 mkdir -p "$WORK"
-"$INFLIGHT_BIN" make-model --from "$SHARED_DIR/models/stories260K/stories260K.bin" --max-seq-len 2048 \
-  --out "$WORK/stories260K-2k.bin" 2>/dev/null
+model=$(stories_2k "$WORK")
 key=sk-anthropic-test
-start_server "$WORK/serve.log" --set "model.path=$WORK/stories260K-2k.bin" --set model.reasoning_parser=think \
-  --api-key "$key"
-trap 'kill -9 $SERVER_PID 2>/dev/null || true' EXIT
-node "$here/anthropic-client.mjs" "http://127.0.0.1:$PORT" "$key"
-stop_server
-trap - EXIT
-grep -q "^inflight: shut down" "$WORK/serve.log"
+client() { node "$here/anthropic-client.mjs" "http://127.0.0.1:$PORT" "$key"; }
+serve_and_run "$WORK/serve.log" --set "model.path=$model" --set model.reasoning_parser=think --api-key "$key" -- client

@@ -19,14 +19,6 @@ greedy_text "Once upon a time" 20 | head -c -1 | sed '1s/^Once upon a time//' >"
 # The tool prompts are over stories260K's 512-token context: the structured script runs
 # on the same weights written with a 2048-token one.
 extra=()
-if [ "$SCRIPT" = openai-structured.mjs ]; then
-  "$INFLIGHT_BIN" make-model --from "$SHARED_DIR/models/stories260K/stories260K.bin" --max-seq-len 2048 \
-    --out "$WORK/stories260K-2k.bin" 2>/dev/null
-  extra=(--set "model.path=$WORK/stories260K-2k.bin")
-fi
-start_server "$WORK/serve.log" "${extra[@]}"
-trap 'kill -9 $SERVER_PID 2>/dev/null || true' EXIT
-node "$here/$SCRIPT" "http://127.0.0.1:$PORT/v1" "$WORK/expected.txt"
-stop_server
-trap - EXIT
-grep -q "^inflight: shut down" "$WORK/serve.log"
+[ "$SCRIPT" = openai-structured.mjs ] && extra=(--set "model.path=$(stories_2k "$WORK")")
+client() { node "$here/$SCRIPT" "http://127.0.0.1:$PORT/v1" "$WORK/expected.txt"; }
+serve_and_run "$WORK/serve.log" "${extra[@]}" -- client

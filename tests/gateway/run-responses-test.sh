@@ -17,13 +17,7 @@ need_file "$here/node_modules/ajv/package.json" "(run scripts/setup-gateway-test
 need_file "$here/node_modules/@openai/agents/package.json" "(run scripts/setup-gateway-tests.sh)"
 need_file "$SHARED_DIR/models/stories260K/stories260K.bin"
 mkdir -p "$WORK"
-"$INFLIGHT_BIN" make-model --from "$SHARED_DIR/models/stories260K/stories260K.bin" --max-seq-len 2048 \
-  --out "$WORK/stories260K-2k.bin" 2>/dev/null
-extra=(--set "model.path=$WORK/stories260K-2k.bin")
+extra=(--set "model.path=$(stories_2k "$WORK")")
 [ "$SCRIPT" = responses-client.mjs ] && extra+=(--set model.reasoning_parser=think)
-start_server "$WORK/serve.log" "${extra[@]}"
-trap 'kill -9 $SERVER_PID 2>/dev/null || true' EXIT
-node "$here/$SCRIPT" "http://127.0.0.1:$PORT/v1"
-stop_server
-trap - EXIT
-grep -q "^inflight: shut down" "$WORK/serve.log"
+client() { node "$here/$SCRIPT" "http://127.0.0.1:$PORT/v1"; }
+serve_and_run "$WORK/serve.log" "${extra[@]}" -- client

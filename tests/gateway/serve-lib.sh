@@ -70,3 +70,31 @@ greedy_text() {
   "$INFLIGHT_BIN" generate --config "$SOURCE_DIR/config/cpu-small.toml" $(model_flags) \
     --prompt "$1" --max-tokens "$2" --temperature 0 2>/dev/null
 }
+
+# stories_2k DIR: stories260K's weights written with a 2048-token context (tool prompts
+# are over its own 512) into DIR; prints the file's path.
+stories_2k() {
+  "$INFLIGHT_BIN" make-model --from "$SHARED_DIR/models/stories260K/stories260K.bin" --max-seq-len 2048 \
+    --out "$1/stories260K-2k.bin" 2>/dev/null
+  echo "$1/stories260K-2k.bin"
+}
+
+# serve_and_run LOG [--set k=v ...] -- COMMAND...: a server (start_server LOG ...) for
+# COMMAND, which gets its port as $PORT; the server is then stopped cleanly and must have
+# logged its shutdown (killed if COMMAND fails).
+serve_and_run() {
+  local log=$1
+  shift
+  local args=()
+  while [ "$1" != "--" ]; do
+    args+=("$1")
+    shift
+  done
+  shift
+  start_server "$log" "${args[@]}"
+  trap 'kill -9 $SERVER_PID 2>/dev/null || true' EXIT
+  "$@"
+  stop_server
+  trap - EXIT
+  grep -q "^inflight: shut down" "$log"
+}
