@@ -168,8 +168,9 @@ result<gexpr> schema_compiler::string_schema(const ojson& s, const std::string& 
 }
 
 // A string `format` this compiler writes, or nullopt: an unknown one is an annotation
-// (an error under strict_keywords). Beside minLength / maxLength only when every string of
-// the format fits them.
+// (an error under strict_keywords). Beside minLength / maxLength when every string of the
+// format fits them, when the format's one repeated part can carry them (fit_length), and
+// for e-mail addresses (a subset of them whose parts carry the bounds).
 result<std::optional<gexpr>> schema_compiler::format_string(const ojson& s, bool has_length, const std::string& path) {
   if (!s.contains("format")) return std::optional<gexpr>{};
   if (!s["format"].is_string()) return invalid("'format' must be a string", path + "/format");
@@ -180,14 +181,27 @@ result<std::optional<gexpr>> schema_compiler::format_string(const ojson& s, bool
       return unsupported("unsupported JSON Schema format '" + format + "'", path + "/format");
     return std::optional<gexpr>{};
   }
-  if (has_length) {
-    const double lo = s.value("minLength", 0.0);
-    const double hi = s.contains("maxLength") ? s["maxLength"].get<double>() : 1e18;
-    if (!f->max_length || lo > f->min_length || hi < *f->max_length)
-      return unsupported("'format' '" + format + "' together with 'minLength' or 'maxLength' is not supported", path);
-  }
   auto content = regex_to_gexpr(f->regex);
   if (!content) return make_error(errc::internal, content.error().message);
+  if (has_length) {
+    // Counts were checked by string_schema; past 2^32 - 1 a maximum bounds nothing here.
+    const double lo = s.value("minLength", 0.0);
+    const double hi = s.contains("maxLength") ? s["maxLength"].get<double>() : 1e18;
+    const auto lo32 = static_cast<std::uint32_t>(std::min(lo, 4294967295.0));
+    const auto hi32 = hi < 4294967295.0 ? std::optional<std::uint32_t>(static_cast<std::uint32_t>(hi)) : std::nullopt;
+    auto fitted = json_text::fit_length(b_, *content, lo32, hi32);
+    // E-mail addresses of a bounded length: a subset whose parts carry the bounds.
+    if (!fitted && (format == "email" || format == "idn-email")) {
+      if (auto bounded = json_text::bounded_email(lo32, hi32)) {
+        auto e = regex_to_gexpr(*bounded);
+        if (!e) return make_error(errc::internal, e.error().message);
+        fitted = std::move(*e);
+      }
+    }
+    if (!fitted)
+      return unsupported("'format' '" + format + "' together with 'minLength' or 'maxLength' is not supported", path);
+    content = std::move(*fitted);
+  }
   return std::optional<gexpr>{json_text::string_with_content(*content)};
 }
 
@@ -243,9 +257,14 @@ result<gexpr> schema_compiler::pattern_string(std::string pattern, const std::st
   if (!is_anchored_start && !has_length) parts.push_back(any_text);
   parts.push_back(std::move(*content));
   if (!is_anchored_end) parts.push_back(any_text);
-  gexpr all = g_seq(std::move(parts));
+  gexpr all = g_seq(parts);
   if (has_length) {
     auto fitted = json_text::fit_length(b_, all, min_length, max_length);
+    // With an unanchored end, the pattern anchored there is a subset that may fit.
+    if (!fitted && !is_anchored_end) {
+      parts.pop_back();
+      fitted = json_text::fit_length(b_, g_seq(parts), min_length, max_length);
+    }
     if (!fitted)
       return unsupported("'pattern' together with 'minLength' or 'maxLength' is supported only where one part of "
                          "the pattern repeats a single character",

@@ -92,6 +92,22 @@ std::optional<string_format_info> string_format(std::string_view format) {
   return it->second;
 }
 
+std::optional<std::string> bounded_email(std::uint32_t min_length, std::optional<std::uint32_t> max_length) {
+  // local "@" label "." label: a local part of [lo_local, hi_local] characters carries the
+  // minimum; the domain's two labels share what the maximum leaves (each at most 63).
+  const std::uint32_t lo_local = std::max<std::uint32_t>(1, min_length > 4 ? min_length - 4 : 1);
+  if (lo_local > 64) return std::nullopt;
+  const std::uint32_t hi = max_length.value_or(64 + 2 + 63 + 63);
+  if (hi < lo_local + 4) return std::nullopt;
+  const std::uint32_t budget = hi - 2;  // less "@" and "."
+  const std::uint32_t hi_local = std::clamp<std::uint32_t>(budget / 2, lo_local, 64);
+  const std::uint32_t rest = budget - hi_local;  // >= 2
+  const std::uint32_t hi_top = std::clamp<std::uint32_t>(rest / 2, 1, 63);
+  const std::uint32_t hi_label = std::min<std::uint32_t>(rest - hi_top, 63);
+  return "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]{" + std::to_string(lo_local) + "," + std::to_string(hi_local) + "}@[A-Za-z0-9]{1," +
+         std::to_string(hi_label) + "}\\.[A-Za-z]{1," + std::to_string(hi_top) + "}";
+}
+
 gexpr counted(grammar_builder& b, const gexpr& x, std::uint32_t lo, std::optional<std::uint32_t> hi,
               const std::string& name) {
   constexpr std::uint32_t block = 256;
@@ -170,6 +186,9 @@ void flatten(const gexpr& e, std::vector<gexpr>& out) {
 
 std::optional<gexpr> fit_length(grammar_builder& b, const gexpr& content, std::uint32_t min_length,
                                 std::optional<std::uint32_t> max_length) {
+  const std::uint64_t hi = max_length ? *max_length : unbounded_length;
+  // Bounds that every match already keeps say nothing more.
+  if (const auto [lo_all, hi_all] = length_range(content); lo_all >= min_length && hi_all <= hi) return content;
   std::vector<gexpr> parts;
   flatten(content, parts);
   std::uint64_t fixed = 0;
@@ -184,7 +203,6 @@ std::optional<gexpr> fit_length(grammar_builder& b, const gexpr& content, std::u
       return std::nullopt;
     variable = i;
   }
-  const std::uint64_t hi = max_length ? *max_length : unbounded_length;
   if (!variable) {
     if (fixed < min_length || fixed > hi) return g_alt({});
     return g_seq(std::move(parts));

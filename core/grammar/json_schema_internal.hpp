@@ -63,14 +63,19 @@ struct string_format_info {
 /// The string `format` named, or nullopt.
 std::optional<string_format_info> string_format(std::string_view format);
 
+/// An e-mail address regex (a subset of format "email") whose every match has between
+/// `min_length` and `max_length` characters; nullopt when no address of the subset fits.
+std::optional<std::string> bounded_email(std::uint32_t min_length, std::optional<std::uint32_t> max_length);
+
 /// x{lo,hi} for any counts: past a few hundred, written as repetitions of a block of
 /// copies (a named rule), so that a count of a million costs a few thousand elements.
 gexpr counted(grammar_builder& b, const gexpr& x, std::uint32_t lo, std::optional<std::uint32_t> hi,
               const std::string& name);
 
-/// `content` (a sequence over UTF-8 bytes) cut to [min_length, max_length] code points,
-/// when at most one of its parts has a variable length and that part repeats one code
-/// point: its count is narrowed. nullopt for other contents; alt{} when no length fits.
+/// `content` (a sequence over UTF-8 bytes) cut to [min_length, max_length] code points:
+/// as it is when every match already fits; else when at most one of its parts has a
+/// variable length and that part repeats one code point, its count narrowed. nullopt for
+/// other contents; alt{} when no length fits.
 std::optional<gexpr> fit_length(grammar_builder& b, const gexpr& content, std::uint32_t min_length,
                                 std::optional<std::uint32_t> max_length);
 

@@ -404,3 +404,30 @@ TEST_CASE("json schema: annotations and extensions are ignored, unsupported keyw
   CHECK_THAT(schema_error("{not json").message, Catch::Contains("not valid JSON"));
   CHECK_THAT(schema_error(R"({"allOf": [{"$ref": "#"}]})").message, Catch::Contains("nesting"));
 }
+
+TEST_CASE("json schema: lengths beside a format or a pattern of several variable parts", "[core][grammar]") {
+  // E-mail addresses of a bounded length: a subset whose parts carry the bounds.
+  auto short_email = schema(R"({"type": "string", "format": "email", "maxLength": 12})");
+  CHECK(accepts(*short_email, R"("ab@cd.ef")"));
+  CHECK_FALSE(accepts(*short_email, R"("abcdef@ghij.kl")"));  // 14 characters
+  CHECK_FALSE(accepts(*short_email, R"("no-at-sign")"));
+  auto long_email = schema(R"({"type": "string", "format": "email", "minLength": 12, "maxLength": 100})");
+  CHECK(accepts(*long_email, R"("abcdefgh@example.org")"));
+  CHECK_FALSE(accepts(*long_email, R"("a@b.cd")"));  // 6 characters
+  CHECK(schema_error(R"({"type": "string", "format": "email", "maxLength": 3})").message.find("not supported") !=
+        std::string::npos);
+  // A format every string of which fits the bounds keeps them as they are.
+  CHECK(accepts(*schema(R"({"type": "string", "format": "date", "maxLength": 10})"), R"("2024-02-29")"));
+  // Bounds every match of a pattern keeps say nothing more: two variable parts are fine.
+  auto url = schema(R"({"type": "string", "minLength": 6, "pattern": "^(http|https)://"})");
+  CHECK(accepts(*url, R"("https://x.org/a")"));
+  CHECK_FALSE(accepts(*url, R"("ftp://x")"));
+  auto dest = schema(R"({"type": "string", "minLength": 1, "pattern": "^(http://|https://|/)\\S*?$"})");
+  CHECK(accepts(*dest, R"("/")"));
+  CHECK_FALSE(accepts(*dest, R"("")"));
+  // An unanchored end anchored (a subset) where that is what fits the length.
+  auto id = schema(R"({"type": "string", "minLength": 12, "maxLength": 12, "pattern": "[0-9a-fA-F]+"})");
+  CHECK(accepts(*id, R"("0123456789ab")"));
+  CHECK_FALSE(accepts(*id, R"("0123456789a")"));
+  CHECK_FALSE(accepts(*id, R"("0123456789ag")"));
+}
