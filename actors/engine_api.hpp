@@ -73,6 +73,10 @@ struct finish_event {
   int prompt_tokens = 0;
   int completion_tokens = 0;
   int cached_tokens = 0;               ///< prompt tokens taken from the prefix cache
+  /// reason stop: what ended the text (vLLM's stop_reason): the stop string that matched,
+  /// or the stop_token_ids entry; neither for an end-of-sequence token.
+  std::string stop_string;
+  std::optional<token_id> stop_token;
   request_timings timings;
   std::vector<float> row_logits{};     ///< scoring requests: the score_rows' logits, in their order
   /// Embedding requests: the pooled final hidden state (model width, not normalised).

@@ -150,7 +150,8 @@ typename Inspector::result_type inspect(Inspector& f, request_timings& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, finish_event& x) {
   return f(caf::meta::type_name("finish_event"), x.reason, optional_field<error>{x.cause}, x.text, x.prompt_tokens,
-           x.completion_tokens, x.cached_tokens, x.timings, x.row_logits, x.embedding);
+           x.completion_tokens, x.cached_tokens, x.stop_string, optional_field<token_id>{x.stop_token}, x.timings,
+           x.row_logits, x.embedding);
 }
 
 template <class Inspector>

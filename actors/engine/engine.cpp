@@ -199,6 +199,7 @@ result<queued_request> prepare(engine::impl& p, generate_request request, std::s
   // The request actor keeps what it needs for the text; the sequence takes the rest.
   request_context ctx{.id = id,
                       .stop = std::move(request.stop),
+                      .stop_token_ids = request.params.stop_token_ids,
                       .num_prompt_tokens = int(request.prompt.size()),
                       .last_prompt_token = request.prompt.back(),
                       .has_logprobs = request.params.logprobs > 0,

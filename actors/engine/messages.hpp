@@ -48,6 +48,7 @@ using kv_reply = result<kv_grant>;
 struct request_context {
   request_id id = 0;
   std::vector<std::string> stop;      ///< the request's stop strings
+  std::vector<token_id> stop_token_ids;  ///< the request's stop tokens (named by finish_event::stop_token)
   int num_prompt_tokens = 0;
   token_id last_prompt_token = -1;    ///< decides the first token's leading space (text_stream)
   bool has_logprobs = false;          ///< the request asked for logprobs

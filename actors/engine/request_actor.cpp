@@ -36,7 +36,11 @@ void on_token(self_ptr self, const token_message& msg) {
   const int index = st.num_tokens++;
   if (st.is_stopping) return;
   // A stop token ends the text: its own text is never sent (the finish event follows).
-  if (msg.is_stop_token) return;
+  if (msg.is_stop_token) {
+    if (std::ranges::find(st.ctx.stop_token_ids, msg.token.token) != st.ctx.stop_token_ids.end())
+      st.stop_token = msg.token.token;  // not an end-of-sequence token: the client named it
+    return;
+  }
   auto delta = st.stream->push(msg.token.token);
   token_event ev;
   ev.text = std::move(delta.text);
@@ -46,6 +50,7 @@ void on_token(self_ptr self, const token_message& msg) {
   st.ctx.sink->on_token(ev);
   if (delta.is_stopped) {
     st.is_stopping = true;
+    st.stop_string = std::move(delta.stop);
     seq_event stop;
     stop.id = st.ctx.id;
     stop.type = seq_event::kind::finished;
@@ -67,8 +72,10 @@ void on_finished(self_ptr self, const seq_event& ev) {
     // reason the client sees.
     out.reason = finish_reason::stop;
     out.cause.reset();
+    out.stop_string = st.stop_string;
   } else {
     out.text = st.stream->finish();
+    if (ev.reason == finish_reason::stop) out.stop_token = st.stop_token;
   }
   out.prompt_tokens = st.ctx.num_prompt_tokens;
   out.completion_tokens = st.num_tokens;

@@ -19,6 +19,8 @@ struct request_state {
   int num_tokens = 0;
   std::optional<double> last_token_s;  ///< core's time of the last token seen
   bool is_stopping = false;
+  std::string stop_string;              ///< the stop string that ended the text
+  std::optional<token_id> stop_token;   ///< the stop_token_ids entry that ended the sequence
   static inline const char* name = "request";
 };
 

@@ -21,7 +21,7 @@ text_stream::text_stream(const tokenizer& tok, std::vector<std::string> stop_str
 }
 
 text_stream::delta text_stream::push(token_id token) {
-  if (is_stopped_) return {"", true};
+  if (is_stopped_) return {"", true, {}};
   held_ += decoder_.push(token);
   return release(false);
 }
@@ -33,12 +33,19 @@ std::string text_stream::finish() {
 }
 
 text_stream::delta text_stream::release(bool at_end) {
-  // The earliest stop string occurrence wins.
+  // The earliest stop string occurrence wins (at one place, the first listed).
   std::size_t cut = std::string::npos;
-  for (const auto& s : stops_) cut = std::min(cut, held_.find(s));
+  const std::string* matched = nullptr;
+  for (const auto& s : stops_) {
+    if (const auto at = held_.find(s); at < cut) {
+      cut = at;
+      matched = &s;
+    }
+  }
   delta out;
   if (cut != std::string::npos) {
     out.text = held_.substr(0, cut);
+    out.stop = *matched;
     out.is_stopped = is_stopped_ = true;
     held_.clear();
   } else {

@@ -20,6 +20,7 @@ class text_stream {
   struct delta {
     std::string text;      ///< safe to send now (may be empty)
     bool is_stopped = false;  ///< a stop string matched; text ends before it
+    std::string stop;         ///< is_stopped: the stop string that matched
   };
 
   /// Adds one generated token.

@@ -77,6 +77,8 @@ finish_event full_finish() {
   f.prompt_tokens = 11;
   f.completion_tokens = 22;
   f.cached_tokens = 8;
+  f.stop_string = "END";
+  f.stop_token = 42;
   f.timings = {1.5, 2.5, 3.5, 4.5};
   f.row_logits = {0.5f, -1.0f};
   f.embedding = {0.25f, 0.125f, -2.0f};
@@ -94,6 +96,8 @@ void check_same(const finish_event& a, const finish_event& b) {
   CHECK(a.prompt_tokens == b.prompt_tokens);
   CHECK(a.completion_tokens == b.completion_tokens);
   CHECK(a.cached_tokens == b.cached_tokens);
+  CHECK(a.stop_string == b.stop_string);
+  CHECK(a.stop_token == b.stop_token);
   CHECK(a.timings.queue_ms == b.timings.queue_ms);
   CHECK(a.timings.ttft_ms == b.timings.ttft_ms);
   CHECK(a.timings.tpot_ms == b.timings.tpot_ms);
@@ -128,6 +132,7 @@ TEST_CASE("wire: every field of a request and of its events survives serializati
 
   check_same(full_finish(), round_trip(full_finish()));
   CHECK_FALSE(round_trip(finish_event{}).cause.has_value());
+  CHECK_FALSE(round_trip(finish_event{}).stop_token.has_value());
 
   token_event t;
   t.text = "h\xc3\xa9llo";

@@ -62,3 +62,17 @@ TEST_CASE("held text never splits a multi-byte character", "[text_stream]") {
   stream_all("ééééé", {"xyz"}, nullptr, &deltas);
   for (const auto& d : deltas) CHECK(is_valid_utf8(d));
 }
+
+TEST_CASE("a stop names the string that matched", "[text_stream]") {
+  byte_tokenizer tok;
+  text_stream ts(tok, {"User:", "\n\n", "c\n"}, byte_tokenizer::bos_token);
+  std::string matched;
+  for (token_id id : tok.encode("abc\n\nUser: x", false)) {
+    auto d = ts.push(id);
+    if (d.is_stopped) {
+      matched = d.stop;
+      break;
+    }
+  }
+  CHECK(matched == "c\n");  // the earliest occurrence, whichever is listed first
+}
