@@ -2,21 +2,23 @@
 
 #include "actors/gateway/anthropic_request.hpp"
 #include "actors/gateway/anthropic_shape.hpp"
+#include "actors/gateway/chat_request.hpp"
 
 namespace inflight::gateway {
 
 using nlohmann::json;
+using ojson = nlohmann::ordered_json;
 
 namespace {
 
 /// The chat request of a Messages body text, parsed as /v1/chat/completions parses it.
 api_result<openai_request> try_parse_messages_request(const served_model& m, const std::string& body_text,
                                                       messages_use use) {
-  auto body = try_parse_json(body_text);
+  auto body = try_parse_json(body_text);  // the checks of a JSON object body
   if (!body) return std::unexpected(body.error());
-  auto chat = try_translate_messages(*body, m, use);
+  auto chat = try_translate_messages(parse_ordered_body(body_text), m, use);
   if (!chat) return std::unexpected(chat.error());
-  auto parsed = try_parse_request(*chat, api_kind::chat, m);
+  auto parsed = try_parse_request(json(*chat), api_kind::chat, m, *chat);
   if (!parsed) return std::unexpected(messages_param_error(parsed.error()));
   return parsed;
 }

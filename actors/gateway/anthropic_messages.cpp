@@ -7,7 +7,7 @@
 
 namespace inflight::gateway {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;  // the client's key order
 
 namespace {
 

@@ -19,7 +19,8 @@
 
 namespace inflight::gateway {
 
-/// The chat `messages` list of a Messages request body (an object).
-api_result<nlohmann::json> try_chat_messages(const nlohmann::json& body);
+/// The chat `messages` list of a Messages request body (an object), in the client's key
+/// order (a tool_use's input becomes arguments text with its keys as sent).
+api_result<nlohmann::ordered_json> try_chat_messages(const nlohmann::ordered_json& body);
 
 }  // namespace inflight::gateway

@@ -11,21 +11,14 @@
 
 namespace inflight::gateway {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;  // the client's key order
 
 namespace {
 
-/// inflight's own request fields, passed to the chat body unchanged.
-constexpr std::array<const char*, 23> passed_through = {
-    "structured_outputs", "guided_json",       "guided_regex",     "guided_choice",     "guided_grammar",
-    "guided_decoding_backend", "thinking_budget", "chat_template_kwargs", "reasoning_effort", "min_p",
-    "seed",               "priority",          "cache_salt",       "presence_penalty",  "frequency_penalty",
-    "repetition_penalty", "ignore_eos",        "stop_token_ids",   "logit_bias",        "ttft_target_ms",
-    "tpot_target_ms",     "response_format",   "user",
-};
-
-/// Anthropic's sampling fields, the same in a chat body.
-constexpr std::array<const char*, 3> sampling = {"temperature", "top_p", "top_k"};
+/// Anthropic's sampling fields, the same in a chat body, and chat fields a client of this
+/// server may give beside the extensions (chat_extension_fields).
+constexpr std::array<const char*, 5> same_in_chat = {"temperature", "top_p", "top_k", "response_format",
+                                                     "reasoning_effort"};
 
 opt_error translate_stop(const json& body, json& chat) {
   const json* stops = field(body, "stop_sequences");
@@ -56,11 +49,12 @@ api_result<json> translate_tool(const json& t, const std::string& path) {
   const json* schema = field(t, "input_schema");
   if (!schema || !schema->is_object())
     return std::unexpected(bad_request(path + ".input_schema must be a JSON Schema object", path + ".input_schema"));
-  json fn = {{"name", *name}, {"parameters", *schema}};
+  json fn = {{"name", *name}};
   if (const json* d = field(t, "description")) {
     if (!d->is_string()) return std::unexpected(bad_request(path + ".description must be a string", path + ".description"));
     fn["description"] = *d;
   }
+  fn["parameters"] = *schema;
   return json{{"type", "function"}, {"function", std::move(fn)}};
 }
 
@@ -172,14 +166,20 @@ opt_error translate_length(const json& body, messages_use use, json& chat) {
 api_result<json> try_translate_messages(const json& body, const served_model& m, messages_use use) {
   if (!body.is_object()) return std::unexpected(bad_request("the request body must be a JSON object"));
   json chat = json::object();
-  for (const char* key : passed_through)
+  for (const char* key : chat_extension_fields())
     if (const json* v = field(body, key)) chat[key] = *v;
-  for (const char* key : sampling)
+  for (const char* key : same_in_chat)
     if (const json* v = field(body, key)) chat[key] = *v;
   if (const json* model = field(body, "model")) chat["model"] = *model;
   auto messages = try_chat_messages(body);
   if (!messages) return std::unexpected(messages.error());
   chat["messages"] = std::move(*messages);
+  // Prefill: a final assistant turn of text is the start of the answer, which the model
+  // continues (unless the client said otherwise in the chat fields).
+  const json& last = chat["messages"].back();
+  if (last["role"] == "assistant" && !last.contains("tool_calls") && !field(body, "continue_final_message") &&
+      !field(body, "add_generation_prompt"))
+    chat["continue_final_message"] = true;
   for (auto step : {translate_stop, translate_tools, translate_tool_choice, translate_output})
     if (auto e = step(body, chat)) return std::unexpected(*e);
   if (auto e = translate_thinking(body, m, chat)) return std::unexpected(*e);

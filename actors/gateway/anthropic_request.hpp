@@ -17,6 +17,7 @@
 ///   output_config.format, output_format {type: json_schema, schema}
 ///                                  -> response_format json_schema
 ///   output_config.effort           -> reasoning_effort (xhigh and max as high)
+///   a final assistant message      -> continue_final_message (prefill: the answer continues it)
 ///   metadata, service_tier, ...    ignored
 /// inflight's own fields (guided_*, structured_outputs, min_p, seed, priority, ...) pass
 /// through unchanged. Server tools (web search, bash, computer, ...) are refused.
@@ -32,9 +33,12 @@ namespace inflight::gateway {
 /// max_tokens and stream are not read).
 enum class messages_use { create, count_tokens };
 
-/// The chat-completions body of a Messages request body (an object); every error a 400
-/// that names the Messages field.
-api_result<nlohmann::json> try_translate_messages(const nlohmann::json& body, const served_model& m, messages_use use);
+/// The chat-completions body of a Messages request body (an object), both in the client's
+/// key order (parse_ordered_body; tool schemas and tool_use inputs keep it, and the
+/// translated tools are written {type, function: {name, description, parameters}} as
+/// OpenAI's are); every error a 400 that names the Messages field.
+api_result<nlohmann::ordered_json> try_translate_messages(const nlohmann::ordered_json& body, const served_model& m,
+                                                          messages_use use);
 
 /// An error of the chat request a translated body made, in the Messages request's names:
 /// `tools[i].function.parameters` is `tools[i].input_schema`, `tools[i].function.name` is

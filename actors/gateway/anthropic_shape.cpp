@@ -1,10 +1,12 @@
 #include "actors/gateway/anthropic_shape.hpp"
 
 #include "actors/gateway/openai_response.hpp"
+#include "actors/gateway/sse.hpp"
 
 namespace inflight::gateway {
 
 using nlohmann::json;
+using ojson = nlohmann::ordered_json;
 
 std::string_view anthropic_error_type(int status) {
   switch (status) {
@@ -48,29 +50,30 @@ std::string tool_use_id(std::string_view call_id) {
 
 namespace {
 
-/// A tool call's arguments as the input object (an object, whatever the text was).
-json tool_input(const json& arguments) {
-  if (!arguments.is_string()) return json::object();
-  json input = json::parse(arguments.get_ref<const std::string&>(), nullptr, false);
-  return input.is_object() ? input : json::object();
+/// A tool call's arguments as the input object (an object, whatever the text was), its
+/// keys in the order the model wrote them.
+ojson tool_input(const json& arguments) {
+  if (!arguments.is_string()) return ojson::object();
+  ojson input = ojson::parse(arguments.get_ref<const std::string&>(), nullptr, false);
+  return input.is_object() ? input : ojson::object();
 }
 
 bool is_text(const json& message, const char* key) {
   return message.contains(key) && message[key].is_string() && !message[key].get_ref<const std::string&>().empty();
 }
 
-json message_head(const std::string& id, const std::string& model) {
+ojson message_head(const std::string& id, const std::string& model) {
   return {{"id", id}, {"type", "message"}, {"role", "assistant"}, {"model", model}, {"content", json::array()},
           {"stop_reason", nullptr}, {"stop_sequence", nullptr}};
 }
 
 }  // namespace
 
-json anthropic_message(const json& chat_body, const std::string& id, const std::string& model) {
-  json out = message_head(id, model);
+ojson anthropic_message(const json& chat_body, const std::string& id, const std::string& model) {
+  ojson out = message_head(id, model);
   const json& choice = chat_body["choices"][0];
   const json& message = choice["message"];
-  json& content = out["content"];
+  ojson& content = out["content"];
   if (is_text(message, "reasoning_content"))
     content.push_back({{"type", "thinking"}, {"thinking", message["reasoning_content"]}, {"signature", ""}});
   if (is_text(message, "content")) content.push_back({{"type", "text"}, {"text", message["content"]}});
@@ -83,18 +86,15 @@ json anthropic_message(const json& chat_body, const std::string& id, const std::
     }
   }
   out["stop_reason"] = anthropic_stop_reason(choice["finish_reason"].get<std::string>());
+  if (const json s = choice.value("stop_reason", json()); s.is_string()) {  // a stop string ended it
+    out["stop_reason"] = "stop_sequence";
+    out["stop_sequence"] = s;
+  }
   out["usage"] = anthropic_usage(chat_body["usage"]);
   return out;
 }
 
-std::string anthropic_event(std::string_view name, const json& data) {
-  std::string out = "event: ";
-  out += name;
-  out += "\ndata: ";
-  out += dump_json(data);
-  out += "\n\n";
-  return out;
-}
+std::string anthropic_event(std::string_view name, const json& data) { return sse_named_event(name, data); }
 
 anthropic_shape::anthropic_shape(std::string model, int num_prompt_tokens)
     : id_(make_response_id("msg_")), model_(std::move(model)), num_prompt_tokens_(num_prompt_tokens) {}
@@ -163,15 +163,20 @@ std::string anthropic_shape::on_chunk(const json& chunk) {
   }
   if (d.contains("tool_calls"))
     for (const auto& piece : d["tool_calls"]) out += on_tool_piece(piece);
-  if (choice.contains("finish_reason") && choice["finish_reason"].is_string())
+  if (choice.contains("finish_reason") && choice["finish_reason"].is_string()) {
     stop_reason_ = anthropic_stop_reason(choice["finish_reason"].get<std::string>());
+    if (const json s = choice.value("stop_reason", json()); s.is_string()) {
+      stop_reason_ = "stop_sequence";
+      stop_sequence_ = s;
+    }
+  }
   return out;
 }
 
 std::string anthropic_shape::on_stream_end(const json& usage) {
   std::string out = start_message() + close_block();
   out += anthropic_event("message_delta", {{"type", "message_delta"},
-                                           {"delta", {{"stop_reason", stop_reason_}, {"stop_sequence", nullptr}}},
+                                           {"delta", {{"stop_reason", stop_reason_}, {"stop_sequence", stop_sequence_}}},
                                            {"usage", anthropic_usage(usage)}});
   out += anthropic_event("message_stop", {{"type", "message_stop"}});
   return out;

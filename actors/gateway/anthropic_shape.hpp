@@ -6,7 +6,8 @@
 ///   {type: "thinking", thinking, signature: ""}   the reasoning, when the model wrote some
 ///   {type: "text", text}                          the answer, when not empty
 ///   {type: "tool_use", id: "toolu_...", name, input}  each tool call, input parsed
-/// ], stop_reason, stop_sequence: null, usage: {input_tokens, output_tokens,
+/// ], stop_reason (stop_sequence when one of stop_sequences matched), stop_sequence (the one
+/// that matched, else null), usage: {input_tokens, output_tokens,
 /// cache_read_input_tokens, cache_creation_input_tokens}}.
 ///
 /// A stream: message_start (content empty), ping, then per block content_block_start,
@@ -45,7 +46,7 @@ nlohmann::json anthropic_usage(const nlohmann::json& usage);
 /// The tool_use id of a chat tool call id ("call_<hex>" -> "toolu_<hex>").
 std::string tool_use_id(std::string_view call_id);
 /// The message of a chat.completion body (its first choice).
-nlohmann::json anthropic_message(const nlohmann::json& chat_body, const std::string& id, const std::string& model);
+nlohmann::ordered_json anthropic_message(const nlohmann::json& chat_body, const std::string& id, const std::string& model);
 
 /// `event: <name>\ndata: <json>\n\n`.
 std::string anthropic_event(std::string_view name, const nlohmann::json& data);
@@ -80,6 +81,7 @@ class anthropic_shape final : public output_shape {
   int num_blocks_ = 0;   ///< blocks opened so far: the open one is num_blocks_ - 1
   int call_index_ = -1;  ///< the chat tool call of the open tool_use block
   std::string stop_reason_ = "end_turn";
+  nlohmann::json stop_sequence_ = nullptr;  ///< the stop sequence that matched, or null
 };
 
 }  // namespace inflight::gateway

@@ -95,7 +95,25 @@ void completion_call::emit_start() {
   }
 }
 
-void completion_call::emit_chunk(const json& chunk) {
+namespace {
+
+/// vLLM's stop_reason of a finished choice (choice_result::stop_reason).
+json stop_reason_of(const finish_event& ev) {
+  if (ev.reason != finish_reason::stop) return nullptr;
+  if (!ev.stop_string.empty()) return ev.stop_string;
+  return ev.stop_token ? json(*ev.stop_token) : json(nullptr);
+}
+
+}  // namespace
+
+void completion_call::emit_chunk(json chunk) {
+  // A choice's last chunk (its finish_reason set) says what stopped it, as vLLM's do.
+  for (auto& choice : chunk["choices"]) {
+    const int index = choice.value("index", 0);
+    if (choice.contains("finish_reason") && !choice["finish_reason"].is_null() && index < int(choices_.size()))
+      choice["stop_reason"] = choice["finish_reason"] == tool_calls_finish_name ? json(nullptr)
+                                                                                 : stop_reason_of(choices_[index].finish);
+  }
   if (!shape_) return emit_({200, sse_event(chunk), false});
   if (std::string bytes = shape_->on_chunk(chunk); !bytes.empty()) emit_({200, std::move(bytes), false});
 }
@@ -166,7 +184,7 @@ void completion_call::emit_delta(int index, const std::string& output, const std
     json chat_lp = lp.is_null() ? json(nullptr) : json{{"content", std::move(lp)}, {"refusal", nullptr}};
     emit_chunk(chat_chunk(meta_, index, delta, chat_lp, finish_reason));
   } else {
-    emit_({200, sse_event(completion_chunk(meta_, index, text, lp, finish_reason)), false});
+    emit_chunk(completion_chunk(meta_, index, text, lp, finish_reason));
   }
 }
 
@@ -205,6 +223,7 @@ void completion_call::emit_tool_delta(int index, const std::string& text, const 
 
 choice_result completion_call::chat_result(const choice_state& c) const {
   choice_result r{c.text, c.logprobs, finish_name_of(c.finish)};
+  r.stop_reason = stop_reason_of(c.finish);
   if (c.splitter) r.reasoning = c.reasoning;
   if (!request_.tools.parses_output()) return r;
   parsed_tool_output parsed = parse_tool_calls(model_.tool_style.format, c.text);
@@ -215,6 +234,7 @@ choice_result completion_call::chat_result(const choice_state& c) const {
   r.is_content_null = !parsed.content;
   r.text = parsed.content.value_or("");
   r.finish_reason = tool_calls_finish_name;
+  r.stop_reason = nullptr;
   return r;
 }
 
@@ -328,7 +348,12 @@ void completion_call::finish_all() {
       emit_(shape_ ? shape_->on_error(e) : call_output{e.status, dump_json(error_body(e)), true});
       return;
     }
-    results.push_back(request_.is_chat ? chat_result(c) : choice_result{c.text, c.logprobs, finish_name_of(c.finish)});
+    if (request_.is_chat) {
+      results.push_back(chat_result(c));
+    } else {
+      results.push_back(choice_result{c.text, c.logprobs, finish_name_of(c.finish)});
+      results.back().stop_reason = stop_reason_of(c.finish);
+    }
   }
   json body = request_.is_chat ? chat_response(meta_, results, usage) : completion_response(meta_, results, usage);
   emit_(shape_ ? shape_->on_response(body) : call_output{200, dump_json(body), true});

@@ -82,7 +82,7 @@ class completion_call final : public gateway_call, public std::enable_shared_fro
   void on_finish(int index, const finish_event& ev);
   void emit_start();
   /// A chat chunk: an SSE event, or what the shape makes of it.
-  void emit_chunk(const nlohmann::json& chunk);
+  void emit_chunk(nlohmann::json chunk);
   /// `text` of choice `c` split into reasoning and answer (all answer without a parser);
   /// `is_final` flushes what the splitter held.
   reasoning_delta split_output(choice_state& c, const std::string& text, bool is_final);

@@ -7,6 +7,7 @@
 namespace inflight::gateway {
 
 using nlohmann::json;
+using ojson = nlohmann::ordered_json;
 
 namespace {
 
@@ -14,9 +15,10 @@ using constraint_result = api_result<std::optional<named_constraint>>;
 
 constexpr const char* any_object_schema = R"({"type":"object"})";
 
-/// A schema given as an object, a boolean, or (vLLM) a string holding one.
-api_result<std::string> schema_text(const json& v, const std::string& param) {
-  if (v.is_object() || v.is_boolean()) return v.dump();
+/// A schema given as an object, a boolean, or (vLLM) a string holding one; `ov` is `v` in
+/// the client's key order (null: unknown).
+api_result<std::string> schema_text(const json& v, const ojson& ov, const std::string& param) {
+  if (v.is_object() || v.is_boolean()) return with_order(v, ov).dump();
   if (v.is_string()) {
     const auto parsed = json::parse(v.get<std::string>(), nullptr, false);
     if (!parsed.is_discarded() && (parsed.is_object() || parsed.is_boolean())) return v.get<std::string>();
@@ -42,21 +44,24 @@ constraint_result make(grammar_kind kind, api_result<std::string> text, const st
   return named_constraint{{kind, std::move(*text)}, param};
 }
 
-constraint_result from_response_format(const json& rf) {
+constraint_result from_response_format(const json& rf, const ojson& orf) {
   const std::string p = "response_format";
   if (!rf.is_object() || !rf.contains("type") || !rf["type"].is_string())
     return std::unexpected(bad_request(p + " must be an object with a type", p));
   const std::string type = rf["type"].get<std::string>();
   if (type == "text") return std::nullopt;
   const json* direct = field(rf, "schema");  // llama.cpp server: the schema beside the type
-  if (type == "json_object") return make(grammar_kind::json_schema, direct ? schema_text(*direct, p + ".schema") : any_object_schema, p);
+  const ojson& odirect = ordered_child(orf, "schema");
+  if (type == "json_object") {
+    return make(grammar_kind::json_schema, direct ? schema_text(*direct, odirect, p + ".schema") : any_object_schema, p);
+  }
   if (type != "json_schema") {
     return std::unexpected(
         bad_request(p + ".type must be \"text\", \"json_object\" or \"json_schema\" (got \"" + type + "\")", p + ".type"));
   }
   const json* js = field(rf, "json_schema");
   if (!js) {
-    if (direct) return make(grammar_kind::json_schema, schema_text(*direct, p + ".schema"), p);
+    if (direct) return make(grammar_kind::json_schema, schema_text(*direct, odirect, p + ".schema"), p);
     return std::unexpected(bad_request(p + ".json_schema is required when type is \"json_schema\"", p + ".json_schema"));
   }
   if (!js->is_object()) return std::unexpected(bad_request(p + ".json_schema must be an object", p + ".json_schema"));
@@ -65,10 +70,12 @@ constraint_result from_response_format(const json& rf) {
   if (const json* strict = field(*js, "strict"); strict && !strict->is_boolean())
     return std::unexpected(bad_request(p + ".json_schema.strict must be a boolean", p + ".json_schema.strict"));
   const json* schema = field(*js, "schema");
-  return make(grammar_kind::json_schema, schema ? schema_text(*schema, p + ".json_schema.schema") : any_object_schema, p);
+  const ojson& oschema = ordered_child(ordered_child(orf, "json_schema"), "schema");
+  return make(grammar_kind::json_schema, schema ? schema_text(*schema, oschema, p + ".json_schema.schema") : any_object_schema,
+              p);
 }
 
-constraint_result from_structured_outputs(const json& so) {
+constraint_result from_structured_outputs(const json& so, const ojson& oso) {
   const std::string p = "structured_outputs";
   if (!so.is_object()) return std::unexpected(bad_request(p + " must be an object", p));
   for (const char* unsupported : {"structural_tag", "whitespace_pattern"}) {
@@ -77,7 +84,7 @@ constraint_result from_structured_outputs(const json& so) {
     }
   }
   std::vector<constraint_result> found;
-  if (const json* v = field(so, "json")) found.push_back(make(grammar_kind::json_schema, schema_text(*v, p + ".json"), p + ".json"));
+  if (const json* v = field(so, "json")) found.push_back(make(grammar_kind::json_schema, schema_text(*v, ordered_child(oso, "json"), p + ".json"), p + ".json"));
   if (const json* v = field(so, "regex")) found.push_back(make(grammar_kind::regex, nonempty_string(*v, p + ".regex"), p + ".regex"));
   if (const json* v = field(so, "choice")) found.push_back(make(grammar_kind::choice, choice_list(*v, p + ".choice"), p + ".choice"));
   if (const json* v = field(so, "grammar")) found.push_back(make(grammar_kind::gbnf, nonempty_string(*v, p + ".grammar"), p + ".grammar"));
@@ -93,27 +100,31 @@ constraint_result from_structured_outputs(const json& so) {
 }
 
 /// Every top-level field that asks for a constraint, in the order they are checked.
-std::vector<std::pair<const char*, constraint_result (*)(const json&)>> constraint_fields() {
+std::vector<std::pair<const char*, constraint_result (*)(const json&, const ojson&)>> constraint_fields() {
   return {
       {"response_format", from_response_format},
       {"structured_outputs", from_structured_outputs},
-      {"guided_json", [](const json& v) { return make(grammar_kind::json_schema, schema_text(v, "guided_json"), "guided_json"); }},
-      {"guided_regex", [](const json& v) { return make(grammar_kind::regex, nonempty_string(v, "guided_regex"), "guided_regex"); }},
-      {"guided_choice", [](const json& v) { return make(grammar_kind::choice, choice_list(v, "guided_choice"), "guided_choice"); }},
-      {"guided_grammar", [](const json& v) { return make(grammar_kind::gbnf, nonempty_string(v, "guided_grammar"), "guided_grammar"); }},
-      {"json_schema", [](const json& v) { return make(grammar_kind::json_schema, schema_text(v, "json_schema"), "json_schema"); }},
-      {"grammar", [](const json& v) { return make(grammar_kind::gbnf, nonempty_string(v, "grammar"), "grammar"); }},
+      {"guided_json", [](const json& v, const ojson& ov) {
+         return make(grammar_kind::json_schema, schema_text(v, ov, "guided_json"), "guided_json");
+       }},
+      {"guided_regex", [](const json& v, const ojson&) { return make(grammar_kind::regex, nonempty_string(v, "guided_regex"), "guided_regex"); }},
+      {"guided_choice", [](const json& v, const ojson&) { return make(grammar_kind::choice, choice_list(v, "guided_choice"), "guided_choice"); }},
+      {"guided_grammar", [](const json& v, const ojson&) { return make(grammar_kind::gbnf, nonempty_string(v, "guided_grammar"), "guided_grammar"); }},
+      {"json_schema", [](const json& v, const ojson& ov) {
+         return make(grammar_kind::json_schema, schema_text(v, ov, "json_schema"), "json_schema");
+       }},
+      {"grammar", [](const json& v, const ojson&) { return make(grammar_kind::gbnf, nonempty_string(v, "grammar"), "grammar"); }},
   };
 }
 
 }  // namespace
 
-constraint_result try_parse_constraint(const json& body) {
+constraint_result try_parse_constraint(const json& body, const ojson& ordered) {
   std::optional<named_constraint> found;
   for (const auto& [key, parse] : constraint_fields()) {
     const json* v = field(body, key);
     if (!v) continue;
-    auto c = parse(*v);
+    auto c = parse(*v, ordered_child(ordered, key));
     if (!c) return std::unexpected(c.error());
     if (!*c) continue;
     if (found) {

@@ -33,8 +33,10 @@ struct named_constraint {
 };
 
 /// The one constraint of `body`, none when it asks for none. Two or more, or a field of
-/// the wrong shape, is a 400 naming the field.
-api_result<std::optional<named_constraint>> try_parse_constraint(const nlohmann::json& body);
+/// the wrong shape, is a 400 naming the field. `ordered`: the same body in the client's
+/// key order (parse_ordered_body), whose schemas keep their property order; null: sorted.
+api_result<std::optional<named_constraint>> try_parse_constraint(const nlohmann::json& body,
+                                                                 const nlohmann::ordered_json& ordered = nullptr);
 
 /// Compiles (or finds) `c` for the model's vocabulary, its token index warmed up. A
 /// grammar the compiler refuses is a 400 naming `c.param`, with the compiler's message

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "actors/engine_api.hpp"
+#include "actors/gateway/sse.hpp"
 
 namespace inflight::gateway {
 
@@ -24,12 +25,7 @@ json finished_json(const step_summary& s) {
 }
 
 std::string event_text(const char* name, const std::string& id, const json& payload) {
-  std::string out = "event: ";
-  out += name;
-  out += '\n';
-  if (!id.empty()) out += "id: " + id + "\n";
-  out += "data: " + dump_json(payload) + "\n\n";
-  return out;
+  return sse_named_event(name, payload, id);
 }
 
 }  // namespace

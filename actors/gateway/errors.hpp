@@ -54,5 +54,6 @@ nlohmann::json error_body(const api_error& e);
 /// Serialises JSON for the wire: invalid UTF-8 inside strings (a token that is half a
 /// character) becomes U+FFFD instead of throwing.
 std::string dump_json(const nlohmann::json& j);
+std::string dump_json(const nlohmann::ordered_json& j);
 
 }  // namespace inflight::gateway

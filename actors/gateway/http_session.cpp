@@ -209,7 +209,7 @@ void http_session::start_generation(route_kind kind, const std::string& text) {
   if (!body) return send_reply(error_reply(body.error()));
   const bool is_chat = kind == route_kind::chat;
   auto parsed = try_parse_request(*body, is_chat ? api_kind::chat : api_kind::completion, state_.model(),
-                                  is_chat ? parse_ordered_body(text) : nlohmann::ordered_json());
+                                  parse_ordered_body(text));
   if (!parsed) return send_reply(error_reply(parsed.error()));
   exchange_.is_sse = parsed->stream;
   auto self = shared_from_this();
@@ -230,7 +230,8 @@ void http_session::start_responses(const std::string& text) {
   auto body = try_parse_json(text);
   if (!body) return send_reply(error_reply(body.error()));
   auto self = shared_from_this();
-  auto call = try_make_responses_call(state_, *body, poster(), [self](call_output out) { self->on_output(std::move(out)); });
+  auto call = try_make_responses_call(state_, *body, parse_ordered_body(text), poster(),
+                                      [self](call_output out) { self->on_output(std::move(out)); });
   if (!call) return send_reply(error_reply(call.error()));
   exchange_.is_sse = (*call)->is_streaming();
   start_call(*call, [&call]() -> std::optional<api_error> {

@@ -85,7 +85,7 @@ api_result<std::vector<std::vector<token_id>>> parse_chat_prompt(const json& bod
   auto msgs = try_parse_messages(body["messages"]);
   if (!msgs) return std::unexpected(msgs.error());
   // Tools: /v1/chat/completions, or a WebSocket generate with messages.
-  auto tools = try_parse_tools(body);
+  auto tools = try_parse_tools(body, ordered);
   if (!tools) return std::unexpected(tools.error());
   r.tools = std::move(*tools);
   auto chat = try_parse_chat_prompt(body, ordered, r.tools);
@@ -157,8 +157,9 @@ opt_error parse_logprobs(const json& body, api_kind kind, openai_request& r) {
 }
 
 /// Structured outputs (every alias) or the grammar of a forced tool call, compiled; logit_bias.
-opt_error parse_constraints(const json& body, const served_model& m, openai_request& r) {
-  auto c = try_parse_constraint(body);
+opt_error parse_constraints(const json& body, const nlohmann::ordered_json& ordered, const served_model& m,
+                            openai_request& r) {
+  auto c = try_parse_constraint(body, ordered);
   if (!c) return c.error();
   if (r.tools.is_forced()) {
     if (*c) return bad_request("tool_choice forces a tool call: " + (*c)->param + " cannot be given too", (*c)->param,
@@ -187,7 +188,8 @@ opt_error parse_targets(const json& body, slo_targets& out) {
   return {};
 }
 
-opt_error parse_options(const json& body, const served_model& m, openai_request& r) {
+opt_error parse_options(const json& body, const nlohmann::ordered_json& ordered, const served_model& m,
+                        openai_request& r) {
   if (auto e = read_int(body, "n", 1, m.max_choices, r.n)) return e;
   if (r.num_choices() > m.max_choices) {
     return bad_request("n times the number of prompts must be at most " + std::to_string(m.max_choices) +
@@ -219,7 +221,7 @@ opt_error parse_options(const json& body, const served_model& m, openai_request&
     const auto& msg = ok.error().message;
     return bad_request(msg, msg.substr(0, msg.find(' ')));
   }
-  return parse_constraints(body, m, r);  // last: compiling is the costly check
+  return parse_constraints(body, ordered, m, r);  // last: compiling is the costly check
 }
 
 /// A chat's reasoning: split when the model has a parser; `thinking_budget` caps it.
@@ -277,7 +279,7 @@ api_result<openai_request> try_parse_request(const json& body, api_kind kind, co
   auto prompts = r.is_chat ? parse_chat_prompt(body, ordered, m, r) : parse_prompts(body["prompt"], m, add_special);
   if (!prompts) return std::unexpected(prompts.error());
   r.prompts = std::move(*prompts);
-  if (auto e = parse_options(body, m, r)) return std::unexpected(*e);
+  if (auto e = parse_options(body, ordered, m, r)) return std::unexpected(*e);
   if (auto e = parse_reasoning(body, m, r)) return std::unexpected(*e);
   r.base.timeout_s = m.request_timeout_s;
   return r;
@@ -310,7 +312,7 @@ api_result<std::vector<token_id>> try_parse_tokenize(const json& body, const ser
     // the prompt chat completions would render: same messages, tools and template fields
     auto msgs = try_parse_messages(body["messages"]);
     if (!msgs) return std::unexpected(msgs.error());
-    auto tools = try_parse_tools(body);
+    auto tools = try_parse_tools(body, ordered);
     if (!tools) return std::unexpected(tools.error());
     auto chat = try_parse_chat_prompt(body, ordered, *tools);
     if (!chat) return std::unexpected(chat.error());

@@ -96,7 +96,7 @@ json completion_response(const response_meta& meta, const std::vector<choice_res
   json list = json::array();
   for (std::size_t i = 0; i < choices.size(); ++i) {
     list.push_back({{"index", i}, {"text", choices[i].text}, {"logprobs", choices[i].logprobs},
-                    {"finish_reason", choices[i].finish_reason}});
+                    {"finish_reason", choices[i].finish_reason}, {"stop_reason", choices[i].stop_reason}});
   }
   return {{"id", meta.id}, {"object", "text_completion"}, {"created", meta.created},
           {"model", meta.model}, {"choices", list}, {"usage", usage}};
@@ -119,7 +119,7 @@ json chat_response(const response_meta& meta, const std::vector<choice_result>& 
     }
     if (!choices[i].tool_calls.is_null()) message["tool_calls"] = choices[i].tool_calls;
     list.push_back({{"index", i}, {"message", std::move(message)}, {"logprobs", std::move(logprobs)},
-                    {"finish_reason", choices[i].finish_reason}});
+                    {"finish_reason", choices[i].finish_reason}, {"stop_reason", choices[i].stop_reason}});
   }
   return {{"id", meta.id}, {"object", "chat.completion"}, {"created", meta.created},
           {"model", meta.model}, {"choices", list}, {"usage", usage}};

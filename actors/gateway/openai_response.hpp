@@ -52,6 +52,9 @@ struct choice_result {
   std::string text;
   nlohmann::json logprobs;  ///< null when not asked for
   std::string finish_reason;
+  /// vLLM's stop_reason: the stop string (or stop_token_ids entry) that ended the text;
+  /// null otherwise (an end-of-sequence token, a length, a tool call).
+  nlohmann::json stop_reason = nullptr;
   /// Chat: the message's tool_calls ([tool_call_json(...)]); null = none.
   nlohmann::json tool_calls = nullptr;
   bool is_content_null = false;  ///< chat: the message was calls only (content null)

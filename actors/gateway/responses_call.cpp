@@ -22,7 +22,8 @@ api_error response_not_found(std::string_view id) {
 }  // namespace
 
 api_result<std::shared_ptr<completion_call>> try_make_responses_call(gateway_state& state, const json& body,
-                                                                     post_fn post, completion_call::emit_fn emit) {
+                                                                     const nlohmann::ordered_json& ordered, post_fn post,
+                                                                     completion_call::emit_fn emit) {
   auto previous_id = try_previous_response_id(body);
   if (!previous_id) return std::unexpected(previous_id.error());
   std::shared_ptr<const conversation_turn> previous;
@@ -31,9 +32,9 @@ api_result<std::shared_ptr<completion_call>> try_make_responses_call(gateway_sta
     if (!stored) return std::unexpected(previous_response_not_found(**previous_id));
     previous = stored->turn;
   }
-  auto request = try_parse_responses(body, std::move(previous));
+  auto request = try_parse_responses(body, std::move(previous), ordered);
   if (!request) return std::unexpected(request.error());
-  auto parsed = try_parse_request(request->chat_body, api_kind::chat, state.model());
+  auto parsed = try_parse_request(request->chat_body, api_kind::chat, state.model(), request->ordered_chat_body);
   if (!parsed) return std::unexpected(to_responses_error(parsed.error()));
   const served_model& model = state.model();
   response_head head{make_response_id("resp_"), unix_now(), model.name, request->echo};

@@ -10,16 +10,12 @@
 namespace inflight::gateway {
 
 using nlohmann::json;
+using ojson = nlohmann::ordered_json;
 
 namespace {
 
-// inflight's own request fields, read by the chat parser as they are.
-constexpr std::array<const char*, 24> extension_fields = {
-    "structured_outputs", "guided_json",        "guided_regex",     "guided_choice",     "guided_grammar",
-    "guided_whitespace_pattern", "thinking_budget", "chat_template_kwargs", "top_k",     "min_p",
-    "seed",               "priority",           "cache_salt",       "stop",              "stop_token_ids",
-    "repetition_penalty", "presence_penalty",   "frequency_penalty", "ignore_eos",       "logit_bias",
-    "ttft_target_ms",     "tpot_target_ms",     "user",             "add_generation_prompt"};
+/// Chat fields a client of this server may give beside the extensions (chat_extension_fields).
+constexpr std::array<const char*, 2> same_in_chat = {"top_k", "stop"};
 
 /// Fields OpenAI takes that this server does not implement: a 400 when set.
 struct refused_field {
@@ -170,7 +166,9 @@ opt_error translate_scalars(const json& body, json& chat, json& echo, bool& stre
     if (const json* v = field(body, key)) chat[key] = *v;
   if (const json* v = field(body, "max_output_tokens")) chat["max_tokens"] = *v;
   if (const json* v = field(body, "model")) chat["model"] = *v;
-  for (const char* key : extension_fields)
+  for (const char* key : chat_extension_fields())
+    if (const json* v = field(body, key)) chat[key] = *v;
+  for (const char* key : same_in_chat)
     if (const json* v = field(body, key)) chat[key] = *v;
   const auto given_or = [&body](const char* key, json fallback) {
     const json* v = field(body, key);
@@ -185,6 +183,31 @@ opt_error translate_scalars(const json& body, json& chat, json& echo, bool& stre
   echo["truncation"] = "disabled";
   if (const json* u = field(body, "user")) echo["user"] = *u;
   return {};
+}
+
+/// The chat body in the client's key order (responses_request::ordered_chat_body). Tools
+/// are function tools only, so chat's tools[i] is the body's tools[i].
+ojson ordered_chat_body(const json& chat, const ojson& ordered) {
+  ojson out(chat);
+  if (const json* tools = field(chat, "tools")) {
+    const ojson& otools = ordered_child(ordered, "tools");
+    ojson list = ojson::array();
+    for (std::size_t i = 0; i < tools->size(); ++i) {
+      const json& fn = (*tools)[i]["function"];
+      ojson f = ojson::object();
+      for (const char* key : {"name", "description", "parameters", "strict"})
+        if (fn.contains(key)) f[key] = with_order(fn[key], ordered_child(ordered_child(otools, i), key));
+      list.push_back({{"type", "function"}, {"function", std::move(f)}});
+    }
+    out["tools"] = std::move(list);
+  }
+  if (const json* rf = field(chat, "response_format"); rf && rf->contains("json_schema") && (*rf)["json_schema"].contains("schema")) {
+    const ojson& oschema = ordered_child(ordered_child(ordered_child(ordered, "text"), "format"), "schema");
+    out["response_format"]["json_schema"]["schema"] = with_order((*rf)["json_schema"]["schema"], oschema);
+  }
+  for (const char* key : chat_extension_fields())
+    if (const json* v = field(chat, key)) out[key] = with_order(*v, ordered_child(ordered, key));
+  return out;
 }
 
 }  // namespace
@@ -202,7 +225,8 @@ api_error previous_response_not_found(const std::string& id) {
                    "previous_response_id", "previous_response_not_found"};
 }
 
-api_result<responses_request> try_parse_responses(const json& body, std::shared_ptr<const conversation_turn> previous) {
+api_result<responses_request> try_parse_responses(const json& body, std::shared_ptr<const conversation_turn> previous,
+                                                  const ojson& ordered) {
   if (!body.is_object()) return std::unexpected(bad_request("the request body must be a JSON object"));
   responses_request r;
   r.previous = std::move(previous);
@@ -231,6 +255,7 @@ api_result<responses_request> try_parse_responses(const json& body, std::shared_
   for (auto step : {translate_tools, translate_tool_choice, translate_text, translate_reasoning})
     if (auto e = step(body, chat, r.echo)) return std::unexpected(*e);
   if (auto e = translate_scalars(body, chat, r.echo, r.stream, r.store)) return std::unexpected(*e);
+  r.ordered_chat_body = ordered_chat_body(chat, ordered);
   return r;
 }
 

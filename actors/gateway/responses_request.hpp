@@ -32,7 +32,11 @@
 namespace inflight::gateway {
 
 struct responses_request {
-  nlohmann::json chat_body;    ///< for try_parse_request(chat_body, api_kind::chat, model)
+  nlohmann::json chat_body;    ///< for try_parse_request(chat_body, api_kind::chat, model, ordered_chat_body)
+  /// chat_body in the client's key order where a model or a grammar reads it: tools
+  /// ({type, function: {name, description, parameters, strict}}, the client's schemas),
+  /// the text.format schema, the extension fields.
+  nlohmann::ordered_json ordered_chat_body;
   /// The request fields the Response object repeats (instructions, tools, tool_choice,
   /// temperature, top_p, parallel_tool_calls, text, reasoning, max_output_tokens,
   /// previous_response_id, store, metadata, truncation, user), with OpenAI's defaults.
@@ -51,9 +55,11 @@ api_result<std::optional<std::string>> try_previous_response_id(const nlohmann::
 api_error previous_response_not_found(const std::string& id);
 
 /// Checks and translates a body; `previous`: the conversation previous_response_id
-/// continues (null: none), whose items come before `input`.
+/// continues (null: none), whose items come before `input`; `ordered`: the same body in
+/// the client's key order (null: sorted).
 api_result<responses_request> try_parse_responses(const nlohmann::json& body,
-                                                  std::shared_ptr<const conversation_turn> previous);
+                                                  std::shared_ptr<const conversation_turn> previous,
+                                                  const nlohmann::ordered_json& ordered = nullptr);
 
 /// A 400 of the chat parser (try_parse_request) as a Responses client reads it: the
 /// fields it names are the Responses fields they came from (messages -> input,

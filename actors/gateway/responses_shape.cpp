@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "actors/gateway/openai_response.hpp"
+#include "actors/gateway/sse.hpp"
 
 namespace inflight::gateway {
 
@@ -99,7 +100,7 @@ responses_shape::responses_shape(response_head head, const responses_request& re
 std::string responses_shape::event(const char* type, json payload) {
   payload["type"] = type;
   payload["sequence_number"] = num_events_++;
-  return std::string("event: ") + type + "\ndata: " + dump_json(payload) + "\n\n";
+  return sse_named_event(type, payload);
 }
 
 std::string responses_shape::start() {

@@ -6,6 +6,19 @@ namespace inflight::gateway {
 
 std::string sse_event(const nlohmann::json& payload) { return "data: " + dump_json(payload) + "\n\n"; }
 
+std::string sse_named_event(std::string_view name, const nlohmann::json& payload, std::string_view id) {
+  std::string out = "event: ";
+  out += name;
+  out += '\n';
+  if (!id.empty()) {
+    out += "id: ";
+    out += id;
+    out += '\n';
+  }
+  out += "data: " + dump_json(payload) + "\n\n";
+  return out;
+}
+
 std::string sse_response_head(unsigned version, bool is_chunked, bool is_close) {
   std::string head = version >= 11 ? "HTTP/1.1 200 OK\r\n" : "HTTP/1.0 200 OK\r\n";
   head +=

@@ -16,6 +16,9 @@ inline constexpr std::string_view sse_done = "data: [DONE]\n\n";
 
 /// `data: <json>\n\n`.
 std::string sse_event(const nlohmann::json& payload);
+/// `event: <name>\n[id: <id>\n]data: <json>\n\n`: an event a client dispatches by name
+/// (Anthropic's and the Responses API's streams, the engine event feed).
+std::string sse_named_event(std::string_view name, const nlohmann::json& payload, std::string_view id = {});
 
 /// The header of a 200 text/event-stream response (HTTP/1.`version % 10`): chunked
 /// transfer encoding when `is_chunked`; `Connection: close` when `is_close`.

@@ -8,6 +8,7 @@
 namespace inflight::gateway {
 
 using nlohmann::json;
+using ojson = nlohmann::ordered_json;
 
 namespace {
 
@@ -18,7 +19,7 @@ bool is_valid_name(const std::string& name) {
   return true;
 }
 
-api_result<tool_function> parse_tool(const json& t, const std::string& path) {
+api_result<tool_function> parse_tool(const json& t, const ojson& ot, const std::string& path) {
   if (!t.is_object()) return std::unexpected(bad_request(path + " must be an object", path));
   if (!t.contains("type") || t["type"] != "function")
     return std::unexpected(bad_request(path + ".type must be \"function\"", path + ".type"));
@@ -38,7 +39,7 @@ api_result<tool_function> parse_tool(const json& t, const std::string& path) {
   if (const json* p = field(*fn, "parameters")) {
     if (!p->is_object()) return std::unexpected(bad_request(fpath + ".parameters must be a JSON Schema object",
                                                             fpath + ".parameters"));
-    out.parameters = nlohmann::ordered_json::parse(p->dump());
+    out.parameters = with_order(*p, ordered_child(ordered_child(ot, "function"), "parameters"));
   }
   if (const json* strict = field(*fn, "strict"); strict && !strict->is_boolean())
     return std::unexpected(bad_request(fpath + ".strict must be a boolean", fpath + ".strict"));
@@ -79,12 +80,12 @@ opt_error parse_tool_choice(const json& body, tool_request& r) {
 
 }  // namespace
 
-api_result<tool_request> try_parse_tools(const json& body) {
+api_result<tool_request> try_parse_tools(const json& body, const ojson& ordered) {
   tool_request r;
   if (const json* tools = field(body, "tools")) {
     if (!tools->is_array()) return std::unexpected(bad_request("tools must be a list of functions", "tools"));
     for (std::size_t i = 0; i < tools->size(); ++i) {
-      auto t = parse_tool((*tools)[i], "tools[" + std::to_string(i) + "]");
+      auto t = parse_tool((*tools)[i], ordered_child(ordered_child(ordered, "tools"), i), "tools[" + std::to_string(i) + "]");
       if (!t) return std::unexpected(t.error());
       for (const auto& f : r.functions)
         if (f.name == t->name)
@@ -92,7 +93,7 @@ api_result<tool_request> try_parse_tools(const json& body) {
                                              "tools[" + std::to_string(i) + "].function.name"));
       r.functions.push_back(std::move(*t));
     }
-    if (!r.functions.empty()) r.definitions = nlohmann::ordered_json::parse(tools->dump());
+    if (!r.functions.empty()) r.definitions = with_order(*tools, ordered_child(ordered, "tools"));
   }
   if (auto e = parse_tool_choice(body, r)) return std::unexpected(*e);
   if (auto e = read_bool(body, "parallel_tool_calls", r.is_parallel)) return std::unexpected(*e);

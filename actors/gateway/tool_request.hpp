@@ -35,7 +35,8 @@ struct tool_request {
 
 /// Reads tools, tool_choice and parallel_tool_calls; every error a 400 naming the field
 /// (`tools[1].function.name`, `tool_choice`).
-api_result<tool_request> try_parse_tools(const nlohmann::json& body);
+/// `ordered`: the same body in the client's key order (definitions and parameters keep it).
+api_result<tool_request> try_parse_tools(const nlohmann::json& body, const nlohmann::ordered_json& ordered = nullptr);
 
 /// The grammar spec that forces the calls of a forced tool_request, in the model's format.
 grammar_spec forced_tool_grammar(const tool_request& tools, const served_model& m);

@@ -17,7 +17,7 @@ std::expected<ws_message, ws_message_error> try_parse_ws_message(const std::stri
   if (!parsed) return std::unexpected(ws_message_error{nullptr, parsed.error()});
   ws_message msg;
   msg.body = std::move(*parsed);
-  if (msg.body.contains("messages")) msg.ordered_body = parse_ordered_body(text);
+  msg.ordered_body = parse_ordered_body(text);  // template input and schemas keep the client's order
   const auto id = msg.body.find("id");
   msg.id = id == msg.body.end() ? json(nullptr) : *id;
   if (!msg.id.is_string() && !msg.id.is_number_integer()) {

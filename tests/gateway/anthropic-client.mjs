@@ -61,8 +61,8 @@ const words = text.trim().split(/\s+/);
 const stopWord = words.find((w, i) => i >= 2 && /^[a-z]{3,}$/.test(w) && text.indexOf(w) > 0);
 assert.ok(stopWord, text);
 const stopped = await client.messages.create({ model, max_tokens: 24, temperature: 0, messages, stop_sequences: [stopWord] });
-assert.equal(stopped.stop_reason, 'end_turn');  // the engine does not say which stop matched
-assert.equal(stopped.stop_sequence, null);
+assert.equal(stopped.stop_reason, 'stop_sequence');
+assert.equal(stopped.stop_sequence, stopWord);
 assert.equal(stopped.content[0].text, text.slice(0, text.indexOf(stopWord)));
 
 // --- a forced tool call, then its result -------------------------------------------------

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "actors/gateway/anthropic_request.hpp"
+#include "actors/gateway/chat_request.hpp"
 #include "actors/gateway/openai_request.hpp"
 #include "tests/actors/gateway/byte_model.hpp"
 
@@ -199,4 +200,36 @@ TEST_CASE("anthropic request: chat errors come back in the Messages names", "[ga
   api_error format{400, "invalid_request_error", "response_format.schema must be an object", "response_format.schema", {}};
   CHECK(messages_param_error(format).param == "output_config.format.schema");
   CHECK(messages_param_error(format).message == "output_config.format.schema must be an object");
+}
+
+TEST_CASE("anthropic request: tools and tool_use inputs keep the client's key order", "[gateway][anthropic]") {
+  const std::string text = R"({"max_tokens": 8, "tools": [{"input_schema": {"type": "object",
+      "properties": {"zeta": {"type": "string"}, "alpha": {"type": "integer"}}}, "description": "d", "name": "w"}],
+    "messages": [{"role": "user", "content": "hi"},
+      {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "w", "input": {"zeta": "z", "alpha": 1}}]},
+      {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}]})";
+  auto chat = try_translate_messages(parse_ordered_body(text), model(), messages_use::create);
+  REQUIRE(chat.has_value());
+  // OpenAI's order for the wrapper, the client's inside the schema (sorted: alpha first).
+  CHECK((*chat)["tools"].dump() ==
+        R"([{"type":"function","function":{"name":"w","description":"d","parameters":{"type":"object",)"
+        R"("properties":{"zeta":{"type":"string"},"alpha":{"type":"integer"}}}}}])");
+  CHECK((*chat)["messages"][1]["tool_calls"][0]["function"]["arguments"] == R"({"zeta":"z","alpha":1})");
+}
+
+TEST_CASE("anthropic request: a final assistant turn is a prefill the answer continues", "[gateway][anthropic]") {
+  const json body = {{"max_tokens", 8},
+                     {"messages", json::array({{{"role", "user"}, {"content", "Name a colour."}},
+                                               {{"role", "assistant"}, {"content", "The colour is"}}})}};
+  const json chat = translate(body);
+  CHECK(chat["continue_final_message"] == true);
+  const std::string text = detokenize(model(), prompt_of(chat));
+  CHECK(text.ends_with("The colour is"));  // no end of turn, no new assistant header
+  // A final user turn (or the client's own choice) is left alone.
+  json asked = body;
+  asked["messages"].erase(1);
+  CHECK_FALSE(translate(asked).contains("continue_final_message"));
+  json own = body;
+  own["continue_final_message"] = false;
+  CHECK(translate(own)["continue_final_message"] == false);
 }

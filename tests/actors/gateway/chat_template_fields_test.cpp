@@ -6,7 +6,9 @@
 #include <catch2/catch.hpp>
 
 #include "actors/gateway/chat_request.hpp"
+#include "actors/gateway/constraint_request.hpp"
 #include "actors/gateway/openai_request.hpp"
+#include "actors/gateway/tool_request.hpp"
 #include "tests/actors/gateway/byte_model.hpp"
 
 using namespace inflight;
@@ -149,4 +151,32 @@ TEST_CASE("chat template input: /tokenize with messages renders exactly what cha
   CHECK(text.starts_with(R"([{"type": "function", "function": {"name": "w", "parameters": {"type": "object", )"
                          R"("properties": {"zeta": )"));
   CHECK(text.ends_with(R"(<assistant>None{"zeta": "z", "alpha": "a"}<tool>doneTrue)"));
+}
+
+TEST_CASE("key order: a schema's property order reaches its grammar, from every field that carries one",
+          "[gateway][protocol][structured]") {
+  // A schema's property order is the order constrained output writes them in, so the
+  // grammar must see the client's order; the sorted parse would put alpha first.
+  const std::string schema = R"({"type": "object", "properties": {"zeta": {"type": "string"}, "alpha": {"type": "integer"}},
+                                 "required": ["zeta", "alpha"]})";
+  const std::string ordered_schema = nlohmann::ordered_json::parse(schema).dump();
+  REQUIRE(ordered_schema != json::parse(schema).dump());
+  for (const std::string& field : {R"("response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": )" + schema + "}}",
+                                   R"("response_format": {"type": "json_object", "schema": )" + schema + "}",
+                                   R"("structured_outputs": {"json": )" + schema + "}",
+                                   R"("guided_json": )" + schema, R"("json_schema": )" + schema}) {
+    const std::string text = "{" + field + "}";
+    auto c = try_parse_constraint(json::parse(text), parse_ordered_body(text));
+    REQUIRE(c.has_value());
+    REQUIRE(c->has_value());
+    CHECK((*c)->spec.text == ordered_schema);
+    // Without the ordered body (a caller that has none), the sorted order: still a schema.
+    auto sorted = try_parse_constraint(json::parse(text));
+    CHECK((*sorted)->spec.text == json::parse(schema).dump());
+  }
+  const std::string tools = R"({"tools": [{"type": "function", "function": {"name": "w", "parameters": )" + schema + "}}]}";
+  auto t = try_parse_tools(json::parse(tools), parse_ordered_body(tools));
+  REQUIRE(t.has_value());
+  CHECK(t->functions.at(0).parameters.dump() == ordered_schema);
+  CHECK(t->definitions.dump().find(R"({"type":"function","function":{"name":"w","parameters":)" + ordered_schema) == 1);
 }

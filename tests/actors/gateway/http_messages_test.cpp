@@ -165,3 +165,75 @@ TEST_CASE("gateway messages: x-api-key is a key, and a refused key is an Anthrop
   CHECK(json::parse(chat.body)["error"]["code"] == "invalid_api_key");
   CHECK(post_with(s.port, "/v1/messages", {{"Authorization", "Bearer sk-wrong"}, {"x-api-key", "sk-ant"}}, body).status == 401);
 }
+
+TEST_CASE("gateway messages: a forced tool's input keeps the property order of its input_schema", "[gateway][http][anthropic]") {
+  if (!has_stories()) return;
+  served s(stories_deployment());
+  // Sent as text: a body built as nlohmann::json would arrive with alpha before zeta.
+  const std::string body = R"({"max_tokens": 150, "messages": [{"role": "user", "content": "Weather?"}],
+    "tools": [{"name": "w", "input_schema": {"type": "object", "properties": {"zeta": {"type": "string", "maxLength": 6},
+      "alpha": {"type": "integer", "minimum": 0, "maximum": 99}}, "required": ["zeta", "alpha"], "additionalProperties": false}}],
+    "tool_choice": {"type": "tool", "name": "w"}})";
+  auto a = http_call(s.port, http::verb::post, "/v1/messages", body);
+  REQUIRE(a.status == 200);
+  const auto message = nlohmann::ordered_json::parse(a.body);
+  CHECK(message.begin().key() == "id");  // Anthropic's order, not sorted
+  const auto& use = message["content"].back();
+  REQUIRE(use["type"] == "tool_use");
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : use["input"].items()) keys.push_back(key);
+  CHECK(keys == std::vector<std::string>{"zeta", "alpha"});
+}
+
+TEST_CASE("gateway messages: a matched stop sequence is the stop_reason, named in stop_sequence and in chat's stop_reason",
+          "[gateway][http][anthropic]") {
+  if (!has_stories()) return;
+  served s(stories_deployment());
+  const auto plain = post_json(s.port, "/v1/chat/completions", messages_body({{"max_tokens", 24}}));
+  REQUIRE(plain.status == 200);
+  const json plain_choice = plain.body_json()["choices"][0];
+  CHECK(plain_choice.contains("stop_reason"));
+  CHECK(plain_choice["stop_reason"].is_null());  // a length or an end of sequence: nothing named
+  const std::string text = plain_choice["message"]["content"].get<std::string>();
+  REQUIRE(text.size() >= 10);
+  const std::string stop = text.substr(6, 3);  // greedy: the same text again, so this matches
+  const json stops = json::array({"never-written-xyz", stop});
+
+  const auto chat = post_json(s.port, "/v1/chat/completions", messages_body({{"max_tokens", 24}, {"stop", stops}}));
+  REQUIRE(chat.status == 200);
+  CHECK(chat.body_json()["choices"][0]["finish_reason"] == "stop");
+  CHECK(chat.body_json()["choices"][0]["stop_reason"] == stop);
+
+  const auto message = post_json(s.port, "/v1/messages", messages_body({{"max_tokens", 24}, {"stop_sequences", stops}}));
+  REQUIRE(message.status == 200);
+  CHECK(message.body_json()["stop_reason"] == "stop_sequence");
+  CHECK(message.body_json()["stop_sequence"] == stop);
+  CHECK(message.body_json()["content"][0]["text"] == chat.body_json()["choices"][0]["message"]["content"]);
+
+  const auto streamed = post_json(s.port, "/v1/messages",
+                                  messages_body({{"max_tokens", 24}, {"stop_sequences", stops}, {"stream", true}}));
+  const auto events = events_of(streamed.body);
+  REQUIRE(events.size() >= 3);
+  CHECK(events[events.size() - 2].second["delta"]["stop_reason"] == "stop_sequence");
+  CHECK(events[events.size() - 2].second["delta"]["stop_sequence"] == stop);
+}
+
+TEST_CASE("gateway http: a stop_token_ids entry that ended the text is chat's stop_reason", "[gateway][http]") {
+  if (!has_stories()) return;
+  served s(stories_deployment());
+  // The greedy tokens of the chat prompt, from the WebSocket (its token messages carry ids).
+  ws_client c(s.port);
+  c.send({{"type", "generate"}, {"id", "g"}, {"messages", user_turn}, {"max_tokens", 8}, {"temperature", 0}});
+  std::vector<int> ids;
+  for (json m = c.receive(); m["type"] == "token"; m = c.receive())
+    for (const auto& id : m["token_ids"]) ids.push_back(id.get<int>());
+  REQUIRE(ids.size() >= 4);
+  const int stop_id = ids[3];
+  const auto chat = post_json(s.port, "/v1/chat/completions",
+                              messages_body({{"max_tokens", 8}, {"stop_token_ids", json::array({stop_id})}}));
+  REQUIRE(chat.status == 200);
+  const json choice = chat.body_json()["choices"][0];
+  CHECK(choice["finish_reason"] == "stop");
+  CHECK(choice["stop_reason"] == stop_id);
+  CHECK(chat.body_json()["usage"]["completion_tokens"].get<int>() <= 4);
+}

@@ -200,3 +200,22 @@ TEST_CASE("gateway responses: refusals are 400s naming the Responses field", "[g
   CHECK(get(s.port, "/v1/responses/" + b["id"].get<std::string>()).status == 200);
   CHECK(engine_idle(s.port));
 }
+
+TEST_CASE("gateway responses: a forced call's arguments keep the property order of its parameters", "[gateway][http][responses]") {
+  if (!has_stories()) return;
+  served s(stories_deployment());
+  const std::string body = R"({"input": "Weather?", "max_output_tokens": 150, "tool_choice": "required",
+    "parallel_tool_calls": false,
+    "tools": [{"type": "function", "name": "w", "parameters": {"type": "object", "properties": {
+      "zeta": {"type": "string", "maxLength": 6}, "alpha": {"type": "integer", "minimum": 0, "maximum": 99}},
+      "required": ["zeta", "alpha"], "additionalProperties": false}}]})";
+  auto a = http_call(s.port, http::verb::post, "/v1/responses", body);
+  REQUIRE(a.status == 200);
+  const json call = a.body_json()["output"].back();
+  INFO(a.body);
+  REQUIRE(call["type"] == "function_call");
+  std::vector<std::string> keys;
+  const auto arguments = nlohmann::ordered_json::parse(call["arguments"].get<std::string>());
+  for (const auto& [key, value] : arguments.items()) keys.push_back(key);
+  CHECK(keys == std::vector<std::string>{"zeta", "alpha"});
+}

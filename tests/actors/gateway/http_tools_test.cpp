@@ -117,3 +117,39 @@ TEST_CASE("gateway http: sampled outputs hold to their constraint", "[gateway][h
     CHECK(args["city"].get<std::string>().size() <= 8 * 4);
   }
 }
+
+TEST_CASE("gateway http: constrained outputs and forced tool calls write properties in the client's schema order",
+          "[gateway][http][structured]") {
+  if (!has_stories()) return;
+  served s(stories_deployment());
+  // Sent as text: a body built as nlohmann::json would arrive with alpha before zeta.
+  const std::string schema = R"({"type": "object", "properties": {"zeta": {"type": "string", "maxLength": 6},
+      "alpha": {"type": "integer", "minimum": 0, "maximum": 99}}, "required": ["zeta", "alpha"], "additionalProperties": false})";
+  const std::string messages = R"("messages": [{"role": "user", "content": "Weather?"}], "max_tokens": 150)";
+  const auto keys_of = [](const std::string& text) {
+    std::vector<std::string> keys;
+    const auto object = nlohmann::ordered_json::parse(text);  // alive through the loop
+    for (const auto& [key, value] : object.items()) keys.push_back(key);
+    return keys;
+  };
+  const std::vector<std::string> expected = {"zeta", "alpha"};
+  for (int seed = 1; seed <= 2; ++seed) {
+    const std::string seed_field = R"("seed": )" + std::to_string(seed);
+    auto structured = http_call(s.port, http::verb::post, "/v1/chat/completions",
+                                "{" + messages + ", " + seed_field + R"(, "response_format": {"type": "json_schema",
+                                "json_schema": {"name": "w", "schema": )" + schema + "}}}");
+    REQUIRE(structured.status == 200);
+    CHECK(keys_of(structured.body_json()["choices"][0]["message"]["content"].get<std::string>()) == expected);
+
+    auto forced = http_call(s.port, http::verb::post, "/v1/chat/completions",
+                            "{" + messages + ", " + seed_field + R"(, "tool_choice": "required", "parallel_tool_calls": false,
+                            "tools": [{"type": "function",
+                            "function": {"name": "w", "parameters": )" + schema + "}}]}");
+    REQUIRE(forced.status == 200);
+    const json message = forced.body_json()["choices"][0]["message"];
+    INFO(forced.body);
+    REQUIRE(message.contains("tool_calls"));
+    const json call = message["tool_calls"][0];
+    CHECK(keys_of(call["function"]["arguments"].get<std::string>()) == expected);
+  }
+}

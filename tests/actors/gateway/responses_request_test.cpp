@@ -236,3 +236,18 @@ TEST_CASE("responses store: a conversation outlives the entries it continued", "
   CHECK_FALSE(store.find("r1").has_value());
   CHECK(conversation_items(store.find("r2")->turn) == json::array({"q1", "a1", "q2", "a2"}));
 }
+
+TEST_CASE("responses request: tools and text.format schemas keep the client's key order", "[gateway][responses]") {
+  const std::string schema = R"({"type": "object", "properties": {"zeta": {"type": "string"}, "alpha": {"type": "integer"}}})";
+  const std::string text = R"({"input": "hi", "tools": [{"parameters": )" + schema +
+                           R"(, "name": "w", "type": "function", "description": "d"}],
+                              "text": {"format": {"type": "json_schema", "name": "f", "schema": )" + schema + "}}}";
+  auto r = try_parse_responses(json::parse(text), nullptr, nlohmann::ordered_json::parse(text));
+  REQUIRE(r.has_value());
+  const std::string ordered_schema = R"({"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"integer"}}})";
+  CHECK(r->ordered_chat_body["tools"].dump() ==
+        R"([{"type":"function","function":{"name":"w","description":"d","parameters":)" + ordered_schema + "}}]");
+  CHECK(r->ordered_chat_body["response_format"]["json_schema"]["schema"].dump() == ordered_schema);
+  // The sorted chat body is the same value.
+  CHECK(json(r->ordered_chat_body) == r->chat_body);
+}
