@@ -2,6 +2,7 @@
 /// Errors at the edge: the OpenAI error envelope, built from inflight::error values
 /// (their status, type and code come from the one table in core/base/error.cpp).
 
+#include <concepts>
 #include <expected>
 #include <string>
 
@@ -54,6 +55,12 @@ nlohmann::json error_body(const api_error& e);
 /// Serialises JSON for the wire: invalid UTF-8 inside strings (a token that is half a
 /// character) becomes U+FFFD instead of throwing.
 std::string dump_json(const nlohmann::json& j);
-std::string dump_json(const nlohmann::ordered_json& j);
+/// The same for JSON in the client's key order (a template, so that a braced list
+/// `dump_json({{"k", v}})` is plain json, not ambiguous).
+template <class J>
+  requires std::same_as<J, nlohmann::ordered_json>
+std::string dump_json(const J& j) {
+  return j.dump(-1, ' ', false, J::error_handler_t::replace);
+}
 
 }  // namespace inflight::gateway

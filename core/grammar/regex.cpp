@@ -217,6 +217,9 @@ class regex_parser {
     return *cp;
   }
 
+  // Quantifiers stack (`(a|b)?{2}`). An unbounded repetition of an unbounded repetition,
+  // `a**`, `(a*)*` or `(a+)+`, is one repetition: the same strings, without the nested
+  // ambiguity that makes the parser's work grow with the cube of the text.
   result<gexpr> parse_quantifiers(gexpr atom) {
     for (;;) {
       const char c = s_.peek();
@@ -240,6 +243,15 @@ class regex_parser {
       }
       if (s_.peek() == '+') return fail("possessive quantifiers are not supported");
       s_.consume("?");  // lazy: the same strings match
+      if (!hi && atom.kind == gexpr_kind::repeat && !atom.max_count && (lo >= 1 || atom.min_count <= 1)) {
+        // (x{a,}){b,}: x{a*b,} for b >= 1 (a run of n >= a*b splits into b runs of >= a);
+        // (x{0,}){0,} and (x{1,}){0,}: x{0,}.
+        const std::uint64_t merged = lo == 0 ? 0 : std::uint64_t(atom.min_count) * lo;
+        if (merged <= UINT32_MAX) {
+          atom.min_count = static_cast<std::uint32_t>(merged);
+          continue;
+        }
+      }
       atom = g_repeat(std::move(atom), lo, hi);
     }
   }

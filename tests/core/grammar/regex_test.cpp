@@ -118,3 +118,22 @@ TEST_CASE("choice: exactly one of the strings", "[core][grammar]") {
   CHECK(accepts(*empty_choice, ""));
   CHECK(accepts(*empty_choice, "x"));
 }
+
+TEST_CASE("regex: nested unbounded repetitions collapse into one", "[core][grammar]") {
+  CHECK(regex_accepts("a**b", "aab"));
+  CHECK(regex_accepts("a**b", "b"));
+  CHECK(regex_accepts("a*?b", "aab"));
+  // (x*)* and (x+)+ are x* and x+ (the same strings, without the nested ambiguity).
+  CHECK(regex_accepts("(a*)*", ""));
+  CHECK(regex_accepts("(a*)*", "aaaa"));
+  CHECK_FALSE(regex_accepts("(a+)+", ""));
+  CHECK(regex_accepts("(a+)+b", "aaab"));
+  // (x{2,}){2,} is x{4,}; (x{2,})* keeps its gaps: nothing, or two or more.
+  CHECK_FALSE(regex_accepts("(a{2,}){2,}", "aaa"));
+  CHECK(regex_accepts("(a{2,}){2,}", "aaaaa"));
+  CHECK(regex_accepts("(a{2,})*", ""));
+  CHECK_FALSE(regex_accepts("(a{2,})*", "a"));
+  CHECK(regex_accepts("(a{2,})*", "aaa"));
+  // A long text under a deep nesting stays cheap to match.
+  CHECK(regex_accepts("((((a*)*)*)*)*b", std::string(300, 'a') + "b"));
+}
