@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "core/model/template/dict_keys.hpp"
 #include "core/model/template/renderer.hpp"
 #include "core/model/template/text.hpp"
 #include "core/model/template/value_json.hpp"
@@ -14,6 +15,21 @@ namespace inflight::jinja {
 
 std::unexpected<error> filter_error(std::string_view filter, std::string_view what) {
   return std::unexpected(error{errc::invalid_argument, std::string(filter) + ": " + std::string(what)});
+}
+
+result<std::vector<value>> sequence_of(const value& v, std::string_view filter) {
+  if (v.is_list()) return v.as_list();
+  std::vector<value> out;
+  if (v.is_undefined()) return out;
+  if (v.is_dict()) {
+    for (const auto& [k, unused] : v.as_dict()->items) out.push_back(decode_dict_key(k));
+    return out;
+  }
+  if (v.is_string()) {
+    for (std::string& c : split_characters(v.as_string())) out.emplace_back(std::move(c));
+    return out;
+  }
+  return filter_error(filter, "cannot iterate over a " + std::string(v.type_name()));
 }
 
 result<value> sorted_by_key(std::vector<std::pair<value, value>> keyed, bool is_reverse, std::string_view filter,

@@ -13,6 +13,10 @@ using filter_fn = result<value> (*)(renderer& r, const value& subject, const cal
 
 std::unexpected<error> filter_error(std::string_view filter, std::string_view what);
 
+/// What a filter iterates: a list's items, a dict's keys, a string's characters (none for
+/// an undefined value); anything else is `filter`'s error.
+result<std::vector<value>> sequence_of(const value& v, std::string_view filter);
+
 /// The items of (sort key, item) pairs in key order, stable (Python's sorted), reversed
 /// when asked; keys that do not compare with each other are `filter`'s error naming `what`.
 result<value> sorted_by_key(std::vector<std::pair<value, value>> keyed, bool is_reverse, std::string_view filter,

@@ -15,21 +15,6 @@ bool flag(const call_args& args, std::size_t i, std::string_view name) {
   return v && v->truthy();
 }
 
-/// What min / max / sum iterate: a list's items, a dict's keys, a string's characters.
-result<std::vector<value>> items_of(const value& v, std::string_view filter) {
-  if (v.is_list()) return v.as_list();
-  std::vector<value> out;
-  if (v.is_dict()) {
-    for (const auto& [k, unused] : v.as_dict()->items) out.push_back(decode_dict_key(k));
-    return out;
-  }
-  if (v.is_string()) {
-    for (std::string& c : split_characters(v.as_string())) out.emplace_back(std::move(c));
-    return out;
-  }
-  if (v.is_undefined()) return out;
-  return filter_error(filter, "'" + std::string(v.type_name()) + "' object is not iterable");
-}
 
 /// Jinja's ignore_case: strings compared in lower case unless case_sensitive.
 value comparable(const value& v, bool case_sensitive) {
@@ -39,7 +24,7 @@ value comparable(const value& v, bool case_sensitive) {
 /// min / max: the first extreme item by Python's <, compared by `attribute` when given.
 result<value> extreme(const value& v, const call_args& args, bool want_max) {
   const std::string_view name = want_max ? "max" : "min";
-  auto items = items_of(v, name);
+  auto items = sequence_of(v, name);
   if (!items) return std::unexpected(items.error());
   if (items->empty()) return value();  // jinja2: undefined ("No aggregated item, sequence was empty.")
   const bool case_sensitive = flag(args, 0, "case_sensitive");
@@ -83,7 +68,7 @@ result<value> min_filter(renderer&, const value& v, const call_args& args) { ret
 result<value> max_filter(renderer&, const value& v, const call_args& args) { return extreme(v, args, true); }
 
 result<value> sum_filter(renderer& r, const value& v, const call_args& args) {
-  auto items = items_of(v, "sum");
+  auto items = sequence_of(v, "sum");
   if (!items) return std::unexpected(items.error());
   const value* attribute = args.get(0, "attribute");
   const value* start = args.get(1, "start");

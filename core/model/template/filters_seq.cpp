@@ -11,21 +11,6 @@
 namespace inflight::jinja {
 namespace {
 
-/// What a filter iterates: a list's items, a dict's keys, a string's characters.
-result<std::vector<value>> sequence_of(const value& v, std::string_view filter) {
-  if (v.is_list()) return v.as_list();
-  std::vector<value> out;
-  if (v.is_undefined()) return out;
-  if (v.is_dict()) {
-    for (const auto& [k, unused] : v.as_dict()->items) out.push_back(decode_dict_key(k));
-    return out;
-  }
-  if (v.is_string()) {
-    for (std::string& c : split_characters(v.as_string())) out.emplace_back(std::move(c));
-    return out;
-  }
-  return filter_error(filter, "cannot iterate over a " + std::string(v.type_name()));
-}
 
 /// `attribute="a.b.0"`: dotted dict keys and list indices.
 value get_path(const value& v, const std::string& path) {
