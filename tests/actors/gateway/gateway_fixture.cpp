@@ -4,13 +4,14 @@
 namespace inflight::test {
 
 http_answer http_call(int port, http::verb method, const std::string& target, const std::string& body,
-                      const std::string& content_type) {
+                      const std::string& content_type, const header_list& headers) {
   net::io_context ioc;
   beast::tcp_stream stream(ioc);
   stream.connect(net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
   http::request<http::string_body> req{method, target, 11};
   req.set(http::field::host, "127.0.0.1");
   if (!body.empty()) req.set(http::field::content_type, content_type);
+  for (const auto& [name, value] : headers) req.set(name, value);
   req.body() = body;
   req.prepare_payload();
   http::write(stream, req);

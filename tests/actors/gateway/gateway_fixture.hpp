@@ -9,6 +9,8 @@
 #include <optional>
 #include <thread>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -59,9 +61,12 @@ struct http_answer {
   json body_json() const { return json::parse(body); }
 };
 
-/// One request on a fresh connection; the whole (de-chunked) response body.
+using header_list = std::vector<std::pair<std::string, std::string>>;
+
+/// One request on a fresh connection, with `headers` beside Host and Content-Type; the
+/// whole (de-chunked) response body.
 http_answer http_call(int port, http::verb method, const std::string& target, const std::string& body = {},
-                      const std::string& content_type = "application/json");
+                      const std::string& content_type = "application/json", const header_list& headers = {});
 http_answer post_json(int port, const std::string& target, const json& body);
 http_answer get(int port, const std::string& target);
 

@@ -10,27 +10,9 @@ using namespace inflight::test;
 
 namespace {
 
-using headers_t = std::vector<std::pair<std::string, std::string>>;
-
-http_answer post_with(int port, const std::string& target, const headers_t& headers, const std::string& body) {
-  net::io_context ioc;
-  beast::tcp_stream stream(ioc);
-  stream.connect(net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
-  http::request<http::string_body> req{http::verb::post, target, 11};
-  req.set(http::field::host, "127.0.0.1");
-  req.set(http::field::content_type, "application/json");
-  for (const auto& [name, value] : headers) req.set(name, value);
-  req.body() = body;
-  req.prepare_payload();
-  http::write(stream, req);
-  beast::flat_buffer buf;
-  http::response_parser<http::string_body> parser;
-  http::read(stream, buf, parser);
-  http_answer out;
-  out.status = static_cast<int>(parser.get().result_int());
-  out.content_type = std::string(parser.get()[http::field::content_type]);
-  out.body = parser.get().body();
-  return out;
+/// A POST with extra headers (API keys, anthropic-version).
+http_answer post_with(int port, const std::string& target, const header_list& headers, const std::string& body) {
+  return http_call(port, http::verb::post, target, body, "application/json", headers);
 }
 
 const json user_turn = json::array({{{"role", "user"}, {"content", "Once upon a time"}}});
