@@ -1,0 +1,56 @@
+#pragma once
+/// The `suffix` drafter: prompt lookup in the sequence itself first, then in the recent
+/// finished sequences of the server (after SuffixDecoding, arXiv 2411.04975, with an
+/// n-gram index where the paper keeps a suffix tree). Agent loops call the same tools
+/// with the same arguments, and a rewrite repeats what an earlier answer wrote: when the
+/// sequence's own history has no match, the tokens that followed its last max_n tokens
+/// in the latest finished sequence holding them are the draft.
+///
+/// The corpus is bounded: the last `max_sequences` finished sequences, at most
+/// `max_tokens` tokens in all (the oldest leave first); each sequence's n-grams of
+/// max_n tokens are indexed by hash, the latest occurrence first.
+
+#include <cstddef>
+#include <deque>
+#include <unordered_map>
+#include <vector>
+
+#include "core/engine/spec/drafter.hpp"
+
+namespace inflight {
+
+struct suffix_settings {
+  ngram_settings ngram;                 ///< the lookup lengths (in the sequence and the corpus)
+  std::size_t max_sequences = 256;      ///< finished sequences kept
+  std::size_t max_tokens = 1u << 20;    ///< their tokens in all
+};
+
+class suffix_drafter final : public drafter {
+ public:
+  explicit suffix_drafter(suffix_settings s = {});
+  std::vector<token_id> propose(std::span<const token_id> tokens, int k) override;
+  void on_finished(std::span<const token_id> tokens) override;
+
+  std::size_t num_sequences() const { return corpus_.size(); }
+  std::size_t num_tokens() const { return num_tokens_; }
+
+ private:
+  struct entry {
+    std::uint64_t serial;       ///< which sequence (its number in arrival order)
+    std::vector<token_id> tokens;
+  };
+  struct place {
+    std::uint64_t serial;
+    std::size_t position;       ///< where the n-gram starts
+  };
+  const entry* find(std::uint64_t serial) const;
+  void drop_oldest();
+
+  suffix_settings settings_;
+  std::deque<entry> corpus_;                                  ///< oldest first
+  std::unordered_map<std::uint64_t, std::vector<place>> index_;  ///< n-gram hash -> places, oldest first
+  std::uint64_t next_serial_ = 0;
+  std::size_t num_tokens_ = 0;
+};
+
+}  // namespace inflight
