@@ -16,11 +16,9 @@ namespace {
 /// Template variables chat_template_kwargs may not set: the request gives them.
 constexpr std::array<std::string_view, 3> reserved_variables = {"messages", "tools", "documents"};
 
-/// `key` of the ordered body, else of the sorted one, as ordered_json.
+/// `key` of the body (present) in the client's key order where the ordered body has it.
 ojson ordered_field(const json& body, const ojson& ordered, const char* key) {
-  if (ordered.is_object())
-    if (auto it = ordered.find(key); it != ordered.end()) return *it;
-  return ojson::parse(body.at(key).dump());
+  return with_order(body.at(key), ordered_child(ordered, key));
 }
 
 opt_error read_template_kwargs(const json& body, const ojson& ordered, chat_input& input) {
@@ -84,7 +82,7 @@ api_result<chat_prompt_request> try_parse_chat_prompt(const json& body, const oj
   if (!request_template) return std::unexpected(request_template.error());
   r.request_template = std::move(*request_template);
   r.input.messages = template_messages(ordered_field(body, ordered, "messages"));
-  if (!tools.functions.empty()) r.input.tools = ordered_field(body, ordered, "tools");
+  if (!tools.functions.empty()) r.input.tools = tools.definitions;  // in the client's order (try_parse_tools)
   return r;
 }
 

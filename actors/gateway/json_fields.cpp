@@ -99,11 +99,7 @@ std::span<const char* const> chat_extension_fields() {
 const json* field(const json& body, const char* key) { return field_of(body, key); }
 const ojson* field(const ojson& body, const char* key) { return field_of(body, key); }
 opt_error read_float(const json& body, const char* key, float& out) { return read_float_of(body, key, out); }
-opt_error read_float(const ojson& body, const char* key, float& out) { return read_float_of(body, key, out); }
 opt_error read_integer(const json& body, const char* key, long long lo, long long hi, long long& out) {
-  return read_integer_of(body, key, lo, hi, out);
-}
-opt_error read_integer(const ojson& body, const char* key, long long lo, long long hi, long long& out) {
   return read_integer_of(body, key, lo, hi, out);
 }
 opt_error read_int(const json& body, const char* key, long long lo, long long hi, int& out) {
@@ -115,7 +111,6 @@ opt_error read_int(const ojson& body, const char* key, long long lo, long long h
 opt_error read_bool(const json& body, const char* key, bool& out) { return read_bool_of(body, key, out); }
 opt_error read_bool(const ojson& body, const char* key, bool& out) { return read_bool_of(body, key, out); }
 opt_error read_string(const json& body, const char* key, std::string& out) { return read_string_of(body, key, out); }
-opt_error read_string(const ojson& body, const char* key, std::string& out) { return read_string_of(body, key, out); }
 
 const ojson& ordered_child(const ojson& ordered, const char* key) {
   if (!ordered.is_object()) return null_ordered;

@@ -26,13 +26,10 @@ opt_error read_int(const nlohmann::json& body, const char* key, long long lo, lo
 opt_error read_bool(const nlohmann::json& body, const char* key, bool& out);
 opt_error read_string(const nlohmann::json& body, const char* key, std::string& out);
 
-// The same reads of a body parsed in the client's key order (the translated APIs).
+// The reads the translated APIs make of a body parsed in the client's key order.
 const nlohmann::ordered_json* field(const nlohmann::ordered_json& body, const char* key);
-opt_error read_float(const nlohmann::ordered_json& body, const char* key, float& out);
-opt_error read_integer(const nlohmann::ordered_json& body, const char* key, long long lo, long long hi, long long& out);
 opt_error read_int(const nlohmann::ordered_json& body, const char* key, long long lo, long long hi, int& out);
 opt_error read_bool(const nlohmann::ordered_json& body, const char* key, bool& out);
-opt_error read_string(const nlohmann::ordered_json& body, const char* key, std::string& out);
 
 /// Key order. A body is parsed twice: sorted (`json`, which the checks read) and as the
 /// client sent it (`ordered_json`, parse_ordered_body), whose order reaches what a model
