@@ -74,8 +74,8 @@ result<step_result> cpu_backend::execute(const step_plan& plan) {
   if (!logits) return std::unexpected(logits.error());
   step_result out;
   out.step_id = plan.step_id;
-  out.tokens = sample_rows(plan, [&](const seq_step& s, std::size_t row) {
-    return sample(logits->subspan(row * shape_.vocab_size, shape_.vocab_size), s);
+  out.tokens = sample_rows(plan, [&](const seq_step& s, std::size_t logit_row, int row) {
+    return sample(logits->subspan(logit_row * shape_.vocab_size, shape_.vocab_size), s, row);
   });
   out.rows = split_row_logits(plan, batch_, row_logits_);
   out.hidden = split_hidden(plan, hidden_, shape_.dim);

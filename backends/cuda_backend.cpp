@@ -133,7 +133,7 @@ result<step_result> cuda_backend::execute(const step_plan& plan) {
         masked_words_.insert(masked_words_.end(), s.allowed_tokens.begin(), s.allowed_tokens.begin() + std::ptrdiff_t(n));
         masked_words_.resize(masked_words_.size() + (words - n), 0);  // tokens past the grammar's: not allowed
       }
-      ++k;
+      k += s.num_sample_rows();  // a drafted step (never masked_greedy) samples several rows
     }
   }
   masked_tokens_.assign(masked_rows_.size(), 0);
@@ -154,7 +154,7 @@ result<step_result> cuda_backend::execute(const step_plan& plan) {
   step_result out;
   out.step_id = plan.step_id;
   std::size_t masked = 0;  // masked_greedy rows in plan order
-  out.tokens = sample_rows(plan, [&](const seq_step& s, std::size_t row) {
+  out.tokens = sample_rows(plan, [&](const seq_step& s, std::size_t row, int draft_row) {
     sampled_token token;
     switch (path_of(s)) {
       case row_path::greedy:
@@ -167,7 +167,7 @@ result<step_result> cuda_backend::execute(const step_plan& plan) {
         ++masked;
         break;
       case row_path::host:
-        token = sample(std::span<const float>(logits_.data() + row * vocab, vocab), s);
+        token = sample(std::span<const float>(logits_.data() + row * vocab, vocab), s, draft_row);
         break;
     }
     return token;

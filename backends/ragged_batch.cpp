@@ -57,7 +57,12 @@ result<void> ragged_batch::try_add(const seq_step& s, std::size_t index, const r
     return make_error(errc::invalid_argument, "step plan: sequence " + std::to_string(s.id) + " asks for " +
                                                   std::to_string(s.num_tail_logits) + " tail logits");
   }
-  if (s.do_sample) logit_indices_.push_back(std::int32_t(token_ids_.size()) - 1);
+  if (s.num_draft < 0 || s.num_draft >= int(s.tokens.size()) || (s.num_draft > 0 && !s.do_sample)) {
+    return make_error(errc::invalid_argument, "step plan: sequence " + std::to_string(s.id) + " has " +
+                                                  std::to_string(s.num_draft) + " drafted tokens of " +
+                                                  std::to_string(s.tokens.size()));
+  }
+  for (int j = s.num_sample_rows(); j > 0; --j) logit_indices_.push_back(std::int32_t(token_ids_.size()) - j);
   for (int j = s.num_tail_logits; j > 0; --j) logit_indices_.push_back(std::int32_t(token_ids_.size()) - j);
   if (s.hidden != hidden_output::none) {
     const auto end = std::int32_t(token_ids_.size()), size = std::int32_t(s.tokens.size());

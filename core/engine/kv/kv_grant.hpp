@@ -33,6 +33,9 @@ struct kv_ask {
   /// A waiting sequence: it gets a new table and never preempts anyone. A running
   /// one grows its table and may preempt victims to do so.
   bool is_admission = false;
+  /// Of num_tokens, the last ones that are a speculative draft (a running sequence):
+  /// granted only as far as free blocks go, never preempting anyone for them.
+  int num_draft_tokens = 0;
 };
 
 /// Hashes of the full blocks a sequence gained since the last request (all of its
@@ -60,11 +63,13 @@ struct kv_request {
 /// The answer to one ask.
 struct kv_granted {
   seq_id id = 0;
-  int num_tokens = 0;           ///< granted (<= asked; 0 = nothing this step)
+  int num_tokens = 0;           ///< granted (<= asked; 0 = nothing this step; drafts are the last ones)
   /// Where the step starts for this sequence: an admission starts after its cached
   /// prefix (whole blocks, never its last token).
   int num_computed_tokens = 0;
-  std::vector<block_id> block_table;  ///< the whole table, covering num_computed + num_tokens
+  /// The whole table, covering num_computed + num_tokens: no more, so the blocks a
+  /// refuted draft wrote into past them go back to the pool.
+  std::vector<block_id> block_table;
 };
 
 /// How many leading tokens of a waiting sequence are cached (whole blocks).

@@ -58,6 +58,9 @@ result<void> kv_manager::check_request(const kv_request& request) const {
     const bool holds = has_table(ask.id) && !released.contains(ask.id);
     if (ask.is_admission && holds)
       return make_error(errc::invalid_argument, who + " is admitted but already holds blocks");
+    if (ask.num_draft_tokens < 0 || ask.num_draft_tokens >= ask.num_tokens || (ask.is_admission && ask.num_draft_tokens > 0))
+      return make_error(errc::invalid_argument, who + " asks " + std::to_string(ask.num_draft_tokens) +
+                                                    " drafted tokens of " + std::to_string(ask.num_tokens));
     if (ask.is_admission && ask.num_total_tokens < 1)
       return make_error(errc::invalid_argument, who + " is admitted with no tokens");
     if (!ask.is_admission && !holds)
@@ -105,25 +108,36 @@ int kv_manager::num_new_blocks(seq_id id, int num_tokens) const {
 }
 
 kv_granted kv_manager::grant_running(const kv_ask& ask, grant_state& g) {
-  cache_computed_blocks(seqs_.at(ask.id), ask.num_computed_tokens);
-  const int end = ask.num_computed_tokens + ask.num_tokens;
+  seq_blocks& s = seqs_.at(ask.id);
+  cache_computed_blocks(s, ask.num_computed_tokens);
+  // Blocks past what it asks for held a refuted draft: they go back first.
+  trim_table(s, ask.num_computed_tokens + ask.num_tokens);
+  const int end = ask.num_computed_tokens + ask.num_tokens - ask.num_draft_tokens;
   while (num_new_blocks(ask.id, end) > pool_.num_free_blocks() && try_preempt_victim(ask.id, g)) {
   }
-  int n = ask.num_tokens;
-  if (num_new_blocks(ask.id, end) > pool_.num_free_blocks()) {
-    const int num_held = static_cast<int>(block_table(ask.id).size());
-    n = (num_held + pool_.num_free_blocks()) * pool_.block_size() - ask.num_computed_tokens;
-    if (n <= 0) {
-      // Nobody left to make room for it: it recomputes later, as the latest victim.
-      release({ask.id, ask.num_computed_tokens, false});
-      g.preempted.insert(ask.id);
-      g.out.preempted.push_back(ask.id);
-      return kv_granted{ask.id, 0, 0, {}};
-    }
+  const int room = (static_cast<int>(s.table.size()) + pool_.num_free_blocks()) * pool_.block_size() -
+                   ask.num_computed_tokens;
+  // The draft takes what room is left: never a preemption.
+  int n = std::min(ask.num_tokens, room);
+  if (n <= 0) {
+    // Nobody left to make room for it: it recomputes later, as the latest victim.
+    release({ask.id, ask.num_computed_tokens, false});
+    g.preempted.insert(ask.id);
+    g.out.preempted.push_back(ask.id);
+    return kv_granted{ask.id, 0, 0, {}};
   }
-  // Cannot fail: the loop above made sure the blocks are free.
-  (void)pool_.try_allocate(num_new_blocks(ask.id, ask.num_computed_tokens + n), seqs_.at(ask.id).table);
+  // Cannot fail: `room` counts free blocks only.
+  (void)pool_.try_allocate(num_new_blocks(ask.id, ask.num_computed_tokens + n), s.table);
   return answer(ask.id, ask.num_computed_tokens, n);
+}
+
+void kv_manager::trim_table(seq_blocks& s, int num_tokens) {
+  const auto keep = static_cast<std::size_t>(pool_.num_blocks_for_tokens(num_tokens));
+  while (s.table.size() > keep) {
+    pool_.release(s.table.back());
+    s.table.pop_back();
+  }
+  s.num_cached = std::min(s.num_cached, static_cast<int>(s.table.size()));
 }
 
 kv_granted kv_manager::grant_admission(const kv_ask& ask) {

@@ -71,6 +71,8 @@ class kv_manager {
   kv_granted grant_admission(const kv_ask& ask);
   bool try_preempt_victim(seq_id requester, grant_state& g);
   int num_new_blocks(seq_id id, int num_tokens) const;
+  /// Gives back the table's blocks past the first num_tokens (never computed ones).
+  void trim_table(seq_blocks& s, int num_tokens);
   void cache_computed_blocks(seq_blocks& s, int num_computed_tokens);
   std::vector<block_id> find_cached_prefix(const seq_blocks& s, int max_blocks) const;
   void release(const kv_release& r);

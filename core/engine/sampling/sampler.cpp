@@ -235,9 +235,24 @@ sampled_token sample(std::span<const float> logits, const sampling_params& param
   return out;
 }
 
-sampled_token sample(std::span<const float> logits, const seq_step& step) {
-  return sample(logits, step.params, step.history, step.num_prompt_tokens, step.seed, step.sample_index,
-                step.allowed_tokens);
+sampled_token sample(std::span<const float> logits, const seq_step& step, int row) {
+  if (row == 0)
+    return sample(logits, step.params, step.history, step.num_prompt_tokens, step.seed, step.sample_index,
+                  step.allowed_tokens);
+  // Row i follows the draft's first i tokens, as if they had been sampled already.
+  std::span<const token_id> history = step.history;
+  thread_local std::vector<token_id> extended;
+  if (!step.history.empty()) {
+    extended.assign(step.history.begin(), step.history.end());
+    for (int i = 0; i < row; ++i) extended.push_back(step.draft_token(i));
+    history = extended;
+  }
+  std::span<const std::uint64_t> mask;
+  const std::size_t words = step.allowed_tokens.size();
+  if (words > 0 && step.draft_allowed_tokens.size() >= words * std::size_t(row))
+    mask = std::span(step.draft_allowed_tokens).subspan(words * std::size_t(row - 1), words);
+  return sample(logits, step.params, history, step.num_prompt_tokens, step.seed,
+                step.sample_index + std::uint64_t(row), mask);
 }
 
 bool is_raw_greedy(const seq_step& step) {
@@ -248,7 +263,7 @@ bool is_raw_greedy(const seq_step& step) {
 bool is_masked_greedy(const seq_step& step) {
   const sampling_params& p = step.params;
   return p.temperature < min_temperature && !step.allowed_tokens.empty() && !p.has_penalties() &&
-         p.logit_bias.empty() && p.logprobs == 0;
+         p.logit_bias.empty() && p.logprobs == 0 && step.num_draft == 0;
 }
 
 }  // namespace inflight

@@ -42,20 +42,38 @@ sampled_token sample(std::span<const float> logits, const sampling_params& param
                      std::uint64_t sample_index, std::span<const std::uint64_t> allowed_tokens = {});
 
 /// sample() with everything a seq_step carries: what the backends call per sampled row.
-sampled_token sample(std::span<const float> logits, const seq_step& step);
+/// `row` numbers the step's sample rows (0 .. num_draft): row i samples after the draft's
+/// first i tokens (its history, its RNG index and its grammar mask follow them).
+sampled_token sample(std::span<const float> logits, const seq_step& step, int row = 0);
 
 /// The one loop over a step's sampled rows, which every backend samples through: for
-/// each seq_step that samples, in plan order, `pick(step, row)`, where row is its index
-/// among them (its row of the step's logits). The tokens come back with their ids set.
+/// each seq_step that samples, in plan order, `pick(step, logit_row, row)`, where
+/// logit_row is the row's index among the step's logits and row its index in the
+/// sequence (0 .. num_draft). The tokens come back with their ids set.
+///
+/// Speculative decoding is checked here, the same way on every backend: a drafted token
+/// is kept when the token its row samples equals it, and the first token that differs
+/// ends the sequence's tokens (the rows after it followed a refuted guess). Each row
+/// samples exactly as the step without a draft would have at that position (same
+/// history, same (seed, sample_index) draw, same mask), so the output is the one decoding
+/// without speculation gives, token for token, greedy or seeded. For a drafter whose
+/// proposal is one token (ngram, suffix, a greedy draft model) this is speculative
+/// sampling (Leviathan et al. 2023; Chen et al. 2023): the drafted x is kept with
+/// probability p(x), and a refused draft's token is drawn from p without x.
 template <class Pick>
 std::vector<sampled_token> sample_rows(const step_plan& plan, Pick&& pick) {
   std::vector<sampled_token> out;
-  std::size_t row = 0;
+  std::size_t logit_row = 0;
   for (const auto& s : plan.seqs) {
-    if (!s.do_sample) continue;
-    sampled_token token = pick(s, row++);
-    token.id = s.id;
-    out.push_back(std::move(token));
+    const int num_rows = s.num_sample_rows();
+    for (int i = 0; i < num_rows; ++i) {
+      sampled_token token = pick(s, logit_row + std::size_t(i), i);
+      token.id = s.id;
+      const bool is_kept = i < s.num_draft && token.token == s.draft_token(i);
+      out.push_back(std::move(token));
+      if (!is_kept) break;
+    }
+    logit_row += std::size_t(num_rows);
   }
   return out;
 }

@@ -30,6 +30,13 @@ hidden_output hidden_of(pooling_kind pooling, int start_position, bool is_last) 
   return hidden_output::none;
 }
 
+/// How many tokens of `result`, from `from` on, are sequence `id`'s (they come together).
+std::size_t num_tokens_of(const step_result& result, std::size_t from, seq_id id) {
+  std::size_t n = 0;
+  while (from + n < result.tokens.size() && result.tokens[from + n].id == id) ++n;
+  return n;
+}
+
 template <class Queue>
 void erase_id(Queue& queue, seq_id id) {
   auto it = std::find(queue.begin(), queue.end(), id);
@@ -93,6 +100,8 @@ result<void> scheduler::submit(seq_request request) {
   seq.pooling = request.pooling;
   seq.seed = request.seed.value_or(mix_seed(config_.seed, seq.id));
   seq.cache_salt = std::move(request.cache_salt);
+  if (auto ok = resolve_speculation(seq, request.speculation); !ok)
+    return make_error(errc::invalid_argument, who + ": " + ok.error().message);
   if (seq.params.grammar && !seq.is_prefill_only()) seq.matcher.emplace(seq.params.grammar);
   if (seq.params.reasoning && !seq.is_prefill_only())
     seq.reasoning = seq.params.reasoning->is_open ? reasoning_progress::thinking : reasoning_progress::awaiting;
@@ -122,6 +131,9 @@ seq_event scheduler::finish_sequence(sequence& seq, finish_reason reason, std::o
   event.num_cached_tokens = seq.num_cached_tokens;
   seq.times.finished = now();
   event.times = seq.times;
+  event.num_draft_tokens = seq.spec.num_drafted;
+  event.num_accepted_tokens = seq.spec.num_accepted;
+  learn_finished(seq, reason);
   const seq_id id = seq.id;  // `seq` dangles after the erase below
   queue_release(seq, /*is_finished=*/true);
   erase_id(running_, id);
@@ -174,6 +186,7 @@ result<kv_request> scheduler::schedule() {
   kv_request request;
   if (has_work()) {
     validation v = decide_and_validate(next_step_id_);
+    add_drafts(v);
     request.asks = std::move(v.asks);
     request.victims = victim_order();
     request.fallback = fallback_ask();
@@ -223,8 +236,9 @@ result<step_plan> scheduler::on_grant(kv_grant grant) {
     plan.seqs.push_back(make_seq_step(seq, g.num_tokens, std::move(g.block_table)));
     const auto& step = plan.seqs.back();
     const bool is_prefill_end = seq.is_prefill_only() && step.start_position + g.num_tokens == seq.num_tokens();
-    pending.entries.push_back({g.id, g.num_tokens, step.do_sample, !step.logit_rows.empty(),
-                               step.hidden != hidden_output::none, is_prefill_end});
+    pending.entries.push_back({g.id, int(step.tokens.size()), step.do_sample, !step.logit_rows.empty(),
+                               step.hidden != hidden_output::none, is_prefill_end,
+                               {step.tokens.end() - step.num_draft, step.tokens.end()}});
   }
   take_cached_prefixes(kv_.cached_prefixes);
   if (grant.is_fallback_used)
@@ -260,7 +274,13 @@ seq_step scheduler::make_seq_step(sequence& seq, int num_tokens, std::vector<blo
   step.id = seq.id;
   step.start_position = seq.num_computed_tokens;
   step.tokens.reserve(static_cast<std::size_t>(num_tokens));
-  for (int i = 0; i < num_tokens; ++i) step.tokens.push_back(seq.token_at(step.start_position + i));
+  // Past the known tokens: the draft it asked for, as far as the grant went.
+  const int num_known = std::min(num_tokens, seq.num_tokens() - step.start_position);
+  for (int i = 0; i < num_known; ++i) step.tokens.push_back(seq.token_at(step.start_position + i));
+  step.num_draft = std::min(num_tokens - num_known, static_cast<int>(seq.spec.draft.size()));
+  step.tokens.insert(step.tokens.end(), seq.spec.draft.begin(), seq.spec.draft.begin() + step.num_draft);
+  seq.spec.draft.clear();
+  num_tokens = num_known;
   step.block_table = std::move(block_table);
   // Sample only when the chunk reaches the end of the known tokens: a recompute of
   // already generated tokens never samples them again. A prefill-only sequence asks
@@ -275,6 +295,7 @@ seq_step scheduler::make_seq_step(sequence& seq, int num_tokens, std::vector<blo
   step.num_prompt_tokens = seq.num_prompt_tokens();
   if (step.do_sample && seq.params.has_penalties()) step.history = seq.all_tokens();
   if (step.do_sample) fill_token_mask(seq, step);
+  if (step.num_draft > 0) fill_draft_masks(seq, step);
   return step;
 }
 
@@ -316,19 +337,24 @@ result<std::vector<seq_event>> scheduler::apply(const step_result& result) {
   std::vector<seq_event> events;
   std::size_t k = 0, r = 0, h = 0;
   for (const auto& e : pending_->entries) {
-    const sampled_token* token = e.do_sample ? &result.tokens[k++] : nullptr;
+    std::span<const sampled_token> tokens;
+    if (e.do_sample) {
+      const std::size_t n = num_tokens_of(result, k, e.id);  // check_result: 1 to draft.size() + 1
+      tokens = std::span(result.tokens).subspan(k, n);
+      k += n;
+    }
     const seq_row_logits* rows = e.has_rows ? &result.rows[r++] : nullptr;
     const seq_hidden* hidden = e.has_hidden ? &result.hidden[h++] : nullptr;
     auto it = seqs_.find(e.id);
     // Finished (cancelled, stopped) while the step ran: its result is dropped.
     if (it == seqs_.end() || it->second.status != seq_status::running) continue;
-    it->second.num_computed_tokens += e.num_tokens;
     if (hidden != nullptr) pool_hidden(it->second, *hidden);
-    if (token != nullptr) {
-      append_token(it->second, *token, events);
-    } else if (e.is_prefill_end) {  // done: its blocks go back with the next kv request
-      events.push_back(finish_prefill_only(it->second, rows));
+    if (e.do_sample) {
+      take_tokens(it->second, e, tokens, events);  // advances num_computed_tokens past what is kept
+      continue;
     }
+    it->second.num_computed_tokens += e.num_tokens;
+    if (e.is_prefill_end) events.push_back(finish_prefill_only(it->second, rows));  // blocks go back next request
   }
   pending_.reset();
   phase_ = step_phase::idle;
@@ -361,8 +387,18 @@ result<void> scheduler::check_result(const step_result& result) const {
       return make_error(errc::invalid_argument, "step result " + std::to_string(result.step_id) + " lacks the " +
                                                     what + " of sequence " + std::to_string(e.id));
     };
-    if (e.do_sample && (num_samples >= result.tokens.size() || result.tokens[num_samples++].id != e.id)) {
-      return lacks("sampled token");
+    if (e.do_sample) {
+      // One token, or a draft's first tokens (those the backend kept) and one more.
+      const std::size_t n = num_tokens_of(result, num_samples, e.id);
+      if (n == 0) return lacks("sampled token");
+      bool is_draft = n <= e.draft.size() + 1;
+      for (std::size_t j = 0; is_draft && j + 1 < n; ++j) is_draft = result.tokens[num_samples + j].token == e.draft[j];
+      if (!is_draft)
+        return make_error(errc::invalid_argument, "step result " + std::to_string(result.step_id) + " has " +
+                                                      std::to_string(n) + " tokens of sequence " + std::to_string(e.id) +
+                                                      " that do not follow its draft of " +
+                                                      std::to_string(e.draft.size()));
+      num_samples += n;
     }
     if (e.has_rows && (num_rows >= result.rows.size() || result.rows[num_rows++].id != e.id)) {
       return lacks("score rows");

@@ -25,7 +25,9 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -37,6 +39,7 @@
 #include "core/engine/sched/policy.hpp"
 #include "core/engine/sched/scheduler_config.hpp"
 #include "core/engine/sched/sequence.hpp"
+#include "core/engine/spec/drafter.hpp"
 #include "core/engine/step/step_plan.hpp"
 
 namespace inflight {
@@ -54,6 +57,9 @@ struct seq_event {
   std::optional<error> cause;   ///< kind::finished: why, for error / aborted (mapped at the edge)
   int num_generated_tokens = 0; ///< after this event
   int num_cached_tokens = 0;    ///< kind::finished: prompt tokens taken from the prefix cache
+  /// kind::finished: speculative decoding's drafted tokens checked, and those kept.
+  int num_draft_tokens = 0;
+  int num_accepted_tokens = 0;
   std::vector<float> row_logits{};  ///< kind::finished of a prefill-only sequence: its score rows' logits
   /// kind::finished of an embedding sequence: its pooled final hidden state (not
   /// normalised; mean pooling already divided by the prompt length).
@@ -79,6 +85,11 @@ struct scheduler_counters {
   std::uint64_t num_constrained_steps = 0;
   /// Requests the policy shed (finished unserved: they could not meet their targets).
   std::uint64_t num_shed = 0;
+  /// Speculative decoding: drafted tokens checked, those kept, and the sequence-steps
+  /// that checked a draft (vLLM's spec_decode_num_draft_tokens / _accepted_tokens / _drafts).
+  std::uint64_t num_draft_tokens = 0;
+  std::uint64_t num_accepted_tokens = 0;
+  std::uint64_t num_drafts = 0;
 };
 
 class scheduler {
@@ -147,6 +158,11 @@ class scheduler {
   /// Called with the seconds each grammar mask took to fill (one per constrained
   /// sequence-step, while the plan is built): the metrics' histogram.
   void set_mask_observer(std::function<void(double)> observer) { mask_observer_ = std::move(observer); }
+  /// Makes a drafter known by `name` (replacing one of that name) for the requests
+  /// (and the deployment) that choose it: the built-in ones are made on first use.
+  void add_drafter(std::string name, std::unique_ptr<drafter> d) { drafters_[std::move(name)] = std::move(d); }
+  /// Called with (drafted, kept) for every checked draft: the acceptance histogram.
+  void set_draft_observer(std::function<void(int, int)> observer) { draft_observer_ = std::move(observer); }
 
  private:
   enum class step_phase { idle, awaiting_grant, awaiting_result };
@@ -157,6 +173,7 @@ class scheduler {
     bool has_rows = false;  ///< the step returns its score rows (its prompt ends here)
     bool has_hidden = false;  ///< the step returns a hidden output (embeddings)
     bool is_prefill_end = false;  ///< a prefill-only sequence whose prompt ends in this step
+    std::vector<token_id> draft;  ///< the drafted tokens it checks (the last of its num_tokens)
   };
   struct pending_step {
     std::uint64_t step_id = 0;
@@ -186,6 +203,16 @@ class scheduler {
   kv_ask make_ask(const sequence& seq, int num_tokens) const;
   void reject(std::string reason);
   void preempt(sequence& seq);
+
+  // scheduler_spec.cpp: speculative decoding
+  result<void> resolve_speculation(sequence& seq, const speculation_choice& choice);
+  void add_drafts(validation& v);
+  int fit_draft(const sequence& seq, int max_draft, int num_rows) const;
+  bool can_draft(const sequence& seq) const;
+  void fill_draft_masks(sequence& seq, seq_step& step);
+  void take_tokens(sequence& seq, const pending_entry& e, std::span<const sampled_token> tokens,
+                   std::vector<seq_event>& events);
+  void learn_finished(const sequence& seq, finish_reason reason);
 
   // scheduler.cpp: plan, apply, finish
   seq_step make_seq_step(sequence& seq, int num_tokens, std::vector<block_id> block_table);
@@ -223,6 +250,9 @@ class scheduler {
   std::string last_rejection_;
   std::function<void(const std::string&)> rejection_logger_;
   std::function<void(double)> mask_observer_;
+  std::function<void(int, int)> draft_observer_;
+  /// Speculative decoding's drafters by name, made when a sequence first asks for one.
+  std::unordered_map<std::string, std::unique_ptr<drafter>> drafters_;
   // Scratch buffers handed to the policy; reused across steps.
   std::vector<inflight_seq_info> view_running_;
   std::vector<inflight_seq_info> view_waiting_;

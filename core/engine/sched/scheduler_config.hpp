@@ -6,6 +6,7 @@
 
 #include "core/base/types.hpp"
 #include "core/engine/request/slo_targets.hpp"
+#include "core/engine/spec/spec_config.hpp"
 
 namespace inflight {
 
@@ -25,6 +26,8 @@ struct scheduler_config {
   bool enable_prefix_caching = true;
   /// Targets of a request that sets none ([scheduler] ttft_target_ms / tpot_target_ms).
   slo_targets default_targets;
+  /// Speculative decoding ([speculative]): off unless a method is set, or a request asks.
+  speculative_config speculative;
 };
 
 }  // namespace inflight

@@ -253,6 +253,7 @@ void scheduler::preempt(sequence& seq) {
   seq.num_computed_tokens = 0;  // recompute prompt + generated tokens later
   seq.num_blocks_held = 0;
   seq.pooled.clear();           // its hidden states are computed again too
+  seq.spec.draft.clear();
   ++seq.num_preemptions;
   ++counters_.num_preemptions;
 }

@@ -12,6 +12,7 @@
 #include "core/engine/kv/block_hash.hpp"
 #include "core/engine/request/sampling_params.hpp"
 #include "core/engine/request/slo_targets.hpp"
+#include "core/engine/spec/spec_config.hpp"
 #include "core/grammar/matcher.hpp"
 #include "core/model/pooling.hpp"
 
@@ -65,6 +66,9 @@ struct seq_request {
   /// The request's deadline, in seconds after its arrival (server.request_timeout_s):
   /// past it the step loop finishes it aborted with errc::timeout. 0 = none.
   double timeout_s = 0.0;
+  /// Speculative decoding: the drafter and draft length this request wants, where they
+  /// differ from the deployment's ([speculative]); method "off" turns it off.
+  speculation_choice speculation{};
 };
 
 /// Times on the scheduler's clock, in seconds.
@@ -118,6 +122,8 @@ struct sequence {
   /// it), inside it (no grammar; its tokens counted against the budget), or past it.
   reasoning_progress reasoning = reasoning_progress::none;
   int num_reasoning_tokens = 0;
+  /// Speculative decoding: its drafter, draft and acceptance.
+  spec_state spec;
 
   int num_prompt_tokens() const { return static_cast<int>(prompt.size()); }
   int num_generated_tokens() const { return static_cast<int>(generated.size()); }

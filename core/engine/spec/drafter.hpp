@@ -1,7 +1,7 @@
 #pragma once
 /// The drafters of speculative decoding behind one small interface: a drafter proposes up
 /// to k tokens to follow a sequence, and learns from the sequences that finish. The
-/// engine checks each proposal against the target model (draft_verify.hpp), so a drafter
+/// engine checks each proposal against the target model (sample_rows in sampler.hpp), so a drafter
 /// affects speed only, never output.
 ///
 ///   ngram   prompt lookup in the sequence itself (ngram_drafter.hpp)

@@ -46,6 +46,20 @@ struct seq_step {
   /// of word id / 64; ids past the last word are disallowed), filled by the scheduler, which
   /// owns the sequence's grammar state; the executor only applies it. Empty = unconstrained.
   std::vector<std::uint64_t> allowed_tokens{};
+  /// Speculative decoding: the last `num_draft` of `tokens` are a drafter's guesses, not
+  /// the sequence's yet. A sampled step then samples num_draft + 1 rows, row i after
+  /// tokens[0 .. size - num_draft + i), keeps the drafted tokens while each equals what
+  /// its row sampled, and ends with the first token that differs (or the one after the
+  /// whole draft): see sample_rows. 0: an ordinary step.
+  int num_draft = 0;
+  /// The grammar's masks of rows 1..num_draft, each allowed_tokens.size() words, back to
+  /// back (the scheduler's matcher walked the draft); empty without a grammar.
+  std::vector<std::uint64_t> draft_allowed_tokens{};
+
+  /// Drafted token i (0-based).
+  token_id draft_token(int i) const { return tokens[tokens.size() - std::size_t(num_draft) + std::size_t(i)]; }
+  /// Rows of logits the step samples from: num_draft + 1, or 0 without do_sample.
+  int num_sample_rows() const { return do_sample ? num_draft + 1 : 0; }
 };
 
 struct step_plan {
@@ -85,7 +99,9 @@ struct seq_hidden {
 
 struct step_result {
   std::uint64_t step_id = 0;
-  std::vector<sampled_token> tokens;  ///< one per seq_step with do_sample, in plan order
+  /// Per seq_step with do_sample, in plan order: one token, or for a drafted step the
+  /// kept drafted tokens and the one after them (1 to num_draft + 1 tokens).
+  std::vector<sampled_token> tokens;
   std::vector<seq_row_logits> rows{};    ///< one per seq_step with logit_rows, in plan order
   std::vector<seq_hidden> hidden{};      ///< one per seq_step with a hidden output, in plan order
   double backend_seconds = 0.0;       ///< time spent inside the backend

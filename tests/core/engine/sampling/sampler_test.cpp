@@ -334,7 +334,8 @@ TEST_CASE("sample_rows: one token per sampling step, in plan order, each from it
     plan.seqs.push_back(s);
   }
   std::vector<std::size_t> rows;
-  const auto tokens = sample_rows(plan, [&](const seq_step& s, std::size_t row) {
+  const auto tokens = sample_rows(plan, [&](const seq_step& s, std::size_t row, int draft_row) {
+    CHECK(draft_row == 0);
     rows.push_back(row);
     sampled_token t;
     t.token = token_id(100 * s.id + int(row));
@@ -345,6 +346,66 @@ TEST_CASE("sample_rows: one token per sampling step, in plan order, each from it
   CHECK((tokens[0].id == 7 && tokens[0].token == 700));
   CHECK((tokens[1].id == 9 && tokens[1].token == 901));
   CHECK((tokens[2].id == 4 && tokens[2].token == 402));
+}
+
+TEST_CASE("sample_rows: a drafted step keeps its draft while each row samples it, then one token more",
+          "[core][sampling]") {
+  step_plan plan;
+  seq_step a;  // draft 5 6 7 8: rows sample 5 6 9 (refutes 7): tokens 5 6 9
+  a.id = 1;
+  a.do_sample = true;
+  a.tokens = {4, 5, 6, 7, 8};
+  a.num_draft = 4;
+  seq_step b;  // no draft: one row
+  b.id = 2;
+  b.do_sample = true;
+  b.tokens = {3};
+  seq_step c;  // draft 1 2, all kept: tokens 1 2 and the last row's
+  c.id = 3;
+  c.do_sample = true;
+  c.tokens = {0, 1, 2};
+  c.num_draft = 2;
+  plan.seqs = {a, b, c};
+  const std::map<std::size_t, token_id> answers{{0, 5}, {1, 6}, {2, 9}, {3, 8}, {4, 8}, {5, 30}, {6, 1}, {7, 2}, {8, 44}};
+  std::vector<std::pair<std::size_t, int>> asked;
+  const auto tokens = sample_rows(plan, [&](const seq_step&, std::size_t row, int draft_row) {
+    asked.emplace_back(row, draft_row);
+    sampled_token t;
+    t.token = answers.at(row);
+    return t;
+  });
+  // Rows after a refuted draft are never sampled; the next sequence's rows start after
+  // all of the drafted step's (its logits hold num_draft + 1 rows).
+  CHECK(asked == std::vector<std::pair<std::size_t, int>>{{0, 0}, {1, 1}, {2, 2}, {5, 0}, {6, 0}, {7, 1}, {8, 2}});
+  std::vector<std::pair<seq_id, token_id>> got;
+  for (const auto& t : tokens) got.emplace_back(t.id, t.token);
+  CHECK(got == std::vector<std::pair<seq_id, token_id>>{{1, 5}, {1, 6}, {1, 9}, {2, 30}, {3, 1}, {3, 2}, {3, 44}});
+}
+
+TEST_CASE("sample(row, step, i) samples row i as the step without a draft would at that position",
+          "[core][sampling]") {
+  // Seeded top-p sampling with a frequency penalty: row 2 of a drafted step follows the
+  // draft's first two tokens in its history and draws at sample_index + 2.
+  std::vector<float> logits{0.5f, 1.0f, 0.2f, 0.9f, 1.1f, 0.3f};
+  seq_step drafted;
+  drafted.params.temperature = 1.0f;
+  drafted.params.top_p = 0.9f;
+  drafted.params.frequency_penalty = 0.7f;
+  drafted.seed = 77;
+  drafted.sample_index = 5;
+  drafted.num_prompt_tokens = 2;
+  drafted.history = {0, 1, 4};
+  drafted.tokens = {4, 3, 4, 1};
+  drafted.num_draft = 3;
+  drafted.do_sample = true;
+  seq_step plain = drafted;
+  plain.num_draft = 0;
+  plain.history = {0, 1, 4, 3, 4};
+  plain.sample_index = 7;
+  for (std::uint64_t seed = 0; seed < 200; ++seed) {
+    drafted.seed = plain.seed = seed;
+    CHECK(sample(logits, drafted, 2).token == sample(logits, plain).token);
+  }
 }
 
 TEST_CASE("try_validate rejects out-of-range params", "[core][sampling]") {

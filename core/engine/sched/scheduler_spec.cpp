@@ -1,0 +1,185 @@
+// Speculative decoding in the scheduler: which running decodes get a draft this step
+// (the budget rule), the grammar's masks along a draft, and taking a checked draft's
+// tokens. The backends check drafts (sample_rows in core/engine/sampling/sampler.hpp);
+// the KV manager grants drafted tokens from free blocks only and takes back the blocks
+// of refuted ones at the next grant (kv_ask::num_draft_tokens).
+
+#include <algorithm>
+
+#include "core/engine/sched/scheduler.hpp"
+
+namespace inflight {
+namespace {
+
+/// The longest draft a request may ask for.
+constexpr int max_draft_tokens = 16;
+
+/// How fast a sequence's acceptance estimate follows its checks.
+constexpr double acceptance_weight = 0.15;
+/// How fast it returns towards the first estimate while the sequence does not draft.
+constexpr double acceptance_recovery = 0.05;
+
+int num_blocks_for(int num_tokens, int block_size) {
+  return num_tokens <= 0 ? 0 : (num_tokens + block_size - 1) / block_size;
+}
+
+}  // namespace
+
+result<void> scheduler::resolve_speculation(sequence& seq, const speculation_choice& choice) {
+  const speculative_config& c = config_.speculative;
+  std::string method = choice.method.value_or(c.method);
+  const int k = choice.num_tokens.value_or(c.num_speculative_tokens);
+  if (k < 0 || k > max_draft_tokens)
+    return make_error(errc::invalid_argument, "speculative num_tokens must be in [0, " +
+                                                  std::to_string(max_draft_tokens) + "], got " + std::to_string(k));
+  if (method == "off") method.clear();
+  if (method.empty() || k == 0 || seq.is_prefill_only()) return {};
+  if (!drafters_.contains(method)) {
+    auto made = try_make_drafter(method, c.ngram);
+    if (!made) return std::unexpected(made.error());
+    drafters_.emplace(method, std::move(*made));
+  }
+  seq.spec.method = std::move(method);
+  seq.spec.max_draft = k;
+  return {};
+}
+
+bool scheduler::can_draft(const sequence& seq) const {
+  if (seq.spec.method.empty() || seq.is_prefill_only() || seq.num_tokens_needed() != 1) return false;
+  switch (seq.reasoning) {
+    case reasoning_progress::none:
+      return true;  // a grammar's masks follow the draft (fill_draft_masks)
+    case reasoning_progress::thinking:
+      // Free text, unless a spent budget or a grammar after it would need masks.
+      return !seq.matcher && !seq.params.reasoning->budget;
+    case reasoning_progress::awaiting:
+      return false;
+  }
+  return false;
+}
+
+// The budget rule. A step of R rows costs about t0 + c R (t0: reading the weights, c:
+// one row's compute), row_cost = c / t0. One more row, kept with probability g, raises
+// the step's useful rows per second when (R + g) / (t0 + c (R + 1)) > R / (t0 + c R),
+// that is when g > R c / (t0 + c R). Drafted token j is kept with probability a^j (a:
+// the sequence's acceptance), so a draft grows while a^j beats the step's threshold: at
+// one stream nearly any draft pays; a step full of decodes or of a prompt chunk drafts
+// nothing, and speculation never costs throughput under load.
+int scheduler::fit_draft(const sequence& seq, int max_draft, int num_rows) const {
+  max_draft = std::min({max_draft, seq.params.max_tokens - seq.num_generated_tokens() - 1,
+                        max_context_ - seq.num_tokens()});
+  const double r = config_.speculative.row_cost;
+  double kept = 1.0;
+  int k = 0;
+  for (; k < max_draft; ++k) {
+    kept *= seq.spec.acceptance;
+    const double rows = num_rows + k;
+    if (kept <= rows * r / (1.0 + r * rows)) break;
+  }
+  return k;
+}
+
+void scheduler::add_drafts(validation& v) {
+  if (drafters_.empty()) return;
+  int num_rows = 0;
+  for (const auto& a : v.asks) num_rows += a.num_tokens;
+  const int bs = kv_.block_size;
+  for (auto& ask : v.asks) {
+    if (ask.is_admission) continue;
+    sequence& seq = seqs_.at(ask.id);
+    seq.spec.draft.clear();
+    if (ask.num_tokens != seq.num_tokens_needed() || !can_draft(seq)) continue;
+    const int k = fit_draft(seq, std::min(seq.spec.max_draft, v.budget_left), num_rows);
+    if (k <= 0) {
+      // Its estimate creeps back while it does not draft, so that a sequence whose
+      // output turns repetitive (or a lighter step) gets drafts again.
+      seq.spec.acceptance += acceptance_recovery * (spec_state{}.acceptance - seq.spec.acceptance);
+      continue;
+    }
+    std::vector<token_id> draft = drafters_.at(seq.spec.method)->propose(seq.all_tokens(), k);
+    // Drafts take free blocks only (the view's, after every ask of the step).
+    const int end = seq.num_computed_tokens + ask.num_tokens;
+    const int covered = std::max(seq.num_blocks_held, num_blocks_for(end, bs));
+    const auto extra = [&] { return num_blocks_for(end + int(draft.size()), bs) - covered; };
+    while (!draft.empty() && extra() > v.num_free_blocks) draft.pop_back();
+    if (draft.empty()) continue;
+    v.num_free_blocks -= std::max(0, extra());
+    v.budget_left -= int(draft.size());
+    num_rows += int(draft.size());
+    ask.num_tokens += int(draft.size());
+    ask.num_draft_tokens = int(draft.size());
+    seq.spec.draft = std::move(draft);
+  }
+}
+
+void scheduler::fill_draft_masks(sequence& seq, seq_step& step) {
+  const auto cut = [&](int keep) {
+    step.tokens.resize(step.tokens.size() - std::size_t(step.num_draft - keep));
+    step.num_draft = keep;
+  };
+  // Nothing follows a stop token.
+  for (int i = 0; i < step.num_draft; ++i) {
+    if (is_stop_token(step.draft_token(i), seq.params, config_.eos_token_ids)) {
+      cut(i + 1);
+      break;
+    }
+  }
+  if (!seq.matcher || seq.reasoning != reasoning_progress::none || step.allowed_tokens.empty()) return;
+  // The grammar walks the draft: a token it refuses ends the draft there, a token that
+  // completes it too (that one is sampled, not drafted); each kept one gives the next
+  // row's mask. The matcher then steps back: it takes tokens only when they are appended.
+  grammar_matcher& m = *seq.matcher;
+  const std::size_t words = step.allowed_tokens.size();
+  std::span<const std::uint64_t> mask = step.allowed_tokens;
+  int keep = step.num_draft;
+  std::size_t taken = 0;
+  for (int i = 0; i < step.num_draft; ++i) {
+    const token_id t = step.draft_token(i);
+    if (!mask_has(mask, t) || !m.try_accept_token(t)) {
+      keep = i;
+      break;
+    }
+    ++taken;
+    if (m.is_complete()) {
+      keep = i;
+      break;
+    }
+    step.draft_allowed_tokens.resize(std::size_t(i + 1) * words);
+    const auto next = std::span(step.draft_allowed_tokens).subspan(std::size_t(i) * words, words);
+    m.fill_next_token_mask(next);
+    mask = next;
+  }
+  m.try_rollback(taken);
+  cut(keep);
+  step.draft_allowed_tokens.resize(std::size_t(keep) * words);
+}
+
+void scheduler::take_tokens(sequence& seq, const pending_entry& e, std::span<const sampled_token> tokens,
+                            std::vector<seq_event>& events) {
+  const int num_drafted = int(e.draft.size());
+  const int num_kept = int(tokens.size()) - 1;  // check_result: the draft's first tokens, then one more
+  // The K/V of the kept drafted tokens are written; those past them are not the sequence's.
+  seq.num_computed_tokens += e.num_tokens - num_drafted + num_kept;
+  if (num_drafted > 0) {
+    seq.spec.num_drafted += num_drafted;
+    seq.spec.num_accepted += num_kept;
+    for (int i = 0; i < num_kept; ++i) seq.spec.acceptance += acceptance_weight * (1.0 - seq.spec.acceptance);
+    if (num_kept < num_drafted) seq.spec.acceptance -= acceptance_weight * seq.spec.acceptance;
+    counters_.num_draft_tokens += std::uint64_t(num_drafted);
+    counters_.num_accepted_tokens += std::uint64_t(num_kept);
+    ++counters_.num_drafts;
+    if (draft_observer_) draft_observer_(num_drafted, num_kept);
+  }
+  for (const auto& token : tokens) {
+    if (append_token(seq, token, events)) return;  // finished: `seq` is gone
+  }
+}
+
+void scheduler::learn_finished(const sequence& seq, finish_reason reason) {
+  if (drafters_.empty() || seq.is_prefill_only() || (reason != finish_reason::stop && reason != finish_reason::length))
+    return;
+  const auto tokens = seq.all_tokens();
+  for (auto& [name, d] : drafters_) d->on_finished(tokens);
+}
+
+}  // namespace inflight

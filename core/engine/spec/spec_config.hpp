@@ -1,0 +1,45 @@
+#pragma once
+/// Speculative decoding settings: the deployment's ([speculative] in the TOML) and a
+/// request's own choice, which the scheduler resolves into each sequence's spec_state.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/base/types.hpp"
+#include "core/engine/spec/ngram_drafter.hpp"
+
+namespace inflight {
+
+struct speculative_config {
+  /// The drafter of requests that choose none: "ngram", "suffix", or empty (off).
+  std::string method;
+  /// The longest draft checked in one step (vLLM's num_speculative_tokens).
+  int num_speculative_tokens = 4;
+  ngram_settings ngram;
+  /// The cost of one more row in a step, as a fraction of the cost of a step of one row.
+  /// A drafted row is added only when the chance that it is kept beats what it costs the
+  /// whole step (the budget rule: see scheduler_spec.cpp); large batches draft nothing.
+  double row_cost = 0.05;
+};
+
+/// A request's choice (the `speculative` request field): a drafter by name ("off": none)
+/// and a draft length; unset fields are the deployment's.
+struct speculation_choice {
+  std::optional<std::string> method;
+  std::optional<int> num_tokens;
+};
+
+/// One sequence's speculation: its drafter, its draft length, its acceptance.
+struct spec_state {
+  std::string method;               ///< empty: it never drafts
+  int max_draft = 0;                ///< the longest draft for it
+  /// The chance that a drafted token is kept given that the ones before it were: an
+  /// average over its recent checks, starting hopeful so that drafting starts.
+  double acceptance = 0.7;
+  std::vector<token_id> draft;      ///< drafted for the step being planned
+  int num_drafted = 0;              ///< drafted tokens checked in all
+  int num_accepted = 0;             ///< of them, kept
+};
+
+}  // namespace inflight
