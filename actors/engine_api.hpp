@@ -41,6 +41,9 @@ struct generate_request {
   /// its prompt is computed, with its final hidden states pooled this way
   /// (finish_event::embedding). `params` are not used.
   std::optional<pooling_kind> pooling{};
+  /// Speculative decoding: the drafter and draft length this request wants (the
+  /// `speculative` request field); unset = the deployment's [speculative].
+  speculation_choice speculation{};
 
   bool is_prefill_only() const { return !score_rows.empty() || pooling.has_value(); }
 };
@@ -77,6 +80,9 @@ struct finish_event {
   /// or the stop_token_ids entry; neither for an end-of-sequence token.
   std::string stop_string;
   std::optional<token_id> stop_token;
+  /// Speculative decoding: drafted tokens checked for it, and those kept.
+  int draft_tokens = 0;
+  int accepted_tokens = 0;
   request_timings timings;
   std::vector<float> row_logits{};     ///< scoring requests: the score_rows' logits, in their order
   /// Embedding requests: the pooled final hidden state (model width, not normalised).

@@ -1,6 +1,7 @@
 #include "actors/step_feed.hpp"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace inflight {
 
@@ -46,8 +47,15 @@ void step_recorder::on_planned(const step_feed& feed, const step_plan& plan, con
 
 void step_recorder::on_events(const step_feed& feed, const std::vector<seq_event>& events) {
   if (!feed.is_active()) return;
+  std::unordered_map<seq_id, int> num_tokens;  // a drafted decode's tokens: its kept draft + 1
   for (const auto& ev : events) {
     if (ev.type == seq_event::kind::finished) finished_.push_back({ev.id, ev.reason});
+    if (ev.type == seq_event::kind::token) ++num_tokens[ev.id];
+  }
+  if (!draft_) return;
+  for (const auto& q : draft_->seqs) {
+    auto it = num_tokens.find(q.id);
+    if (q.num_draft_tokens > 0 && it != num_tokens.end()) draft_->num_accepted_tokens += it->second - 1;
   }
 }
 

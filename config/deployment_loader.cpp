@@ -348,6 +348,17 @@ const std::map<std::string, key_spec>& specs() {
         [](auto k) { return number(&D::scheduler, &scheduler_settings::ttft_target_ms, 0.0, 3.6e6, k); });
     add("scheduler.tpot_target_ms",
         [](auto k) { return number(&D::scheduler, &scheduler_settings::tpot_target_ms, 0.0, 3.6e6, k); });
+    add("speculative.method",
+        [](auto k) { return text(&D::speculative, &speculative_settings::method, {"off", "ngram", "suffix"}, k); });
+    add("speculative.num_speculative_tokens", [](auto k) {
+      return integer(&D::speculative, &speculative_settings::num_speculative_tokens, 0, 16, k);
+    });
+    add("speculative.prompt_lookup_min",
+        [](auto k) { return integer(&D::speculative, &speculative_settings::prompt_lookup_min, 1, 64, k); });
+    add("speculative.prompt_lookup_max",
+        [](auto k) { return integer(&D::speculative, &speculative_settings::prompt_lookup_max, 1, 64, k); });
+    add("speculative.row_cost",
+        [](auto k) { return number(&D::speculative, &speculative_settings::row_cost, 0.0, 100.0, k); });
     add("rerank.enabled", [](auto k) -> key_spec {
       const std::string expected = "true, false or \"auto\"";
       return {expected, [k, expected](deployment& d, const toml::node& n) -> result<void> {

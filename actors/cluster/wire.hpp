@@ -107,10 +107,18 @@ typename Inspector::result_type inspect(Inspector& f, slo_targets& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, speculation_choice& x) {
+  return f(caf::meta::type_name("speculation_choice"), optional_field<std::string>{x.method},
+           optional_field<int>{x.num_tokens});
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generate_request& x) {
   return f(caf::meta::type_name("generate_request"), x.prompt, x.params, optional_field<std::uint64_t>{x.seed}, x.stop,
-           x.priority, x.cache_salt, x.timeout_s, x.score_rows, optional_field<pooling_kind>{x.pooling}, x.targets);
+           x.priority, x.cache_salt, x.timeout_s, x.score_rows, optional_field<pooling_kind>{x.pooling}, x.targets,
+           x.speculation);
 }
+
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, grammar_spec& x) {
@@ -150,8 +158,8 @@ typename Inspector::result_type inspect(Inspector& f, request_timings& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, finish_event& x) {
   return f(caf::meta::type_name("finish_event"), x.reason, optional_field<error>{x.cause}, x.text, x.prompt_tokens,
-           x.completion_tokens, x.cached_tokens, x.stop_string, optional_field<token_id>{x.stop_token}, x.timings,
-           x.row_logits, x.embedding);
+           x.completion_tokens, x.cached_tokens, x.stop_string, optional_field<token_id>{x.stop_token}, x.draft_tokens,
+           x.accepted_tokens, x.timings, x.row_logits, x.embedding);
 }
 
 template <class Inspector>
@@ -173,7 +181,8 @@ typename Inspector::result_type inspect(Inspector& f, engine_report& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_seq& x) {
-  return f(caf::meta::type_name("step_seq"), x.id, x.num_prefill_tokens, x.num_decode_tokens, x.position);
+  return f(caf::meta::type_name("step_seq"), x.id, x.num_prefill_tokens, x.num_decode_tokens, x.position,
+           x.num_draft_tokens);
 }
 
 template <class Inspector>
@@ -184,7 +193,8 @@ typename Inspector::result_type inspect(Inspector& f, step_finish& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_summary& x) {
   return f(caf::meta::type_name("step_summary"), x.first_step_id, x.last_step_id, x.num_steps, x.start_s, x.end_s,
-           x.busy_s, x.token_budget, x.num_prefill_tokens, x.num_decode_tokens, x.max_step_tokens, x.max_step_seqs,
+           x.busy_s, x.token_budget, x.num_prefill_tokens, x.num_decode_tokens, x.num_draft_tokens,
+           x.num_accepted_tokens, x.max_step_tokens, x.max_step_seqs,
            x.num_fused_steps, x.seqs, x.num_seqs_dropped, x.joined, x.finished, x.preempted, x.num_joined,
            x.num_finished, x.num_preemptions, x.kv_usage, x.max_kv_usage, x.num_waiting, x.num_running, x.engine);
 }

@@ -1,5 +1,6 @@
 #include "actors/engine/engine.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <future>
@@ -63,6 +64,19 @@ result<policy> load_policy(const scheduler_settings& s, const std::filesystem::p
   return policy::try_load(plugin_dir, s.policy, settings);
 }
 
+}  // namespace
+
+speculative_config speculative_config_of(const speculative_settings& s) {
+  speculative_config c;
+  c.method = s.method == "off" ? "" : s.method;
+  c.num_speculative_tokens = s.num_speculative_tokens;
+  c.ngram = {s.prompt_lookup_min, std::max(s.prompt_lookup_min, s.prompt_lookup_max)};
+  c.row_cost = s.row_cost;
+  return c;
+}
+
+namespace {
+
 result<scheduler> make_scheduler(const deployment& d, const loaded_model& m, const kv_snapshot& kv,
                                  const std::filesystem::path& plugin_dir) {
   auto pol = load_policy(d.scheduler, plugin_dir);
@@ -75,6 +89,7 @@ result<scheduler> make_scheduler(const deployment& d, const loaded_model& m, con
   c.seed = std::random_device{}();
   c.enable_prefix_caching = d.engine.enable_prefix_caching;
   c.default_targets = {d.scheduler.ttft_target_ms, d.scheduler.tpot_target_ms};
+  c.speculative = speculative_config_of(d.speculative);
   return scheduler::try_create(c, kv, std::move(*pol), engine_now);
 }
 
@@ -212,6 +227,7 @@ result<queued_request> prepare(engine::impl& p, generate_request request, std::s
                   .targets = request.targets, .arrival = engine_now(), .timeout_s = request.timeout_s};
   seq.score_rows = std::move(request.score_rows);
   seq.pooling = request.pooling;
+  seq.speculation = std::move(request.speculation);
   return queued_request{std::move(seq), std::move(ctx)};
 }
 

@@ -14,6 +14,7 @@
 #include "core/base/error.hpp"
 #include "core/config/deployment.hpp"
 #include "core/engine/metrics/metrics.hpp"
+#include "core/engine/spec/spec_config.hpp"
 #include "core/model/model_loader.hpp"
 
 namespace inflight {
@@ -21,6 +22,9 @@ namespace inflight {
 /// The directory the engine loads policies from: the deployment's plugin_dir, else
 /// $INFLIGHT_PLUGIN_DIR, else next to the running binary (core/engine/sched/plugin_dir.hpp).
 result<std::filesystem::path> try_policy_plugin_dir(const scheduler_settings& s);
+
+/// The scheduler's speculative decoding settings from the deployment's [speculative].
+speculative_config speculative_config_of(const speculative_settings& s);
 
 class cache_sink;  // actors/cache_feed.hpp
 

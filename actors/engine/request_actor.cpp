@@ -80,6 +80,8 @@ void on_finished(self_ptr self, const seq_event& ev) {
   out.prompt_tokens = st.ctx.num_prompt_tokens;
   out.completion_tokens = st.num_tokens;
   out.cached_tokens = ev.num_cached_tokens;
+  out.draft_tokens = ev.num_draft_tokens;
+  out.accepted_tokens = ev.num_accepted_tokens;
   out.timings = make_timings(times.arrival, times.first_scheduled, times.first_token, finished, st.num_tokens);
   out.row_logits = ev.row_logits;
   out.embedding = ev.embedding;

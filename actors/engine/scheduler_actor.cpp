@@ -34,6 +34,9 @@ engine_snapshot make_snapshot(self_ptr self) {
   s.gauges.num_failed_steps = steps.num_failed_steps;
   s.gauges.num_constrained_steps = sched.counters().num_constrained_steps;
   s.gauges.num_shed = sched.counters().num_shed;
+  s.gauges.num_drafts = sched.counters().num_drafts;
+  s.gauges.num_draft_tokens = sched.counters().num_draft_tokens;
+  s.gauges.num_accepted_tokens = sched.counters().num_accepted_tokens;
   s.num_free_blocks = sched.kv().num_free_blocks;
   s.num_blocks = sched.kv().num_blocks;
   s.is_idle = !sched.has_work() && !loop.is_stepping() && !sched.has_pending_releases();
@@ -230,6 +233,9 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, std::shared_ptr<std::
   if (st.metrics) {
     st.loop->sched().set_mask_observer([metrics = st.metrics](double seconds) {
       metrics->grammar_mask_seconds.observe(seconds);
+    });
+    st.loop->sched().set_draft_observer([metrics = st.metrics](int, int kept) {
+      metrics->spec_decode_acceptance_length.observe(double(kept + 1));
     });
   }
   return {

@@ -324,15 +324,17 @@ void completion_call::emit_ws_end() {
 
 void completion_call::finish_all() {
   if (is_ws()) return emit_ws_end();
-  int num_prompt = 0, num_completion = 0, num_cached = 0;
+  int num_prompt = 0, num_completion = 0, num_cached = 0, num_drafted = 0, num_accepted = 0;
   for (int i = 0; i < int(choices_.size()); ++i) {
     if (i % request_.n == 0) {  // each prompt once, whatever n
       num_prompt += choices_[i].finish.prompt_tokens;
       num_cached += choices_[i].finish.cached_tokens;
     }
     num_completion += choices_[i].finish.completion_tokens;
+    num_drafted += choices_[i].finish.draft_tokens;
+    num_accepted += choices_[i].finish.accepted_tokens;
   }
-  const json usage = usage_json(num_prompt, num_completion, num_cached);
+  const json usage = usage_json(num_prompt, num_completion, num_cached, num_drafted, num_accepted);
   if (request_.stream) {
     if (shape_) return emit_({200, shape_->on_stream_end(usage), true});
     std::string tail;

@@ -14,7 +14,8 @@ namespace {
 json seqs_json(const step_summary& s) {
   json out = json::array();
   for (const auto& q : s.seqs)
-    out.push_back({{"id", q.id}, {"prefill", q.num_prefill_tokens}, {"decode", q.num_decode_tokens}, {"position", q.position}});
+    out.push_back({{"id", q.id}, {"prefill", q.num_prefill_tokens}, {"decode", q.num_decode_tokens},
+                    {"draft", q.num_draft_tokens}, {"position", q.position}});
   return out;
 }
 
@@ -68,6 +69,8 @@ std::string step_event_text(const step_summary& s) {
       {"budget", s.token_budget},
       {"prefill_tokens", s.num_prefill_tokens},
       {"decode_tokens", s.num_decode_tokens},
+      {"draft_tokens", s.num_draft_tokens},
+      {"accepted_tokens", s.num_accepted_tokens},
       {"max_step_tokens", s.max_step_tokens},
       {"max_step_seqs", s.max_step_seqs},
       {"fused_steps", s.num_fused_steps},

@@ -92,7 +92,7 @@ std::span<const char* const> chat_extension_fields() {
       "chat_template",      "add_generation_prompt", "continue_final_message", "min_p",           "seed",
       "priority",           "cache_salt",        "presence_penalty",    "frequency_penalty",      "repetition_penalty",
       "ignore_eos",         "stop_token_ids",    "logit_bias",          "ttft_target_ms",         "tpot_target_ms",
-      "user"};
+      "user",               "speculative"};
   return fields;
 }
 

@@ -188,6 +188,30 @@ opt_error parse_targets(const json& body, slo_targets& out) {
   return {};
 }
 
+/// `speculative`: a drafter by name ("off", "ngram", "suffix"), or {method,
+/// num_speculative_tokens}; what it leaves out is the deployment's [speculative].
+opt_error parse_speculation(const json& body, speculation_choice& out) {
+  const json* spec = field(body, "speculative");
+  if (spec == nullptr) return {};
+  static constexpr const char* expected =
+      "speculative must be \"off\", \"ngram\", \"suffix\" or {\"method\": ..., \"num_speculative_tokens\": 0..16}";
+  std::string method;
+  if (spec->is_string()) {
+    method = spec->get<std::string>();
+  } else if (spec->is_object()) {
+    if (auto e = read_string(*spec, "method", method)) return e;
+    int k = -1;
+    if (auto e = read_int(*spec, "num_speculative_tokens", 0, 16, k)) return e;
+    if (k >= 0) out.num_tokens = k;
+  } else {
+    return bad_request(expected, "speculative");
+  }
+  if (!method.empty() && method != "off" && method != "ngram" && method != "suffix")
+    return bad_request(expected, "speculative");
+  if (!method.empty()) out.method = method;
+  return {};
+}
+
 opt_error parse_options(const json& body, const nlohmann::ordered_json& ordered, const served_model& m,
                         openai_request& r) {
   if (auto e = read_int(body, "n", 1, m.max_choices, r.n)) return e;
@@ -204,6 +228,7 @@ opt_error parse_options(const json& body, const nlohmann::ordered_json& ordered,
     if (auto e = read_bool(body, "echo", r.echo)) return e;
   if (auto e = read_scheduling_fields(body, r.base.priority, r.base.cache_salt)) return e;
   if (auto e = parse_targets(body, r.base.targets)) return e;
+  if (auto e = parse_speculation(body, r.base.speculation)) return e;
   if (auto e = read_string(body, "user", r.user)) return e;
   if (auto e = parse_stop(body, r.base.stop)) return e;
   if (auto e = parse_logprobs(body, r.kind, r)) return e;

@@ -19,11 +19,16 @@ std::int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens) {
-  return {{"prompt_tokens", prompt_tokens},
-          {"completion_tokens", completion_tokens},
-          {"total_tokens", prompt_tokens + completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
+json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens, int draft_tokens, int accepted_tokens) {
+  json usage = {{"prompt_tokens", prompt_tokens},
+                {"completion_tokens", completion_tokens},
+                {"total_tokens", prompt_tokens + completion_tokens},
+                {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
+  // Speculative decoding's drafts, in OpenAI's fields for predicted tokens.
+  if (draft_tokens > 0)
+    usage["completion_tokens_details"] = {{"accepted_prediction_tokens", accepted_tokens},
+                                          {"rejected_prediction_tokens", draft_tokens - accepted_tokens}};
+  return usage;
 }
 
 namespace {

@@ -26,7 +26,10 @@ std::string make_response_id(const std::string& prefix);
 /// Seconds since the Unix epoch.
 std::int64_t unix_now();
 
-nlohmann::json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens = 0);
+/// With drafted tokens (speculative decoding), completion_tokens_details says how many
+/// were kept (accepted_prediction_tokens) and refuted (rejected_prediction_tokens).
+nlohmann::json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens = 0, int draft_tokens = 0,
+                          int accepted_tokens = 0);
 
 /// Completions logprobs {tokens, token_logprobs, top_logprobs, text_offset} for `tokens`;
 /// `prev` is the token before the first (token texts depend on it), `text_offset` the

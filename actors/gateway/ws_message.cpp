@@ -71,7 +71,7 @@ json ws_done_message(const json& id, const char* finish_reason, const finish_eve
   json msg = {{"type", "done"},
               {"id", id},
               {"finish_reason", finish_reason},
-              {"usage", usage_json(ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens)},
+              {"usage", usage_json(ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens, ev.draft_tokens, ev.accepted_tokens)},
               {"timings", {{"queue_ms", t.queue_ms}, {"ttft_ms", t.ttft_ms}, {"tpot_ms", t.tpot_ms}, {"e2e_ms", t.e2e_ms}}}};
   if (ev.cause) msg["message"] = ev.cause->message;
   return msg;

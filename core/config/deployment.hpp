@@ -107,6 +107,19 @@ struct scheduler_settings {
   double tpot_target_ms = 0.0;
 };
 
+/// Speculative decoding ([speculative]): a drafter proposes tokens, the step checks
+/// them in the same pass (core/engine/spec/, docs/speculative.md). Requests may choose
+/// their own with the `speculative` request field.
+struct speculative_settings {
+  std::string method = "off";      ///< off | ngram (prompt lookup) | suffix (and recent finished requests)
+  int num_speculative_tokens = 4;  ///< the longest draft checked in one step
+  int prompt_lookup_min = 1;       ///< ngram/suffix: the shortest suffix looked up
+  int prompt_lookup_max = 3;       ///< ngram/suffix: the longest, tried first
+  /// One more row's cost relative to the step's fixed cost (reading the weights): the
+  /// budget rule drafts only where a drafted token's chance of being kept beats it.
+  double row_cost = 0.05;
+};
+
 /// Whether /v1/rerank and /v1/score are served ([rerank] enabled).
 enum class rerank_mode {
   automatic,  ///< "auto": served when the yes/no words are single tokens, else the routes say why
@@ -167,6 +180,7 @@ struct deployment {
   model_settings model;
   engine_settings engine;
   scheduler_settings scheduler;
+  speculative_settings speculative;
   rerank_settings rerank;
   embeddings_settings embeddings;
   logging_settings logging;

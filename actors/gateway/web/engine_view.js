@@ -29,13 +29,13 @@ export class EngineView {
     this.onEngine = onEngine;
     this.engine = null;
     this.colors = {
-      prefill: css('--prefill'), decode: css('--decode'), join: css('--join'), finish: css('--finish'),
+      prefill: css('--prefill'), decode: css('--decode'), draft: css('--draft'), join: css('--join'), finish: css('--finish'),
       preempt: css('--preempt'), kv: css('--kv'), waiting: css('--waiting'), running: css('--running'),
       grid: '#243040', text: '#8a96a3', accent: css('--accent'),
     };
     this.reset();
     // What the timeline has drawn so far (for tests and curious readers: window.inflightUi).
-    this.drawn = { columns: 0, maxSeqs: 0, fusedColumns: 0, prefillCells: 0, decodeCells: 0, aggregatedColumns: 0 };
+    this.drawn = { columns: 0, maxSeqs: 0, fusedColumns: 0, prefillCells: 0, decodeCells: 0, draftCells: 0, aggregatedColumns: 0 };
     this.lastDrawnStep = 0;
     this.isDirty = true;
     this.timeline = $('timeline');
@@ -163,7 +163,7 @@ export class EngineView {
     const col = { ev, receivedAt: performance.now(), cells: [], joins: [], finishes: [], preempts: [] };
     for (const s of ev.seqs) {
       const row = this.rowFor(s.id, ev.step);
-      col.cells.push({ row, isPrefill: s.prefill > 0, isDecode: s.decode > 0 });
+      col.cells.push({ row, isPrefill: s.prefill > 0, isDecode: s.decode > 0, isDraft: (s.draft || 0) > 0 });
     }
     for (const id of ev.joined) col.joins.push(this.rowFor(id, ev.step));
     for (const id of ev.preempted) col.preempts.push(this.rowFor(id, ev.step));
@@ -232,6 +232,10 @@ export class EngineView {
         if (y(cell.row) + rowH > h) continue;
         ctx.fillStyle = cell.isPrefill ? c.prefill : c.decode;
         ctx.fillRect(x, y(cell.row), COL_W - 1, rowH - 1);
+        if (cell.isDraft) {  // a decode that checked drafted tokens: its upper half
+          ctx.fillStyle = c.draft;
+          ctx.fillRect(x, y(cell.row), COL_W - 1, Math.max(1, Math.floor((rowH - 1) / 2)));
+        }
       }
       ctx.globalAlpha = 1;
       ctx.fillStyle = c.join;
@@ -269,6 +273,7 @@ export class EngineView {
     if (hasPrefill && hasDecode && col.ev.num_steps === 1) d.fusedColumns += 1;
     d.prefillCells += col.cells.filter((cell) => cell.isPrefill).length;
     d.decodeCells += col.cells.filter((cell) => cell.isDecode).length;
+    d.draftCells += col.cells.filter((cell) => cell.isDraft).length;
     if (col.ev.num_steps > 1) d.aggregatedColumns += 1;
   }
 
@@ -298,11 +303,14 @@ export class EngineView {
       const ev = col.ev;
       const cap = Math.max(1, ev.budget * ev.num_steps);
       const hp = Math.round((ev.prefill_tokens / cap) * h), hd = Math.round((ev.decode_tokens / cap) * h);
+      const hr = Math.round(((ev.draft_tokens || 0) / cap) * h);
       const x = x0 + i * COL_W;
       ctx.fillStyle = this.colors.decode;
       ctx.fillRect(x, top + h - hd, COL_W - 1, hd);
+      ctx.fillStyle = this.colors.draft;
+      ctx.fillRect(x, top + h - hd - hr, COL_W - 1, hr);
       ctx.fillStyle = this.colors.prefill;
-      ctx.fillRect(x, top + h - hd - hp, COL_W - 1, hp);
+      ctx.fillRect(x, top + h - hd - hr - hp, COL_W - 1, hp);
     });
   }
 
@@ -429,11 +437,12 @@ export class EngineView {
     const steps = ev.num_steps > 1 ? `steps ${ev.step}–${ev.last_step} (${ev.num_steps} merged)` : `step ${ev.step}`;
     const lines = [
       `${steps}   ${ev.busy_ms.toFixed(2)} ms`,
-      `tokens ${ev.prefill_tokens + ev.decode_tokens} of ${ev.budget * ev.num_steps}: prompt ${ev.prefill_tokens}, decode ${ev.decode_tokens}`,
+      `tokens ${ev.prefill_tokens + ev.decode_tokens + (ev.draft_tokens || 0)} of ${ev.budget * ev.num_steps}: prompt ${ev.prefill_tokens}, decode ${ev.decode_tokens}` +
+        (ev.draft_tokens ? `, drafted ${ev.draft_tokens} (kept ${ev.accepted_tokens})` : ''),
       `sequences ${ev.seqs.length + ev.seqs_dropped}${ev.seqs_dropped ? ` (${ev.seqs_dropped} not listed)` : ''}:`,
     ];
     const shown = ev.seqs.slice(0, 12).map((s) =>
-      s.prefill > 0 ? `  #${s.id} prompt chunk ${s.prefill} @${s.position}` : `  #${s.id} decode @${s.position}`);
+      s.prefill > 0 ? `  #${s.id} prompt chunk ${s.prefill} @${s.position}` : `  #${s.id} decode @${s.position}${s.draft ? ` + ${s.draft} drafted` : ''}`);
     lines.push(...shown);
     if (ev.seqs.length > 12) lines.push(`  … ${ev.seqs.length - 12} more`);
     if (ev.joined.length) lines.push(`joined ${ev.joined.map((id) => `#${id}`).join(' ')}`);

@@ -34,6 +34,7 @@ const std::vector<double> mask_buckets = {1e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 
 const std::vector<double> compile_buckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                              0.25, 0.5, 1.0, 2.5, 5.0, 10.0};
 const std::vector<double> token_buckets = {1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+const std::vector<double> acceptance_buckets = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 17};
 
 }  // namespace
 
@@ -173,7 +174,8 @@ engine_metrics::engine_metrics()
       request_queue_time(latency_buckets),
       iteration_tokens(token_buckets),
       grammar_mask_seconds(mask_buckets),
-      grammar_compile_seconds(compile_buckets) {}
+      grammar_compile_seconds(compile_buckets),
+      spec_decode_acceptance_length(acceptance_buckets) {}
 
 void engine_metrics::count_finished(const std::string& reason) {
   std::lock_guard lock(mutex_);
@@ -219,6 +221,12 @@ std::string engine_metrics::render(const std::string& model_name, const engine_g
           double(g.num_constrained_steps));
   counter("grammar_refused_total", "Requests refused because their grammar or schema did not compile.",
           double(grammar_refused_total.load()));
+  counter("spec_decode_num_drafts_total", "Speculative decoding: drafts checked (one per sequence-step).",
+          double(g.num_drafts));
+  counter("spec_decode_num_draft_tokens_total", "Speculative decoding: drafted tokens checked.",
+          double(g.num_draft_tokens));
+  counter("spec_decode_num_accepted_tokens_total", "Speculative decoding: drafted tokens kept.",
+          double(g.num_accepted_tokens));
   header(out, "inflight:request_success_total", "Finished requests by finish reason.", "counter");
   {
     std::lock_guard lock(mutex_);
@@ -239,6 +247,8 @@ std::string engine_metrics::render(const std::string& model_name, const engine_g
                               labels);
   grammar_compile_seconds.render(out, "inflight:grammar_compile_seconds",
                                  "Time to compile a request's grammar (cache misses).", labels);
+  spec_decode_acceptance_length.render(out, "inflight:spec_decode_acceptance_length",
+                                       "Speculative decoding: tokens one checked draft gave (kept + 1).", labels);
   return out;
 }
 

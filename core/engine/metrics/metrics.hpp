@@ -65,6 +65,10 @@ struct engine_gauges {
   std::uint64_t num_failed_steps = 0;  ///< backend steps that failed (their requests failed)
   std::uint64_t num_constrained_steps = 0;  ///< sampled sequence-steps under a grammar mask
   std::uint64_t num_shed = 0;  ///< requests the policy shed (could not meet their latency targets)
+  /// Speculative decoding: checked drafts, their tokens, and the tokens kept.
+  std::uint64_t num_drafts = 0;
+  std::uint64_t num_draft_tokens = 0;
+  std::uint64_t num_accepted_tokens = 0;
 };
 
 class engine_metrics {
@@ -86,6 +90,8 @@ class engine_metrics {
   histogram grammar_compile_seconds;
   /// ... and requests refused because their constraint does not compile (a 400).
   std::atomic<std::uint64_t> grammar_refused_total{0};
+  /// Speculative decoding: the tokens one checked draft gave (kept drafted tokens + 1).
+  histogram spec_decode_acceptance_length;
 
   /// Counts a finished request under its finish reason (stop, length, abort, error...).
   void count_finished(const std::string& reason);

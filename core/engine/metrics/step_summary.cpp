@@ -23,6 +23,7 @@ void merge_seqs(step_summary& into, const step_summary& later, std::size_t max_s
       auto& mine = into.seqs[it->second];
       mine.num_prefill_tokens += s.num_prefill_tokens;
       mine.num_decode_tokens += s.num_decode_tokens;
+      mine.num_draft_tokens += s.num_draft_tokens;
     } else if (into.seqs.size() < max_seqs) {
       index.emplace(s.id, into.seqs.size());
       into.seqs.push_back(s);
@@ -52,10 +53,11 @@ step_summary summarize_plan(const step_plan& plan, int token_budget) {
   s.token_budget = token_budget;
   s.seqs.reserve(plan.seqs.size());
   for (const auto& p : plan.seqs) {
-    const int n = int(p.tokens.size());
+    const int n = int(p.tokens.size()) - p.num_draft;  // a drafted decode is one decode and its draft
     const bool is_decode = n == 1 && p.start_position >= p.num_prompt_tokens;
-    s.seqs.push_back({p.id, is_decode ? 0 : n, is_decode ? 1 : 0, p.start_position});
+    s.seqs.push_back({p.id, is_decode ? 0 : n, is_decode ? 1 : 0, p.start_position, p.num_draft});
     (is_decode ? s.num_decode_tokens : s.num_prefill_tokens) += n;
+    s.num_draft_tokens += p.num_draft;
   }
   s.max_step_tokens = s.num_tokens();
   s.max_step_seqs = int(plan.seqs.size());
@@ -71,6 +73,8 @@ void merge_summary(step_summary& into, const step_summary& later, std::size_t ma
   into.token_budget = std::max(into.token_budget, later.token_budget);
   into.num_prefill_tokens += later.num_prefill_tokens;
   into.num_decode_tokens += later.num_decode_tokens;
+  into.num_draft_tokens += later.num_draft_tokens;
+  into.num_accepted_tokens += later.num_accepted_tokens;
   into.max_step_tokens = std::max(into.max_step_tokens, later.max_step_tokens);
   into.max_step_seqs = std::max(into.max_step_seqs, later.max_step_seqs);
   into.num_fused_steps += later.num_fused_steps;

@@ -29,6 +29,7 @@ struct step_seq {
   int num_prefill_tokens = 0;  ///< prompt tokens (or a recompute after preemption) processed: a chunk
   int num_decode_tokens = 0;   ///< tokens decoded (1 per step)
   int position = 0;            ///< tokens already in the KV cache when it first ran in the window
+  int num_draft_tokens = 0;    ///< speculative decoding: drafted tokens checked with its decodes
 };
 
 struct step_finish {
@@ -47,6 +48,8 @@ struct step_summary {
   int token_budget = 0;          ///< max_num_batched_tokens
   int num_prefill_tokens = 0;    ///< over all steps of the window
   int num_decode_tokens = 0;
+  int num_draft_tokens = 0;      ///< speculative decoding: drafted rows checked ...
+  int num_accepted_tokens = 0;   ///< ... and, of them, kept
   int max_step_tokens = 0;       ///< the fullest step's tokens (budget fill)
   int max_step_seqs = 0;         ///< the largest batch
   int num_fused_steps = 0;       ///< steps that ran a prompt chunk together with decodes
@@ -66,7 +69,8 @@ struct step_summary {
   /// in one process. Steps of different engines are never merged.
   std::string engine;
 
-  int num_tokens() const { return num_prefill_tokens + num_decode_tokens; }
+  /// Rows run: prompt chunks, decodes and drafted tokens (all charged to the budget).
+  int num_tokens() const { return num_prefill_tokens + num_decode_tokens + num_draft_tokens; }
 };
 
 /// The per-sequence part of a step from its plan: a single token past the prompt is a

@@ -232,7 +232,9 @@ TEST_CASE("wire: an engine's step summary survives serialization", "[actors][wir
   s.max_step_tokens = 260;
   s.max_step_seqs = 5;
   s.num_fused_steps = 2;
-  s.seqs = {{7, 256, 0, 0}, {9, 0, 3, 40}};
+  s.num_draft_tokens = 9;
+  s.num_accepted_tokens = 6;
+  s.seqs = {{7, 256, 0, 0}, {9, 0, 3, 40, 9}};
   s.num_seqs_dropped = 1;
   s.joined = {7};
   s.finished = {{9, finish_reason::length}, {11, finish_reason::cancelled}};
@@ -262,6 +264,9 @@ TEST_CASE("wire: an engine's step summary survives serialization", "[actors][wir
   CHECK(back.seqs[1].id == 9);
   CHECK(back.seqs[1].num_decode_tokens == 3);
   CHECK(back.seqs[1].position == 40);
+  CHECK(back.seqs[1].num_draft_tokens == 9);
+  CHECK(back.num_draft_tokens == 9);
+  CHECK(back.num_accepted_tokens == 6);
   CHECK(back.seqs[0].num_prefill_tokens == 256);
   CHECK(back.num_seqs_dropped == 1);
   CHECK(back.joined == s.joined);

@@ -72,6 +72,21 @@ TEST_CASE("step summary: a plan's prompt chunks and decodes", "[step_summary]") 
   CHECK(d.num_decode_tokens == 2);
   CHECK(d.num_prefill_tokens == 0);
   CHECK(d.num_fused_steps == 0);
+
+  // A decode with 3 drafted tokens: one decode and 3 draft rows, not a prompt chunk.
+  step_plan drafted;
+  drafted.seqs.push_back(planned(1, 4, 11, 8));
+  drafted.seqs.back().num_draft = 3;
+  drafted.seqs.push_back(planned(2, 1, 40, 40));
+  auto r = summarize_plan(drafted, 64);
+  CHECK(r.num_decode_tokens == 2);
+  CHECK(r.num_prefill_tokens == 0);
+  CHECK(r.num_draft_tokens == 3);
+  CHECK(r.num_tokens() == 5);
+  CHECK(r.max_step_tokens == 5);
+  CHECK(r.seqs[0].num_decode_tokens == 1);
+  CHECK(r.seqs[0].num_draft_tokens == 3);
+  CHECK(r.seqs[1].num_draft_tokens == 0);
 }
 
 TEST_CASE("step summary: merging two steps adds counts and keeps the first position", "[step_summary]") {

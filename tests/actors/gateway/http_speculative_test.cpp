@@ -1,0 +1,158 @@
+// Speculative decoding through the server: the same greedy (or seeded) request gives the
+// same text with speculation off, with the deployment's drafter and with a request's own,
+// over HTTP, SSE and the WebSocket; usage says how many drafted tokens were kept, and
+// /metrics counts them. Against a real server driving stories260K.
+
+#include "tests/actors/gateway/gateway_fixture.hpp"
+
+using namespace inflight;
+using namespace inflight::test;
+
+namespace {
+
+/// A passage and its start again: prompt lookup finds what follows.
+const std::string copy_prompt =
+    "Once upon a time, there was a little cat named Tom. Tom liked to play with his red ball in the park. "
+    "One day, Tom saw a big dog. Once upon a time, there was a little cat named Tom. Tom liked to play";
+
+json completion(const json& extra) {
+  json body = {{"prompt", copy_prompt}, {"max_tokens", 64}, {"temperature", 0}, {"ignore_eos", true}};
+  for (const auto& [k, v] : extra.items()) body[k] = v;
+  return body;
+}
+
+/// The text and the final usage of an SSE completion stream.
+std::pair<std::string, json> stream_text(int port, json body) {
+  body["stream"] = true;
+  body["stream_options"] = {{"include_usage", true}};
+  const auto answer = post_json(port, "/v1/completions", body);
+  REQUIRE(answer.status == 200);
+  std::string text;
+  json usage;
+  std::size_t at = 0;
+  while ((at = answer.body.find("data: ", at)) != std::string::npos) {
+    const auto end = answer.body.find("\n\n", at);
+    const std::string data = answer.body.substr(at + 6, end - at - 6);
+    at = end;
+    if (data == "[DONE]") break;
+    const json chunk = json::parse(data);
+    if (!chunk["usage"].is_null()) usage = chunk["usage"];
+    for (const auto& c : chunk["choices"]) text += c["text"].get<std::string>();
+  }
+  return {text, usage};
+}
+
+/// The text and done message of a WebSocket generate.
+std::pair<std::string, json> ws_text(int port, json msg) {
+  ws_client c(port);
+  msg["type"] = "generate";
+  msg["id"] = "g";
+  c.send(msg);
+  std::string text;
+  for (;;) {
+    const auto m = c.receive();
+    if (m["type"] != "token") return {text, m};
+    text += m["text"].get<std::string>();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gateway speculative: greedy text is the same with every drafter, over HTTP, SSE and WebSocket",
+          "[gateway][spec]") {
+  if (!has_stories()) return;
+  deployment d = stories_deployment();
+  d.speculative.method = "ngram";
+  served s(d);
+  const auto off = post_json(s.port, "/v1/completions", completion({{"speculative", "off"}}));
+  REQUIRE(off.status == 200);
+  const std::string expected = off.body_json()["choices"][0]["text"];
+  REQUIRE(off.body_json()["usage"]["completion_tokens"] == 64);
+  CHECK_FALSE(off.body_json()["usage"].contains("completion_tokens_details"));  // nothing drafted
+
+  const auto ngram = post_json(s.port, "/v1/completions", completion({}));  // the deployment's drafter
+  REQUIRE(ngram.status == 200);
+  CHECK(ngram.body_json()["choices"][0]["text"] == expected);
+  const json details = ngram.body_json()["usage"]["completion_tokens_details"];
+  const int kept = details["accepted_prediction_tokens"], refuted = details["rejected_prediction_tokens"];
+  CHECK(kept > 0);  // the prompt's passage comes again
+  CHECK(refuted >= 0);
+  CHECK(kept < 64);
+
+  const auto suffix = post_json(s.port, "/v1/completions",
+                                completion({{"speculative", {{"method", "suffix"}, {"num_speculative_tokens", 7}}}}));
+  REQUIRE(suffix.status == 200);
+  CHECK(suffix.body_json()["choices"][0]["text"] == expected);
+  CHECK(suffix.body_json()["usage"]["completion_tokens_details"]["accepted_prediction_tokens"].get<int>() > 0);
+
+  const auto [streamed, usage] = stream_text(s.port, completion({}));
+  CHECK(streamed == expected);
+  CHECK(usage["completion_tokens_details"]["accepted_prediction_tokens"].get<int>() > 0);
+
+  const auto [ws, done] = ws_text(s.port, completion({}));
+  REQUIRE(done["type"] == "done");
+  CHECK(ws == expected);
+  CHECK(done["usage"]["completion_tokens_details"]["accepted_prediction_tokens"].get<int>() > 0);
+
+  // n = 2: each choice drafts on its own and keeps the greedy text.
+  const auto two = post_json(s.port, "/v1/completions", completion({{"n", 2}}));
+  REQUIRE(two.status == 200);
+  for (const auto& c : two.body_json()["choices"]) CHECK(c["text"] == expected);
+
+  CHECK(metric(s.port, "spec_decode_num_draft_tokens_total") > 0);
+  CHECK(metric(s.port, "spec_decode_num_accepted_tokens_total") > 0);
+  CHECK(metric(s.port, "spec_decode_num_accepted_tokens_total") <= metric(s.port, "spec_decode_num_draft_tokens_total"));
+  CHECK(metric(s.port, "spec_decode_acceptance_length_count") == metric(s.port, "spec_decode_num_drafts_total"));
+  CHECK(engine_idle(s.port));  // no KV block left behind by a refuted draft
+}
+
+TEST_CASE("gateway speculative: a seeded sampled request keeps its text, a chat too", "[gateway][spec]") {
+  if (!has_stories()) return;
+  deployment d = stories_deployment();
+  d.speculative.method = "suffix";
+  served s(d);
+  const json sampled = completion({{"temperature", 0.8}, {"top_p", 0.95}, {"seed", 11}});
+  json off_body = sampled;
+  off_body["speculative"] = "off";
+  const auto off = post_json(s.port, "/v1/completions", off_body);
+  const auto on = post_json(s.port, "/v1/completions", sampled);
+  REQUIRE(off.status == 200);
+  REQUIRE(on.status == 200);
+  CHECK(on.body_json()["choices"][0]["text"] == off.body_json()["choices"][0]["text"]);
+  CHECK(on.body_json()["usage"].contains("completion_tokens_details"));
+
+  const json chat = {{"messages", json::array({{{"role", "user"}, {"content", copy_prompt}}})},
+                     {"max_tokens", 40}, {"temperature", 0}, {"logprobs", true}};
+  json chat_off = chat;
+  chat_off["speculative"] = "off";
+  const auto a = post_json(s.port, "/v1/chat/completions", chat_off);
+  const auto b = post_json(s.port, "/v1/chat/completions", chat);
+  REQUIRE(a.status == 200);
+  REQUIRE(b.status == 200);
+  const json ca = a.body_json()["choices"][0], cb = b.body_json()["choices"][0];
+  CHECK(cb["message"]["content"] == ca["message"]["content"]);
+  CHECK(cb["finish_reason"] == ca["finish_reason"]);
+  // Logprobs of the kept tokens are the target's, as without speculation.
+  REQUIRE(cb["logprobs"]["content"].size() == ca["logprobs"]["content"].size());
+  for (std::size_t i = 0; i < ca["logprobs"]["content"].size(); ++i) {
+    CHECK(cb["logprobs"]["content"][i]["token"] == ca["logprobs"]["content"][i]["token"]);
+    CHECK(std::abs(cb["logprobs"]["content"][i]["logprob"].get<double>() -
+                   ca["logprobs"]["content"][i]["logprob"].get<double>()) < 1e-4);
+  }
+  CHECK(engine_idle(s.port));
+}
+
+TEST_CASE("gateway speculative: an unknown drafter or a draft too long is a 400 naming the field", "[gateway][spec]") {
+  if (!has_stories()) return;
+  served s(stories_deployment());
+  for (const json bad : {json("eagle"), json(3), json({{"method", "medusa"}}), json({{"num_speculative_tokens", 99}})}) {
+    INFO(bad.dump());
+    const auto answer = post_json(s.port, "/v1/completions", completion({{"speculative", bad}}));
+    CHECK(answer.status == 400);
+    CHECK(answer.body.find("speculative") != std::string::npos);
+  }
+  // A request may turn speculation on where the deployment has it off.
+  const auto on = post_json(s.port, "/v1/completions", completion({{"speculative", "ngram"}}));
+  REQUIRE(on.status == 200);
+  CHECK(on.body_json()["usage"].contains("completion_tokens_details"));
+}
