@@ -359,6 +359,8 @@ const std::map<std::string, key_spec>& specs() {
         [](auto k) { return integer(&D::speculative, &speculative_settings::prompt_lookup_max, 1, 64, k); });
     add("speculative.row_cost",
         [](auto k) { return number(&D::speculative, &speculative_settings::row_cost, 0.0, 100.0, k); });
+    add("speculative.learn_row_cost",
+        [](auto k) { return boolean(&D::speculative, &speculative_settings::learn_row_cost, k); });
     add("rerank.enabled", [](auto k) -> key_spec {
       const std::string expected = "true, false or \"auto\"";
       return {expected, [k, expected](deployment& d, const toml::node& n) -> result<void> {

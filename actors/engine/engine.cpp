@@ -72,6 +72,7 @@ speculative_config speculative_config_of(const speculative_settings& s) {
   c.num_speculative_tokens = s.num_speculative_tokens;
   c.ngram = {s.prompt_lookup_min, std::max(s.prompt_lookup_min, s.prompt_lookup_max)};
   c.row_cost = s.row_cost;
+  c.learn_row_cost = s.learn_row_cost;
   return c;
 }
 

@@ -36,6 +36,7 @@ struct bench_forward_options {
   std::string kv_dtype = "f32";
   bool profile = false;
   bool floor = false;
+  std::vector<int> drafts;  ///< speculative decoding: drafted tokens per sequence to time verify steps with
 };
 
 /// Random weights of --shape, or --model (any format the loader reads), as --weight-dtype says.
@@ -188,11 +189,63 @@ double time_step(cpu_backend& be, const step_plan& plan) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+/// Tokens one checked draft of k gives at acceptance a (each drafted token kept with
+/// probability a after the ones before it): 1 + a + ... + a^k.
+double expected_tokens(double a, int k) {
+  double sum = 0.0, p = 1.0;
+  for (int i = 0; i <= k; ++i, p *= a) sum += p;
+  return sum;
+}
+
+/// The acceptance at which a verify step of k drafts gives as many tokens per second as
+/// a plain decode step: expected_tokens(a, k) = ratio (the verify step's time over the
+/// decode step's); 1 when even a sure draft does not pay.
+double break_even(double ratio, int k) {
+  if (expected_tokens(1.0, k) <= ratio) return 1.0;
+  double lo = 0.0, hi = 1.0;
+  for (int i = 0; i < 60; ++i) {
+    const double mid = (lo + hi) / 2;
+    (expected_tokens(mid, k) < ratio ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+/// Speculative decoding's verify cost: steps of `batch` sequences that each check k
+/// drafted tokens (k + 1 rows, every row sampled as the engine does), against k = 0.
+void run_verify_curve(cpu_backend& be, const bench_forward_options& o, int blocks_per_seq, int block_size) {
+  std::printf("\nverify steps (speculative decoding): k drafted tokens per sequence, %d-token context\n", o.context);
+  std::printf("%-6s %-4s %-10s %-8s %-16s %-10s %-8s %-8s %-8s\n", "batch", "k", "step ms", "x k=0",
+              "tokens/s @100%", "break-even", "x @0.5", "x @0.7", "x @0.9");
+  for (int batch : o.batches) {
+    double base = 0.0;
+    std::vector<int> ks = o.drafts;
+    if (std::find(ks.begin(), ks.end(), 0) == ks.end()) ks.insert(ks.begin(), 0);
+    for (int k : ks) {
+      auto plan = make_plan(batch, o.context, 1 + k, blocks_per_seq, block_size, true);
+      for (auto& s : plan.seqs) s.num_draft = k;  // drafts equal to what the rows sample are kept: a draft of
+                                                  // random weights is refuted early, the rows still all run
+      (void)time_step(be, plan);                  // the first one warms this shape
+      double total = 0.0;
+      for (int i = 0; i < o.steps; ++i) total += time_step(be, plan);
+      const double step = total / o.steps;
+      if (k == 0) base = step;
+      const double ratio = step / base;
+      const auto speedup = [&](double a) { return expected_tokens(a, k) / ratio; };
+      std::printf("%-6d %-4d %-10.3f %-8.2f %-16.1f %-10.2f %-8.2f %-8.2f %-8.2f\n", batch, k, step * 1e3, ratio,
+                  batch * (k + 1) / step, break_even(ratio, k), speedup(0.5), speedup(0.7), speedup(0.9));
+    }
+  }
+  std::printf("(x @a: tokens/s against plain decoding when each drafted token is kept with probability a; "
+              "break-even: the a where it is 1)\n");
+}
+
 void run_bench_forward(const bench_forward_options& o) {
   auto weights = bench_weights(o);
   const int block_size = 16;
   const int max_batch = *std::max_element(o.batches.begin(), o.batches.end());
-  const int blocks_per_seq = (std::max(o.context + o.steps, o.prefill) + block_size - 1) / block_size;
+  const int max_draft = o.drafts.empty() ? 0 : *std::max_element(o.drafts.begin(), o.drafts.end());
+  const int blocks_per_seq =
+      (std::max({o.context + o.steps, o.prefill, o.context + max_draft + 1}) + block_size - 1) / block_size;
   auto be = cpu_backend::create(weights, {block_size, max_batch * blocks_per_seq, 0}, backend_options(o));
   if (!be) fail(be.error().message);
   // As the engine does before it serves, and llama.cpp's bench before it times.
@@ -233,6 +286,7 @@ void run_bench_forward(const bench_forward_options& o) {
   if (o.profile) (*be)->set_stage_times(&prefill_times);
   const double prefill = time_step(**be, make_plan(1, 0, o.prefill, blocks_per_seq, block_size, true));
   (*be)->set_stage_times(nullptr);
+  if (!o.drafts.empty()) run_verify_curve(**be, o, blocks_per_seq, block_size);
   std::printf("prefill of %d tokens: %.2f ms (%.0f tokens/s)\n", o.prefill, prefill * 1e3, o.prefill / prefill);
   if (o.profile) {
     print_profile("decode steps (all batch sizes)", decode_times);
@@ -250,6 +304,10 @@ void add_bench_forward_command(CLI::App& bench) {
   cmd->add_option("--batch", o->batches, "batch sizes")->delimiter(',')->capture_default_str();
   cmd->add_option("--context", o->context, "tokens already in each sequence's cache")->capture_default_str();
   cmd->add_option("--steps", o->steps, "decode steps timed per batch size")->capture_default_str();
+  cmd->add_option("--draft", o->drafts,
+                  "speculative decoding: also time verify steps of k drafted tokens per sequence, for each k given "
+                  "(e.g. 1,2,4,8), with the speedup they imply and the acceptance where they break even")
+      ->delimiter(',');
   cmd->add_option("--prefill", o->prefill, "prompt length of the timed prefill")->capture_default_str();
   cmd->add_option("--threads", o->threads, "compute threads (0 = one per physical core)")->capture_default_str();
   cmd->add_option("--pin", o->pin, "pin the compute threads to cores")->capture_default_str();

@@ -118,6 +118,7 @@ struct speculative_settings {
   /// One more row's cost relative to the step's fixed cost (reading the weights): the
   /// budget rule drafts only where a drafted token's chance of being kept beats it.
   double row_cost = 0.05;
+  bool learn_row_cost = true;      ///< replace row_cost by what the steps' own times say
 };
 
 /// Whether /v1/rerank and /v1/score are served ([rerank] enabled).

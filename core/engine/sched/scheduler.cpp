@@ -335,6 +335,9 @@ result<std::vector<seq_event>> scheduler::apply(const step_result& result) {
                                                   std::to_string(pending_->step_id));
   if (auto ok = check_result(result); !ok) return std::unexpected(ok.error());
   std::vector<seq_event> events;
+  int num_rows = 0;
+  for (const auto& e : pending_->entries) num_rows += e.num_tokens;
+  row_cost_fit_.add(num_rows, result.backend_seconds);
   std::size_t k = 0, r = 0, h = 0;
   for (const auto& e : pending_->entries) {
     std::span<const sampled_token> tokens;

@@ -40,6 +40,7 @@
 #include "core/engine/sched/scheduler_config.hpp"
 #include "core/engine/sched/sequence.hpp"
 #include "core/engine/spec/drafter.hpp"
+#include "core/engine/spec/row_cost.hpp"
 #include "core/engine/step/step_plan.hpp"
 
 namespace inflight {
@@ -144,6 +145,9 @@ class scheduler {
   /// Why the last decision entry was clipped or refused; empty when none was.
   const std::string& last_rejection() const { return last_rejection_; }
   const scheduler_config& config() const { return config_; }
+  /// Speculative decoding's row cost now: learned from the steps' times when
+  /// speculative.learn_row_cost and they varied enough in rows, else the configured one.
+  double row_cost() const;
   const std::string& policy_name() const { return policy_.name(); }
   /// Seconds on the scheduler's clock (the injected one).
   double now() const { return clock_(); }
@@ -253,6 +257,7 @@ class scheduler {
   std::function<void(int, int)> draft_observer_;
   /// Speculative decoding's drafters by name, made when a sequence first asks for one.
   std::unordered_map<std::string, std::unique_ptr<drafter>> drafters_;
+  row_cost_fit row_cost_fit_;                  ///< the steps' (rows, backend seconds)
   // Scratch buffers handed to the policy; reused across steps.
   std::vector<inflight_seq_info> view_running_;
   std::vector<inflight_seq_info> view_waiting_;

@@ -68,7 +68,7 @@ bool scheduler::can_draft(const sequence& seq) const {
 int scheduler::fit_draft(const sequence& seq, int max_draft, int num_rows) const {
   max_draft = std::min({max_draft, seq.params.max_tokens - seq.num_generated_tokens() - 1,
                         max_context_ - seq.num_tokens()});
-  const double r = config_.speculative.row_cost;
+  const double r = row_cost();
   double kept = 1.0;
   int k = 0;
   for (; k < max_draft; ++k) {
@@ -137,6 +137,8 @@ void scheduler::fill_draft_masks(sequence& seq, seq_step& step) {
     const token_id t = step.draft_token(i);
     if (!mask_has(mask, t) || !m.try_accept_token(t)) {
       keep = i;
+      // A token the grammar refuses is a refuted guess: it counts against the acceptance.
+      seq.spec.acceptance -= acceptance_weight * seq.spec.acceptance;
       break;
     }
     ++taken;
@@ -173,6 +175,11 @@ void scheduler::take_tokens(sequence& seq, const pending_entry& e, std::span<con
   for (const auto& token : tokens) {
     if (append_token(seq, token, events)) return;  // finished: `seq` is gone
   }
+}
+
+double scheduler::row_cost() const {
+  const auto learned = config_.speculative.learn_row_cost ? row_cost_fit_.row_cost() : std::nullopt;
+  return learned.value_or(config_.speculative.row_cost);
 }
 
 void scheduler::learn_finished(const sequence& seq, finish_reason reason) {

@@ -17,10 +17,12 @@ struct speculative_config {
   /// The longest draft checked in one step (vLLM's num_speculative_tokens).
   int num_speculative_tokens = 4;
   ngram_settings ngram;
-  /// The cost of one more row in a step, as a fraction of the cost of a step of one row.
-  /// A drafted row is added only when the chance that it is kept beats what it costs the
-  /// whole step (the budget rule: see scheduler_spec.cpp); large batches draft nothing.
+  /// One more row's cost relative to a step's fixed cost (reading the weights). A drafted
+  /// row is added only when the chance that it is kept beats what it costs the whole step
+  /// (the budget rule: see scheduler_spec.cpp); large batches draft nothing. The first
+  /// estimate: with learn_row_cost the steps' own times replace it (row_cost.hpp).
   double row_cost = 0.05;
+  bool learn_row_cost = true;
 };
 
 /// A request's choice (the `speculative` request field): a drafter by name ("off": none)

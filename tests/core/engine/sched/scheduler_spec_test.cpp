@@ -9,9 +9,11 @@
 
 #include <map>
 #include <memory>
+#include <regex>
 
 #include "core/engine/sampling/rng.hpp"
 #include "core/engine/sampling/sampler.hpp"
+#include "core/grammar/grammar_cache.hpp"
 #include "tests/core/engine/sched/sched_harness.hpp"
 
 using namespace inflight;
@@ -57,6 +59,9 @@ class logit_backend {
   logit_backend(int num_blocks, int block_size, float noise, bool may_end = false)
       : block_size_(block_size), noise_(noise), may_end_(may_end), kv_(std::size_t(num_blocks * block_size), -1) {}
 
+  /// The time each step reports: fixed_s + row_s per row (0: none, as a fake).
+  double fixed_s = 0.0, row_s = 0.0;
+
   result<step_result> execute(const step_plan& plan) {
     std::vector<float> logits;
     for (const auto& s : plan.seqs) {
@@ -80,6 +85,7 @@ class logit_backend {
     num_draft_rows = 0;
     step_result out;
     out.step_id = plan.step_id;
+    out.backend_seconds = fixed_s + row_s * plan.num_tokens();
     out.tokens = sample_rows(plan, [&](const seq_step& s, std::size_t logit_row, int row) {
       return sample(std::span<const float>(logits).subspan(logit_row * vocab, vocab), s, row);
     });
@@ -140,6 +146,9 @@ struct run_options {
   bool may_end = false;
   double row_cost = 0.05;
   bool penalties = false;
+  std::shared_ptr<const token_index> grammar;
+  double fixed_s = 0.0, row_s = 0.0;  ///< the step times the backend reports
+  bool learn = true;                   ///< speculative.learn_row_cost
 };
 
 struct run_outcome {
@@ -159,10 +168,13 @@ run_outcome run(const run_options& o) {
   config.eos_token_ids = {eos};
   config.speculative.row_cost = o.row_cost;
   config.speculative.ngram = {1, 3};
+  config.speculative.learn_row_cost = o.learn;
   auto rig = make_scheduler(config, o.num_blocks, o.block_size, load_policy("splitfuse"));
   rig.loop().sched().add_drafter("oracle", std::make_unique<oracle_drafter>(o.noise, o.may_end));
   rig.loop().sched().add_drafter("wrong", std::make_unique<wrong_drafter>());
   logit_backend backend(o.num_blocks, o.block_size, o.noise, o.may_end);
+  backend.fixed_s = o.fixed_s;
+  backend.row_s = o.row_s;
   for (seq_id id = 1; id <= seq_id(o.num_requests); ++id) {
     seq_request r;
     r.id = id;
@@ -170,6 +182,7 @@ run_outcome run(const run_options& o) {
     r.params.max_tokens = o.max_tokens;
     r.params.temperature = o.temperature;
     if (o.penalties) r.params.frequency_penalty = 0.4f;
+    r.params.grammar = o.grammar;
     r.seed = 1000 + id;
     r.speculation.method = o.method.empty() ? "off" : o.method;
     r.speculation.num_tokens = o.num_spec_tokens;
@@ -357,4 +370,70 @@ TEST_CASE("speculation: a request's method must be known and its length bounded"
   CHECK(refused.error().message.find("num_tokens") != std::string::npos);
   r.speculation.num_tokens = 3;
   CHECK(rig.submit(r).has_value());
+}
+
+namespace {
+
+/// Bytes of each token: eos and never_token are special (no text).
+std::shared_ptr<const grammar_vocab> spec_vocab() {
+  std::vector<std::string> bytes = {"a", "b", "c", "ab", "bc", "abc", "x", "ca", "ba", "xx", "", ""};
+  return std::make_shared<const grammar_vocab>(std::move(bytes), std::vector<token_id>{eos});
+}
+
+}  // namespace
+
+TEST_CASE("speculation: under a grammar, drafts it refuses are cut and the output is the one without drafts",
+          "[core][sched][spec][grammar]") {
+  const auto vocab = spec_vocab();
+  const std::string pattern = "((ab|c)+x){4}";
+  auto g = try_compile({grammar_kind::regex, pattern});
+  REQUIRE(g.has_value());
+  run_options plain;
+  plain.grammar = std::make_shared<const token_index>(std::make_shared<const grammar>(std::move(*g)), vocab);
+  plain.num_requests = 4;
+  plain.max_tokens = 60;
+  plain.may_end = true;
+  for (const float temperature : {0.0f, 1.0f}) {
+    plain.temperature = temperature;
+    const auto reference = run(plain);
+    for (const std::string method : {"ngram", "oracle", "wrong"}) {
+      INFO(method << " temperature " << temperature);
+      run_options o = plain;
+      o.method = method;
+      const auto got = run(o);
+      CHECK(got.tokens == reference.tokens);
+      CHECK(got.reasons == reference.reasons);
+      CHECK(got.num_free_blocks_after == 64);
+      for (const auto& [id, tokens] : got.tokens) {
+        std::string text;
+        for (token_id t : tokens) text += vocab->bytes(t);
+        if (got.reasons.at(id) == finish_reason::stop) CHECK(std::regex_match(text, std::regex(pattern)));
+      }
+      // The grammar refuses every drafted never_token before it is checked: nothing is drafted.
+      if (method == "wrong") CHECK(got.counters.num_draft_tokens == 0);
+      if (method == "ngram") CHECK(got.counters.num_accepted_tokens > 0);
+    }
+  }
+}
+
+TEST_CASE("speculation: the row cost learned from step times stops drafts where each row costs a step",
+          "[core][sched][spec]") {
+  run_options o;
+  o.method = "ngram";
+  o.num_requests = 1;
+  o.max_tokens = 300;
+  o.row_s = 1e-3;  // every row costs the same, nothing is shared: a tiny model
+  const auto learned = run(o);
+  o.learn = false;  // the configured 0.05: drafts on
+  const auto fixed = run(o);
+  CHECK(fixed.counters.num_draft_tokens > 100);
+  CHECK(learned.counters.num_draft_tokens * 4 < fixed.counters.num_draft_tokens);
+  CHECK(learned.tokens == fixed.tokens);
+
+  // A step that mostly reads weights (fixed 20 ms, 0.2 ms a row): drafts go on.
+  o.learn = true;
+  o.row_s = 2e-4;
+  o.fixed_s = 2e-2;
+  const auto memory_bound = run(o);
+  CHECK(memory_bound.counters.num_draft_tokens * 2 > fixed.counters.num_draft_tokens);
 }
