@@ -44,6 +44,7 @@ struct offline_options {
   int chunk = 256;      // interference: splitfuse's max_chunk_tokens
   int max_concurrency = 0;  // rerank: requests in flight at once (0 = all at once)
   std::string prefix_caching;  // on | off | both ("" = the deployment's)
+  std::vector<std::string> speculative;  // drafters to compare, each a run ("off" = none; {} = the deployment's)
   std::string result_json;
   bool step_feed = false;  // overhead: each row also with one step-feed reader
   std::string record_steps;  // a step profile of every step the engine ran (source "engine")
@@ -59,7 +60,8 @@ deployment base_deployment(const offline_options& o) {
   return d;
 }
 
-std::vector<bench::bench_prompt> offline_prompts(const offline_options& o, int vocab_size) {
+std::vector<bench::bench_prompt> offline_prompts(const offline_options& o, const loaded_model& model) {
+  const int vocab_size = model.weights->config.vocab_size;
   auto size = bench::parse_workload_size(o.size);
   if (!size) fail(size.error().message);
   std::mt19937_64 rng(o.seed);
@@ -68,6 +70,11 @@ std::vector<bench::bench_prompt> offline_prompts(const offline_options& o, int v
                      ? bench::workload_dataset(w, rng)
                      : bench::load_trace(o.dataset_path, o.num_prompts, vocab_size, bench::prompt_format::ids, true, rng);
   if (!prompts) fail(prompts.error().message);
+  for (auto& p : *prompts) {  // text prompts (copy): the model's tokens
+    if (!p.prompt_ids.empty() || p.prompt_text.empty()) continue;
+    p.prompt_ids = model.tok->encode(p.prompt_text, model.tok->adds_bos());
+    p.input_len = int(p.prompt_ids.size());
+  }
   // Workloads without their own schedule (latency, procurement) use the arrival process.
   auto times = bench::arrival_times(int(prompts->size()), {o.request_rate, o.burstiness}, rng);
   if (!times) fail(times.error().message);
@@ -104,12 +111,16 @@ deployment policy_deployment(const deployment& base, const std::string& policy, 
 struct policy_result {
   std::string policy;
   std::string caching;  // "on" / "off" when --prefix-caching chose it, else ""
+  std::string spec;     // the drafter when --speculative chose it, else ""
   int budget = 0;
   engine_run run;
   bench::bench_summary summary;
 };
 
-std::string label(const policy_result& r) { return r.caching.empty() ? r.policy : r.policy + "/" + r.caching; }
+std::string label(const policy_result& r) {
+  std::string out = r.caching.empty() ? r.policy : r.policy + "/" + r.caching;
+  return r.spec.empty() ? out : out + "/" + r.spec;
+}
 
 double per_step_ms(double seconds, std::uint64_t steps) { return steps ? seconds * 1e3 / double(steps) : 0.0; }
 
@@ -171,6 +182,30 @@ void print_interference(const std::vector<policy_result>& results, int chunk) {
 
 /// Prefix caching on against off: TTFT, throughput and hit rate per run, and for each
 /// policy run both ways the ratios off / on (TTFT) and on / off (throughput).
+/// --speculative: acceptance and speed of each drafter beside the run without one.
+void print_speculative(const std::vector<policy_result>& results) {
+  std::printf("\nspeculative decoding (tok/s x = against the same policy with speculation off)\n");
+  std::printf("%-22s %10s %8s %10s %8s %9s %9s %11s %8s\n", "policy/drafter", "out tok/s", "x off", "TPOT p50",
+              "steps", "drafted", "kept", "acceptance", "mean len");
+  for (const auto& r : results) {
+    double off = 0.0;
+    for (const auto& o : results)
+      if (o.policy == r.policy && o.caching == r.caching && o.spec == "off") off = o.summary.output_throughput;
+    const auto& g = r.run.snapshot.gauges;
+    const double acceptance = g.num_draft_tokens ? double(g.num_accepted_tokens) / double(g.num_draft_tokens) : 0.0;
+    // Tokens one checked draft gave: the kept ones and the token after them.
+    const double mean_len = g.num_drafts ? double(g.num_accepted_tokens + g.num_drafts) / double(g.num_drafts) : 0.0;
+    char ratio[16] = "-";
+    if (off > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", r.summary.output_throughput / off);
+    std::printf("%-22s %10.1f %8s %10.3f %8llu %9llu %9llu %10.1f%% %8.2f\n", label(r).c_str(),
+                r.summary.output_throughput, ratio, pct(r.summary.tpot_ms, 50), (unsigned long long)r.run.snapshot.num_steps,
+                (unsigned long long)g.num_draft_tokens, (unsigned long long)g.num_accepted_tokens, 100.0 * acceptance,
+                mean_len);
+  }
+  std::printf("(acceptance = kept / drafted tokens; mean len = tokens per checked draft, the kept ones + 1; "
+              "TPOT in ms)\n");
+}
+
 void print_prefix_caching(const std::vector<policy_result>& results) {
   std::printf("\nprefix caching (TTFT in ms; hit = prompt tokens taken from the cache)\n");
   std::printf("%-17s %10s %10s %10s %8s %7s %12s %12s\n", "policy/caching", "TTFT p50", "TTFT p99", "out tok/s",
@@ -200,7 +235,7 @@ policy_result run_policy(const deployment& d, const loaded_model& model, const s
                watch == step_watch::feed ? ", step feed read" : watch == step_watch::record ? ", steps recorded" : "");
   auto run = run_engine_workload(d, model, prompts, watch, grammars);
   if (!run) fail(policy + ": " + run.error().message);
-  policy_result r{policy, {}, d.engine.max_num_batched_tokens, std::move(*run), {}};
+  policy_result r{policy, {}, {}, d.engine.max_num_batched_tokens, std::move(*run), {}};
   r.summary = bench::summarize(r.run.records, r.run.duration_s, {50, 90, 99}, {});
   // Lost requests are counted in the tables, said after them, and set the exit status.
   if (const auto line = failure_line(r.summary); !line.empty())
@@ -334,7 +369,7 @@ std::vector<labelled_summary> run_offline(offline_options o) {
                      o.result_json, o.generations}, base, *model);
     return {};
   }
-  const auto prompts = offline_prompts(o, model->weights->config.vocab_size);
+  const auto prompts = offline_prompts(o, *model);
   if (!o.record_steps.empty() && (o.workload == "overhead" || o.workload == "structured" || o.step_feed))
     fail("--record-steps: not with the overhead or structured workloads, nor with --step-feed");
   if (o.workload == "overhead") return run_overhead(o, base, *model, prompts);
@@ -344,16 +379,21 @@ std::vector<labelled_summary> run_offline(offline_options o) {
   std::vector<std::string> modes = {""};
   if (o.prefix_caching == "both") modes = {"off", "on"};
   else if (!o.prefix_caching.empty()) modes = {o.prefix_caching};
+  const std::vector<std::string> drafters = o.speculative.empty() ? std::vector<std::string>{""} : o.speculative;
   std::vector<policy_result> results;
   for (const auto& policy : o.policies) {
     for (const auto& mode : modes) {  // off and on back to back, so both see the same machine load
-      auto d = policy_deployment(base, policy, o, prompts);
-      if (!mode.empty()) d.engine.enable_prefix_caching = mode == "on";
-      results.push_back(run_policy(d, *model, policy, prompts, watch));
-      results.back().caching = mode;
-      auto& steps = results.back().run.steps;
-      recorded.insert(recorded.end(), std::make_move_iterator(steps.begin()), std::make_move_iterator(steps.end()));
-      steps.clear();
+      for (const auto& drafter : drafters) {
+        auto d = policy_deployment(base, policy, o, prompts);
+        if (!mode.empty()) d.engine.enable_prefix_caching = mode == "on";
+        if (!drafter.empty()) d.speculative.method = drafter;
+        results.push_back(run_policy(d, *model, policy, prompts, watch));
+        results.back().caching = mode;
+        results.back().spec = drafter;
+        auto& steps = results.back().run.steps;
+        recorded.insert(recorded.end(), std::make_move_iterator(steps.begin()), std::make_move_iterator(steps.end()));
+        steps.clear();
+      }
     }
   }
   std::printf("workload %s (%s%s), %zu requests, model %s, KV blocks %d, max_num_seqs %d\n", o.workload.c_str(),
@@ -363,6 +403,7 @@ std::vector<labelled_summary> run_offline(offline_options o) {
   if (!o.record_steps.empty()) write_recorded_steps(o, base, *model, std::move(recorded));
   if (o.workload == "interference") print_interference(results, o.chunk);
   if (!o.prefix_caching.empty() || o.workload.starts_with("prefix")) print_prefix_caching(results);
+  if (!o.speculative.empty()) print_speculative(results);
   std::vector<labelled_summary> ran;
   for (const auto& r : results) ran.push_back({label(r), r.summary});
   if (o.result_json.empty()) return ran;
@@ -375,6 +416,9 @@ std::vector<labelled_summary> run_offline(offline_options o) {
                                  {"num_steps", s.num_steps},     {"engine_seconds", s.engine_seconds},
                                  {"backend_seconds", s.backend_seconds}, {"batch_size_sum", s.batch_size_sum},
                                  {"kv_usage_sum", s.kv_usage_sum}, {"preemptions", s.gauges.num_preemptions},
+                                 {"spec_decode", {{"drafts", s.gauges.num_drafts},
+                                                  {"draft_tokens", s.gauges.num_draft_tokens},
+                                                  {"accepted_tokens", s.gauges.num_accepted_tokens}}},
                                  {"requests", std::move(records)}};
   }
   write_json_file(o.result_json, doc);
@@ -389,8 +433,8 @@ void add_bench_offline_command(CLI::App& bench) {
   cmd->add_option("--config", o->config_path, "deployment TOML (KV memory, max_num_seqs, threads)");
   cmd->add_option("--set", o->overrides, "override a deployment key (key=value), repeatable");
   cmd->add_option("--workload", o->workload,
-                  "variance | latency | procurement | interference | overhead | prefix | prefix-chat | structured | rerank | "
-                  "embed")
+                  "variance | latency | procurement | interference | overhead | prefix | prefix-chat | structured | copy | "
+                  "rerank | embed")
       ->capture_default_str();
   cmd->add_option("--dataset-path", o->dataset_path,
                   "a JSONL trace instead of --workload: per line \"prompt\" (token ids) or \"input_len\", "
@@ -429,6 +473,11 @@ void add_bench_offline_command(CLI::App& bench) {
                   "on | off | both (each policy with caching off, then on; rerank: on, then off; "
                   "default: the deployment's)")
       ->check(CLI::IsMember({"on", "off", "both"}));
+  cmd->add_option("--speculative", o->speculative,
+                  "speculative decoding: drafters to compare, each a run of every policy (off, ngram, suffix; "
+                  "default: the deployment's [speculative])")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"off", "ngram", "suffix"}));
   cmd->add_option("--result-json", o->result_json, "write every request and the summaries to this file");
   add_allow_failures_flag(*cmd, o->allow_failures);
   cmd->callback([o] { check_every_request_completed("bench offline", run_offline(*o), o->allow_failures); });

@@ -85,7 +85,7 @@ result<workload_size> parse_workload_size(std::string_view text) {
 }
 
 std::vector<std::string> workload_names() {
-  return {"variance", "latency", "procurement", "interference", "overhead", "prefix", "prefix-chat", "structured"};
+  return {"variance", "latency", "procurement", "interference", "overhead", "prefix", "prefix-chat", "structured", "copy"};
 }
 
 namespace {
@@ -214,6 +214,64 @@ result<std::vector<bench_prompt>> prefix_workload(const workload_options& o, std
   return out;
 }
 
+/// Sentences of the copy workload's passages: plain story English, which small models
+/// trained on children's stories (stories260K) and large ones alike read and write.
+const std::vector<std::string>& story_sentences() {
+  static const std::vector<std::string> sentences = {
+      "Once upon a time, there was a little girl named Lily.",
+      "She had a red ball that she loved very much.",
+      "Every day she played with the ball in the big green park.",
+      "One day, a small brown dog ran up to her and barked.",
+      "Lily was scared at first, but the dog wagged its tail.",
+      "The dog wanted to play with the red ball too.",
+      "Lily threw the ball and the dog ran after it.",
+      "They played together until the sun went down.",
+      "Tom was a boy who liked to build tall towers with blocks.",
+      "His mom gave him a box of blue and yellow blocks.",
+      "He built a tower that was taller than his little sister.",
+      "Then the tower fell down and all the blocks were on the floor.",
+      "Tom did not cry, he started to build it again.",
+      "A little bird lived in a tree near the river.",
+      "The bird sang a happy song every morning.",
+      "One morning it saw a big cat under the tree.",
+      "The bird flew high into the sky so the cat could not catch it.",
+      "Sam and his friend Anna went to the beach with their dad.",
+      "They made a sand castle with a big wall around it.",
+      "A wave came and washed the castle away.",
+      "Anna laughed and said they could make a new one.",
+      "The old man had a garden full of flowers.",
+      "He gave water to the flowers every day.",
+      "The flowers grew big and bright in the warm sun.",
+  };
+  return sentences;
+}
+
+/// Continue a passage seen before (speculative decoding): a passage of story sentences,
+/// then its first quarter again, so that what follows is the rest of the passage (a model
+/// that copies, as trained ones do from their context, writes it; a drafter that looks
+/// the text up proposes it). Passages of 10 sentences (small: 6), about 550 characters
+/// (small: 330); 128 output tokens (small: 64); 64 requests (small: 16), all at t = 0.
+/// Text prompts: the server's tokenizer (bench offline: the model's) makes the tokens.
+result<std::vector<bench_prompt>> copy_workload(const workload_options& o, std::mt19937_64& rng) {
+  const bool full = o.size == workload_size::full;
+  const auto& sentences = story_sentences();
+  std::uniform_int_distribution<std::size_t> pick(0, sentences.size() - 1);
+  std::vector<bench_prompt> out;
+  for (int i = 0; i < count_or(o, 64, 16); ++i) {
+    std::string passage;
+    for (int k = 0; k < (full ? 10 : 6); ++k) passage += (k ? " " : "") + sentences[pick(rng)];
+    std::string again = passage.substr(0, passage.size() / 4);
+    again = again.substr(0, again.rfind(' '));  // whole words
+    bench_prompt p;
+    p.prompt_text = passage + "\n\n" + again;
+    p.input_len = int(p.prompt_text.size());
+    p.output_len = full ? 128 : 64;
+    p.tag = "copy";
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
 /// Multi-turn chat: each turn resends the history (earlier turns' prompts and replies)
 /// plus new user tokens. The replies in the history are random tokens of the reply's
 /// length, not the model's answer (prompts are fixed before the run). Turn t of
@@ -266,9 +324,10 @@ result<std::vector<bench_prompt>> workload_dataset(const workload_options& o, st
   if (o.name == "prefix") return prefix_workload(o, rng);
   if (o.name == "prefix-chat") return prefix_chat_workload(o, rng);
   if (o.name == "structured") return structured_workload(o, rng);
+  if (o.name == "copy") return copy_workload(o, rng);
   return make_error(errc::invalid_argument, "unknown workload '" + o.name +
                                                 "' (variance, latency, procurement, interference, overhead, prefix, "
-                                                "prefix-chat, structured)");
+                                                "prefix-chat, structured, copy)");
 }
 
 namespace {

@@ -70,7 +70,7 @@ enum class workload_size { small, full };
 result<workload_size> parse_workload_size(std::string_view text);
 
 struct workload_options {
-  std::string name;                   ///< variance | latency | procurement | interference | overhead | prefix | prefix-chat | structured
+  std::string name;                   ///< variance | latency | procurement | interference | overhead | prefix | prefix-chat | structured | copy
   workload_size size = workload_size::small;
   int cap = 0;                        ///< variance: output cap (0 = the largest of the size)
   int num_prompts = 0;                ///< 0 = the workload's own count

@@ -131,10 +131,29 @@ TEST_CASE("bench dataset: the same seed gives the same workload", "[core][bench]
     bool any_diff = false;
     for (std::size_t i = 0; i < x->size(); ++i) {
       CHECK((*x)[i].prompt_ids == (*y)[i].prompt_ids);
+      CHECK((*x)[i].prompt_text == (*y)[i].prompt_text);
       CHECK((*x)[i].output_len == (*y)[i].output_len);
-      any_diff = any_diff || (*x)[i].prompt_ids != (*z)[i].prompt_ids;
+      any_diff = any_diff || (*x)[i].prompt_ids != (*z)[i].prompt_ids || (*x)[i].prompt_text != (*z)[i].prompt_text;
     }
     CHECK(any_diff);
+  }
+}
+
+TEST_CASE("bench dataset: copy prompts are a passage, then its start again", "[core][bench]") {
+  std::mt19937_64 rng(3);
+  for (const auto size : {workload_size::small, workload_size::full}) {
+    auto copy = workload_dataset({"copy", size}, rng);
+    REQUIRE(copy.has_value());
+    CHECK(copy->size() == (size == workload_size::full ? 64u : 16u));
+    for (const auto& p : *copy) {
+      const auto cut = p.prompt_text.find("\n\n");
+      REQUIRE(cut != std::string::npos);
+      const std::string passage = p.prompt_text.substr(0, cut), again = p.prompt_text.substr(cut + 2);
+      CHECK(again.size() * 5 > passage.size() / 2);  // about a quarter of it
+      CHECK(again.size() < passage.size() / 3);
+      CHECK(passage.rfind(again, 0) == 0);  // what follows `again` in the passage is the answer to copy
+      CHECK(p.output_len == (size == workload_size::full ? 128 : 64));
+    }
   }
 }
 
