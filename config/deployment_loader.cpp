@@ -103,14 +103,15 @@ key_spec text(S deployment::*section, std::string S::*member, std::vector<std::s
           }};
 }
 
-key_spec bytes(std::int64_t engine_settings::*member, std::string key) {
+template <class S>
+key_spec bytes(S deployment::*section, std::int64_t S::*member, std::string key) {
   std::string expected = "a size in bytes (an integer, or a string like \"256MiB\" or \"2GiB\")";
   return {expected, [=](deployment& d, const toml::node& n) -> result<void> {
             result<std::int64_t> v = make_error(errc::invalid_argument, "");
             if (const auto i = integer_of(n)) v = *i;
             if (n.is_string()) v = parse_bytes(n.as_string()->get());
             if (!v || *v <= 0) return bad_value(key, n, expected);
-            d.engine.*member = *v;
+            d.*section.*member = *v;
             return {};
           }};
 }
@@ -318,7 +319,7 @@ const std::map<std::string, key_spec>& specs() {
     add("engine.threads", [](auto k) { return integer(&D::engine, &engine_settings::threads, 0, 1024, k); });
     add("engine.pin_threads", [](auto k) { return boolean(&D::engine, &engine_settings::pin_threads, k); });
     add("engine.block_size", [](auto k) { return integer(&D::engine, &engine_settings::block_size, 1, 1024, k); });
-    add("engine.kv_memory", [](auto k) { return bytes(&engine_settings::kv_memory_bytes, k); });
+    add("engine.kv_memory", [](auto k) { return bytes(&D::engine, &engine_settings::kv_memory_bytes, k); });
     add("engine.kv_dtype",
         [](auto k) { return text(&D::engine, &engine_settings::kv_dtype, {"auto", "f32", "f16", "bf16"}, k); });
     add("engine.kv_blocks", [](auto k) { return integer(&D::engine, &engine_settings::kv_blocks, 0, 1 << 26, k); });
@@ -349,7 +350,8 @@ const std::map<std::string, key_spec>& specs() {
     add("scheduler.tpot_target_ms",
         [](auto k) { return number(&D::scheduler, &scheduler_settings::tpot_target_ms, 0.0, 3.6e6, k); });
     add("speculative.method",
-        [](auto k) { return text(&D::speculative, &speculative_settings::method, {"off", "ngram", "suffix"}, k); });
+        [](auto k) { return text(&D::speculative, &speculative_settings::method, {"off", "ngram", "suffix", "draft"}, k);
+        });
     add("speculative.num_speculative_tokens", [](auto k) {
       return integer(&D::speculative, &speculative_settings::num_speculative_tokens, 0, 16, k);
     });
@@ -359,6 +361,9 @@ const std::map<std::string, key_spec>& specs() {
         [](auto k) { return integer(&D::speculative, &speculative_settings::prompt_lookup_max, 1, 64, k); });
     add("speculative.row_cost",
         [](auto k) { return number(&D::speculative, &speculative_settings::row_cost, 0.0, 100.0, k); });
+    add("speculative.draft_model", [](auto k) { return text(&D::speculative, &speculative_settings::draft_model, {}, k); });
+    add("speculative.draft_kv_memory",
+        [](auto k) { return bytes(&D::speculative, &speculative_settings::draft_kv_memory_bytes, k); });
     add("speculative.learn_row_cost",
         [](auto k) { return boolean(&D::speculative, &speculative_settings::learn_row_cost, k); });
     add("rerank.enabled", [](auto k) -> key_spec {

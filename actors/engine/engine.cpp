@@ -14,6 +14,7 @@
 #include "actors/engine/scheduler_actor.hpp"
 #include "backends/backend_factory.hpp"
 #include "backends/debug_backend.hpp"
+#include "backends/draft_model.hpp"
 #include "core/engine/request/prompt_limit.hpp"
 #include "core/engine/sampling/sampler.hpp"
 #include "core/engine/sched/plugin_dir.hpp"
@@ -91,7 +92,18 @@ result<scheduler> make_scheduler(const deployment& d, const loaded_model& m, con
   c.enable_prefix_caching = d.engine.enable_prefix_caching;
   c.default_targets = {d.scheduler.ttft_target_ms, d.scheduler.tpot_target_ms};
   c.speculative = speculative_config_of(d.speculative);
-  return scheduler::try_create(c, kv, std::move(*pol), engine_now);
+  auto sched = scheduler::try_create(c, kv, std::move(*pol), engine_now);
+  if (!sched || d.speculative.draft_model.empty()) return sched;
+  draft_model_options o;
+  o.block_size = d.engine.block_size;
+  o.kv_memory_bytes = d.speculative.draft_kv_memory_bytes;
+  o.num_threads = d.engine.threads;
+  o.max_context = m.max_context;
+  o.vocab_size = m.weights->config.vocab_size;
+  auto drafter = draft_model_drafter::load(d.speculative.draft_model, o);
+  if (!drafter) return std::unexpected(drafter.error());
+  sched->add_drafter("draft", std::move(*drafter));
+  return sched;
 }
 
 }  // namespace

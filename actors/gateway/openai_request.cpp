@@ -194,7 +194,8 @@ opt_error parse_speculation(const json& body, speculation_choice& out) {
   const json* spec = field(body, "speculative");
   if (spec == nullptr) return {};
   static constexpr const char* expected =
-      "speculative must be \"off\", \"ngram\", \"suffix\" or {\"method\": ..., \"num_speculative_tokens\": 0..16}";
+      "speculative must be \"off\", \"ngram\", \"suffix\", \"draft\" or {\"method\": ..., \"num_speculative_tokens\": "
+      "0..16}";
   std::string method;
   if (spec->is_string()) {
     method = spec->get<std::string>();
@@ -206,7 +207,7 @@ opt_error parse_speculation(const json& body, speculation_choice& out) {
   } else {
     return bad_request(expected, "speculative");
   }
-  if (!method.empty() && method != "off" && method != "ngram" && method != "suffix")
+  if (!method.empty() && method != "off" && method != "ngram" && method != "suffix" && method != "draft")
     return bad_request(expected, "speculative");
   if (!method.empty()) out.method = method;
   return {};

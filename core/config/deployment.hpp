@@ -111,7 +111,7 @@ struct scheduler_settings {
 /// them in the same pass (core/engine/spec/, docs/speculative.md). Requests may choose
 /// their own with the `speculative` request field.
 struct speculative_settings {
-  std::string method = "off";      ///< off | ngram (prompt lookup) | suffix (and recent finished requests)
+  std::string method = "off";      ///< off | ngram (prompt lookup) | suffix (and recent finished requests) | draft
   int num_speculative_tokens = 4;  ///< the longest draft checked in one step
   int prompt_lookup_min = 1;       ///< ngram/suffix: the shortest suffix looked up
   int prompt_lookup_max = 3;       ///< ngram/suffix: the longest, tried first
@@ -119,6 +119,10 @@ struct speculative_settings {
   /// budget rule drafts only where a drafted token's chance of being kept beats it.
   double row_cost = 0.05;
   bool learn_row_cost = true;      ///< replace row_cost by what the steps' own times say
+  /// method "draft": a smaller model of the same vocabulary (a path the loader reads),
+  /// greedy on the CPU in a KV pool of draft_kv_memory bytes of its own.
+  std::string draft_model;
+  std::int64_t draft_kv_memory_bytes = 64ll << 20;
 };
 
 /// Whether /v1/rerank and /v1/score are served ([rerank] enabled).

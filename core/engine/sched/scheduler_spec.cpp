@@ -96,7 +96,7 @@ void scheduler::add_drafts(validation& v) {
       seq.spec.acceptance += acceptance_recovery * (spec_state{}.acceptance - seq.spec.acceptance);
       continue;
     }
-    std::vector<token_id> draft = drafters_.at(seq.spec.method)->propose(seq.all_tokens(), k);
+    std::vector<token_id> draft = drafters_.at(seq.spec.method)->propose(seq.id, seq.all_tokens(), k);
     // Drafts take free blocks only (the view's, after every ask of the step).
     const int end = seq.num_computed_tokens + ask.num_tokens;
     const int covered = std::max(seq.num_blocks_held, num_blocks_for(end, bs));
@@ -183,6 +183,7 @@ double scheduler::row_cost() const {
 }
 
 void scheduler::learn_finished(const sequence& seq, finish_reason reason) {
+  for (auto& [name, d] : drafters_) d->forget(seq.id);
   if (drafters_.empty() || seq.is_prefill_only() || (reason != finish_reason::stop && reason != finish_reason::length))
     return;
   const auto tokens = seq.all_tokens();

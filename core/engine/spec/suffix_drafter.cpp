@@ -27,7 +27,7 @@ const suffix_drafter::entry* suffix_drafter::find(std::uint64_t serial) const {
   return i < corpus_.size() ? &corpus_[i] : nullptr;
 }
 
-std::vector<token_id> suffix_drafter::propose(std::span<const token_id> tokens, int k) {
+std::vector<token_id> suffix_drafter::propose(seq_id, std::span<const token_id> tokens, int k) {
   if (k <= 0) return {};
   if (auto own = ngram_draft(tokens, k, settings_.ngram); !own.empty()) return own;
   // The corpus is looked up by the sequence's last max_n tokens (the index's one length);
@@ -78,6 +78,8 @@ void suffix_drafter::drop_oldest() {
 result<std::unique_ptr<drafter>> try_make_drafter(std::string_view name, ngram_settings s) {
   if (name == "ngram") return std::make_unique<ngram_drafter>(s);
   if (name == "suffix") return std::make_unique<suffix_drafter>(suffix_settings{.ngram = s});
+  if (name == "draft")
+    return make_error(errc::invalid_argument, "the draft drafter needs a draft model: speculative.draft_model");
   return make_error(errc::invalid_argument,
                     "unknown drafter '" + std::string(name) + "' (known: ngram, suffix)");
 }

@@ -28,7 +28,7 @@ struct suffix_settings {
 class suffix_drafter final : public drafter {
  public:
   explicit suffix_drafter(suffix_settings s = {});
-  std::vector<token_id> propose(std::span<const token_id> tokens, int k) override;
+  std::vector<token_id> propose(seq_id id, std::span<const token_id> tokens, int k) override;
   void on_finished(std::span<const token_id> tokens) override;
 
   std::size_t num_sequences() const { return corpus_.size(); }

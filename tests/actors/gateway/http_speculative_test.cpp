@@ -151,8 +151,34 @@ TEST_CASE("gateway speculative: an unknown drafter or a draft too long is a 400 
     CHECK(answer.status == 400);
     CHECK(answer.body.find("speculative") != std::string::npos);
   }
+  // The draft drafter needs a draft model, which this server has not.
+  const auto no_model = post_json(s.port, "/v1/completions", completion({{"speculative", "draft"}}));
+  CHECK(no_model.status == 400);
+  CHECK(no_model.body.find("speculative.draft_model") != std::string::npos);
   // A request may turn speculation on where the deployment has it off.
   const auto on = post_json(s.port, "/v1/completions", completion({{"speculative", "ngram"}}));
   REQUIRE(on.status == 200);
   CHECK(on.body_json()["usage"].contains("completion_tokens_details"));
+}
+
+TEST_CASE("gateway speculative: a draft model drafting for itself is kept almost always, with the same text",
+          "[gateway][spec]") {
+  if (!has_stories()) return;
+  deployment d = stories_deployment();
+  d.speculative.method = "draft";
+  d.speculative.draft_model = d.model.path;  // the target as its own draft model
+  d.speculative.learn_row_cost = false;      // draft whatever the rows cost (a tiny model)
+  served s(d);
+  const auto off = post_json(s.port, "/v1/completions", completion({{"speculative", "off"}}));
+  const auto on = post_json(s.port, "/v1/completions", completion({}));
+  REQUIRE(off.status == 200);
+  REQUIRE(on.status == 200);
+  CHECK(on.body_json()["choices"][0]["text"] == off.body_json()["choices"][0]["text"]);
+  const json details = on.body_json()["usage"]["completion_tokens_details"];
+  const int kept = details["accepted_prediction_tokens"], refuted = details["rejected_prediction_tokens"];
+  CHECK(kept > 40);            // 64 tokens, most of them drafted
+  CHECK(refuted * 10 <= kept);  // the same model: a refusal only where rounding flips a near tie
+  const auto [streamed, usage] = stream_text(s.port, completion({}));
+  CHECK(streamed == off.body_json()["choices"][0]["text"]);
+  CHECK(engine_idle(s.port));
 }

@@ -111,7 +111,7 @@ class logit_backend {
 class oracle_drafter final : public drafter {
  public:
   oracle_drafter(float noise, bool may_end) : noise_(noise), may_end_(may_end) {}
-  std::vector<token_id> propose(std::span<const token_id> tokens, int k) override {
+  std::vector<token_id> propose(seq_id, std::span<const token_id> tokens, int k) override {
     std::vector<token_id> context(tokens.begin(), tokens.end()), out;
     for (int i = 0; i < k; ++i) {
       out.push_back(argmax(model_row(context, noise_, may_end_)));
@@ -128,7 +128,7 @@ class oracle_drafter final : public drafter {
 /// Proposes a token the model never gives: every draft is refuted at once.
 class wrong_drafter final : public drafter {
  public:
-  std::vector<token_id> propose(std::span<const token_id>, int k) override {
+  std::vector<token_id> propose(seq_id, std::span<const token_id>, int k) override {
     return std::vector<token_id>(std::size_t(k), never_token);
   }
 };

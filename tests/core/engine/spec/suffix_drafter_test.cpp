@@ -8,7 +8,7 @@ using namespace inflight;
 
 namespace {
 
-std::vector<token_id> propose(drafter& d, std::vector<token_id> tokens, int k) { return d.propose(tokens, k); }
+std::vector<token_id> propose(drafter& d, std::vector<token_id> tokens, int k) { return d.propose(1, tokens, k); }
 
 }  // namespace
 
