@@ -10,7 +10,9 @@ nlohmann::json to_json(const bench::request_record& r) {
   nlohmann::json j = {{"index", r.index},         {"success", r.is_success},         {"start_s", r.start_s},
                       {"ttft_s", r.ttft_s},       {"e2el_s", r.e2el_s},             {"tpot_s", r.tpot_s()},
                       {"itl_s", r.itl_s},         {"prompt_tokens", r.prompt_tokens}, {"output_tokens", r.output_tokens},
-                      {"cached_tokens", r.cached_tokens}};
+                      {"cached_tokens", r.cached_tokens},
+                      {"accepted_prediction_tokens", r.accepted_prediction_tokens},
+                      {"rejected_prediction_tokens", r.rejected_prediction_tokens}};
   if (!r.error.empty()) j["error"] = r.error;
   if (r.http_status != 0) j["status"] = r.http_status;
   if (!r.error_code.empty()) j["code"] = r.error_code;
@@ -43,6 +45,8 @@ nlohmann::json to_json(const bench::bench_summary& s) {
                       {"total_input_tokens", s.total_input_tokens},
                       {"total_output_tokens", s.total_output_tokens},
                       {"total_cached_tokens", s.total_cached_tokens},
+                      {"total_accepted_prediction_tokens", s.total_accepted_prediction_tokens},
+                      {"total_rejected_prediction_tokens", s.total_rejected_prediction_tokens},
                       {"prefix_cache_hit_rate", s.prefix_cache_hit_rate()},
                       {"request_throughput", s.request_throughput},
                       {"output_throughput", s.output_throughput},
@@ -146,6 +150,10 @@ void print_summary(std::FILE* out, const std::string& title, const bench::bench_
   std::fprintf(out, "%-40s %10lld\n", "Total input tokens:", s.total_input_tokens);
   std::fprintf(out, "%-40s %10lld\n", "Total generated tokens:", s.total_output_tokens);
   std::fprintf(out, "%-40s %10.2f\n", "Prefix cache hit rate (%):", 100.0 * s.prefix_cache_hit_rate());
+  if (const long long drafted = s.total_accepted_prediction_tokens + s.total_rejected_prediction_tokens; drafted > 0) {
+    std::fprintf(out, "%-40s %10lld\n", "Drafted tokens (speculative):", drafted);
+    std::fprintf(out, "%-40s %10.2f\n", "Draft acceptance (%):", 100.0 * double(s.total_accepted_prediction_tokens) / double(drafted));
+  }
   // Throughputs count the completed requests; with failures the label says so.
   const bool is_partial = s.num_failed > 0;
   std::fprintf(out, "%-40s %10.2f\n",

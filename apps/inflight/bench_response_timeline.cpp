@@ -20,6 +20,11 @@ void response_timeline::usage(const nlohmann::json& u) {
   if (auto d = u.find("prompt_tokens_details"); d != u.end() && d->is_object()) {
     if (auto c = d->find("cached_tokens"); c != d->end() && c->is_number_integer()) cached_tokens_ = c->get<int>();
   }
+  // Speculative decoding's drafts (inflight; OpenAI's predicted outputs name them so).
+  if (auto d = u.find("completion_tokens_details"); d != u.end() && d->is_object()) {
+    accepted_prediction_tokens_ = d->value("accepted_prediction_tokens", accepted_prediction_tokens_);
+    rejected_prediction_tokens_ = d->value("rejected_prediction_tokens", rejected_prediction_tokens_);
+  }
 }
 
 void response_timeline::output(const nlohmann::json& choice, bool keep_text) {
@@ -38,6 +43,8 @@ void response_timeline::finish(std::string error, int http_status, std::string e
   auto r = bench::record_from_timeline(send_s_, chunks_, monotonic_seconds(), tokens);
   r.prompt_tokens = prompt_tokens_;
   r.cached_tokens = cached_tokens_;
+  r.accepted_prediction_tokens = accepted_prediction_tokens_;
+  r.rejected_prediction_tokens = rejected_prediction_tokens_;
   r.finish_reason = std::move(finish_reason_);
   r.output_text = std::move(text_);
   if (!error.empty()) {

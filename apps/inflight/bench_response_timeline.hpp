@@ -42,6 +42,7 @@ class response_timeline {
   std::vector<double> chunks_;
   int prompt_tokens_ = 0;
   int cached_tokens_ = 0;
+  int accepted_prediction_tokens_ = 0, rejected_prediction_tokens_ = 0;
   int completion_tokens_ = -1;
   std::string finish_reason_;
   std::string text_;

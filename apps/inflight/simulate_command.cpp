@@ -21,6 +21,7 @@
 #include "core/bench/sim/profile_cost_model.hpp"
 #include "core/bench/sim/simulator.hpp"
 #include "core/engine/kv/block_pool.hpp"
+#include "actors/engine/engine.hpp"
 #include "core/model/formats/shapes.hpp"
 
 namespace inflight::app {
@@ -72,6 +73,7 @@ struct simulate_options {
   int max_concurrency = 0;            // closed-loop clients: calls in flight at most (0 = open)
   bool allow_failures = false;        // exit 0 although some run lost requests
   double first_step_delay_ms = 0.0;   // a cold engine's time before its first step
+  double spec_acceptance = -1.0;      // speculative decoding: a drafted token's chance to be kept (< 0: none)
   std::vector<int> rerank_template;   // rerank: tokens before the query, around a document
 };
 
@@ -128,6 +130,17 @@ std::vector<bench::bench_prompt> sim_prompts(const simulate_options& o, double r
                  : is_rerank(o) ? rerank_sim_prompts(o, *size, vocab_size, rng)
                                 : bench::workload_dataset({o.workload, *size, o.cap, o.num_prompts, vocab_size}, rng);
   if (!prompts) fail(prompts.error().message);
+  for (auto& p : *prompts) {
+    if (!p.prompt_ids.empty() || p.prompt_text.empty()) continue;
+    // Text prompts (copy) without a tokenizer: a token for every 4 bytes, as English
+    // text averages, each the same id for the same 4 bytes (so a repeat repeats).
+    for (std::size_t at = 0; at < p.prompt_text.size(); at += 4) {
+      std::uint64_t h = 1469598103934665603ull;
+      for (char c : p.prompt_text.substr(at, 4)) h = (h ^ std::uint8_t(c)) * 1099511628211ull;
+      p.prompt_ids.push_back(token_id(3 + h % std::uint64_t(std::max(1, vocab_size - 3))));
+    }
+    p.input_len = int(p.prompt_ids.size());
+  }
   if (std::isfinite(rate)) {
     if (has_own_schedule(o.workload)) fail("--request-rate: the " + o.workload + " workload has its own arrival times");
     // A rerank call's documents arrive together: the rate is of calls.
@@ -300,6 +313,11 @@ sim::sim_config run_config(const simulate_options& o, const deployment& base, co
   }
   c.max_concurrency = o.max_concurrency;
   c.first_step_delay_s = o.first_step_delay_ms / 1e3;
+  if (o.spec_acceptance >= 0.0) {
+    c.scheduler.speculative = speculative_config_of(base.speculative);
+    if (c.scheduler.speculative.method.empty()) c.scheduler.speculative.method = "ngram";
+    c.spec_acceptance = o.spec_acceptance;
+  }
   return c;
 }
 
@@ -402,6 +420,7 @@ void run_simulate(simulate_options o, std::vector<run_row>& rows, std::vector<st
     print_rerank_table(rows, keys.empty() ? std::vector<std::string>{"rate"} : keys, show_replicas);
   } else {
     print_table(rows, keys.empty() ? std::vector<std::string>{"rate"} : keys, targets, show_replicas);
+    if (o.spec_acceptance >= 0.0) print_speculative(rows);
   }
   if (!o.plot_dir.empty()) {
     // As bench serve draws them: latency CDFs of every run, labelled by what tells the
@@ -516,6 +535,11 @@ void add_simulate_command(CLI::App& app) {
                   "profile, 0 for steps recorded in the engine); replay: the engine's time between its steps "
                   "(default 0)")
       ->check(non_negative_number());
+  cmd->add_option("--spec-acceptance", o->spec_acceptance,
+                  "speculative decoding: the chance that a drafted token is kept (after the ones before it); drafts "
+                  "as [speculative] says (method ngram unless set), verify steps cost what the cost model says of "
+                  "their rows")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--first-step-delay-ms", o->first_step_delay_ms,
                   "a cold engine's time before its first step, added to each replica's first (default 0)")
       ->check(non_negative_number())

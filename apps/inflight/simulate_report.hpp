@@ -54,6 +54,8 @@ bool meets(const run_row& row, const std::vector<latency_target>& targets);
 /// shows them) and the routing policy. With targets, a `meets` column and the answer line.
 void print_table(const std::vector<run_row>& rows, const std::vector<std::string>& keys,
                  const std::vector<latency_target>& targets, bool show_route);
+/// Speculative decoding's drafts and kept tokens of each run (simulate --spec-acceptance).
+void print_speculative(const std::vector<run_row>& rows);
 
 /// The rerank workload's table, per call, as `bench offline --workload rerank` prints it.
 void print_rerank_table(const std::vector<run_row>& rows, const std::vector<std::string>& keys, bool show_route);

@@ -202,6 +202,8 @@ bench_summary summarize(const std::vector<request_record>& records, double durat
     ++s.num_completed;
     s.total_input_tokens += r.prompt_tokens;
     s.total_cached_tokens += r.cached_tokens;
+    s.total_accepted_prediction_tokens += r.accepted_prediction_tokens;
+    s.total_rejected_prediction_tokens += r.rejected_prediction_tokens;
     s.total_output_tokens += r.output_tokens;
     ttft.push_back(r.ttft_s * 1e3);
     e2el.push_back(r.e2el_s * 1e3);

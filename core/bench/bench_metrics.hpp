@@ -27,6 +27,9 @@ struct request_record {
   int prompt_tokens = 0;
   int output_tokens = 0;        ///< from the server's usage
   int cached_tokens = 0;        ///< prompt tokens the prefix cache held (usage.prompt_tokens_details)
+  /// Speculative decoding (usage.completion_tokens_details): drafted tokens kept and refuted.
+  int accepted_prediction_tokens = 0;
+  int rejected_prediction_tokens = 0;
   std::string tag;              ///< dataset tag (interference: "decode" / "long")
   std::string finish_reason;    ///< "stop", "length", ... where the server said (empty: unknown)
   std::string output_text;      ///< the generated text, kept only where a benchmark checks it (structured)
@@ -121,6 +124,8 @@ struct bench_summary {
   long long total_input_tokens = 0;
   long long total_output_tokens = 0;
   long long total_cached_tokens = 0;    ///< prompt tokens taken from the prefix cache
+  long long total_accepted_prediction_tokens = 0;  ///< speculative decoding: drafted tokens kept ...
+  long long total_rejected_prediction_tokens = 0;  ///< ... and refuted
   double request_throughput = 0.0;      ///< completed requests / s
   double output_throughput = 0.0;       ///< output tokens / s
   double total_token_throughput = 0.0;  ///< (input + output) tokens / s

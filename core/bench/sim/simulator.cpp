@@ -5,6 +5,7 @@
 #include <memory>
 #include <numeric>
 #include <queue>
+#include <random>
 #include <unordered_map>
 
 #include "core/engine/sched/step_loop.hpp"
@@ -51,7 +52,8 @@ class simulation {
              std::vector<replica> replicas, std::optional<route_policy> route, const sim_config& config)
       : prompts_(prompts), cost_(cost), replicas_(std::move(replicas)), targets_(config.targets),
         timeout_s_(config.request_timeout_s), max_concurrency_(config.max_concurrency),
-        first_step_delay_s_(config.first_step_delay_s), traces_(prompts.size()),
+        first_step_delay_s_(config.first_step_delay_s), spec_acceptance_(config.spec_acceptance),
+        spec_rng_(config.scheduler.seed ^ 0x5eedULL), traces_(prompts.size()),
         replica_of_(prompts.size(), 0), client_of_(prompts.size()) {
     if (route) {
       router_.emplace(std::move(*route), int(replicas_.size()), config.block_size);
@@ -110,6 +112,8 @@ class simulation {
   double timeout_s_ = 0.0;         // of every request
   int max_concurrency_ = 0;        // calls in flight at most; 0 = open arrivals
   double first_step_delay_s_ = 0.0;  // added to each replica's first step
+  double spec_acceptance_ = 0.0;     // a drafted token's chance to be kept
+  std::mt19937_64 spec_rng_;         // the draws that keep them
   std::vector<request_trace> traces_;
   std::vector<int> replica_of_;    // per prompt
   std::vector<std::size_t> client_of_;  // per prompt: its call
@@ -339,16 +343,25 @@ result<step_result> simulation::execute(replica& r, const step_plan& plan) {
     const auto i = std::size_t(s.id - 1);
     if (!s.logit_rows.empty()) out.rows.push_back({s.id, std::vector<float>(s.logit_rows.size(), 0.0f)});
     if (!s.do_sample) continue;
-    token_id token = dummy_token;
-    // This token's number: the tokens it had, plus one.
-    if (ends_on_own(i) && int(traces_[i].token_times_s.size()) + 1 == output_len(i)) {
-      if (prompts_[i].ends_by_stop_string) {
-        r.stopping.push_back(s.id);
-      } else {
-        token = dummy_eos_token;
+    // A checked draft: its first drafted tokens kept, each with spec_acceptance after the
+    // ones before it, then one token more (see sample_rows).
+    int num_kept = 0;
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    while (num_kept < s.num_draft && unit(spec_rng_) < spec_acceptance_) ++num_kept;
+    for (int j = 0; j <= num_kept; ++j) {
+      token_id token = j < num_kept ? s.draft_token(j) : dummy_token;
+      // This token's number: the tokens it had, plus j + 1.
+      const bool is_end = ends_on_own(i) && int(traces_[i].token_times_s.size()) + j + 1 == output_len(i);
+      if (is_end) {
+        if (prompts_[i].ends_by_stop_string) {
+          r.stopping.push_back(s.id);
+        } else {
+          token = dummy_eos_token;
+        }
       }
+      out.tokens.push_back({s.id, token, 0.0f, {}});
+      if (is_end) break;
     }
-    out.tokens.push_back({s.id, token, 0.0f, {}});
   }
   return out;
 }
@@ -423,6 +436,9 @@ void add(scheduler_counters& sum, const scheduler_counters& c) {
   sum.num_prefix_cache_hits += c.num_prefix_cache_hits;
   sum.num_constrained_steps += c.num_constrained_steps;
   sum.num_shed += c.num_shed;
+  sum.num_draft_tokens += c.num_draft_tokens;
+  sum.num_accepted_tokens += c.num_accepted_tokens;
+  sum.num_drafts += c.num_drafts;
 }
 
 sim_result simulation::finish(const sim_config& config) {

@@ -71,6 +71,11 @@ struct sim_config {
   /// Time a cold engine takes before its first step (threads, first allocations),
   /// added to each replica's first step: what bench/sim_validate.py --replay measures.
   double first_step_delay_s = 0.0;
+  /// Speculative decoding (scheduler.speculative): the chance that a drafted token is kept
+  /// given that the ones before it were. The drafters run on the simulated tokens (all
+  /// alike, so every lookup matches); each check keeps a seeded draw's worth of them. A
+  /// verify step costs what the cost model says of its rows (drafted rows count as tokens).
+  double spec_acceptance = 0.0;
 };
 
 /// The token every simulated step samples.

@@ -12,9 +12,12 @@ std::vector<token_id> ngram_draft(std::span<const token_id> tokens, int k, const
     // The latest earlier occurrence: starts before size - n (never the suffix itself).
     for (std::ptrdiff_t start = size - n - 1; start >= 0; --start) {
       if (!std::equal(suffix.begin(), suffix.end(), tokens.begin() + start)) continue;
-      const std::ptrdiff_t from = start + n;
-      const std::ptrdiff_t to = std::min<std::ptrdiff_t>(from + k, size);
-      return {tokens.begin() + from, tokens.begin() + to};
+      // What followed it, copied on past the sequence's end as the repeat goes on (an
+      // overlapping copy: a loop of period p drafts k tokens, not p).
+      const std::ptrdiff_t from = start + n, period = size - from;
+      std::vector<token_id> out;
+      for (std::ptrdiff_t i = 0; i < k; ++i) out.push_back(i < period ? tokens[std::size_t(from + i)] : out[std::size_t(i - period)]);
+      return out;
     }
   }
   return {};

@@ -5,7 +5,10 @@
 /// [min_n, max_n] that occurs wins. No model and no state: a function of the sequence.
 ///
 ///   tokens: ... a b c x y ... a b c | ?      (n = 3: "a b c" occurred before)
-///   draft:  x y ...                          (what followed it, at most k tokens)
+///   draft:  x y ...                          (what followed it, k tokens)
+///
+/// Past the sequence's end the copy goes on as the repeat does (an overlapping copy): a
+/// loop "x y x y" drafts "x y x y ...", not only the two tokens seen after the match.
 
 #include <span>
 #include <vector>
@@ -19,8 +22,8 @@ struct ngram_settings {
   int max_n = 3;  ///< the longest, tried first
 };
 
-/// At most `k` tokens to follow `tokens`; empty when no suffix of min_n..max_n tokens
-/// occurred earlier (or k <= 0).
+/// `k` tokens to follow `tokens`; empty when no suffix of min_n..max_n tokens occurred
+/// earlier (or k <= 0).
 std::vector<token_id> ngram_draft(std::span<const token_id> tokens, int k, const ngram_settings& s = {});
 
 }  // namespace inflight
