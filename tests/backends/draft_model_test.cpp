@@ -74,7 +74,7 @@ TEST_CASE("draft model: proposes the model's greedy tokens and catches up after 
   CHECK((*d)->num_free_blocks() == (*fresh)->num_free_blocks());
 }
 
-TEST_CASE("draft model: a full pool evicts the sequence used least recently; a wrong vocabulary is refused",
+TEST_CASE("draft model: a full pool evicts the sequence used least recently, and a wrong vocabulary is refused",
           "[backends][spec]") {
   auto m = load_stories260k();
   if (!m) return;

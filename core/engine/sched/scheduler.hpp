@@ -212,6 +212,9 @@ class scheduler {
   result<void> resolve_speculation(sequence& seq, const speculation_choice& choice);
   void add_drafts(validation& v);
   int fit_draft(const sequence& seq, int max_draft, int num_rows) const;
+  /// What one drafted token of `method` costs against a step's fixed cost: its verify row
+  /// (row_cost) and its proposal (a draft model's forward step).
+  double draft_cost(const std::string& method) const;
   bool can_draft(const sequence& seq) const;
   void fill_draft_masks(sequence& seq, seq_step& step);
   void take_tokens(sequence& seq, const pending_entry& e, std::span<const sampled_token> tokens,
@@ -258,6 +261,8 @@ class scheduler {
   /// Speculative decoding's drafters by name, made when a sequence first asks for one.
   std::unordered_map<std::string, std::unique_ptr<drafter>> drafters_;
   row_cost_fit row_cost_fit_;                  ///< the steps' (rows, backend seconds)
+  /// Per drafter: seconds its proposals take per drafted token (a recent average).
+  std::unordered_map<std::string, double> draft_seconds_;
   // Scratch buffers handed to the policy; reused across steps.
   std::vector<inflight_seq_info> view_running_;
   std::vector<inflight_seq_info> view_waiting_;

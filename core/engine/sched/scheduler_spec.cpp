@@ -5,6 +5,7 @@
 // of refuted ones at the next grant (kv_ask::num_draft_tokens).
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/engine/sched/scheduler.hpp"
 
@@ -18,6 +19,8 @@ constexpr int max_draft_tokens = 16;
 constexpr double acceptance_weight = 0.15;
 /// How fast it returns towards the first estimate while the sequence does not draft.
 constexpr double acceptance_recovery = 0.05;
+/// How fast a drafter's time per proposed token follows its proposals.
+constexpr double draft_time_weight = 0.1;
 
 int num_blocks_for(int num_tokens, int block_size) {
   return num_tokens <= 0 ? 0 : (num_tokens + block_size - 1) / block_size;
@@ -59,7 +62,8 @@ bool scheduler::can_draft(const sequence& seq) const {
 }
 
 // The budget rule. A step of R rows costs about t0 + c R (t0: reading the weights, c:
-// one row's compute), row_cost = c / t0. One more row, kept with probability g, raises
+// one row's compute), row_cost = c / t0; a drafted token adds its proposal's time too (a
+// draft model's step: draft_cost). One more row, kept with probability g, raises
 // the step's useful rows per second when (R + g) / (t0 + c (R + 1)) > R / (t0 + c R),
 // that is when g > R c / (t0 + c R). Drafted token j is kept with probability a^j (a:
 // the sequence's acceptance), so a draft grows while a^j beats the step's threshold: at
@@ -68,7 +72,7 @@ bool scheduler::can_draft(const sequence& seq) const {
 int scheduler::fit_draft(const sequence& seq, int max_draft, int num_rows) const {
   max_draft = std::min({max_draft, seq.params.max_tokens - seq.num_generated_tokens() - 1,
                         max_context_ - seq.num_tokens()});
-  const double r = row_cost();
+  const double r = draft_cost(seq.spec.method);
   double kept = 1.0;
   int k = 0;
   for (; k < max_draft; ++k) {
@@ -96,7 +100,13 @@ void scheduler::add_drafts(validation& v) {
       seq.spec.acceptance += acceptance_recovery * (spec_state{}.acceptance - seq.spec.acceptance);
       continue;
     }
+    const auto start = std::chrono::steady_clock::now();  // the text it reads counts: it is copied for it
     std::vector<token_id> draft = drafters_.at(seq.spec.method)->propose(seq.id, seq.all_tokens(), k);
+    if (!draft.empty()) {  // what a proposal costs, per token: a recent average
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / draft.size();
+      auto [it, is_new] = draft_seconds_.try_emplace(seq.spec.method, s);
+      if (!is_new) it->second += draft_time_weight * (s - it->second);
+    }
     // Drafts take free blocks only (the view's, after every ask of the step).
     const int end = seq.num_computed_tokens + ask.num_tokens;
     const int covered = std::max(seq.num_blocks_held, num_blocks_for(end, bs));
@@ -175,6 +185,13 @@ void scheduler::take_tokens(sequence& seq, const pending_entry& e, std::span<con
   for (const auto& token : tokens) {
     if (append_token(seq, token, events)) return;  // finished: `seq` is gone
   }
+}
+
+double scheduler::draft_cost(const std::string& method) const {
+  const auto it = draft_seconds_.find(method);
+  const auto t0 = row_cost_fit_.fixed_seconds();
+  if (it == draft_seconds_.end() || !t0 || !config_.speculative.learn_row_cost) return row_cost();
+  return row_cost() + it->second / *t0;
 }
 
 double scheduler::row_cost() const {

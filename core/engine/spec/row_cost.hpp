@@ -6,6 +6,7 @@
 /// a tiny one pays per row (c / t0 large: they never do).
 
 #include <optional>
+#include <utility>
 
 namespace inflight {
 
@@ -15,9 +16,14 @@ class row_cost_fit {
   void add(int rows, double seconds);
   /// c / t0 once the steps seen vary enough in rows to tell; none before.
   std::optional<double> row_cost() const;
+  /// t0, the seconds of a step that do not depend on its rows, once known (as row_cost).
+  std::optional<double> fixed_seconds() const;
 
  private:
   static constexpr double decay = 0.99;  ///< each step's weight fades by this per later step
+  /// The line (t0, c), when the rows varied enough.
+  std::optional<std::pair<double, double>> line() const;
+
   double w_ = 0.0, sx_ = 0.0, sy_ = 0.0, sxx_ = 0.0, sxy_ = 0.0;
 };
 
