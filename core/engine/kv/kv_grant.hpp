@@ -15,6 +15,11 @@
 
 namespace inflight {
 
+/// Blocks that hold `num_tokens` tokens (what a table covering them needs).
+constexpr int num_blocks_for(int num_tokens, int block_size) {
+  return num_tokens <= 0 ? 0 : (num_tokens + block_size - 1) / block_size;
+}
+
 /// A sequence whose blocks go back to the pool.
 struct kv_release {
   seq_id id = 0;

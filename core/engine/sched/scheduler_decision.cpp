@@ -9,10 +9,6 @@
 namespace inflight {
 namespace {
 
-int num_blocks_for(int num_tokens, int block_size) {
-  return num_tokens <= 0 ? 0 : (num_tokens + block_size - 1) / block_size;
-}
-
 /// Tokens in the KV cache for planning: a waiting sequence's cached prefix counts.
 int planned_computed(const sequence& seq) {
   return seq.status == seq_status::running ? seq.num_computed_tokens : seq.num_cached_hint;

@@ -22,10 +22,6 @@ constexpr double acceptance_recovery = 0.05;
 /// How fast a drafter's time per proposed token follows its proposals.
 constexpr double draft_time_weight = 0.1;
 
-int num_blocks_for(int num_tokens, int block_size) {
-  return num_tokens <= 0 ? 0 : (num_tokens + block_size - 1) / block_size;
-}
-
 }  // namespace
 
 result<void> scheduler::resolve_speculation(sequence& seq, const speculation_choice& choice) {
