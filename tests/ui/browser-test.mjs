@@ -86,6 +86,9 @@ async function run() {
     const drawn = await page.evaluate(() => ({ ...window.inflightUi.view.drawn }));
     check(drawn.maxSeqs >= 2, `the timeline drew a step with ${drawn.maxSeqs} sequences`);
     check(drawn.fusedColumns >= 1, `it drew ${drawn.fusedColumns} steps with a prompt chunk fused with decodes`);
+    // The server drafts by prompt lookup (speculative.method = ngram): decodes that
+    // checked drafted tokens are drawn as such.
+    check(drawn.draftCells >= 1, `it drew ${drawn.draftCells} decodes with drafted tokens`);
     // The same, read back from the canvas pixels: a column holding both colours. The
     // pointer on the timeline first: the view stops scrolling while it is there. On a
     // slow machine the fused columns may have scrolled away by then: the pointer leaves,

@@ -25,7 +25,8 @@ rm -rf "$WORK"
 mkdir -p "$WORK"
 "$INFLIGHT_BIN" serve --config "$SOURCE_DIR/config/default.toml" --set server.port=0 \
   --set model.dummy.max_position=32768 --set engine.max_num_batched_tokens=256 --set engine.kv_blocks=2048 \
-  --set server.shutdown_grace_s=0.5 >"$WORK/serve.log" 2>&1 &
+  --set server.shutdown_grace_s=0.5 --set speculative.method=ngram --set speculative.learn_row_cost=false \
+  >"$WORK/serve.log" 2>&1 &
 pid=$!
 trap 'kill -9 $pid 2>/dev/null || true' EXIT
 port=""
