@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/model/formats/shapes.hpp"
+#include "core/engine/spec/spec_config.hpp"
 #include "core/model/model_family.hpp"
 
 namespace inflight::config {
@@ -350,7 +351,7 @@ const std::map<std::string, key_spec>& specs() {
     add("scheduler.tpot_target_ms",
         [](auto k) { return number(&D::scheduler, &scheduler_settings::tpot_target_ms, 0.0, 3.6e6, k); });
     add("speculative.method",
-        [](auto k) { return text(&D::speculative, &speculative_settings::method, {"off", "ngram", "suffix", "draft"}, k);
+        [](auto k) { return text(&D::speculative, &speculative_settings::method, speculative_methods(), k);
         });
     add("speculative.num_speculative_tokens", [](auto k) {
       return integer(&D::speculative, &speculative_settings::num_speculative_tokens, 0, 16, k);

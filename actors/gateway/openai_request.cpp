@@ -1,5 +1,6 @@
 #include "actors/gateway/openai_request.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <optional>
@@ -12,6 +13,7 @@
 #include "core/base/json_depth.hpp"
 #include "core/engine/request/prompt_limit.hpp"
 #include "core/engine/sampling/sampler.hpp"
+#include "core/engine/spec/spec_config.hpp"
 
 namespace inflight::gateway {
 
@@ -207,7 +209,7 @@ opt_error parse_speculation(const json& body, speculation_choice& out) {
   } else {
     return bad_request(expected, "speculative");
   }
-  if (!method.empty() && method != "off" && method != "ngram" && method != "suffix" && method != "draft")
+  if (!method.empty() && std::ranges::find(speculative_methods(), method) == speculative_methods().end())
     return bad_request(expected, "speculative");
   if (!method.empty()) out.method = method;
   return {};

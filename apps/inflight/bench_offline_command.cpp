@@ -18,6 +18,7 @@
 #include "apps/inflight/host_info.hpp"
 #include "config/deployment_loader.hpp"
 #include "core/engine/sched/policy.hpp"
+#include "core/engine/spec/spec_config.hpp"
 #include "core/bench/arrival.hpp"
 #include "core/bench/policy_budget.hpp"
 #include "core/grammar/tokenizer_vocab.hpp"
@@ -192,15 +193,13 @@ void print_speculative(const std::vector<policy_result>& results) {
     for (const auto& o : results)
       if (o.policy == r.policy && o.caching == r.caching && o.spec == "off") off = o.summary.output_throughput;
     const auto& g = r.run.snapshot.gauges;
-    const double acceptance = g.num_draft_tokens ? double(g.num_accepted_tokens) / double(g.num_draft_tokens) : 0.0;
-    // Tokens one checked draft gave: the kept ones and the token after them.
-    const double mean_len = g.num_drafts ? double(g.num_accepted_tokens + g.num_drafts) / double(g.num_drafts) : 0.0;
+    const auto f = bench::spec_figures_of(g.num_drafts, g.num_draft_tokens, g.num_accepted_tokens);
     char ratio[16] = "-";
     if (off > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", r.summary.output_throughput / off);
     std::printf("%-22s %10.1f %8s %10.3f %8llu %9llu %9llu %10.1f%% %8.2f\n", label(r).c_str(),
                 r.summary.output_throughput, ratio, pct(r.summary.tpot_ms, 50), (unsigned long long)r.run.snapshot.num_steps,
-                (unsigned long long)g.num_draft_tokens, (unsigned long long)g.num_accepted_tokens, 100.0 * acceptance,
-                mean_len);
+                (unsigned long long)g.num_draft_tokens, (unsigned long long)g.num_accepted_tokens, 100.0 * f.acceptance,
+                f.mean_length);
   }
   std::printf("(acceptance = kept / drafted tokens; mean len = tokens per checked draft, the kept ones + 1; "
               "TPOT in ms)\n");
@@ -478,7 +477,7 @@ void add_bench_offline_command(CLI::App& bench) {
                   "(speculative.draft_model); "
                   "default: the deployment's [speculative])")
       ->delimiter(',')
-      ->check(CLI::IsMember({"off", "ngram", "suffix", "draft"}));
+      ->check(CLI::IsMember(speculative_methods()));
   cmd->add_option("--result-json", o->result_json, "write every request and the summaries to this file");
   add_allow_failures_flag(*cmd, o->allow_failures);
   cmd->callback([o] { check_every_request_completed("bench offline", run_offline(*o), o->allow_failures); });

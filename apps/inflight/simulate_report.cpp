@@ -89,11 +89,10 @@ void print_speculative(const std::vector<run_row>& rows) {
   std::printf("\nspeculative decoding\n");
   for (const auto& row : rows) {
     const auto& c = row.result.counters;
-    const double kept = c.num_draft_tokens ? double(c.num_accepted_tokens) / double(c.num_draft_tokens) : 0.0;
-    const double mean_len = c.num_drafts ? double(c.num_accepted_tokens + c.num_drafts) / double(c.num_drafts) : 0.0;
+    const auto f = bench::spec_figures_of(c.num_drafts, c.num_draft_tokens, c.num_accepted_tokens);
     std::printf("  %s: %llu drafted tokens checked in %llu drafts, %llu kept (%.1f%%), %.2f tokens per check\n",
                 row.policy.c_str(), (unsigned long long)c.num_draft_tokens, (unsigned long long)c.num_drafts,
-                (unsigned long long)c.num_accepted_tokens, 100.0 * kept, mean_len);
+                (unsigned long long)c.num_accepted_tokens, 100.0 * f.acceptance, f.mean_length);
   }
 }
 

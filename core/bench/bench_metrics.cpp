@@ -147,6 +147,14 @@ std::vector<failure_group> top_failures(const std::vector<request_record>& recor
   return groups;
 }
 
+spec_figures spec_figures_of(std::uint64_t num_drafts, std::uint64_t num_draft_tokens,
+                             std::uint64_t num_accepted_tokens) {
+  spec_figures f;
+  if (num_draft_tokens > 0) f.acceptance = double(num_accepted_tokens) / double(num_draft_tokens);
+  if (num_drafts > 0) f.mean_length = double(num_accepted_tokens + num_drafts) / double(num_drafts);
+  return f;
+}
+
 double bench_summary::prefix_cache_hit_rate() const {
   return total_input_tokens > 0 ? double(total_cached_tokens) / double(total_input_tokens) : 0.0;
 }

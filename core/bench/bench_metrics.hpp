@@ -3,6 +3,7 @@
 /// the summary `inflight bench serve` prints (the conventions of `vllm bench serve`:
 /// TTFT, TPOT, ITL, E2EL, throughput, goodput under SLOs).
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -136,6 +137,14 @@ struct bench_summary {
   metric_stats ttft_ms, tpot_ms, itl_ms, e2el_ms;
   std::vector<failure_group> top_failures;  ///< the num_top_failures most frequent failures
 };
+
+/// Speculative decoding's figures from an engine's counters (0 where nothing was drafted).
+struct spec_figures {
+  double acceptance = 0.0;   ///< kept / drafted tokens
+  double mean_length = 0.0;  ///< tokens one checked draft gave: the kept ones + 1
+};
+spec_figures spec_figures_of(std::uint64_t num_drafts, std::uint64_t num_draft_tokens,
+                             std::uint64_t num_accepted_tokens);
 
 /// Summary over successful records; `duration_s` is the run's wall time.
 bench_summary summarize(const std::vector<request_record>& records, double duration_s,

@@ -93,7 +93,7 @@ void scheduler::add_drafts(validation& v) {
     if (k <= 0) {
       // Its estimate creeps back while it does not draft, so that a sequence whose
       // output turns repetitive (or a lighter step) gets drafts again.
-      seq.spec.acceptance += acceptance_recovery * (spec_state{}.acceptance - seq.spec.acceptance);
+      seq.spec.estimate_towards(spec_state{}.acceptance, acceptance_recovery);
       continue;
     }
     const auto start = std::chrono::steady_clock::now();  // the text it reads counts: it is copied for it
@@ -144,7 +144,7 @@ void scheduler::fill_draft_masks(sequence& seq, seq_step& step) {
     if (!mask_has(mask, t) || !m.try_accept_token(t)) {
       keep = i;
       // A token the grammar refuses is a refuted guess: it counts against the acceptance.
-      seq.spec.acceptance -= acceptance_weight * seq.spec.acceptance;
+      seq.spec.estimate_towards(0.0, acceptance_weight);
       break;
     }
     ++taken;
@@ -171,8 +171,8 @@ void scheduler::take_tokens(sequence& seq, const pending_entry& e, std::span<con
   if (num_drafted > 0) {
     seq.spec.num_drafted += num_drafted;
     seq.spec.num_accepted += num_kept;
-    for (int i = 0; i < num_kept; ++i) seq.spec.acceptance += acceptance_weight * (1.0 - seq.spec.acceptance);
-    if (num_kept < num_drafted) seq.spec.acceptance -= acceptance_weight * seq.spec.acceptance;
+    for (int i = 0; i < num_kept; ++i) seq.spec.estimate_towards(1.0, acceptance_weight);
+    if (num_kept < num_drafted) seq.spec.estimate_towards(0.0, acceptance_weight);
     counters_.num_draft_tokens += std::uint64_t(num_drafted);
     counters_.num_accepted_tokens += std::uint64_t(num_kept);
     ++counters_.num_drafts;

@@ -11,6 +11,13 @@
 
 namespace inflight {
 
+/// Every name the deployment's method and a request's `speculative` field take ("off":
+/// none; "draft" needs a draft model).
+inline const std::vector<std::string>& speculative_methods() {
+  static const std::vector<std::string> names = {"off", "ngram", "suffix", "draft"};
+  return names;
+}
+
 struct speculative_config {
   /// The drafter of requests that choose none: "ngram", "suffix", or empty (off).
   std::string method;
@@ -39,6 +46,9 @@ struct spec_state {
   /// The chance that a drafted token is kept given that the ones before it were: an
   /// average over its recent checks, starting hopeful so that drafting starts.
   double acceptance = 0.7;
+  /// Moves the acceptance estimate `weight` of the way towards `target` (1: a drafted
+  /// token kept, 0: refuted, the first estimate: while it does not draft).
+  void estimate_towards(double target, double weight) { acceptance += weight * (target - acceptance); }
   std::vector<token_id> draft;      ///< drafted for the step being planned
   int num_drafted = 0;              ///< drafted tokens checked in all
   int num_accepted = 0;             ///< of them, kept
