@@ -89,7 +89,7 @@ class step_sampler final : public step_sink {
     sample.start_s = step.start_s;
     if (!(sample.seconds > 0.0)) return;
     for (const auto& q : step.seqs) {
-      const int tokens = q.num_prefill_tokens + q.num_decode_tokens;
+      const int tokens = q.num_prefill_tokens + q.num_decode_tokens + q.num_draft_tokens;  // drafted rows are rows
       sample.seqs.push_back({tokens, q.position + tokens});
     }
     std::lock_guard lock(mutex_);

@@ -179,11 +179,14 @@ void scheduler::queue_release(sequence& seq, bool is_finished) {
   seq.num_blocks_held = 0;
 }
 
+double scheduler::seconds_now() { return steady_seconds(); }
+
 result<kv_request> scheduler::schedule() {
   if (phase_ != step_phase::idle)
     return make_error(errc::internal, "schedule() called while step " + std::to_string(next_step_id_) +
                                           " is not applied");
   kv_request request;
+  start_step_time();
   if (has_work()) {
     validation v = decide_and_validate(next_step_id_);
     add_drafts(v);
@@ -335,9 +338,7 @@ result<std::vector<seq_event>> scheduler::apply(const step_result& result) {
                                                   std::to_string(pending_->step_id));
   if (auto ok = check_result(result); !ok) return std::unexpected(ok.error());
   std::vector<seq_event> events;
-  int num_rows = 0;
-  for (const auto& e : pending_->entries) num_rows += e.num_tokens;
-  row_cost_fit_.add(num_rows, result.backend_seconds);
+  measure_step(result.backend_seconds);
   std::size_t k = 0, r = 0, h = 0;
   for (const auto& e : pending_->entries) {
     std::span<const sampled_token> tokens;
@@ -361,6 +362,8 @@ result<std::vector<seq_event>> scheduler::apply(const step_result& result) {
   }
   pending_.reset();
   phase_ = step_phase::idle;
+  if (measured_) measured_->applied_at = seconds_now();
+  if (measured_) measured_->continues = has_work();
   return events;
 }
 

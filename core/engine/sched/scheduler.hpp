@@ -40,7 +40,7 @@
 #include "core/engine/sched/scheduler_config.hpp"
 #include "core/engine/sched/sequence.hpp"
 #include "core/engine/spec/drafter.hpp"
-#include "core/engine/spec/row_cost.hpp"
+#include "core/engine/spec/step_cost.hpp"
 #include "core/engine/step/step_plan.hpp"
 
 namespace inflight {
@@ -145,9 +145,12 @@ class scheduler {
   /// Why the last decision entry was clipped or refused; empty when none was.
   const std::string& last_rejection() const { return last_rejection_; }
   const scheduler_config& config() const { return config_; }
-  /// Speculative decoding's row cost now: learned from the steps' times when
-  /// speculative.learn_row_cost and they varied enough in rows, else the configured one.
-  double row_cost() const;
+  /// Speculative decoding's step cost now: learned from the steps' times when
+  /// speculative.learn_row_cost and they varied enough in rows, else the configured
+  /// row_cost (in units of a step's fixed cost; no sampled row costs more).
+  step_cost step_costs() const;
+  /// Whether step_costs() is learned (then in seconds, and a drafter's own time counts).
+  bool learns_step_cost() const;
   const std::string& policy_name() const { return policy_.name(); }
   /// Seconds on the scheduler's clock (the injected one).
   double now() const { return clock_(); }
@@ -211,11 +214,21 @@ class scheduler {
   // scheduler_spec.cpp: speculative decoding
   result<void> resolve_speculation(sequence& seq, const speculation_choice& choice);
   void add_drafts(validation& v);
-  int fit_draft(const sequence& seq, int max_draft, int num_rows) const;
-  /// What one drafted token of `method` costs against a step's fixed cost: its verify row
-  /// (row_cost) and its proposal (a draft model's forward step).
-  double draft_cost(const std::string& method) const;
+  /// A step's rows by kind, as step_cost prices them.
+  struct step_rows {
+    int prompt = 0, decode = 0, draft = 0;
+  };
+  /// How many tokens the budget rule lets `seq` draft in a step of `rows`.
+  int fit_draft(const sequence& seq, int max_draft, const step_rows& rows) const;
   bool can_draft(const sequence& seq) const;
+  /// The step being scheduled starts its time (on the machine's clock); the step before
+  /// it, which ends there, teaches the step cost.
+  void start_step_time();
+  /// Seconds on the machine's monotonic clock (what the budget rule's costs are in; the
+  /// scheduler's own clock may be a simulation's or a test's).
+  static double seconds_now();
+  /// The pending step's rows, for the step cost the budget rule learns when it ends.
+  void measure_step(double backend_seconds);
   void fill_draft_masks(sequence& seq, seq_step& step);
   void take_tokens(sequence& seq, const pending_entry& e, std::span<const sampled_token> tokens,
                    std::vector<seq_event>& events);
@@ -260,7 +273,18 @@ class scheduler {
   std::function<void(int, int)> draft_observer_;
   /// Speculative decoding's drafters by name, made when a sequence first asks for one.
   std::unordered_map<std::string, std::unique_ptr<drafter>> drafters_;
-  row_cost_fit row_cost_fit_;                  ///< the steps' (rows, backend seconds)
+  step_cost_fit step_cost_fit_;  ///< the steps' rows and times
+  /// The step the budget rule learns from: its rows, and its time from its scheduling to
+  /// the next one (the engine's whole work on it), less the drafters' proposals.
+  struct measured_step {
+    int prompt_rows = 0, decode_rows = 0, draft_rows = 0;
+    double backend_seconds = 0.0;
+    double started_at = 0.0, propose_seconds = 0.0;
+    double applied_at = 0.0;
+    bool continues = false;  ///< work was left when it was applied: the next step follows at once
+  };
+  double step_started_at_ = 0.0, step_propose_seconds_ = 0.0;  ///< of the step being scheduled
+  std::optional<measured_step> measured_;
   /// Per drafter: seconds its proposals take per drafted token (a recent average).
   std::unordered_map<std::string, double> draft_seconds_;
   // Scratch buffers handed to the policy; reused across steps.

@@ -12,6 +12,7 @@
 namespace inflight {
 namespace {
 
+
 /// The longest draft a request may ask for.
 constexpr int max_draft_tokens = 16;
 
@@ -57,49 +58,63 @@ bool scheduler::can_draft(const sequence& seq) const {
   return false;
 }
 
-// The budget rule. A step of R rows costs about t0 + c R (t0: reading the weights, c:
-// one row's compute), row_cost = c / t0; a drafted token adds its proposal's time too (a
-// draft model's step: draft_cost). One more row, kept with probability g, raises
-// the step's useful rows per second when (R + g) / (t0 + c (R + 1)) > R / (t0 + c R),
-// that is when g > R c / (t0 + c R). Drafted token j is kept with probability a^j (a:
-// the sequence's acceptance), so a draft grows while a^j beats the step's threshold: at
-// one stream nearly any draft pays; a step full of decodes or of a prompt chunk drafts
-// nothing, and speculation never costs throughput under load.
-int scheduler::fit_draft(const sequence& seq, int max_draft, int num_rows) const {
+// The budget rule. A step of P prompt rows, N decodes and D drafted rows takes
+// T = t0 + c_prompt P + c_decode N + c_draft D (t0: reading the weights; step_cost_fit learns
+// each from the steps' own times). A drafted token costs m = c_draft, plus its drafter's
+// time per proposed token (a draft model's forward step). One more row, kept with
+// probability g, raises the step's rows per second (R = P + N + D) when
+// (R + g) / (T + m) > R / T, that is when g > m R / T. Drafted token j is kept with
+// probability a^j (a: the sequence's acceptance), so a draft grows while a^j beats the
+// step's threshold: at one stream nearly any draft pays; a step full of decodes or of a
+// prompt chunk drafts nothing, and speculation never costs throughput under load.
+int scheduler::fit_draft(const sequence& seq, int max_draft, const step_rows& rows) const {
   max_draft = std::min({max_draft, seq.params.max_tokens - seq.num_generated_tokens() - 1,
                         max_context_ - seq.num_tokens()});
-  const double r = draft_cost(seq.spec.method);
+  const step_cost cost = step_costs();
+  double propose_s = 0.0;  // the drafter's own time per proposed token
+  if (const auto it = draft_seconds_.find(seq.spec.method); it != draft_seconds_.end() && learns_step_cost())
+    propose_s = it->second;
+  const double draft_s = cost.draft_row_seconds + propose_s;
   double kept = 1.0;
   int k = 0;
   for (; k < max_draft; ++k) {
     kept *= seq.spec.acceptance;
-    const double rows = num_rows + k;
-    if (kept <= rows * r / (1.0 + r * rows)) break;
+    const int drafted = rows.draft + k;
+    const double step_s = cost.seconds(rows.prompt, rows.decode, drafted) + drafted * propose_s;
+    if (!(step_s > 0.0) || kept * step_s <= draft_s * (rows.prompt + rows.decode + drafted)) break;
   }
   return k;
 }
 
 void scheduler::add_drafts(validation& v) {
   if (drafters_.empty()) return;
-  int num_rows = 0;
-  for (const auto& a : v.asks) num_rows += a.num_tokens;
+  step_rows rows;
+  for (const auto& a : v.asks) {
+    // Its last row is sampled when it reaches the end of its tokens (a decode, a prompt's last chunk).
+    const bool ends = a.is_admission ? a.num_tokens >= a.num_total_tokens
+                                     : a.num_computed_tokens + a.num_tokens >= a.num_total_tokens;
+    rows.decode += ends ? 1 : 0;
+    rows.prompt += a.num_tokens - (ends ? 1 : 0);
+  }
   const int bs = kv_.block_size;
   for (auto& ask : v.asks) {
     if (ask.is_admission) continue;
     sequence& seq = seqs_.at(ask.id);
     seq.spec.draft.clear();
     if (ask.num_tokens != seq.num_tokens_needed() || !can_draft(seq)) continue;
-    const int k = fit_draft(seq, std::min(seq.spec.max_draft, v.budget_left), num_rows);
+    const int k = fit_draft(seq, std::min(seq.spec.max_draft, v.budget_left), rows);
     if (k <= 0) {
       // Its estimate creeps back while it does not draft, so that a sequence whose
       // output turns repetitive (or a lighter step) gets drafts again.
       seq.spec.estimate_towards(spec_state{}.acceptance, acceptance_recovery);
       continue;
     }
-    const auto start = std::chrono::steady_clock::now();  // the text it reads counts: it is copied for it
+    const double start = seconds_now();  // the text it reads counts: it is copied for it
     std::vector<token_id> draft = drafters_.at(seq.spec.method)->propose(seq.id, seq.all_tokens(), k);
+    const double propose_s = seconds_now() - start;
+    step_propose_seconds_ += propose_s;
     if (!draft.empty()) {  // what a proposal costs, per token: a recent average
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / draft.size();
+      const double s = propose_s / double(draft.size());
       auto [it, is_new] = draft_seconds_.try_emplace(seq.spec.method, s);
       if (!is_new) it->second += draft_time_weight * (s - it->second);
     }
@@ -111,7 +126,7 @@ void scheduler::add_drafts(validation& v) {
     if (draft.empty()) continue;
     v.num_free_blocks -= std::max(0, extra());
     v.budget_left -= int(draft.size());
-    num_rows += int(draft.size());
+    rows.draft += int(draft.size());
     ask.num_tokens += int(draft.size());
     ask.num_draft_tokens = int(draft.size());
     seq.spec.draft = std::move(draft);
@@ -183,16 +198,50 @@ void scheduler::take_tokens(sequence& seq, const pending_entry& e, std::span<con
   }
 }
 
-double scheduler::draft_cost(const std::string& method) const {
-  const auto it = draft_seconds_.find(method);
-  const auto t0 = row_cost_fit_.fixed_seconds();
-  if (it == draft_seconds_.end() || !t0 || !config_.speculative.learn_row_cost) return row_cost();
-  return row_cost() + it->second / *t0;
+void scheduler::measure_step(double backend_seconds) {
+  measured_step m;
+  for (const auto& e : pending_->entries) {
+    const int drafted = int(e.draft.size());
+    if (e.do_sample) {
+      ++m.decode_rows;
+      m.draft_rows += drafted;
+      m.prompt_rows += e.num_tokens - 1 - drafted;
+    } else {
+      m.prompt_rows += e.num_tokens;
+    }
+  }
+  m.backend_seconds = backend_seconds;
+  m.started_at = step_started_at_;
+  m.propose_seconds = step_propose_seconds_;
+  measured_ = m;
 }
 
-double scheduler::row_cost() const {
-  const auto learned = config_.speculative.learn_row_cost ? row_cost_fit_.row_cost() : std::nullopt;
-  return learned.value_or(config_.speculative.row_cost);
+void scheduler::start_step_time() {
+  const double now = seconds_now();
+  if (measured_ && measured_->backend_seconds > 0.0) {  // a backend that measures nothing teaches nothing
+    // Its whole time: scheduling, the KV grant, the backend, applying, the tokens' way out
+    // until the next step starts (or until it was applied, when nothing was left to do);
+    // at least the backend's (a simulated one).
+    const measured_step& m = *measured_;
+    const double end = m.continues ? now : m.applied_at;
+    const double seconds = std::max(end - m.started_at - m.propose_seconds, m.backend_seconds);
+    step_cost_fit_.add(m.prompt_rows, m.decode_rows, m.draft_rows, seconds);
+  }
+  measured_.reset();
+  step_started_at_ = now;
+  step_propose_seconds_ = 0.0;
+}
+
+bool scheduler::learns_step_cost() const {
+  return config_.speculative.learn_row_cost && step_cost_fit_.cost().has_value();
+}
+
+step_cost scheduler::step_costs() const {
+  if (config_.speculative.learn_row_cost)
+    if (auto learned = step_cost_fit_.cost()) return *learned;
+  // The configured estimate, in units of a step's fixed cost.
+  const double r = config_.speculative.row_cost;
+  return {.fixed_seconds = 1.0, .prompt_row_seconds = r, .decode_row_seconds = r, .draft_row_seconds = r};
 }
 
 void scheduler::learn_finished(const sequence& seq, finish_reason reason) {

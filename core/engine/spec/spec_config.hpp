@@ -27,7 +27,7 @@ struct speculative_config {
   /// One more row's cost relative to a step's fixed cost (reading the weights). A drafted
   /// row is added only when the chance that it is kept beats what it costs the whole step
   /// (the budget rule: see scheduler_spec.cpp); large batches draft nothing. The first
-  /// estimate: with learn_row_cost the steps' own times replace it (row_cost.hpp).
+  /// estimate: with learn_row_cost the steps' own times replace it (step_cost.hpp).
   double row_cost = 0.05;
   bool learn_row_cost = true;
 };

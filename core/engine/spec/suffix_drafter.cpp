@@ -51,28 +51,35 @@ std::vector<token_id> suffix_drafter::propose(seq_id, std::span<const token_id> 
   return {};
 }
 
-void suffix_drafter::on_finished(std::span<const token_id> tokens) {
+std::size_t suffix_drafter::num_grams(std::size_t size) const {
   const auto n = static_cast<std::size_t>(settings_.ngram.max_n);
-  if (tokens.size() <= n || tokens.size() > settings_.max_tokens) return;  // nothing to follow a gram, or too big
-  entry e{next_serial_++, {tokens.begin(), tokens.end()}};
-  for (std::size_t i = 0; i + n < tokens.size(); ++i)
-    index_[hash_of(tokens.subspan(i, n))].push_back({e.serial, i});
-  num_tokens_ += e.tokens.size();
-  corpus_.push_back(std::move(e));
-  while (corpus_.size() > settings_.max_sequences || num_tokens_ > settings_.max_tokens) drop_oldest();
+  return size > n ? size - n : 0;  // a gram at the very end has nothing after it
 }
 
-void suffix_drafter::drop_oldest() {
-  const entry& old = corpus_.front();
+void suffix_drafter::index(const entry& e) {
   const auto n = static_cast<std::size_t>(settings_.ngram.max_n);
-  for (std::size_t i = 0; i + n < old.tokens.size(); ++i) {
-    auto it = index_.find(hash_of(std::span(old.tokens).subspan(i, n)));
-    if (it == index_.end()) continue;
-    std::erase_if(it->second, [&](const place& p) { return p.serial == old.serial; });
-    if (it->second.empty()) index_.erase(it);
+  const std::size_t count = num_grams(e.tokens.size());
+  for (std::size_t i = 0; i < count; ++i)
+    index_[hash_of(std::span(e.tokens).subspan(i, n))].push_back({e.serial, i});
+  num_places_ += count;
+  num_live_places_ += count;
+}
+
+void suffix_drafter::on_finished(std::span<const token_id> tokens) {
+  if (num_grams(tokens.size()) == 0 || tokens.size() > settings_.max_tokens) return;  // nothing to follow, or too big
+  corpus_.push_back({next_serial_++, {tokens.begin(), tokens.end()}});
+  num_tokens_ += tokens.size();
+  index(corpus_.back());
+  while (corpus_.size() > settings_.max_sequences || num_tokens_ > settings_.max_tokens) {
+    num_tokens_ -= corpus_.front().tokens.size();
+    num_live_places_ -= num_grams(corpus_.front().tokens.size());
+    corpus_.pop_front();  // its places stay until the index is built again
   }
-  num_tokens_ -= old.tokens.size();
-  corpus_.pop_front();
+  if (num_places_ > 2 * num_live_places_ + 1024) {
+    index_.clear();
+    num_places_ = num_live_places_ = 0;
+    for (const entry& e : corpus_) index(e);
+  }
 }
 
 result<std::unique_ptr<drafter>> try_make_drafter(std::string_view name, ngram_settings s) {

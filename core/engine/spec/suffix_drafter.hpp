@@ -8,7 +8,10 @@
 ///
 /// The corpus is bounded: the last `max_sequences` finished sequences, at most
 /// `max_tokens` tokens in all (the oldest leave first); each sequence's n-grams of
-/// max_n tokens are indexed by hash, the latest occurrence first.
+/// max_n tokens are indexed by hash, the latest occurrence first. A sequence that leaves
+/// the corpus leaves its places in the index behind (a lookup skips them); the index is
+/// built again from the corpus once they outnumber the live ones, so keeping it costs a
+/// constant time per token, whatever how common an n-gram is.
 
 #include <cstddef>
 #include <deque>
@@ -33,6 +36,8 @@ class suffix_drafter final : public drafter {
 
   std::size_t num_sequences() const { return corpus_.size(); }
   std::size_t num_tokens() const { return num_tokens_; }
+  /// Places in the index, those of sequences that left the corpus included.
+  std::size_t num_places() const { return num_places_; }
 
  private:
   struct entry {
@@ -44,13 +49,18 @@ class suffix_drafter final : public drafter {
     std::size_t position;       ///< where the n-gram starts
   };
   const entry* find(std::uint64_t serial) const;
-  void drop_oldest();
+  /// The places of `e`'s n-grams, added to the index.
+  void index(const entry& e);
+  /// The n-grams of a sequence of `size` tokens.
+  std::size_t num_grams(std::size_t size) const;
 
   suffix_settings settings_;
   std::deque<entry> corpus_;                                  ///< oldest first
   std::unordered_map<std::uint64_t, std::vector<place>> index_;  ///< n-gram hash -> places, oldest first
   std::uint64_t next_serial_ = 0;
   std::size_t num_tokens_ = 0;
+  std::size_t num_places_ = 0;       ///< in the index
+  std::size_t num_live_places_ = 0;  ///< of them, those of sequences in the corpus
 };
 
 }  // namespace inflight

@@ -48,6 +48,23 @@ TEST_CASE("suffix drafter: the corpus keeps the latest sequences within its boun
   CHECK(propose(d, {0, 21, 22}, 2) == std::vector<token_id>{23, 24});
 }
 
+TEST_CASE("suffix drafter: the index stays within twice the corpus's n-grams however long the server runs",
+          "[core][spec]") {
+  suffix_drafter d({.ngram = {2, 2}, .max_sequences = 8});
+  // The same common text ends every request (its n-grams' place lists grow longest),
+  // then one thing of its own.
+  for (int i = 0; i < 5000; ++i) {
+    std::vector<token_id> tokens = {1, 2, 3, 1, 2, 3, 1, 2, 3, 100 + i % 1000, 7};
+    d.on_finished(tokens);
+    CHECK(d.num_sequences() <= 8);
+    CHECK(d.num_places() <= 2 * 8 * 9 + 1024);
+  }
+  // Only the last 8 are there: 4999 % 1000 = 999 ... 992 drafts, 991 does not.
+  CHECK(propose(d, {0, 3, 1099}, 1) == std::vector<token_id>{7});
+  CHECK(propose(d, {0, 3, 1092}, 1) == std::vector<token_id>{7});
+  CHECK(propose(d, {0, 3, 1091}, 1).empty());
+}
+
 TEST_CASE("drafters by name", "[core][spec]") {
   CHECK(try_make_drafter("ngram").has_value());
   CHECK(try_make_drafter("suffix").has_value());
