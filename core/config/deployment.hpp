@@ -117,7 +117,7 @@ struct speculative_settings {
   int prompt_lookup_max = 3;       ///< ngram/suffix: the longest, tried first
   /// One more row's cost relative to the step's fixed cost (reading the weights): the
   /// budget rule drafts only where a drafted token's chance of being kept beats it.
-  double row_cost = 0.05;
+  double row_cost = 0.25;
   bool learn_row_cost = true;      ///< replace row_cost by what the steps' own times say
   /// method "draft": a smaller model of the same vocabulary (a path the loader reads),
   /// greedy on the CPU in a KV pool of draft_kv_memory bytes of its own.

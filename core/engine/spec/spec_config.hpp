@@ -28,7 +28,7 @@ struct speculative_config {
   /// row is added only when the chance that it is kept beats what it costs the whole step
   /// (the budget rule: see scheduler_spec.cpp); large batches draft nothing. The first
   /// estimate: with learn_row_cost the steps' own times replace it (step_cost.hpp).
-  double row_cost = 0.05;
+  double row_cost = 0.25;
   bool learn_row_cost = true;
 };
 
