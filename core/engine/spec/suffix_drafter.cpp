@@ -8,6 +8,9 @@ namespace inflight {
 
 namespace {
 
+/// The places of one n-gram a proposal looks at, at most.
+constexpr int max_places_tried = 64;
+
 std::uint64_t hash_of(std::span<const token_id> gram) {
   std::uint64_t h = 0x243f6a8885a308d3ULL;
   for (token_id t : gram) h = mix64(h ^ static_cast<std::uint32_t>(t));
@@ -36,14 +39,16 @@ std::vector<token_id> suffix_drafter::propose(seq_id, std::span<const token_id> 
   const std::ptrdiff_t n = settings_.ngram.max_n;
   if (size < n) return {};
   const auto suffix = tokens.subspan(static_cast<std::size_t>(size - n));
-  const auto it = index_.find(hash_of(suffix));
-  if (it == index_.end()) return {};
-  for (auto p = it->second.rbegin(); p != it->second.rend(); ++p) {  // the latest first
-    const entry* e = find(p->serial);
-    if (!e) continue;
+  const slot* found = find_slot(hash_of(suffix));
+  if (found == nullptr) return {};
+  int num_tried = 0;  // a common n-gram has many places: the latest few are enough
+  for (std::int32_t i = found->latest; i >= 0 && num_tried < max_places_tried; i = places_[std::size_t(i)].older, ++num_tried) {  // the latest first
+    const place& p = places_[std::size_t(i)];
+    const entry* e = find(p.serial);
+    if (!e) break;  // left the corpus, and so did every older place
     const auto& doc = e->tokens;
-    if (!std::equal(suffix.begin(), suffix.end(), doc.begin() + static_cast<std::ptrdiff_t>(p->position))) continue;
-    const std::size_t from = p->position + static_cast<std::size_t>(n);
+    if (!std::equal(suffix.begin(), suffix.end(), doc.begin() + static_cast<std::ptrdiff_t>(p.position))) continue;
+    const std::size_t from = p.position + static_cast<std::size_t>(n);
     if (from >= doc.size()) continue;  // the gram ends its sequence: nothing followed it
     const std::size_t to = std::min(doc.size(), from + static_cast<std::size_t>(k));
     return {doc.begin() + static_cast<std::ptrdiff_t>(from), doc.begin() + static_cast<std::ptrdiff_t>(to)};
@@ -56,12 +61,53 @@ std::size_t suffix_drafter::num_grams(std::size_t size) const {
   return size > n ? size - n : 0;  // a gram at the very end has nothing after it
 }
 
+const suffix_drafter::slot* suffix_drafter::find_slot(std::uint64_t hash) const {
+  if (table_.empty()) return nullptr;
+  const std::size_t mask = table_.size() - 1;
+  for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
+    if (table_[i].latest < 0) return nullptr;
+    if (table_[i].hash == hash) return &table_[i];
+  }
+}
+
+suffix_drafter::slot& suffix_drafter::slot_of(std::uint64_t hash) {
+  if (2 * (num_used_slots_ + 1) > table_.size()) {  // at most half full: grow, and place every slot again
+    std::vector<slot> old(std::max<std::size_t>(64, table_.size() * 2));
+    old.swap(table_);
+    for (const slot& s : old) {
+      if (s.latest < 0) continue;
+      const std::size_t mask = table_.size() - 1;
+      std::size_t i = s.hash & mask;
+      while (table_[i].latest >= 0) i = (i + 1) & mask;
+      table_[i] = s;
+    }
+  }
+  const std::size_t mask = table_.size() - 1;
+  std::size_t i = hash & mask;
+  while (table_[i].latest >= 0 && table_[i].hash != hash) i = (i + 1) & mask;
+  return table_[i];
+}
+
+void suffix_drafter::clear_index() {
+  table_.clear();
+  num_used_slots_ = 0;
+  places_.clear();
+  num_live_places_ = 0;
+}
+
 void suffix_drafter::index(const entry& e) {
   const auto n = static_cast<std::size_t>(settings_.ngram.max_n);
   const std::size_t count = num_grams(e.tokens.size());
-  for (std::size_t i = 0; i < count; ++i)
-    index_[hash_of(std::span(e.tokens).subspan(i, n))].push_back({e.serial, i});
-  num_places_ += count;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::uint64_t hash = hash_of(std::span(e.tokens).subspan(i, n));
+    slot& s = slot_of(hash);
+    if (s.latest < 0) {
+      s.hash = hash;
+      ++num_used_slots_;
+    }
+    places_.push_back({e.serial, static_cast<std::uint32_t>(i), s.latest});
+    s.latest = static_cast<std::int32_t>(places_.size() - 1);
+  }
   num_live_places_ += count;
 }
 
@@ -75,9 +121,8 @@ void suffix_drafter::on_finished(std::span<const token_id> tokens) {
     num_live_places_ -= num_grams(corpus_.front().tokens.size());
     corpus_.pop_front();  // its places stay until the index is built again
   }
-  if (num_places_ > 2 * num_live_places_ + 1024) {
-    index_.clear();
-    num_places_ = num_live_places_ = 0;
+  if (places_.size() > 2 * num_live_places_ + 1024) {  // the places of sequences gone outnumber the rest
+    clear_index();
     for (const entry& e : corpus_) index(e);
   }
 }

@@ -15,7 +15,7 @@
 
 #include <cstddef>
 #include <deque>
-#include <unordered_map>
+#include <cstdint>
 #include <vector>
 
 #include "core/engine/spec/drafter.hpp"
@@ -37,7 +37,7 @@ class suffix_drafter final : public drafter {
   std::size_t num_sequences() const { return corpus_.size(); }
   std::size_t num_tokens() const { return num_tokens_; }
   /// Places in the index, those of sequences that left the corpus included.
-  std::size_t num_places() const { return num_places_; }
+  std::size_t num_places() const { return places_.size(); }
 
  private:
   struct entry {
@@ -46,21 +46,33 @@ class suffix_drafter final : public drafter {
   };
   struct place {
     std::uint64_t serial;
-    std::size_t position;       ///< where the n-gram starts
+    std::uint32_t position;     ///< where the n-gram starts
+    std::int32_t older;         ///< the place before it of the same n-gram hash (-1: none)
+  };
+  struct slot {
+    std::uint64_t hash = 0;
+    std::int32_t latest = -1;   ///< the latest place of this hash (-1: an empty slot)
   };
   const entry* find(std::uint64_t serial) const;
   /// The places of `e`'s n-grams, added to the index.
   void index(const entry& e);
   /// The n-grams of a sequence of `size` tokens.
   std::size_t num_grams(std::size_t size) const;
+  /// The slot of `hash` in the table: its own, or the empty one where it would go.
+  slot& slot_of(std::uint64_t hash);
+  const slot* find_slot(std::uint64_t hash) const;
+  void clear_index();
 
   suffix_settings settings_;
   std::deque<entry> corpus_;                                  ///< oldest first
-  std::unordered_map<std::uint64_t, std::vector<place>> index_;  ///< n-gram hash -> places, oldest first
+  // The index: n-gram hash -> its latest place, each place linked to the one before (an
+  // open-addressing table over one array of places: no allocation per n-gram).
+  std::vector<slot> table_;
+  std::size_t num_used_slots_ = 0;
+  std::vector<place> places_;
   std::uint64_t next_serial_ = 0;
   std::size_t num_tokens_ = 0;
-  std::size_t num_places_ = 0;       ///< in the index
-  std::size_t num_live_places_ = 0;  ///< of them, those of sequences in the corpus
+  std::size_t num_live_places_ = 0;  ///< of places_, those of sequences in the corpus
 };
 
 }  // namespace inflight
