@@ -362,8 +362,10 @@ result<std::vector<seq_event>> scheduler::apply(const step_result& result) {
   }
   pending_.reset();
   phase_ = step_phase::idle;
-  if (measured_) measured_->applied_at = seconds_now();
-  if (measured_) measured_->continues = has_work();
+  if (measured_) {
+    measured_->applied_at = seconds_now();
+    measured_->continues = has_work();
+  }
   return events;
 }
 

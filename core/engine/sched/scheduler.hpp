@@ -147,7 +147,7 @@ class scheduler {
   const scheduler_config& config() const { return config_; }
   /// Speculative decoding's step cost now: learned from the steps' times when
   /// speculative.learn_row_cost and they varied enough in rows, else the configured
-  /// row_cost (in units of a step's fixed cost; no sampled row costs more).
+  /// row_cost for every kind of row (in units of a step's fixed cost).
   step_cost step_costs() const;
   /// Whether step_costs() is learned (then in seconds, and a drafter's own time counts).
   bool learns_step_cost() const;

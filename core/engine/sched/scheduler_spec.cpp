@@ -5,13 +5,11 @@
 // of refuted ones at the next grant (kv_ask::num_draft_tokens).
 
 #include <algorithm>
-#include <chrono>
 
 #include "core/engine/sched/scheduler.hpp"
 
 namespace inflight {
 namespace {
-
 
 /// The longest draft a request may ask for.
 constexpr int max_draft_tokens = 16;

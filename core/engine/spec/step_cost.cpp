@@ -1,7 +1,6 @@
 #include "core/engine/spec/step_cost.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 namespace inflight {

@@ -41,9 +41,11 @@ std::vector<token_id> suffix_drafter::propose(seq_id, std::span<const token_id> 
   const auto suffix = tokens.subspan(static_cast<std::size_t>(size - n));
   const slot* found = find_slot(hash_of(suffix));
   if (found == nullptr) return {};
-  int num_tried = 0;  // a common n-gram has many places: the latest few are enough
-  for (std::int32_t i = found->latest; i >= 0 && num_tried < max_places_tried; i = places_[std::size_t(i)].older, ++num_tried) {  // the latest first
+  // The latest first; a common n-gram has many places: the latest few are enough.
+  std::int32_t i = found->latest;
+  for (int num_tried = 0; i >= 0 && num_tried < max_places_tried; ++num_tried) {
     const place& p = places_[std::size_t(i)];
+    i = p.older;
     const entry* e = find(p.serial);
     if (!e) break;  // left the corpus, and so did every older place
     const auto& doc = e->tokens;
