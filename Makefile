@@ -62,8 +62,12 @@ fuzz-seeds: fuzz-build
 soak: build test-setup
 	cd $(BUILD) && SOAK_SECONDS=$(SOAK_LONG_SECONDS) ctest -R '^soak:' --output-on-failure --timeout $$(( $(SOAK_LONG_SECONDS) + 600 ))
 
+# With the default config, a small instruct model from the Hugging Face Hub (a 640 MB
+# download, once, into the Hugging Face cache); where the Hub is out of reach, random
+# weights with a notice. RUN_MODEL= (empty) serves the config's own model.
+RUN_MODEL ?= hf:Qwen/Qwen3-0.6B-GGUF:Q8_0
 run: build
-	$(BUILD)/bin/inflight serve --config $(CONFIG)
+	$(BUILD)/bin/inflight serve --config $(CONFIG) $(if $(and $(RUN_MODEL),$(filter config/default.toml,$(CONFIG))),--set model.path=$(RUN_MODEL) --set model.fallback=dummy)
 
 # bin/inflight, the policy plugins, the plugin ABI header and the shipped configs under
 # $(PREFIX) (a relocatable tree: make install PREFIX=/opt/inflight).

@@ -254,6 +254,8 @@ const std::map<std::string, key_spec>& specs() {
     add("model.path", [](auto k) { return text(&D::model, &model_settings::path, {}, k); });
     add("model.format",
         [](auto k) { return text(&D::model, &model_settings::format, {"auto", "llama2c", "hf", "gguf", "dummy"}, k); });
+    add("model.hf_token_file", [](auto k) { return text(&D::model, &model_settings::hf_token_file, {}, k); });
+    add("model.fallback", [](auto k) { return text(&D::model, &model_settings::fallback, {"", "dummy"}, k); });
     add("model.tokenizer", [](auto k) { return text(&D::model, &model_settings::tokenizer, {}, k); });
     add("model.name", [](auto k) { return text(&D::model, &model_settings::name, {}, k); });
     add("model.dtype", [](auto k) {
@@ -524,6 +526,7 @@ result<deployment> read_file(const std::filesystem::path& path) {
   };
   resolve(d->model.path);
   resolve(d->model.tokenizer);
+  resolve(d->model.hf_token_file);
   resolve(d->model.config_json);
   resolve(d->scheduler.plugin_dir);
   resolve(d->server.api_key_file);

@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config
   libcaf-dev            # actors (CAF 0.17; libcaf-openssl: mutual TLS on the engine port)
   libssl-dev            # HTTPS / WSS at the edge, API key digests
+  libcurl4-openssl-dev  # Hugging Face Hub downloads (hub/)
   openssl               # the TLS tests make throwaway certificates with it
   libboost-dev          # Beast / Asio (header-only)
   libtomlplusplus-dev   # deployment TOML

@@ -23,7 +23,7 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # --root changes it
-TOP = ["dtypes", "core", "kernels", "config", "plugins", "backends", "actors", "apps", "examples"]
+TOP = ["dtypes", "core", "kernels", "config", "hub", "plugins", "backends", "actors", "apps", "examples"]
 SOURCE = (".hpp", ".cpp", ".h", ".cu", ".cuh", ".c")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -33,10 +33,11 @@ ALLOWED = {
     "core": {"plugins", "dtypes"},  # plugins/abi only: the C ABI headers the policy loader fills
     "kernels": {"dtypes"},
     "config": {"core", "dtypes"},
+    "hub": {"core"},  # the Hugging Face Hub: names, the cache, downloads (the network, not in core)
     "plugins": set(),
     "backends": {"core", "kernels", "dtypes"},
-    "actors": {"core", "config", "backends", "plugins", "dtypes"},
-    "apps": {"core", "config", "kernels", "plugins", "backends", "actors", "dtypes"},
+    "actors": {"core", "config", "hub", "backends", "plugins", "dtypes"},
+    "apps": {"core", "config", "hub", "kernels", "plugins", "backends", "actors", "dtypes"},
     "examples": {"plugins"},
 }
 

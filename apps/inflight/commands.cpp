@@ -5,6 +5,7 @@
 #include <iostream>
 #include <optional>
 
+#include "apps/inflight/hub_models.hpp"
 #include "config/deployment_loader.hpp"
 #include "core/model/formats/shapes.hpp"
 #include "core/model/model_family.hpp"
@@ -14,6 +15,7 @@ namespace inflight::app {
 void add_commands(CLI::App& app) {
   add_serve_command(app);
   add_generate_command(app);
+  add_pull_command(app);
   add_make_model_command(app);
   auto* bench = app.add_subcommand("bench", "Benchmarks: forward steps, offline engine runs, serving, constrained decoding");
   bench->require_subcommand(1);
@@ -66,7 +68,12 @@ CLI::Validator non_negative_number() {
 deployment load_deployment_or_fail(const std::string& config_path, const std::vector<std::string>& overrides) {
   auto d = config::load_deployment(config_path, overrides);
   if (!d) fail(d.error().message);
+  fetch_hub_models_or_fail(*d);
   return *d;
+}
+
+void fetch_hub_models_or_fail(deployment& d) {
+  if (auto ok = try_resolve_hub_models(d); !ok) fail(ok.error().message);
 }
 
 void use_named_shape(deployment& d, const std::string& shape) {

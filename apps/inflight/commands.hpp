@@ -14,6 +14,7 @@ namespace inflight::app {
 
 void add_commands(CLI::App& app);
 void add_generate_command(CLI::App& app);
+void add_pull_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_make_model_command(CLI::App& app);
 void add_bench_forward_command(CLI::App& bench);
@@ -31,7 +32,13 @@ double value_bytes(const std::string& name, const char* option);
 
 /// The deployment of `config_path` (defaults when empty) with `--set` overrides
 /// applied; a bad file or override ends the command with its message.
+/// Hub names (hf:...) in it are fetched and replaced by local paths (fetch_hub_models_or_fail).
 deployment load_deployment_or_fail(const std::string& config_path, const std::vector<std::string>& overrides);
+
+/// model.path and speculative.draft_model given as hf: names fetched into the Hugging Face
+/// cache and replaced by their local paths (apps/inflight/hub_models.hpp); an error ends
+/// the command. Commands that set a path of their own (--model) call it again.
+void fetch_hub_models_or_fail(deployment& d);
 
 /// Points the deployment's model at random weights of a named shape (bench-20M, ...); an
 /// unknown name ends the command.

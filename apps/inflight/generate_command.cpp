@@ -77,6 +77,7 @@ std::vector<std::string> read_prompts(const generate_options& o) {
 deployment make_deployment(const generate_options& o) {
   deployment d = load_deployment_or_fail(o.config_path, o.overrides);
   if (!o.model_path.empty()) d.model.path = o.model_path;
+  fetch_hub_models_or_fail(d);
   if (!o.tokenizer_path.empty()) d.model.tokenizer = o.tokenizer_path;
   return d;
 }
@@ -157,7 +158,7 @@ void add_generate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("generate", "Generate text for prompts through the engine");
   cmd->add_option("--config", o->config_path, "deployment TOML (default: built-in defaults)");
   cmd->add_option("--set", o->overrides, "override a config key: --set engine.max_num_seqs=8");
-  cmd->add_option("--model", o->model_path, "llama2.c checkpoint or Hugging Face folder");
+  cmd->add_option("--model", o->model_path, "llama2.c checkpoint, Hugging Face folder, GGUF file or hf:ORG/REPO[:QUANT] name");
   cmd->add_option("--tokenizer", o->tokenizer_path, "tokenizer file");
   cmd->add_option("--prompt", o->prompt, "prompt text");
   cmd->add_option("--n-prompts", o->num_prompts, "run the prompt this many times concurrently")

@@ -41,6 +41,7 @@ scoring_model load_scoring_model(const perplexity_options& o, const std::string&
                                  const std::vector<std::string>& overrides) {
   auto d = load_deployment_or_fail(o.config_path, overrides);
   if (!path.empty()) d.model.path = path;
+  fetch_hub_models_or_fail(d);
   if (!o.tokenizer_path.empty()) d.model.tokenizer = o.tokenizer_path;
   auto model = load_model(d.model, d.engine.backend);
   if (!model) fail(model.error().message);

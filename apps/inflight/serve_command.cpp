@@ -185,8 +185,9 @@ void run_serve(const serve_options& o) {
   if (!model) fail(model.error().message);
   std::printf("inflight: model %s: %s\n", model->name.c_str(), model->description.c_str());
   if (model->format == "dummy") {
-    std::printf("inflight: NOTE: no model.path is configured: serving DUMMY random weights; "
-                "the output is noise (set model.path in the config or --set model.path=...)\n");
+    std::printf("inflight: NOTE: serving DUMMY random weights (no model.path is configured, or model.fallback "
+                "stands in for one that could not be fetched); the output is noise (set model.path in the config or "
+                "--set model.path=..., a file or an hf:ORG/REPO name)\n");
   }
   std::fflush(stdout);
   auto eng = engine::start(d, std::move(*model));

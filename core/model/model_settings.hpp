@@ -29,6 +29,11 @@ struct dummy_shape {
 
 struct model_settings {
   std::string path;                ///< llama2.c .bin, .gguf file, or a Hugging Face model folder; empty = dummy
+                                   ///< (hf:ORG/REPO[:QUANT|/FILE][@REV]: the CLI fetches it first, hub/)
+  std::string hf_token_file;       ///< a Hugging Face token for gated repositories (HF_TOKEN wins)
+  /// What to serve when model.path is a hub name the Hub cannot be reached for and the
+  /// cache lacks: "" = nothing (an error), "dummy" = random weights, with a notice.
+  std::string fallback;
   std::string format = "auto";     ///< auto | llama2c | hf | gguf | dummy
   std::string tokenizer;           ///< tokenizer file or folder; empty = next to the model / byte-level
   std::string name;                ///< served model name; empty = derived from the path
