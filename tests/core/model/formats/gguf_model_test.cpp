@@ -311,6 +311,10 @@ TEST_CASE("what the GGUF loader does not compute is refused, named", "[core][ggu
   CHECK(windowed.max_seq_len == 128);
   CHECK(windowed.sliding_window == 64);
   CHECK(windowed.layer_windowed(0));
+  // The first part of a split file (llama-gguf-split): said so, with the way to one file.
+  CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_u32("split.count", 3); }, "split-00001-of-00003.gguf"),
+             Catch::Contains("one of 3 parts of a split file") && Catch::Contains("llama-gguf-split --merge"));
+  CHECK(refusal_of([](gguf_writer& w) { w.set_u32("split.count", 1); }, "split1.gguf") == "(loaded)");
   CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_string("general.architecture", "deepseek2"); }, "arch.gguf"),
              Catch::Contains("architecture 'deepseek2' is not supported"));
   CHECK_THAT(refusal_of([](gguf_writer& w) { REQUIRE(w.try_add_vector("blk.0.ffn_gate_exps.weight", std::vector<float>(4)).has_value()); },
