@@ -450,9 +450,63 @@ result<void> apply_policy_table(deployment& d, const std::string& policy, const 
   return {};
 }
 
+result<void> apply_table(deployment& d, const toml::table& table, const std::string& prefix);
+
+/// One [[models]] table: name, aliases, any [model] key, and an [engine] table of its own
+/// (over the deployment's [engine] as the file gives it).
+result<model_entry> parse_model_entry(const deployment& d, const toml::table& table, std::size_t index) {
+  const std::string where = "models[" + std::to_string(index) + "]";
+  deployment scratch;  // [model] keys start from their defaults
+  scratch.engine = d.engine;
+  model_entry e;
+  bool has_engine = false;
+  for (const auto& [k, node] : table) {
+    const std::string key(k.str());
+    if (key == "aliases") {
+      const auto* list = node.as_array();
+      if (list == nullptr) return make_error(errc::invalid_argument, where + ".aliases must be an array of names");
+      for (const auto& a : *list) {
+        if (!a.is_string() || a.as_string()->get().empty())
+          return make_error(errc::invalid_argument, where + ".aliases must be an array of non-empty strings");
+        e.aliases.push_back(a.as_string()->get());
+      }
+    } else if (key == "engine" && node.is_table()) {
+      has_engine = true;
+      if (auto ok = apply_table(scratch, *node.as_table(), "engine"); !ok)
+        return make_error(ok.error().code, where + ": " + ok.error().message);
+    } else if (node.is_table()) {
+      if (auto ok = apply_table(scratch, *node.as_table(), "model." + key); !ok)
+        return make_error(ok.error().code, where + ": " + ok.error().message);
+    } else if (auto ok = apply_key(scratch, "model." + key, node); !ok) {
+      return make_error(ok.error().code, where + ": " + ok.error().message);
+    }
+  }
+  e.model = scratch.model;
+  e.name = e.model.name;
+  if (e.name.empty()) return make_error(errc::invalid_argument, where + " needs a name (the `model` value that chooses it)");
+  if (has_engine) e.engine = scratch.engine;
+  return e;
+}
+
+result<void> apply_models(deployment& d, const toml::node& node) {
+  const auto* list = node.as_array();
+  if (list == nullptr || !list->is_array_of_tables())
+    return make_error(errc::invalid_argument, "models must be an array of tables ([[models]] with a name and a path each)");
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    auto e = parse_model_entry(d, *list->get(i)->as_table(), i);
+    if (!e) return std::unexpected(e.error());
+    d.models.push_back(std::move(*e));
+  }
+  return {};
+}
+
 result<void> apply_table(deployment& d, const toml::table& table, const std::string& prefix) {
   for (const auto& [k, node] : table) {
     const std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+    if (prefix.empty() && key == "models") {
+      if (auto ok = apply_models(d, node); !ok) return ok;
+      continue;
+    }
     if (prefix == "scheduler" && node.is_table()) {
       if (auto ok = apply_policy_table(d, std::string(k.str()), *node.as_table()); !ok) return ok;
       continue;
@@ -468,7 +522,24 @@ result<void> apply_table(deployment& d, const toml::table& table, const std::str
 
 }  // namespace
 
+static result<void> validate_models(const deployment& d) {
+  if (d.models.empty()) return {};
+  if (!d.model.path.empty())
+    return make_error(errc::invalid_argument, "model.path and [[models]] both name models: with [[models]], give "
+                                              "each model its own table (model.path = \"" + d.model.path + "\")");
+  std::vector<std::string> names;
+  for (const auto& e : d.models) {
+    names.push_back(e.name);
+    names.insert(names.end(), e.aliases.begin(), e.aliases.end());
+  }
+  std::sort(names.begin(), names.end());
+  if (auto dup = std::adjacent_find(names.begin(), names.end()); dup != names.end())
+    return make_error(errc::invalid_argument, "[[models]]: the name '" + *dup + "' chooses two models");
+  return {};
+}
+
 result<void> validate_deployment(const deployment& d) {
+  if (auto ok = validate_models(d); !ok) return ok;
   const auto& sv = d.server;
   if (sv.tls_cert_file.empty() != sv.tls_key_file.empty())
     return make_error(errc::invalid_argument,
@@ -525,6 +596,11 @@ result<deployment> read_file(const std::filesystem::path& path) {
     }
   };
   resolve(d->model.path);
+  for (auto& e : d->models) {
+    resolve(e.model.path);
+    resolve(e.model.tokenizer);
+    resolve(e.model.hf_token_file);
+  }
   resolve(d->model.tokenizer);
   resolve(d->model.hf_token_file);
   resolve(d->model.config_json);

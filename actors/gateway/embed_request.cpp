@@ -166,7 +166,7 @@ int embed_request::num_prompt_tokens() const {
 api_result<embed_request> try_parse_embeddings(const json& body, const served_model& m) {
   if (!body.is_object()) return std::unexpected(bad_request("the request body must be a JSON object"));
   if (!m.embeddings) return std::unexpected(embeddings_unavailable(m));
-  if (auto e = check_model_name(body, m.name)) return std::unexpected(*e);
+  if (auto e = check_model_name(body, m.name, m.aliases)) return std::unexpected(*e);
   embed_request r;
   if (auto e = read_options(body, m, r)) return std::unexpected(*e);
   auto inputs = parse_inputs(body, m, r.is_query);

@@ -48,19 +48,20 @@ std::optional<std::string_view> x_api_key_of(const Request& req) {
 
 }  // namespace
 
-http_session::http_session(edge_stream&& stream, gateway_state& state)
+http_session::http_session(edge_stream&& stream, model_table& models)
     : stream_(std::move(stream)),
-      state_(state),
+      models_(models),
+      state_(&models.first()),
       writer_(stream_.get_executor(),
-              {std::size_t(std::max<std::int64_t>(1, state.settings().max_stream_buffer_bytes)),
-               session_writer::limits{}.max_queued_frames, state.settings().idle_timeout_s, true}),
+              {std::size_t(std::max<std::int64_t>(1, models.first().settings().max_stream_buffer_bytes)),
+               session_writer::limits{}.max_queued_frames, models.first().settings().idle_timeout_s, true}),
       linger_timer_(stream_.get_executor()) {}
 
 void http_session::run() {
   writer_.start(weak_from_this(), stream_handlers());
   net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
     if (!self->stream_.is_tls()) return self->do_read();
-    self->stream_.tcp().expires_after(seconds_of(self->state_.settings().idle_timeout_s));
+    self->stream_.tcp().expires_after(seconds_of(self->state_->settings().idle_timeout_s));
     self->stream_.async_handshake([self](beast::error_code ec) { self->on_handshake(ec); });
   });
 }
@@ -88,9 +89,9 @@ void http_session::do_read() {
   if (is_stopping_) return close();
   phase_ = phase::reading;
   parser_.emplace();
-  parser_->body_limit(static_cast<std::uint64_t>(state_.settings().max_body_bytes));
-  parser_->header_limit(static_cast<std::uint32_t>(state_.settings().max_header_bytes));
-  stream_.tcp().expires_after(seconds_of(state_.settings().idle_timeout_s));
+  parser_->body_limit(static_cast<std::uint64_t>(state_->settings().max_body_bytes));
+  parser_->header_limit(static_cast<std::uint32_t>(state_->settings().max_header_bytes));
+  stream_.tcp().expires_after(seconds_of(state_->settings().idle_timeout_s));
   http::async_read(stream_, buffer_, *parser_,
                    [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
 }
@@ -100,13 +101,13 @@ void http_session::on_read(beast::error_code ec) {
   if (ec == http::error::end_of_stream) return close();
   if (ec == http::error::body_limit) {
     exchange_.is_keep_alive = false;
-    return send_reply(error_reply(payload_too_large(state_.settings().max_body_bytes)));
+    return send_reply(error_reply(payload_too_large(state_->settings().max_body_bytes)));
   }
   if (ec == http::error::header_limit) {
     exchange_.is_keep_alive = false;
     return send_reply(error_reply(api_error{431, "invalid_request_error",
                                             "the request headers are larger than " +
-                                                std::to_string(state_.settings().max_header_bytes) +
+                                                std::to_string(state_->settings().max_header_bytes) +
                                                 " bytes (server.max_header_bytes)",
                                             {}, "header_too_large"}));
   }
@@ -147,12 +148,17 @@ void http_session::handle(request_t&& req) {
     }
   }
   const auto reply_of = is_messages_route(kind) ? anthropic_error_reply : error_reply;
-  if (auto denied = check_api_key(state_, path, authorization)) return send_reply(reply_of(*denied));
+  if (auto denied = check_api_key(*state_, path, authorization)) return send_reply(reply_of(*denied));
+  if (auto chosen = choose_model(kind, path, req); !chosen) {
+    return send_reply(reply_of(chosen.error()));
+  } else if (*chosen) {
+    return send_reply(std::move(**chosen));
+  }
   switch (kind) {
     case route_kind::websocket:
       if (!beast::websocket::is_upgrade(req)) break;  // answer(): 426
       stream_.tcp().expires_never();
-      std::make_shared<ws_session>(std::move(stream_), state_)->run(std::move(req));
+      std::make_shared<ws_session>(std::move(stream_), models_)->run(std::move(req));
       phase_ = phase::closed;  // the socket now belongs to the WebSocket session
       return;
     case route_kind::engine_events:
@@ -164,7 +170,7 @@ void http_session::handle(request_t&& req) {
     case route_kind::embeddings:
     case route_kind::messages:
     case route_kind::responses:
-      if (state_.is_shutting_down()) return send_reply(reply_of(shutting_down()));
+      if (state_->is_shutting_down()) return send_reply(reply_of(shutting_down()));
       if (kind == route_kind::messages) return start_messages(req.body());
       if (kind == route_kind::responses) return start_responses(req.body());
       if (kind == route_kind::rerank || kind == route_kind::score) return start_scoring(kind, req.body());
@@ -173,14 +179,61 @@ void http_session::handle(request_t&& req) {
     default:
       break;
   }
-  send_reply(answer(state_, kind, method, path, req.body()));
+  send_reply(answer(*state_, kind, method, path, req.body()));
+}
+
+namespace {
+
+/// Routes whose JSON body names the model it is for.
+bool has_model_field(route_kind kind) {
+  switch (kind) {
+    case route_kind::completion:
+    case route_kind::chat:
+    case route_kind::rerank:
+    case route_kind::score:
+    case route_kind::embeddings:
+    case route_kind::messages:
+    case route_kind::responses:
+    case route_kind::tokenize:
+    case route_kind::detokenize:
+    case route_kind::count_tokens:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+api_result<std::optional<http_reply>> http_session::choose_model(route_kind kind, std::string_view path, const request_t& req) {
+  state_ = &models_.first();
+  if (models_.size() < 2) return std::nullopt;
+  if (auto reply = models_.try_answer(kind, path))
+    return std::move(*reply);
+  if (kind == route_kind::engine_events) {
+    const auto target = std::string_view(req.target().data(), req.target().size());
+    if (auto name = query_param(target, "model")) {
+      state_ = models_.find(*name);
+      if (state_ == nullptr) {
+        state_ = &models_.first();
+        return std::unexpected(not_found("The model `" + *name + "` does not exist (this server serves " +
+                                         models_.names() + ")", "model_not_found"));
+      }
+    }
+    return std::nullopt;
+  }
+  if (!has_model_field(kind)) return std::nullopt;
+  auto chosen = models_.for_body(req.body());
+  if (!chosen) return std::unexpected(chosen.error());
+  state_ = *chosen;
+  return std::nullopt;
 }
 
 void http_session::start_engine_events(const std::optional<std::string>& engine) {
-  auto subscription = try_subscribe_engine_events(state_, engine);
+  auto subscription = try_subscribe_engine_events(*state_, engine);
   if (!subscription) return send_reply(error_reply(subscription.error()));
   stream_.tcp().expires_never();
-  std::make_shared<events_session>(std::move(stream_), state_, std::move(*subscription))->run(exchange_.version);
+  std::make_shared<events_session>(std::move(stream_), *state_, std::move(*subscription))->run(exchange_.version);
   phase_ = phase::closed;  // the socket now belongs to the events session
 }
 
@@ -208,19 +261,19 @@ void http_session::start_generation(route_kind kind, const std::string& text) {
   auto body = try_parse_json(text);
   if (!body) return send_reply(error_reply(body.error()));
   const bool is_chat = kind == route_kind::chat;
-  auto parsed = try_parse_request(*body, is_chat ? api_kind::chat : api_kind::completion, state_.model(),
+  auto parsed = try_parse_request(*body, is_chat ? api_kind::chat : api_kind::completion, state_->model(),
                                   parse_ordered_body(text));
   if (!parsed) return send_reply(error_reply(parsed.error()));
   exchange_.is_sse = parsed->stream;
   auto self = shared_from_this();
-  auto call = std::make_shared<completion_call>(state_, std::move(*parsed), poster(),
+  auto call = std::make_shared<completion_call>(*state_, std::move(*parsed), poster(),
                                                 [self](call_output out) { self->on_output(std::move(out)); });
   start_call(call, [&call] { return call->try_start(); });
 }
 
 void http_session::start_messages(const std::string& text) {
   auto self = shared_from_this();
-  auto call = try_make_messages_call(state_, text, poster(), [self](call_output out) { self->on_output(std::move(out)); });
+  auto call = try_make_messages_call(*state_, text, poster(), [self](call_output out) { self->on_output(std::move(out)); });
   if (!call) return send_reply(anthropic_error_reply(call.error()));
   exchange_.is_sse = (*call)->is_streaming();
   start_call(*call, [&call] { return (*call)->try_start(); }, anthropic_error_reply);
@@ -230,7 +283,7 @@ void http_session::start_responses(const std::string& text) {
   auto body = try_parse_json(text);
   if (!body) return send_reply(error_reply(body.error()));
   auto self = shared_from_this();
-  auto call = try_make_responses_call(state_, *body, parse_ordered_body(text), poster(),
+  auto call = try_make_responses_call(*state_, *body, parse_ordered_body(text), poster(),
                                       [self](call_output out) { self->on_output(std::move(out)); });
   if (!call) return send_reply(error_reply(call.error()));
   exchange_.is_sse = (*call)->is_streaming();
@@ -250,19 +303,19 @@ std::function<void(api_result<nlohmann::json>)> http_session::json_emitter() {
 void http_session::start_scoring(route_kind kind, const std::string& text) {
   auto body = try_parse_json(text);
   if (!body) return send_reply(error_reply(body.error()));
-  auto parsed = kind == route_kind::rerank ? try_parse_rerank(*body, state_.model())
-                                           : try_parse_score(*body, state_.model());
+  auto parsed = kind == route_kind::rerank ? try_parse_rerank(*body, state_->model())
+                                           : try_parse_score(*body, state_->model());
   if (!parsed) return send_reply(error_reply(parsed.error()));
-  auto call = std::make_shared<score_call>(state_, std::move(*parsed), poster(), json_emitter());
+  auto call = std::make_shared<score_call>(*state_, std::move(*parsed), poster(), json_emitter());
   start_call(call, [&call] { return call->try_start(); });
 }
 
 void http_session::start_embedding(const std::string& text) {
   auto body = try_parse_json(text);
   if (!body) return send_reply(error_reply(body.error()));
-  auto parsed = try_parse_embeddings(*body, state_.model());
+  auto parsed = try_parse_embeddings(*body, state_->model());
   if (!parsed) return send_reply(error_reply(parsed.error()));
-  auto call = std::make_shared<embed_call>(state_, std::move(*parsed), poster(), json_emitter());
+  auto call = std::make_shared<embed_call>(*state_, std::move(*parsed), poster(), json_emitter());
   start_call(call, [&call] { return call->try_start(); });
 }
 
@@ -275,7 +328,7 @@ void http_session::send_reply(http_reply reply) {
   // A load refusal (429: queue_full, queue_timeout) or a server that cannot serve right
   // now (503: shutting down, no engine available): the client should come back later.
   if (reply.status == 429 || reply.status == 503)
-    res->set(http::field::retry_after, std::to_string(state_.settings().retry_after_s));
+    res->set(http::field::retry_after, std::to_string(state_->settings().retry_after_s));
   if (reply.status == 401) res->set(http::field::www_authenticate, "Bearer");
   const bool keep_alive = exchange_.is_keep_alive && !is_stopping_;
   res->keep_alive(keep_alive);
@@ -284,7 +337,7 @@ void http_session::send_reply(http_reply reply) {
   if (exchange_.is_head) res->body().clear();
   reply_ = res;
   phase_ = phase::replying;
-  stream_.tcp().expires_after(seconds_of(state_.settings().idle_timeout_s));
+  stream_.tcp().expires_after(seconds_of(state_->settings().idle_timeout_s));
   http::async_write(stream_, *res, [self = shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {
     self->on_reply_written(ec, keep_alive);
   });
@@ -393,7 +446,7 @@ void http_session::linger_close() {
   beast::error_code ignored;
   stream_.tcp().expires_never();
   stream_.tcp().socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
-  linger_timer_.expires_after(seconds_of(state_.settings().linger_s));
+  linger_timer_.expires_after(seconds_of(state_->settings().linger_s));
   linger_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
     if (!ec) self->close();
   });

@@ -21,6 +21,7 @@
 #include "actors/gateway/embed_call.hpp"
 #include "actors/gateway/score_call.hpp"
 #include "actors/gateway/gateway_state.hpp"
+#include "actors/gateway/model_table.hpp"
 #include "actors/gateway/routes.hpp"
 #include "actors/gateway/session_writer.hpp"
 
@@ -28,7 +29,7 @@ namespace inflight::gateway {
 
 class http_session final : public session_base, public std::enable_shared_from_this<http_session> {
  public:
-  http_session(edge_stream&& stream, gateway_state& state);
+  http_session(edge_stream&& stream, model_table& models);
   /// Runs the TLS handshake first when the stream has TLS (within server.idle_timeout_s).
   void run();
   void stop() override;
@@ -60,6 +61,10 @@ class http_session final : public session_base, public std::enable_shared_from_t
   void do_read();
   void on_read(boost::beast::error_code ec);
   void handle(request_t&& req);
+  /// Points state_ at the model the request is for (several models: its body's `model`
+  /// field, or ?model= for the engine events), or answers it for all models at once
+  /// (/v1/models, /metrics, /health); an unknown model is a 404.
+  api_result<std::optional<http_reply>> choose_model(route_kind kind, std::string_view path, const request_t& req);
   void start_generation(route_kind kind, const std::string& body);
   /// GET /v1/engine/events; `engine`: its ?engine= parameter.
   void start_engine_events(const std::optional<std::string>& engine);
@@ -93,7 +98,8 @@ class http_session final : public session_base, public std::enable_shared_from_t
   edge_stream stream_;
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
-  gateway_state& state_;
+  model_table& models_;
+  gateway_state* state_;  ///< the model of the request being answered (the first between requests)
   session_writer writer_;  ///< an SSE response's bytes: queue, backpressure, stall timer
   disconnect_watch watch_;
   boost::asio::steady_timer linger_timer_;

@@ -1,5 +1,7 @@
 #include "actors/gateway/json_fields.hpp"
 
+#include <algorithm>
+
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -135,10 +137,10 @@ opt_error read_scheduling_fields(const json& body, int& priority, std::string& c
   return {};
 }
 
-opt_error check_model_name(const json& body, const std::string& served_name) {
+opt_error check_model_name(const json& body, const std::string& served_name, std::span<const std::string> aliases) {
   std::string model;
   if (auto e = read_string(body, "model", model)) return e;
-  if (model.empty() || model == served_name) return {};
+  if (model.empty() || model == served_name || std::find(aliases.begin(), aliases.end(), model) != aliases.end()) return {};
   return api_error{404, "not_found_error",
                    "The model `" + model + "` does not exist (this server serves `" + served_name + "`)", "model",
                    "model_not_found"};

@@ -52,6 +52,7 @@ std::span<const char* const> chat_extension_fields();
 opt_error read_scheduling_fields(const nlohmann::json& body, int& priority, std::string& cache_salt);
 
 /// The optional `model` field must name the served model: 404 model_not_found otherwise.
-opt_error check_model_name(const nlohmann::json& body, const std::string& served_name);
+opt_error check_model_name(const nlohmann::json& body, const std::string& served_name,
+                           std::span<const std::string> aliases = {});
 
 }  // namespace inflight::gateway

@@ -58,7 +58,7 @@ opt_error check_pair_count(std::size_t num_pairs, const served_model& m, const c
 
 opt_error check_served(const json& body, const served_model& m) {
   if (!m.rerank) return bad_request(m.rerank_unavailable, {}, "rerank_unavailable");
-  return check_model_name(body, m.name);
+  return check_model_name(body, m.name, m.aliases);
 }
 
 /// Tokenizes pair i = (queries[query_of(i)], documents[i]); each query's prefix once.

@@ -26,7 +26,8 @@ namespace inflight::gateway {
 
 struct served_model {
   std::shared_ptr<const tokenizer> tok;
-  std::string name;                  ///< the only value the `model` field may take
+  std::string name;                  ///< the value the `model` field takes (or one of `aliases`)
+  std::vector<std::string> aliases;  ///< [[models]] aliases: other values that choose this model
   int max_context = 0;
   int vocab_size = 0;
   std::optional<chat_template> chat; ///< none = the plain-text fallback (render_plain_chat)

@@ -16,6 +16,7 @@
 #include <boost/asio/strand.hpp>
 
 #include "actors/gateway/gateway_state.hpp"
+#include "actors/gateway/model_table.hpp"
 #include "actors/gateway/http_session.hpp"
 #include "actors/tls_files.hpp"
 
@@ -26,7 +27,10 @@ namespace beast = boost::beast;
 using tcp = net::ip::tcp;
 
 struct server::impl {
-  std::unique_ptr<gateway_state> state;
+  model_table models;
+  gateway_state* state = nullptr;  ///< the first model's: settings, keys, the sessions
+  /// Every model's state: shutdown drains them all.
+  std::vector<gateway_state*> states() const { return models.all(); }
   net::io_context ioc;
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work{ioc.get_executor()};
   tcp::acceptor acceptor{net::make_strand(ioc)};
@@ -57,7 +61,7 @@ void server::impl::do_accept() {
       socket.set_option(tcp::no_delay(true), ignored);
       beast::tcp_stream tcp(std::move(socket));
       auto session = std::make_shared<http_session>(tls ? edge_stream(std::move(tcp), *tls) : edge_stream(std::move(tcp)),
-                                                    *state);
+                                                    models);
       state->add_session(session);
       session->run();
     }
@@ -110,16 +114,22 @@ result<std::unique_ptr<net::ssl::context>> try_make_tls(const server_settings& s
 // have ended by then: CAF 0.17 keeps actor references alive in the threads that sent
 // messages, and ~actor_system waits forever while such a thread still runs.
 void server::impl::shut_down() {
-  state->set_shutting_down();
+  for (auto* s : states()) s->set_shutting_down();
   net::post(acceptor.get_executor(), [this] {
     boost::system::error_code ignored;
     acceptor.close(ignored);
     if (signals) signals->cancel(ignored);
   });
-  wait_for([&] { return state->num_live_requests() == 0; }, state->settings().shutdown_grace_s);
-  if (state->num_live_requests() > 0) {
+  // Requests count on their model's state; the sessions are registered on the first.
+  const auto num_live = [this] {
+    int n = 0;
+    for (auto* s : states()) n += s->num_live_requests();
+    return n;
+  };
+  wait_for([&] { return num_live() == 0; }, state->settings().shutdown_grace_s);
+  if (num_live() > 0) {
     state->abort_requests();
-    wait_for([&] { return state->num_live_requests() == 0; }, 30.0);
+    wait_for([&] { return num_live() == 0; }, 30.0);
   }
   // Every stream has its final event now; let the connections flush and close.
   wait_for([&] {
@@ -129,7 +139,7 @@ void server::impl::shut_down() {
   work.reset();
   ioc.stop();
   for (auto& t : io_threads) t.join();
-  state->eng().shutdown(0.0);
+  for (auto* s : states()) s->eng().shutdown(0.0);
 }
 
 void server::impl::request_shutdown() {
@@ -146,21 +156,35 @@ server::~server() {
 }
 
 result<std::unique_ptr<server>> server::try_start(engine_api& eng, const server_options& options) {
-  const auto& settings = eng.settings().server;
-  std::string warning;
-  auto model = try_make_served_model(eng.model(), eng.settings(), &warning);
-  if (!model) return std::unexpected(model.error());
-  model->metrics = &eng.metrics();
-  auto p = std::make_unique<impl>();
-  p->warning = warning;
-  p->chat_name = model->chat_template_name + " (tool calls: " + to_string(model->tool_style.format) + ")";
-  p->embeddings_summary = model->embeddings ? model->embedding.origin : "off: " + model->embeddings_unavailable;
+  return try_start(std::vector<model_route>{{&eng, {}}}, options);
+}
+
+result<std::unique_ptr<server>> server::try_start(std::vector<model_route> models, const server_options& options) {
+  if (models.empty() || models.front().eng == nullptr) return make_error(errc::invalid_argument, "a server needs a model");
+  const auto& settings = models.front().eng->settings().server;
   auto keys = api_keys::try_load(settings);
   if (!keys) return std::unexpected(keys.error());
+  auto p = std::make_unique<impl>();
+  for (auto& route : models) {
+    engine_api& eng = *route.eng;
+    std::string warning;
+    auto model = try_make_served_model(eng.model(), eng.settings(), &warning);
+    if (!model) return std::unexpected(model.error());
+    model->metrics = &eng.metrics();
+    model->aliases = route.aliases;
+    const std::string prefix = models.size() > 1 ? model->name + ": " : "";
+    if (!warning.empty()) p->warning += (p->warning.empty() ? "" : "; ") + prefix + warning;
+    p->chat_name += (p->chat_name.empty() ? "" : "; ") + prefix + model->chat_template_name +
+                    " (tool calls: " + to_string(model->tool_style.format) + ")";
+    p->embeddings_summary += (p->embeddings_summary.empty() ? "" : "; ") + prefix +
+                             (model->embeddings ? model->embedding.origin : "off: " + model->embeddings_unavailable);
+    p->models.add(std::make_unique<gateway_state>(eng, std::move(*model), settings, options.version, *keys),
+                  std::move(route.aliases));
+  }
+  p->state = &p->models.first();
   auto tls = try_make_tls(settings);
   if (!tls) return std::unexpected(tls.error());
   p->tls = std::move(*tls);
-  p->state = std::make_unique<gateway_state>(eng, std::move(*model), settings, options.version, std::move(*keys));
   boost::system::error_code ec;
   tcp::resolver resolver(p->ioc);
   auto endpoints = resolver.resolve(settings.host, std::to_string(settings.port), ec);

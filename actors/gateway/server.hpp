@@ -10,11 +10,19 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "actors/engine_api.hpp"
 #include "core/base/error.hpp"
 
 namespace inflight::gateway {
+
+/// One model of a server that serves several: its engine (which must outlive the server)
+/// and the other names that choose it besides its served name.
+struct model_route {
+  engine_api* eng = nullptr;
+  std::vector<std::string> aliases;
+};
 
 struct server_options {
   bool handle_signals = false;     ///< SIGINT / SIGTERM start a graceful shutdown
@@ -28,6 +36,9 @@ class server {
   /// certificate file cannot be read, or (invalid_argument) for a bad chat template
   /// setting, API key, certificate or private key.
   static result<std::unique_ptr<server>> try_start(engine_api& eng, const server_options& options = {});
+  /// Serves several models ([[models]]), each request on the one its `model` field
+  /// names (model_table.hpp); the server settings are the first engine's.
+  static result<std::unique_ptr<server>> try_start(std::vector<model_route> models, const server_options& options = {});
   /// Shuts down (with the configured grace) if still running, then joins the io threads.
   ~server();
   server(const server&) = delete;

@@ -17,12 +17,13 @@ namespace websocket = beast::websocket;
 namespace net = boost::asio;
 using nlohmann::json;
 
-ws_session::ws_session(edge_stream&& stream, gateway_state& state)
+ws_session::ws_session(edge_stream&& stream, model_table& models)
     : ws_(std::move(stream)),
-      state_(state),
+      models_(models),
+      state_(models.first()),
       writer_(ws_.get_executor(),
-              {std::size_t(std::max<std::int64_t>(1, state.settings().max_stream_buffer_bytes)),
-               std::size_t(std::max(1, state.settings().ws_max_queued_messages)), 0.0, false}) {}
+              {std::size_t(std::max<std::int64_t>(1, models.first().settings().max_stream_buffer_bytes)),
+               std::size_t(std::max(1, models.first().settings().ws_max_queued_messages)), 0.0, false}) {}
 
 void ws_session::run(http::request<http::string_body> req) {
   websocket::stream_base::timeout timeout{};
@@ -100,12 +101,15 @@ std::optional<api_error> ws_session::check_new(const ws_message& msg) const {
 
 void ws_session::handle_generate(const ws_message& msg) {
   if (auto e = check_new(msg)) return send_error(msg.id, *e);
-  auto parsed = try_parse_ws_generate(msg.body, state_.model(), msg.ordered_body);
+  auto chosen = models_.for_json(msg.body);
+  if (!chosen) return send_error(msg.id, chosen.error());
+  gateway_state& state = **chosen;
+  auto parsed = try_parse_ws_generate(msg.body, state.model(), msg.ordered_body);
   if (!parsed) return send_error(msg.id, parsed.error());
   auto ex = ws_.get_executor();
   const std::uint64_t serial = next_serial_++;
   auto call = std::make_shared<completion_call>(
-      state_, std::move(*parsed), [ex](std::function<void()> task) { net::post(ex, std::move(task)); },
+      state, std::move(*parsed), [ex](std::function<void()> task) { net::post(ex, std::move(task)); },
       [self = shared_from_this(), key = msg.key, serial](call_output out) {
         self->on_generation_output(key, serial, std::move(out));
       },
@@ -117,13 +121,13 @@ void ws_session::handle_generate(const ws_message& msg) {
 }
 
 template <class Call, class Request>
-void ws_session::start_json_call(const ws_message& msg, Request request) {
+void ws_session::start_json_call(gateway_state& state, const ws_message& msg, Request request) {
   const std::string& key = msg.key;
   auto ex = ws_.get_executor();
   auto self = shared_from_this();
   const std::uint64_t serial = next_serial_++;
   auto call = std::make_shared<Call>(
-      state_, std::move(request), [ex](std::function<void()> task) { net::post(ex, std::move(task)); },
+      state, std::move(request), [ex](std::function<void()> task) { net::post(ex, std::move(task)); },
       [self, key, serial](api_result<json> out) { self->on_call_done(key, serial, std::move(out)); });
   if (auto err = call->try_start()) return send_error(msg.id, *err);
   live_.emplace(key, live_request{msg.id, std::move(call), false, serial});
@@ -131,16 +135,20 @@ void ws_session::start_json_call(const ws_message& msg, Request request) {
 
 void ws_session::handle_rerank(const ws_message& msg) {
   if (auto e = check_new(msg)) return send_error(msg.id, *e);
-  auto parsed = try_parse_rerank(msg.body, state_.model());
+  auto chosen = models_.for_json(msg.body);
+  if (!chosen) return send_error(msg.id, chosen.error());
+  auto parsed = try_parse_rerank(msg.body, (*chosen)->model());
   if (!parsed) return send_error(msg.id, parsed.error());
-  start_json_call<score_call>(msg, std::move(*parsed));
+  start_json_call<score_call>(**chosen, msg, std::move(*parsed));
 }
 
 void ws_session::handle_embed(const ws_message& msg) {
   if (auto e = check_new(msg)) return send_error(msg.id, *e);
-  auto parsed = try_parse_embeddings(msg.body, state_.model());
+  auto chosen = models_.for_json(msg.body);
+  if (!chosen) return send_error(msg.id, chosen.error());
+  auto parsed = try_parse_embeddings(msg.body, (*chosen)->model());
   if (!parsed) return send_error(msg.id, parsed.error());
-  start_json_call<embed_call>(msg, std::move(*parsed));
+  start_json_call<embed_call>(**chosen, msg, std::move(*parsed));
 }
 
 ws_session::live_request* ws_session::find_live(const std::string& key, std::uint64_t serial) {

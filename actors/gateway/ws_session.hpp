@@ -23,6 +23,7 @@
 #include "actors/gateway/edge_stream.hpp"
 #include "actors/gateway/errors.hpp"
 #include "actors/gateway/gateway_state.hpp"
+#include "actors/gateway/model_table.hpp"
 #include "actors/gateway/embed_call.hpp"
 #include "actors/gateway/score_call.hpp"
 #include "actors/gateway/session_writer.hpp"
@@ -32,7 +33,7 @@ namespace inflight::gateway {
 
 class ws_session final : public session_base, public std::enable_shared_from_this<ws_session> {
  public:
-  ws_session(edge_stream&& stream, gateway_state& state);
+  ws_session(edge_stream&& stream, model_table& models);
   /// Accepts the upgrade `req` and starts reading.
   void run(boost::beast::http::request<boost::beast::http::string_body> req);
   void stop() override;
@@ -69,7 +70,7 @@ class ws_session final : public session_base, public std::enable_shared_from_thi
   void handle_embed(const ws_message& msg);
   /// Registers a rerank or embed call under `msg`'s id and starts it.
   template <class Call, class Request>
-  void start_json_call(const ws_message& msg, Request request);
+  void start_json_call(gateway_state& state, const ws_message& msg, Request request);
   void on_generation_output(const std::string& key, std::uint64_t serial, call_output out);
   void on_call_done(const std::string& key, std::uint64_t serial, api_result<nlohmann::json> out);
   void handle_cancel(const std::string& key);
@@ -83,7 +84,8 @@ class ws_session final : public session_base, public std::enable_shared_from_thi
 
   boost::beast::websocket::stream<edge_stream> ws_;
   boost::beast::flat_buffer read_buffer_;
-  gateway_state& state_;
+  model_table& models_;  ///< each message chooses its model by its `model` field
+  gateway_state& state_;  ///< the first model's: the settings, the session registry, shutdown
   std::map<std::string, live_request> live_;
   std::uint64_t next_serial_ = 1;
   session_writer writer_;  ///< one message per write; over its limits the generations pause

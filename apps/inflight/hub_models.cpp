@@ -101,6 +101,20 @@ result<void> try_resolve_hub_models(deployment& d) {
       d.model.path = m->path.string();
     }
   }
+  for (auto& e : d.models) {
+    if (!hub::is_hub_name(e.model.path)) continue;
+    auto m = try_fetch_named(e.model.path, e.model.hf_token_file);
+    if (!m && m.error().code == errc::unavailable && e.model.fallback == "dummy") {
+      std::fprintf(stderr, "inflight: model %s: %s; serving random weights instead\n", e.name.c_str(),
+                   m.error().message.c_str());
+      e.model.path.clear();
+      e.model.format = "dummy";
+    } else if (!m) {
+      return make_error(m.error().code, "model " + e.name + ": " + m.error().message);
+    } else {
+      e.model.path = m->path.string();
+    }
+  }
   if (hub::is_hub_name(d.speculative.draft_model)) {
     auto m = try_fetch_named(d.speculative.draft_model, d.model.hf_token_file);
     if (!m) return make_error(m.error().code, "speculative.draft_model: " + m.error().message);

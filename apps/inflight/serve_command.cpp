@@ -37,7 +37,20 @@ struct serve_options {
   std::vector<std::string> route_settings;  ///< key=value, handed to the routing policy
   std::vector<std::string> api_keys;
   std::optional<std::string> ssl_certfile, ssl_keyfile;
+  std::vector<std::string> models;  ///< NAME=SPEC: one [[models]] entry each
 };
+
+/// `--model NAME=SPEC` as a [[models]] entry (SPEC: a path or an hf: name).
+model_entry model_entry_of(const std::string& flag) {
+  const auto eq = flag.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == flag.size())
+    fail("--model takes NAME=SPEC (a served name, then a path or an hf:ORG/REPO name), not '" + flag + "'");
+  model_entry e;
+  e.name = flag.substr(0, eq);
+  e.model.name = e.name;
+  e.model.path = flag.substr(eq + 1);
+  return e;
+}
 
 /// The deployment file, then the flags over it.
 deployment load_serve_deployment(const serve_options& o) {
@@ -49,6 +62,8 @@ deployment load_serve_deployment(const serve_options& o) {
   if (o.ssl_keyfile) d.server.tls_key_file = *o.ssl_keyfile;
   if (!o.engines.empty()) d.router.engines = o.engines;
   if (o.route_policy) d.router.policy = *o.route_policy;
+  for (const auto& m : o.models) d.models.push_back(model_entry_of(m));
+  if (!o.models.empty()) fetch_hub_models_or_fail(d);
   if (auto ok = config::validate_deployment(d); !ok) fail(ok.error().message);
   return d;
 }
@@ -121,11 +136,11 @@ void run_engine_role(const deployment& d, const serve_options& o) {
 }
 
 /// The HTTP gateway: prints what it serves, waits for SIGINT / SIGTERM, exits 0.
-void run_gateway(engine_api& eng, const deployment& d, const std::string& engine_line) {
+void run_gateway(std::vector<gateway::model_route> models, const deployment& d, const std::string& engine_line) {
   gateway::server_options options;
   options.handle_signals = true;
   options.version = INFLIGHT_VERSION;
-  auto srv = gateway::server::try_start(eng, options);
+  auto srv = gateway::server::try_start(std::move(models), options);
   if (!srv) fail(srv.error().message);
   auto& s = **srv;
   if (!s.warning().empty()) std::printf("inflight: warning: %s\n", s.warning().c_str());
@@ -171,14 +186,42 @@ void run_router_role(const deployment& d, const serve_options& o) {
   if (!eng) fail(eng.error().message);
   std::string engines;
   for (const auto& e : d.router.engines) engines += (engines.empty() ? "" : ", ") + e;
-  run_gateway(**eng, d,
+  run_gateway({{eng->get(), {}}}, d,
               "router: routing policy " + d.router.policy + ", engines " + engines + " (" +
                   std::to_string((*eng)->num_connected()) + " reachable now" +
                   (d.cluster.tls ? ", mutual TLS" : "") + ")");
 }
 
+/// [[models]]: an engine per model in this process, one gateway choosing by the `model`
+/// field. Every model loads at start.
+void run_models(const deployment& d) {
+  std::vector<std::unique_ptr<engine>> engines;
+  std::vector<gateway::model_route> routes;
+  std::string line;
+  for (const auto& e : d.models) {
+    const deployment one = deployment_of(d, e);
+    auto model = load_model(one.model, one.engine.backend);
+    if (!model) fail("model " + e.name + ": " + model.error().message);
+    std::printf("inflight: model %s: %s%s\n", model->name.c_str(), model->description.c_str(),
+                model->format == "dummy" ? " (DUMMY random weights: the output is noise)" : "");
+    std::fflush(stdout);
+    auto eng = engine::start(one, std::move(*model));
+    if (!eng) fail("model " + e.name + ": " + eng.error().message);
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%s%s: %s backend, policy %s, max_num_seqs %d", line.empty() ? "" : "; ",
+                  e.name.c_str(), one.engine.backend.c_str(), one.scheduler.policy.c_str(), one.engine.max_num_seqs);
+    line += buf;
+    routes.push_back({eng->get(), e.aliases});
+    engines.push_back(std::move(*eng));
+  }
+  run_gateway(routes, d, "engines: " + line + " (io threads " + std::to_string(d.server.io_threads) + ")");
+}
+
 void run_serve(const serve_options& o) {
   const auto d = load_serve_deployment(o);
+  if (!d.models.empty() && o.role != "all")
+    fail("several models ([[models]], --model) are served by --role all only");
+  if (!d.models.empty()) return run_models(d);
   if (o.role == "engine") return run_engine_role(d, o);
   if (o.role == "router") return run_router_role(d, o);
   auto model = load_model(d.model, d.engine.backend);
@@ -196,7 +239,7 @@ void run_serve(const serve_options& o) {
   std::snprintf(line, sizeof line, "engine: %s backend, policy %s, max_num_seqs %d, io threads %d\ninflight: policy plugins from %s",
                 d.engine.backend.c_str(), d.scheduler.policy.c_str(), d.engine.max_num_seqs, d.server.io_threads,
                 (*eng)->plugin_dir().c_str());
-  run_gateway(**eng, d, line);
+  run_gateway({{eng->get(), {}}}, d, line);
 }
 
 }  // namespace
@@ -225,6 +268,9 @@ void add_serve_command(CLI::App& app) {
                   "a key clients must send as `Authorization: Bearer <key>` (repeatable; adds to server.api_keys)");
   cmd->add_option("--ssl-certfile", o->ssl_certfile, "PEM certificate: serve HTTPS / WSS (server.tls_cert_file)");
   cmd->add_option("--ssl-keyfile", o->ssl_keyfile, "PEM private key of --ssl-certfile (server.tls_key_file)");
+  cmd->add_option("--model", o->models,
+                  "serve several models: NAME=SPEC (a path or an hf:ORG/REPO name), repeatable; a request's `model` "
+                  "field chooses one ([[models]] in TOML)");
   cmd->callback([o] { run_serve(*o); });
 }
 

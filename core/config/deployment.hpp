@@ -178,7 +178,18 @@ struct logging_settings {
   std::string level = "info";      ///< trace | debug | info | warn | error
 };
 
+/// One model of a server that serves several ([[models]] in TOML, `serve --model
+/// NAME=SPEC`): a request chooses it by its `model` field.
+struct model_entry {
+  std::string name;                       ///< the `model` value that chooses it (model.name)
+  std::vector<std::string> aliases;       ///< other values that choose it
+  model_settings model;                   ///< its [model] keys (from the defaults, not [model])
+  std::optional<engine_settings> engine;  ///< its own [engine] ([models.engine]); none = the deployment's
+};
+
 struct deployment {
+  /// Several models in one server; empty = the one of [model].
+  std::vector<model_entry> models;
   server_settings server;
   cluster_settings cluster;
   router_settings router;
@@ -191,5 +202,16 @@ struct deployment {
   logging_settings logging;
   debug_settings debug;
 };
+
+/// The deployment one [[models]] entry is served with: its model and name, its own
+/// [engine] when it has one, every other section the deployment's.
+inline deployment deployment_of(const deployment& d, const model_entry& e) {
+  deployment one = d;
+  one.models.clear();
+  one.model = e.model;
+  one.model.name = e.name;
+  if (e.engine) one.engine = *e.engine;
+  return one;
+}
 
 }  // namespace inflight

@@ -217,3 +217,55 @@ max_input_tokens = 100
   REQUIRE_FALSE(bad_normalize.has_value());
   CHECK_THAT(bad_normalize.error().message, Catch::Contains("embeddings.normalize"));
 }
+
+TEST_CASE("[[models]]: each table a model with its own keys, aliases and engine", "[config]") {
+  auto d = parse_deployment(R"(
+[engine]
+max_num_seqs = 32
+[[models]]
+name = "a"
+path = "a.gguf"
+weight_dtype = "q8_0"
+aliases = ["x", "y"]
+[[models]]
+name = "b"
+format = "dummy"
+dummy.num_layers = 2
+[models.engine]
+max_num_seqs = 4
+)");
+  REQUIRE(d.has_value());
+  REQUIRE(d->models.size() == 2);
+  CHECK(d->models[0].name == "a");
+  CHECK(d->models[0].model.path == "a.gguf");
+  CHECK(d->models[0].model.weight_dtype == "q8_0");
+  CHECK(d->models[0].aliases == std::vector<std::string>{"x", "y"});
+  CHECK_FALSE(d->models[0].engine.has_value());  // the deployment's [engine], as --set leaves it
+  CHECK(d->models[1].model.format == "dummy");
+  CHECK(d->models[1].model.dummy.num_layers == 2);
+  REQUIRE(d->models[1].engine.has_value());
+  CHECK(d->models[1].engine->max_num_seqs == 4);
+  const auto one = deployment_of(*d, d->models[1]);
+  CHECK(one.model.name == "b");
+  CHECK(one.engine.max_num_seqs == 4);
+  CHECK(deployment_of(*d, d->models[0]).engine.max_num_seqs == 32);
+  CHECK(d->model.path.empty());
+}
+
+TEST_CASE("[[models]]: a table without a name, a bad key, a name twice are errors", "[config]") {
+  auto unnamed = parse_deployment("[[models]]\npath = \"a.gguf\"\n");
+  REQUIRE_FALSE(unnamed);
+  CHECK(unnamed.error().message.find("models[0] needs a name") != std::string::npos);
+  auto bad_key = parse_deployment("[[models]]\nname = \"a\"\npaht = \"a.gguf\"\n");
+  REQUIRE_FALSE(bad_key);
+  CHECK(bad_key.error().message.find("models[0]") != std::string::npos);
+  CHECK(bad_key.error().message.find("model.paht") != std::string::npos);
+  auto twice = parse_deployment("[[models]]\nname = \"a\"\n[[models]]\nname = \"b\"\naliases = [\"a\"]\n");
+  REQUIRE_FALSE(twice);
+  CHECK(twice.error().message.find("the name 'a' chooses two models") != std::string::npos);
+  auto both = parse_deployment("[model]\npath = \"m.gguf\"\n[[models]]\nname = \"a\"\n");
+  REQUIRE_FALSE(both);
+  CHECK(both.error().message.find("model.path and [[models]]") != std::string::npos);
+  auto not_tables = parse_deployment("models = [\"a\"]\n");
+  REQUIRE_FALSE(not_tables);
+}
