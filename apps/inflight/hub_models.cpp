@@ -84,37 +84,36 @@ result<hub::fetched_model> try_fetch_named(const std::string& spec, const std::s
   return m;
 }
 
+namespace {
+
+/// One model's hub name fetched into m.path (its name, when unset, the hub name's), or
+/// random weights when the Hub is out of reach and m.fallback says so. `prefix` names
+/// the model in messages ("" for [model], "model NAME: " for a [[models]] entry).
+result<void> try_fetch_model(model_settings& m, const std::string& prefix) {
+  auto name = hub::try_parse_hub_name(m.path);
+  if (!name) return make_error(name.error().code, prefix + name.error().message);
+  auto fetched = try_fetch_named(m.path, m.hf_token_file);
+  if (!fetched && fetched.error().code == errc::unavailable && m.fallback == "dummy") {
+    std::fprintf(stderr, "inflight: %s%s\ninflight: model.fallback = \"dummy\": serving random weights instead of %s\n",
+                 prefix.c_str(), fetched.error().message.c_str(), m.path.c_str());
+    m.path.clear();
+    m.format = "dummy";
+    return {};
+  }
+  if (!fetched) return make_error(fetched.error().code, prefix + fetched.error().message);
+  if (m.name.empty()) m.name = hub::served_name_of(*name);
+  m.path = fetched->path.string();
+  return {};
+}
+
+}  // namespace
+
 result<void> try_resolve_hub_models(deployment& d) {
-  if (hub::is_hub_name(d.model.path)) {
-    auto name = hub::try_parse_hub_name(d.model.path);
-    if (!name) return std::unexpected(name.error());
-    auto m = try_fetch_named(d.model.path, d.model.hf_token_file);
-    if (!m && m.error().code == errc::unavailable && d.model.fallback == "dummy") {
-      std::fprintf(stderr, "inflight: %s\ninflight: model.fallback = \"dummy\": serving random weights instead of %s\n",
-                   m.error().message.c_str(), d.model.path.c_str());
-      d.model.path.clear();
-      d.model.format = "dummy";
-    } else if (!m) {
-      return std::unexpected(m.error());
-    } else {
-      if (d.model.name.empty()) d.model.name = hub::served_name_of(*name);
-      d.model.path = m->path.string();
-    }
-  }
-  for (auto& e : d.models) {
-    if (!hub::is_hub_name(e.model.path)) continue;
-    auto m = try_fetch_named(e.model.path, e.model.hf_token_file);
-    if (!m && m.error().code == errc::unavailable && e.model.fallback == "dummy") {
-      std::fprintf(stderr, "inflight: model %s: %s; serving random weights instead\n", e.name.c_str(),
-                   m.error().message.c_str());
-      e.model.path.clear();
-      e.model.format = "dummy";
-    } else if (!m) {
-      return make_error(m.error().code, "model " + e.name + ": " + m.error().message);
-    } else {
-      e.model.path = m->path.string();
-    }
-  }
+  if (hub::is_hub_name(d.model.path))
+    if (auto ok = try_fetch_model(d.model, ""); !ok) return ok;
+  for (auto& e : d.models)
+    if (hub::is_hub_name(e.model.path))
+      if (auto ok = try_fetch_model(e.model, "model " + e.name + ": "); !ok) return ok;
   if (hub::is_hub_name(d.speculative.draft_model)) {
     auto m = try_fetch_named(d.speculative.draft_model, d.model.hf_token_file);
     if (!m) return make_error(m.error().code, "speculative.draft_model: " + m.error().message);
