@@ -3,6 +3,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -105,13 +106,27 @@ key_spec text(S deployment::*section, std::string S::*member, std::vector<std::s
 }
 
 template <class S>
-key_spec bytes(S deployment::*section, std::int64_t S::*member, std::string key) {
+key_spec bytes(S deployment::*section, std::int64_t S::*member, std::string key, std::int64_t min = 1) {
   std::string expected = "a size in bytes (an integer, or a string like \"256MiB\" or \"2GiB\")";
   return {expected, [=](deployment& d, const toml::node& n) -> result<void> {
             result<std::int64_t> v = make_error(errc::invalid_argument, "");
             if (const auto i = integer_of(n)) v = *i;
             if (n.is_string()) v = parse_bytes(n.as_string()->get());
-            if (!v || *v <= 0) return bad_value(key, n, expected);
+            if (!v || *v < min) return bad_value(key, n, expected);
+            d.*section.*member = *v;
+            return {};
+          }};
+}
+
+/// A duration (parse_duration): a number of seconds or a string like "5m"; negative = forever.
+template <class S>
+key_spec duration(S deployment::*section, double S::*member, std::string key) {
+  std::string expected = "a duration (seconds, or a string like \"30s\", \"5m\", \"1h\"; negative = forever)";
+  return {expected, [=](deployment& d, const toml::node& n) -> result<void> {
+            result<double> v = make_error(errc::invalid_argument, "");
+            if (n.is_floating_point() || n.is_integer()) v = *n.value<double>() < 0 ? -1.0 : *n.value<double>();
+            if (n.is_string()) v = parse_duration(n.as_string()->get());
+            if (!v || !std::isfinite(*v)) return bad_value(key, n, expected);
             d.*section.*member = *v;
             return {};
           }};
@@ -218,6 +233,10 @@ const std::map<std::string, key_spec>& specs() {
     add("server.metrics_open", [](auto k) { return boolean(&D::server, &server_settings::metrics_open, k); });
     add("server.tls_cert_file", [](auto k) { return text(&D::server, &server_settings::tls_cert_file, {}, k); });
     add("server.tls_key_file", [](auto k) { return text(&D::server, &server_settings::tls_key_file, {}, k); });
+    add("server.max_loaded_models",
+        [](auto k) { return integer(&D::server, &server_settings::max_loaded_models, 0, 1 << 16, k); });
+    add("server.memory_budget", [](auto k) { return bytes(&D::server, &server_settings::memory_budget_bytes, k, 0); });
+    add("server.keep_alive", [](auto k) { return duration(&D::server, &server_settings::keep_alive_s, k); });
     add("cluster.bind", [](auto k) -> key_spec {
       const std::string expected = "\"\" or \"host:port\" with a port in [0, 65535]";
       return {expected, [k, expected](deployment& d, const toml::node& n) -> result<void> {
@@ -470,6 +489,12 @@ result<model_entry> parse_model_entry(const deployment& d, const toml::table& ta
           return make_error(errc::invalid_argument, where + ".aliases must be an array of non-empty strings");
         e.aliases.push_back(a.as_string()->get());
       }
+    } else if (key == "keep_alive") {
+      deployment keep;
+      if (auto ok = apply_key(keep, "server.keep_alive", node); !ok)
+        return make_error(errc::invalid_argument, where + ".keep_alive: expected " +
+                                                      "a duration (seconds, or a string like \"5m\"; negative = forever)");
+      e.keep_alive_s = keep.server.keep_alive_s;
     } else if (key == "engine" && node.is_table()) {
       has_engine = true;
       if (auto ok = apply_table(scratch, *node.as_table(), "engine"); !ok)
@@ -634,6 +659,41 @@ result<std::int64_t> parse_bytes(const std::string& text) {
     return make_error(errc::invalid_argument, "not a size: '" + text + "' (use B, KB, MB, GB, KiB, MiB, GiB)");
   }
   return static_cast<std::int64_t>(value * it->second);
+}
+
+result<double> parse_duration(const std::string& text) {
+  std::string t = text;
+  while (!t.empty() && t.front() == ' ') t.erase(0, 1);
+  while (!t.empty() && t.back() == ' ') t.pop_back();
+  const auto bad = [&] {
+    return make_error(errc::invalid_argument, "not a duration: '" + text + "' (seconds, or like \"30s\", \"5m\", \"1h\")");
+  };
+  if (t.empty()) return bad();
+  const bool negative = t.front() == '-';
+  if (negative) t.erase(0, 1);
+  double total = 0;
+  std::size_t i = 0;
+  while (i < t.size()) {
+    std::size_t used = 0;
+    double value = 0;
+    try {
+      value = std::stod(t.substr(i), &used);
+    } catch (...) {
+      return bad();
+    }
+    if (t[i] == '+' || t[i] == '-' || !std::isfinite(value)) return bad();
+    i += used;
+    std::size_t j = i;
+    while (j < t.size() && std::isalpha(static_cast<unsigned char>(t[j]))) ++j;
+    const std::string unit = t.substr(i, j - i);
+    static const std::map<std::string, double> units = {{"", 1.0}, {"ms", 1e-3}, {"s", 1.0}, {"m", 60.0}, {"h", 3600.0}};
+    const auto it = units.find(unit);
+    if (it == units.end() || (unit.empty() && (i != used || j != t.size()))) return bad();
+    total += value * it->second;
+    i = j;
+  }
+  if (negative) return -1.0;
+  return total;
 }
 
 result<deployment> parse_deployment(const std::string& toml_text, const std::string& source_name) {

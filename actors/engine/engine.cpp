@@ -112,9 +112,11 @@ engine::engine(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 
 engine::~engine() { shutdown(0.0); }
 
-result<std::unique_ptr<engine>> engine::start(const deployment& d, loaded_model model) {
+result<std::unique_ptr<engine>> engine::start(const deployment& d, loaded_model model,
+                                              std::shared_ptr<engine_metrics> metrics) {
   auto p = std::make_unique<impl>();
   p->settings = d;
+  if (metrics) p->metrics = std::move(metrics);
   auto plugin_dir = try_policy_plugin_dir(d.scheduler);
   if (!plugin_dir) return std::unexpected(plugin_dir.error());
   p->plugin_dir = *plugin_dir;

@@ -30,8 +30,10 @@ class cache_sink;  // actors/cache_feed.hpp
 
 class engine final : public engine_api {
  public:
-  /// Loads nothing itself: `model` comes from load_model().
-  static result<std::unique_ptr<engine>> start(const deployment& d, loaded_model model);
+  /// Loads nothing itself: `model` comes from load_model(). `metrics`: counters that
+  /// outlive this engine (a model loaded again counts on); null = its own.
+  static result<std::unique_ptr<engine>> start(const deployment& d, loaded_model model,
+                                               std::shared_ptr<engine_metrics> metrics = nullptr);
   ~engine() override;
   engine(const engine&) = delete;
   engine& operator=(const engine&) = delete;

@@ -161,6 +161,9 @@ void http_session::handle(request_t&& req) {
       std::make_shared<ws_session>(std::move(stream_), models_)->run(std::move(req));
       phase_ = phase::closed;  // the socket now belongs to the WebSocket session
       return;
+    case route_kind::model_action:
+      if (models_.size() < 2) break;  // answer(): one model, always loaded
+      return start_model_action(path);
     case route_kind::engine_events:
       return start_engine_events(query_param(std::string_view(req.target().data(), req.target().size()), "engine"));
     case route_kind::completion:
@@ -235,6 +238,27 @@ void http_session::start_engine_events(const std::optional<std::string>& engine)
   stream_.tcp().expires_never();
   std::make_shared<events_session>(std::move(stream_), *state_, std::move(*subscription))->run(exchange_.version);
   phase_ = phase::closed;  // the socket now belongs to the events session
+}
+
+void http_session::start_model_action(std::string_view path) {
+  auto act = models_.parse_action(path);
+  if (!act) return send_reply(error_reply(act.error()));
+  phase_ = phase::calling;
+  stream_.tcp().expires_never();  // a load may take a while
+  auto done = [self = shared_from_this(), post = poster(), a = *act](result<void> outcome) {
+    post([self, a, outcome] {
+      if (!outcome) return self->send_reply(error_reply(to_api_error(outcome.error())));
+      const auto st = self->models_.control()->status(a.name);
+      nlohmann::json body = {{"id", a.name}, {"object", "model"}, {"state", to_string(st.state)}};
+      if (st.size_bytes > 0) body["size_bytes"] = st.size_bytes;
+      self->send_reply(json_reply(200, body));
+    });
+  };
+  if (act->is_load) {
+    models_.control()->load(act->name, std::move(done));
+  } else {
+    models_.control()->unload(act->name, std::move(done));
+  }
 }
 
 post_fn http_session::poster() {

@@ -68,6 +68,8 @@ class http_session final : public session_base, public std::enable_shared_from_t
   void start_generation(route_kind kind, const std::string& body);
   /// GET /v1/engine/events; `engine`: its ?engine= parameter.
   void start_engine_events(const std::optional<std::string>& engine);
+  /// POST /v1/models/{name}/load | unload: answered once the pool has done it.
+  void start_model_action(std::string_view path);
   void start_scoring(route_kind kind, const std::string& body);
   void start_embedding(const std::string& body);
   /// POST /v1/messages: a chat call in Anthropic's shape, errors included.

@@ -82,6 +82,7 @@ constexpr route routes[] = {
     {"/metrics", "GET", route_kind::metrics, route_access::metrics, true},
     {"/v1/models", "GET", route_kind::models, route_access::key, true},
     {"/v1/models/", "GET", route_kind::model, route_access::key, true},
+    {"/v1/models/", "POST", route_kind::model_action},
     {"/version", "GET", route_kind::version, route_access::key, true},
     {"/tokenize", "POST", route_kind::tokenize},
     {"/v1/tokenize", "POST", route_kind::tokenize},
@@ -188,6 +189,9 @@ http_reply answer(gateway_state& state, route_kind kind, std::string_view method
     case route_kind::count_tokens: return count_tokens_reply(state, body);
     case route_kind::stored_response:
       return answer_stored_response(state, method, path.substr(std::string_view("/v1/responses/").size()));
+    case route_kind::model_action:
+      return error_reply(bad_request("This server serves one model, always loaded: loading and unloading are for "
+                                     "servers of several models ([[models]], serve --model)", "", "invalid_request"));
     case route_kind::websocket:
       return error_reply(api_error{426, "invalid_request_error", "/v1/ws takes a WebSocket upgrade", {}, "upgrade_required"});
     default: break;

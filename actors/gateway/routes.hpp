@@ -30,6 +30,7 @@ enum class route_kind {
   metrics,        ///< GET /metrics
   models,         ///< GET /v1/models
   model,          ///< GET /v1/models/{name}
+  model_action,   ///< POST /v1/models/{name}/load, /unload (several models: model_table)
   version,        ///< GET /version
   tokenize,       ///< POST /tokenize, /v1/tokenize
   detokenize,     ///< POST /detokenize, /v1/detokenize

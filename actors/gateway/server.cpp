@@ -182,6 +182,7 @@ result<std::unique_ptr<server>> server::try_start(std::vector<model_route> model
                   std::move(route.aliases));
   }
   p->state = &p->models.first();
+  p->models.set_control(options.control);
   auto tls = try_make_tls(settings);
   if (!tls) return std::unexpected(tls.error());
   p->tls = std::move(*tls);

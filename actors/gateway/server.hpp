@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "actors/engine_api.hpp"
+#include "actors/model_control.hpp"
 #include "core/base/error.hpp"
 
 namespace inflight::gateway {
@@ -27,6 +28,10 @@ struct model_route {
 struct server_options {
   bool handle_signals = false;     ///< SIGINT / SIGTERM start a graceful shutdown
   std::string version = "unknown"; ///< GET /version
+  /// Several models loaded on demand (actors/models/model_pool.hpp): their states in
+  /// /v1/models, POST /v1/models/{name}/load and /unload, a request's keep_alive. Null:
+  /// every model is always loaded. Must outlive the server.
+  model_control* control = nullptr;
 };
 
 class server {

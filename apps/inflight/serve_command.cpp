@@ -20,6 +20,7 @@
 #include "actors/cluster/remote_engine.hpp"
 #include "actors/cluster/routed_engine.hpp"
 #include "actors/gateway/server.hpp"
+#include "actors/models/model_pool.hpp"
 #include "apps/inflight/commands.hpp"
 #include "config/deployment_loader.hpp"
 
@@ -136,9 +137,11 @@ void run_engine_role(const deployment& d, const serve_options& o) {
 }
 
 /// The HTTP gateway: prints what it serves, waits for SIGINT / SIGTERM, exits 0.
-void run_gateway(std::vector<gateway::model_route> models, const deployment& d, const std::string& engine_line) {
+void run_gateway(std::vector<gateway::model_route> models, const deployment& d, const std::string& engine_line,
+                 model_control* control = nullptr) {
   gateway::server_options options;
   options.handle_signals = true;
+  options.control = control;
   options.version = INFLIGHT_VERSION;
   auto srv = gateway::server::try_start(std::move(models), options);
   if (!srv) fail(srv.error().message);
@@ -194,27 +197,29 @@ void run_router_role(const deployment& d, const serve_options& o) {
 
 /// [[models]]: an engine per model in this process, one gateway choosing by the `model`
 /// field. Every model loads at start.
+/// Several models: a pool loads them, at start while server.max_loaded_models and
+/// server.memory_budget leave room (in the order given), the others on first use.
 void run_models(const deployment& d) {
-  std::vector<std::unique_ptr<engine>> engines;
+  model_pool pool({d.server.max_loaded_models, d.server.memory_budget_bytes});
   std::vector<gateway::model_route> routes;
   std::string line;
   for (const auto& e : d.models) {
     const deployment one = deployment_of(d, e);
-    auto model = load_model(one.model, one.engine.backend);
-    if (!model) fail("model " + e.name + ": " + model.error().message);
-    std::printf("inflight: model %s: %s%s\n", model->name.c_str(), model->description.c_str(),
-                model->format == "dummy" ? " (DUMMY random weights: the output is noise)" : "");
+    auto slot = pool.add(one, e.keep_alive_s.value_or(d.server.keep_alive_s));
+    if (!slot) fail("model " + e.name + ": " + slot.error().message);
+    const auto st = (*slot)->status();
+    std::printf("inflight: model %s: %s%s; %s (%.1f MiB)\n", e.name.c_str(), (*slot)->model().description.c_str(),
+                (*slot)->model().format == "dummy" ? " (DUMMY random weights: the output is noise)" : "",
+                st.state == model_state::loaded ? "loaded" : "loads on first use", double(st.size_bytes) / 1048576.0);
     std::fflush(stdout);
-    auto eng = engine::start(one, std::move(*model));
-    if (!eng) fail("model " + e.name + ": " + eng.error().message);
     char buf[256];
     std::snprintf(buf, sizeof buf, "%s%s: %s backend, policy %s, max_num_seqs %d", line.empty() ? "" : "; ",
                   e.name.c_str(), one.engine.backend.c_str(), one.scheduler.policy.c_str(), one.engine.max_num_seqs);
     line += buf;
-    routes.push_back({eng->get(), e.aliases});
-    engines.push_back(std::move(*eng));
+    routes.push_back({*slot, e.aliases});
   }
-  run_gateway(routes, d, "engines: " + line + " (io threads " + std::to_string(d.server.io_threads) + ")");
+  pool.start();
+  run_gateway(routes, d, "engines: " + line + " (io threads " + std::to_string(d.server.io_threads) + ")", &pool);
 }
 
 void run_serve(const serve_options& o) {

@@ -46,6 +46,11 @@ struct server_settings {
   bool metrics_open = false;              ///< with keys: GET /metrics answers without one too
   std::string tls_cert_file;              ///< PEM certificate chain: HTTPS / WSS when set (with tls_key_file)
   std::string tls_key_file;               ///< PEM private key of tls_cert_file
+
+  // Several models ([[models]]): which are loaded, within what (docs/deployment.md).
+  int max_loaded_models = 0;              ///< at most this many engines at once (0 = no limit); the least recently used idle one leaves
+  std::int64_t memory_budget_bytes = 0;   ///< weights + KV of the loaded models at most this (0 = no limit)
+  double keep_alive_s = -1.0;             ///< an idle model unloads after this (0 = after each request, < 0 = never)
 };
 
 /// The engine port between a router and its engines ([cluster]; both sides read it).
@@ -185,6 +190,7 @@ struct model_entry {
   std::vector<std::string> aliases;       ///< other values that choose it
   model_settings model;                   ///< its [model] keys (from the defaults, not [model])
   std::optional<engine_settings> engine;  ///< its own [engine] ([models.engine]); none = the deployment's
+  std::optional<double> keep_alive_s;     ///< its own server.keep_alive
 };
 
 struct deployment {

@@ -269,3 +269,57 @@ TEST_CASE("[[models]]: a table without a name, a bad key, a name twice are error
   auto not_tables = parse_deployment("models = [\"a\"]\n");
   REQUIRE_FALSE(not_tables);
 }
+
+TEST_CASE("durations parse as Ollama's keep_alive takes them, negative ones mean forever", "[config]") {
+  CHECK(parse_duration("30").value() == 30.0);
+  CHECK(parse_duration("1.5").value() == 1.5);
+  CHECK(parse_duration("250ms").value() == Approx(0.25));
+  CHECK(parse_duration("30s").value() == 30.0);
+  CHECK(parse_duration("5m").value() == 300.0);
+  CHECK(parse_duration("1h30m").value() == 5400.0);
+  CHECK(parse_duration("0").value() == 0.0);
+  CHECK(parse_duration("-1").value() == -1.0);
+  CHECK(parse_duration("-5m").value() == -1.0);
+  for (const char* bad : {"", "soon", "5 minutes", "5x", "m", "1h-5m", "3 4"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_duration(bad).has_value());
+  }
+}
+
+TEST_CASE("server.max_loaded_models, server.memory_budget and keep_alive (server-wide and per model) load",
+          "[config]") {
+  auto d = parse_deployment(R"(
+[server]
+max_loaded_models = 2
+memory_budget = "8GiB"
+keep_alive = "10m"
+[[models]]
+name = "a"
+format = "dummy"
+keep_alive = -1
+[[models]]
+name = "b"
+format = "dummy"
+keep_alive = 0
+[[models]]
+name = "c"
+format = "dummy"
+)");
+  REQUIRE(d.has_value());
+  CHECK(d->server.max_loaded_models == 2);
+  CHECK(d->server.memory_budget_bytes == 8ll << 30);
+  CHECK(d->server.keep_alive_s == 600.0);
+  CHECK(d->models[0].keep_alive_s == -1.0);
+  CHECK(d->models[1].keep_alive_s == 0.0);
+  CHECK_FALSE(d->models[2].keep_alive_s.has_value());
+  const auto defaults = parse_deployment("");
+  CHECK(defaults->server.max_loaded_models == 0);
+  CHECK(defaults->server.memory_budget_bytes == 0);
+  CHECK(defaults->server.keep_alive_s < 0);  // never unloaded for being idle
+  auto bad = parse_deployment("[[models]]\nname = \"a\"\nkeep_alive = \"soon\"\n");
+  REQUIRE_FALSE(bad);
+  CHECK_THAT(bad.error().message, Catch::Contains("models[0].keep_alive"));
+  auto bad_server = parse_deployment("[server]\nkeep_alive = true\n");
+  REQUIRE_FALSE(bad_server);
+  CHECK_THAT(bad_server.error().message, Catch::Contains("server.keep_alive"));
+}

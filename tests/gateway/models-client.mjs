@@ -105,3 +105,59 @@ assert.equal(metrics.split('\n').filter((l) => l === '# TYPE inflight:generation
 const health = await (await fetch(base + '/health')).json();
 assert.deepEqual(Object.keys(health.models).sort(), ['copy', 'noise', 'stories']);
 console.log('ok: three models (one by alias) over HTTP, SSE and one WebSocket, each its own text; 404 for an unknown one');
+
+// Every model is loaded here (no limits): /v1/models says so, with sizes.
+const states = await (await fetch(base + '/v1/models')).json();
+for (const m of states.data) {
+  assert.equal(m.state, 'loaded', `${m.id}: ${m.state}`);
+  assert.ok(m.size_bytes > 0, `${m.id}: no size`);
+}
+
+// Unload one model while another streams: the stream is not cut, the unloaded one loads
+// again on its next request.
+async function streamUntilDone(model, maxTokens, onFirstChunk) {
+  const r = await post('/v1/completions', body(model, { stream: true, max_tokens: maxTokens, ignore_eos: true }));
+  assert.equal(r.status, 200);
+  const reader = r.body.getReader();
+  const decoder = new TextDecoder();
+  let raw = '';
+  let first = true;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    raw += decoder.decode(value, { stream: true });
+    if (first && raw.includes('data: {')) {
+      first = false;
+      await onFirstChunk();
+    }
+  }
+  const chunks = raw.split('\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)));
+  return { finish: chunks.map((c) => c.choices[0]?.finish_reason).find((f) => f), chunks: chunks.length };
+}
+let unloaded;
+const long = await streamUntilDone('stories', 300, async () => {  // ignore_eos: to its length
+  const r = await post('/v1/models/noise/unload', '{}');
+  unloaded = { status: r.status, body: await r.json() };
+});
+assert.equal(unloaded.status, 200, JSON.stringify(unloaded.body));
+assert.equal(unloaded.body.state, 'unloaded');
+assert.equal(long.finish, 'length', 'the stream of stories ended early');
+const noiseState = async () => (await (await fetch(base + '/v1/models/noise')).json()).state;
+assert.equal(await noiseState(), 'unloaded');
+assert.equal((await complete('noise')).text, b.text, 'noise, loaded again, writes as before');
+assert.equal(await noiseState(), 'loaded');
+
+// keep_alive (Ollama's): 0 unloads the model once the request is done; a bad one is a 400.
+const bad = await post('/v1/completions', body('copy', { keep_alive: 'soon' }));
+assert.equal(bad.status, 400);
+assert.match((await bad.json()).error.message, /keep_alive/);
+assert.equal((await post('/v1/completions', body('copy', { keep_alive: 0 }))).status, 200);
+let copyState = '';
+for (let i = 0; i < 100 && copyState !== 'unloaded'; ++i) {
+  copyState = (await (await fetch(base + '/v1/models/copy')).json()).state;
+  if (copyState !== 'unloaded') await new Promise((r) => setTimeout(r, 100));
+}
+assert.equal(copyState, 'unloaded', 'keep_alive 0 left copy loaded');
+const unknownAction = await post('/v1/models/nope/load', '{}');
+assert.equal(unknownAction.status, 404);
+console.log('ok: unload while another model streams (not cut), reload on use, keep_alive 0, sizes and states in /v1/models');

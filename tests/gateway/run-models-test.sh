@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ctest entry: several models in one `inflight serve` ([[models]] in TOML and --model
-# NAME=SPEC), driven by models-client.mjs over HTTP, SSE and the WebSocket.
+# NAME=SPEC), driven by models-client.mjs over HTTP, SSE and the WebSocket; then a server
+# that loads them on demand (max_loaded_models = 1), driven by models-demand-client.mjs.
 #   run-models-test.sh INFLIGHT_BIN PLUGIN_DIR SHARED_DIR WORK_DIR
 # Missing node or the model: exit 77 (skipped), a failure when CI=true.
 set -euo pipefail
@@ -51,6 +52,51 @@ kill -TERM "$pid"
 wait "$pid" || { echo "inflight serve did not exit cleanly"; cat "$log"; exit 1; }
 grep -q "inflight: shut down" "$log" || { cat "$log"; exit 1; }
 [ "$rc" = 0 ] || { cat "$log"; exit "$rc"; }
+
+# Loaded on demand: one model at a time, behind an API key; `broken` loses its file once
+# the server runs.
+cp "$stories/stories260K.bin" "$WORK/broken-stories.bin"
+cat >"$WORK/demand.toml" <<TOML
+[server]
+port = 0
+max_loaded_models = 1
+api_keys = ["demand-key"]
+
+[scheduler]
+plugin_dir = "$PLUGIN_DIR"
+
+[[models]]
+name = "stories"
+path = "$stories/stories260K.bin"
+tokenizer = "$stories/tok512.bin"
+
+[[models]]
+name = "noise"
+format = "dummy"
+
+[[models]]
+name = "broken"
+path = "$WORK/broken-stories.bin"
+tokenizer = "$stories/tok512.bin"
+TOML
+log=$WORK/demand.log
+"$INFLIGHT_BIN" serve --config "$WORK/demand.toml" >"$log" 2>&1 &
+pid=$!
+PORT=""
+for _ in $(seq 1 300); do
+  PORT=$(sed -n 's/^inflight: listening on http:\/\/[0-9.]*:\([0-9]*\).*/\1/p' "$log")
+  [ -n "$PORT" ] && break
+  kill -0 "$pid" 2>/dev/null || { cat "$log"; exit 1; }
+  sleep 0.1
+done
+[ -n "$PORT" ] || { cat "$log"; exit 1; }
+rm "$WORK/broken-stories.bin"
+rc=0
+node "$here/models-demand-client.mjs" "$PORT" demand-key || rc=$?
+kill -TERM "$pid"
+wait "$pid" || { echo "inflight serve did not exit cleanly"; cat "$log"; exit 1; }
+[ "$rc" = 0 ] || { cat "$log"; exit "$rc"; }
+grep -q "inflight: model noise loaded" "$log" || { echo "no load line in the log"; cat "$log"; exit 1; }
 
 # A model.path beside [[models]] is an error that says what to do.
 if out=$("$INFLIGHT_BIN" serve --config "$WORK/models.toml" --set model.path=/x.gguf 2>&1); then

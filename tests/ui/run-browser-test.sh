@@ -58,5 +58,36 @@ done
 node "$here/browser-keys-test.mjs" "http://127.0.0.1:$port/" "$key" "$WORK"
 kill -TERM "$pid"
 wait "$pid"
+
+# Two models, the second loaded on demand: the header's choice of model.
+cat >"$WORK/models.toml" <<TOML
+[server]
+port = 0
+max_loaded_models = 1
+shutdown_grace_s = 0.5
+
+[[models]]
+name = "first"
+format = "dummy"
+dummy.seed = 1
+
+[[models]]
+name = "second"
+format = "dummy"
+dummy.seed = 2
+TOML
+"$INFLIGHT_BIN" serve --config "$WORK/models.toml" >"$WORK/serve-models.log" 2>&1 &
+pid=$!
+port=""
+for _ in $(seq 1 600); do
+  port=$(sed -n 's/^inflight: listening on http:\/\/[0-9.]*:\([0-9]*\).*/\1/p' "$WORK/serve-models.log")
+  [ -n "$port" ] && break
+  kill -0 "$pid" 2>/dev/null || { echo "browser test: inflight serve exited early:"; cat "$WORK/serve-models.log"; exit 1; }
+  sleep 0.1
+done
+[ -n "$port" ] || { echo "browser test: no port printed"; cat "$WORK/serve-models.log"; exit 1; }
+node "$here/browser-models-test.mjs" "http://127.0.0.1:$port/" "$WORK"
+kill -TERM "$pid"
+wait "$pid"
 trap - EXIT
 echo "browser test: screenshots in $WORK"

@@ -47,6 +47,27 @@ function showEngineChoice(engine) {
 }
 $('feed-engine').onchange = () => view.start(view.key, $('feed-engine').value);
 
+// Several models: a choice of them, each with its state (loaded, unloaded, ...); the
+// playground's requests and the engine view follow the one chosen.
+let modelsTimer;
+async function refreshModels(key) {
+  const res = await fetch('/v1/models', { headers: key ? { Authorization: `Bearer ${key}` } : {}, cache: 'no-store' });
+  if (!res.ok) return;
+  const models = (await res.json()).data.filter((m) => !m.parent);
+  const select = $('model-pick');
+  select.hidden = models.length < 2;
+  $('model-name').hidden = models.length >= 2;
+  if (models.length < 2) return;
+  const chosen = select.value || models[0].id;
+  select.replaceChildren(...models.map((m) => new Option(m.state ? `${m.id} (${m.state})` : m.id, m.id)));
+  select.value = chosen;
+  playground.model = chosen;
+}
+$('model-pick').onchange = () => {
+  playground.model = $('model-pick').value;
+  view.start(view.key, view.engineAddress, playground.model);
+};
+
 // The API key, when the server wants one: kept in this browser (localStorage) and sent
 // with the socket, the feed and every API call of the page.
 const KEY_STORE = 'inflight.apiKey';
@@ -68,6 +89,10 @@ async function connect(key) {
   if (key) localStorage.setItem(KEY_STORE, key);
   socket.start(key);
   view.start(key);
+  await refreshModels(key);
+  playground.onSettled = () => refreshModels(key);
+  clearInterval(modelsTimer);
+  modelsTimer = setInterval(() => refreshModels(key), 5000);
 }
 
 $('key-form').onsubmit = (ev) => {

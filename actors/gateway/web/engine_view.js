@@ -66,10 +66,12 @@ export class EngineView {
   }
 
   /// Reads the feed (again) with `key` ('' = none); behind a router, the steps of
-  /// `engine` ("host:port"; none: the router's first).
-  start(key, engine = this.engineAddress) {
+  /// `engine` ("host:port"; none: the router's first); with several models, those of
+  /// `model` (none: the first).
+  start(key, engine = this.engineAddress, model = this.model) {
     this.key = key;
     this.engineAddress = engine;
+    this.model = model;
     this.abort?.abort();
     this.connect();
   }
@@ -80,7 +82,10 @@ export class EngineView {
     const status = $('feed-status');
     try {
       const headers = this.key ? { Authorization: `Bearer ${this.key}` } : {};
-      const query = this.engineAddress ? `?engine=${encodeURIComponent(this.engineAddress)}` : '';
+      const params = new URLSearchParams();
+      if (this.engineAddress) params.set('engine', this.engineAddress);
+      if (this.model) params.set('model', this.model);
+      const query = params.size > 0 ? `?${params}` : '';
       const res = await fetch(`/v1/engine/events${query}`, { headers, signal: controller.signal, cache: 'no-store' });
       if (!res.ok) throw new Error(`the feed answered ${res.status}`);
       status.dataset.state = 'open';

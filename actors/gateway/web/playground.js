@@ -11,6 +11,7 @@ export class Playground {
   constructor(socket) {
     this.socket = socket;
     this.mode = 'chat';
+    this.model = '';        // several models: the one chosen (none: the server's first)
     this.history = [];      // chat turns that completed: {role, content}
     this.current = null;    // the streaming message: {id, el, ...}
     $('mode-chat').onclick = () => this.setMode('chat');
@@ -53,6 +54,7 @@ export class Playground {
     const text = $('prompt').value;
     if (text.trim() === '') return;
     const body = this.params();
+    if (this.model) body.model = this.model;
     let el;
     if (this.mode === 'chat') {
       this.addBubble('user', text);
@@ -115,6 +117,7 @@ export class Playground {
   }
 
   onDone(msg, m) {
+    this.onSettled?.();  // the page refreshes what it shows of the models (a load)
     msg.numTokens = m.usage.completion_tokens;
     const t = m.timings;
     // The server's own timings: TTFT from acceptance, tokens/s from the time per output token.
@@ -130,6 +133,7 @@ export class Playground {
   }
 
   onError(msg, e) {
+    this.onSettled?.();
     msg.el.dataset.state = 'error';
     const err = document.createElement('span');
     err.className = 'error';
