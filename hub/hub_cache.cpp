@@ -15,11 +15,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
 /// ".tmp.<pid>.<n>": a name no other writer (process or thread) uses at the same time.
 std::string unique_suffix() {
   static std::atomic<unsigned> counter{0};
@@ -28,12 +23,17 @@ std::string unique_suffix() {
 
 }  // namespace
 
+std::string env_value(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
 fs::path default_cache_dir() {
   for (const char* name : {"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"})
-    if (auto v = env(name); !v.empty()) return v;
-  if (auto home = env("HF_HOME"); !home.empty()) return fs::path(home) / "hub";
-  if (auto xdg = env("XDG_CACHE_HOME"); !xdg.empty()) return fs::path(xdg) / "huggingface" / "hub";
-  return fs::path(env("HOME").empty() ? "/tmp" : env("HOME")) / ".cache" / "huggingface" / "hub";
+    if (auto v = env_value(name); !v.empty()) return v;
+  if (auto home = env_value("HF_HOME"); !home.empty()) return fs::path(home) / "hub";
+  if (auto xdg = env_value("XDG_CACHE_HOME"); !xdg.empty()) return fs::path(xdg) / "huggingface" / "hub";
+  return fs::path(env_value("HOME").empty() ? "/tmp" : env_value("HOME")) / ".cache" / "huggingface" / "hub";
 }
 
 std::string repo_folder_name(const std::string& repo) {

@@ -23,6 +23,9 @@ namespace inflight::hub {
 /// $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub.
 std::filesystem::path default_cache_dir();
 
+/// An environment variable's value, "" when unset (the Hub's settings come from there).
+std::string env_value(const char* name);
+
 class repo_cache {
  public:
   repo_cache(std::filesystem::path cache_dir, const std::string& repo);

@@ -25,11 +25,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
 std::string trimmed(std::string s) {
   const auto first = s.find_first_not_of(" \t\r\n");
   if (first == std::string::npos) return "";
@@ -422,12 +417,12 @@ result<std::string> try_sha256_file(const fs::path& path) {
 
 result<hub_options> hub_options_from_env(const std::string& token_file) {
   hub_options o;
-  if (auto e = env("HF_ENDPOINT"); !e.empty()) o.endpoint = e;
+  if (auto e = env_value("HF_ENDPOINT"); !e.empty()) o.endpoint = e;
   while (o.endpoint.ends_with("/")) o.endpoint.pop_back();
   o.cache_dir = default_cache_dir();
-  o.is_offline = is_truthy(env("HF_HUB_OFFLINE"));
-  o.token = trimmed(env("HF_TOKEN"));
-  if (o.token.empty()) o.token = trimmed(env("HUGGING_FACE_HUB_TOKEN"));
+  o.is_offline = is_truthy(env_value("HF_HUB_OFFLINE"));
+  o.token = trimmed(env_value("HF_TOKEN"));
+  if (o.token.empty()) o.token = trimmed(env_value("HUGGING_FACE_HUB_TOKEN"));
   if (o.token.empty() && !token_file.empty()) {
     std::ifstream in(token_file);
     if (!in) return make_error(errc::io_error, token_file + ": cannot read the Hugging Face token file (model.hf_token_file)");
@@ -435,9 +430,9 @@ result<hub_options> hub_options_from_env(const std::string& token_file) {
     o.token = trimmed(o.token);
   }
   if (o.token.empty()) {
-    fs::path path = env("HF_TOKEN_PATH");
-    if (path.empty()) path = env("HF_HOME").empty() ? fs::path(env("HOME")) / ".cache" / "huggingface" / "token"
-                                                     : fs::path(env("HF_HOME")) / "token";
+    fs::path path = env_value("HF_TOKEN_PATH");
+    if (path.empty()) path = env_value("HF_HOME").empty() ? fs::path(env_value("HOME")) / ".cache" / "huggingface" / "token"
+                                                     : fs::path(env_value("HF_HOME")) / "token";
     std::ifstream in(path);
     if (in) std::getline(in, o.token);
     o.token = trimmed(o.token);

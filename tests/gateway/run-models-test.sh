@@ -37,19 +37,12 @@ max_num_seqs = 8
 TOML
 log=$WORK/serve.log
 "$INFLIGHT_BIN" serve --config "$WORK/models.toml" --model "copy=$WORK/stories260K.gguf" >"$log" 2>&1 &
-pid=$!
-PORT=""
-for _ in $(seq 1 300); do
-  PORT=$(sed -n 's/^inflight: listening on http:\/\/[0-9.]*:\([0-9]*\).*/\1/p' "$log")
-  [ -n "$PORT" ] && break
-  kill -0 "$pid" 2>/dev/null || { cat "$log"; exit 1; }
-  sleep 0.1
-done
-[ -n "$PORT" ] || { cat "$log"; exit 1; }
+SERVER_PID=$!
+wait_for_port "$log"
 rc=0
 node "$here/models-client.mjs" "$PORT" || rc=$?
-kill -TERM "$pid"
-wait "$pid" || { echo "inflight serve did not exit cleanly"; cat "$log"; exit 1; }
+kill -TERM "$SERVER_PID"
+wait "$SERVER_PID" || { echo "inflight serve did not exit cleanly"; cat "$log"; exit 1; }
 grep -q "inflight: shut down" "$log" || { cat "$log"; exit 1; }
 [ "$rc" = 0 ] || { cat "$log"; exit "$rc"; }
 
@@ -81,20 +74,13 @@ tokenizer = "$stories/tok512.bin"
 TOML
 log=$WORK/demand.log
 "$INFLIGHT_BIN" serve --config "$WORK/demand.toml" >"$log" 2>&1 &
-pid=$!
-PORT=""
-for _ in $(seq 1 300); do
-  PORT=$(sed -n 's/^inflight: listening on http:\/\/[0-9.]*:\([0-9]*\).*/\1/p' "$log")
-  [ -n "$PORT" ] && break
-  kill -0 "$pid" 2>/dev/null || { cat "$log"; exit 1; }
-  sleep 0.1
-done
-[ -n "$PORT" ] || { cat "$log"; exit 1; }
+SERVER_PID=$!
+wait_for_port "$log"
 rm "$WORK/broken-stories.bin"
 rc=0
 node "$here/models-demand-client.mjs" "$PORT" demand-key || rc=$?
-kill -TERM "$pid"
-wait "$pid" || { echo "inflight serve did not exit cleanly"; cat "$log"; exit 1; }
+kill -TERM "$SERVER_PID"
+wait "$SERVER_PID" || { echo "inflight serve did not exit cleanly"; cat "$log"; exit 1; }
 [ "$rc" = 0 ] || { cat "$log"; exit "$rc"; }
 grep -q "inflight: model noise loaded" "$log" || { echo "no load line in the log"; cat "$log"; exit 1; }
 

@@ -28,16 +28,10 @@ model_flags() {
     "--set scheduler.plugin_dir=$PLUGIN_DIR"
 }
 
-# start_server LOG [--set k=v ...]: sets SERVER_PID and PORT.
-start_server() {
+# wait_for_port LOG: the port the server SERVER_PID printed to LOG, in PORT; exits the
+# test when it exits first or prints none.
+wait_for_port() {
   local log=$1
-  shift
-  # Emptied here, not by the background job's redirection: that one may run after the
-  # loop below has read a port from the last run's log.
-  : >"$log"
-  "$INFLIGHT_BIN" serve --config "$SOURCE_DIR/config/cpu-small.toml" --set server.port=0 $(model_flags) "$@" \
-    >"$log" 2>&1 &
-  SERVER_PID=$!
   PORT=""
   for _ in $(seq 1 300); do
     PORT=$(sed -n 's/^inflight: listening on http:\/\/[0-9.]*:\([0-9]*\).*/\1/p' "$log")
@@ -52,6 +46,19 @@ start_server() {
   echo "gateway test: inflight serve printed no port:"
   cat "$log"
   exit 1
+}
+
+# start_server LOG [--set k=v ...]: sets SERVER_PID and PORT.
+start_server() {
+  local log=$1
+  shift
+  # Emptied here, not by the background job's redirection: that one may run after the
+  # wait_for_port has read a port from the last run's log.
+  : >"$log"
+  "$INFLIGHT_BIN" serve --config "$SOURCE_DIR/config/cpu-small.toml" --set server.port=0 $(model_flags) "$@" \
+    >"$log" 2>&1 &
+  SERVER_PID=$!
+  wait_for_port "$log"
 }
 
 # stop_server: SIGTERM, then the exit code must be 0.
