@@ -71,8 +71,13 @@ class step_forward_sink final : public step_sink {
   caf::actor host_;
 };
 
+/// Which host actor serves which name, in an engine process of several models (filled
+/// before the port is published, read only after).
+using host_directory = std::vector<std::pair<std::string, caf::actor>>;
+
 struct host_state {
   engine* eng = nullptr;
+  std::shared_ptr<const host_directory> directory;
   std::shared_ptr<grammar_cache> grammars;
   std::set<caf::actor> subscribers;  ///< routers that get the engine's reports
   std::set<caf::actor> step_subscribers;  ///< routers that get the engine's step summaries
@@ -91,8 +96,10 @@ struct host_state {
 
 wire_submit_reply refused(error e) { return {0, std::move(e)}; }
 
-caf::behavior host_actor(caf::stateful_actor<host_state>* self, engine* eng, std::shared_ptr<grammar_cache> grammars) {
+caf::behavior host_actor(caf::stateful_actor<host_state>* self, engine* eng, std::shared_ptr<grammar_cache> grammars,
+                         std::shared_ptr<const host_directory> directory) {
   self->state.eng = eng;
+  self->state.directory = std::move(directory);
   self->state.grammars = std::move(grammars);
   // The engine summarises its steps only while some router watches them.
   const auto update_step_sink = [self] {
@@ -137,6 +144,17 @@ caf::behavior host_actor(caf::stateful_actor<host_state>* self, engine* eng, std
         for (const auto& [tag, running_id] : it->second) {
           if (running_id == id) self->state.eng->cancel(id);
         }
+      },
+      [self](model_host_atom, const std::string& name) -> caf::result<caf::actor> {
+        if (!self->state.directory) {  // one model: its own names
+          const auto& m = self->state.eng->model();
+          if (name == m.name) return caf::actor_cast<caf::actor>(self);
+          return caf::make_error(caf::sec::invalid_argument, "no model " + name + " here (this engine serves " +
+                                                                 m.name + ")");
+        }
+        for (const auto& [served, host] : *self->state.directory)
+          if (served == name) return host;
+        return caf::make_error(caf::sec::invalid_argument, "no model " + name + " here");
       },
       [self](health_atom) { return self->state.eng->health(); },
       [self](metrics_atom) { return self->state.eng->render_metrics(); },
@@ -351,41 +369,75 @@ wire_system_config::wire_system_config(double heartbeat_interval_s, double conne
 
 result<std::unique_ptr<engine_host>> engine_host::start(caf::actor_system& net, engine& eng, const std::string& host,
                                                         std::uint16_t port) {
-  auto grammars = std::make_shared<grammar_cache>(make_grammar_vocab(*eng.model().tok));
-  auto actor = net.spawn(host_actor, &eng, std::move(grammars));
+  return start(net, std::vector<named_engine>{{&eng, {}}}, host, port);
+}
+
+result<std::unique_ptr<engine_host>> engine_host::start(caf::actor_system& net, std::vector<named_engine> engines,
+                                                        const std::string& host, std::uint16_t port) {
+  if (engines.empty()) return make_error(errc::invalid_argument, "an engine host needs an engine");
+  // One engine: no directory (a router asking for it by name gets its own name checked).
+  auto directory = engines.size() > 1 ? std::make_shared<host_directory>() : nullptr;
+  std::vector<caf::actor> actors;
+  std::vector<engine*> engs;
+  for (const auto& e : engines) {
+    auto grammars = std::make_shared<grammar_cache>(make_grammar_vocab(*e.eng->model().tok));
+    actors.push_back(net.spawn(host_actor, e.eng, std::move(grammars), directory));
+    engs.push_back(e.eng);
+    if (directory)
+      for (const auto& name : e.names) directory->emplace_back(name, actors.back());
+  }
+  const auto& published = actors.front();
   // With [cluster] tls the OpenSSL module serves the port (actors/cluster/cluster_tls.hpp).
   auto bound = net.has_openssl_manager()
-                   ? caf::openssl::publish(actor, port, host.c_str(), /*reuse=*/true)
-                   : net.middleman().publish(actor, port, host.c_str(), /*reuse=*/true);  // a restart takes its port back
+                   ? caf::openssl::publish(published, port, host.c_str(), /*reuse=*/true)
+                   : net.middleman().publish(published, port, host.c_str(), /*reuse=*/true);  // a restart takes its port back
   if (!bound) {
-    caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+    for (const auto& a : actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     return make_error(errc::io_error,
                       "cannot serve the engine on " + host + ":" + std::to_string(port) + ": " + net.render(bound.error()));
   }
-  eng.set_cache_sink(std::make_shared<report_sink>(actor));
-  return std::unique_ptr<engine_host>(new engine_host(net, eng, std::move(actor), *bound));
+  for (std::size_t i = 0; i < engs.size(); ++i) engs[i]->set_cache_sink(std::make_shared<report_sink>(actors[i]));
+  return std::unique_ptr<engine_host>(new engine_host(net, std::move(engs), std::move(actors), *bound));
 }
 
-void engine_host::drain() { caf::anon_send(actor_, draining_atom::value); }
+void engine_host::drain() {
+  for (const auto& a : actors_) caf::anon_send(a, draining_atom::value);
+}
 
 engine_host::~engine_host() {
-  eng_.set_cache_sink(nullptr);
+  for (auto* e : engines_) e->set_cache_sink(nullptr);
   if (net_.has_openssl_manager()) {
     // caf::openssl::unpublish of Debian's 0.17 headers does not compile: ask the module's actor.
-    caf::make_function_view(net_.openssl_manager().actor_handle())(caf::unpublish_atom::value, actor_.address(), port_);
+    caf::make_function_view(net_.openssl_manager().actor_handle())(caf::unpublish_atom::value, actors_.front().address(),
+                                                                   port_);
   } else {
-    net_.middleman().unpublish(actor_, port_);
+    net_.middleman().unpublish(actors_.front(), port_);
   }
-  caf::anon_send_exit(actor_, caf::exit_reason::user_shutdown);
+  for (const auto& a : actors_) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
 
 result<std::unique_ptr<remote_engine>> remote_engine::connect(caf::actor_system& net, const std::string& host,
                                                               std::uint16_t port, double timeout_s,
-                                                              report_handler on_report, drain_handler on_drain) {
+                                                              report_handler on_report, drain_handler on_drain,
+                                                              const std::string& model) {
   const std::string address = host + ":" + std::to_string(port);
   auto remote = net.has_openssl_manager() ? caf::openssl::remote_actor(net, host, port)
                                           : net.middleman().remote_actor(host, port);
   if (!remote) return make_error(errc::unavailable, "no engine at " + address + ": " + net.render(remote.error()));
+  if (!model.empty()) {
+    caf::scoped_actor self{net};
+    result<caf::actor> host_of_model = make_error(errc::unavailable, "the engine at " + address + " did not answer");
+    self->request(*remote, seconds(timeout_s), model_host_atom::value, model)
+        .receive([&](caf::actor& a) { host_of_model = std::move(a); },
+                 [&](caf::error& e) {
+                   const bool is_unknown = e.category() == caf::atom("system") && e.code() == static_cast<std::uint8_t>(caf::sec::invalid_argument);
+                   host_of_model = make_error(is_unknown ? errc::not_found : errc::unavailable,
+                                              "the engine at " + address + " serves no model `" + model + "`: " +
+                                                  net.render(e));
+                 });
+    if (!host_of_model) return std::unexpected(host_of_model.error());
+    *remote = std::move(*host_of_model);
+  }
   auto is_down = std::make_shared<std::atomic<bool>>(false);
   auto is_draining = std::make_shared<std::atomic<bool>>(false);
   auto on_step = std::make_shared<step_handler_slot>();

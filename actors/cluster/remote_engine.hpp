@@ -26,6 +26,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "actors/cluster/wire.hpp"
 #include "actors/engine/engine.hpp"
@@ -49,24 +50,34 @@ struct wire_system_config : caf::actor_system_config {
 /// full one at each subscription (to every subscriber), then the deltas.
 class engine_host {
  public:
+  /// One engine of a process that serves several models, with the names that choose it.
+  struct named_engine {
+    engine* eng = nullptr;
+    std::vector<std::string> names;  ///< its served name, then its aliases
+  };
+
   static result<std::unique_ptr<engine_host>> start(caf::actor_system& net, engine& eng, const std::string& host,
                                                     std::uint16_t port);
+  /// Several models behind one port: a host actor each, the first one published; a
+  /// router finds a model's host by name (model_host_atom, wire.hpp).
+  static result<std::unique_ptr<engine_host>> start(caf::actor_system& net, std::vector<named_engine> engines,
+                                                    const std::string& host, std::uint16_t port);
   /// Unpublishes, and cancels the requests that gateways still have running here.
   ~engine_host();
   engine_host(const engine_host&) = delete;
   engine_host& operator=(const engine_host&) = delete;
 
   std::uint16_t port() const { return port_; }
-  /// Tells the subscribed routers that the engine drains (call as it stops taking
-  /// requests): they stop choosing it at once, before any request meets its refusal.
+  /// Tells the subscribed routers that the engines drain (call as they stop taking
+  /// requests): they stop choosing them at once, before any request meets its refusal.
   void drain();
 
  private:
-  engine_host(caf::actor_system& net, engine& eng, caf::actor actor, std::uint16_t port)
-      : net_(net), eng_(eng), actor_(std::move(actor)), port_(port) {}
+  engine_host(caf::actor_system& net, std::vector<engine*> engines, std::vector<caf::actor> actors, std::uint16_t port)
+      : net_(net), engines_(std::move(engines)), actors_(std::move(actors)), port_(port) {}
   caf::actor_system& net_;
-  engine& eng_;
-  caf::actor actor_;
+  std::vector<engine*> engines_;
+  std::vector<caf::actor> actors_;  ///< one per engine; the first is published
   std::uint16_t port_;
 };
 
@@ -95,10 +106,12 @@ class remote_engine {
 
   /// Connects to the engine_host at `host`:`port`; requests to it give up after
   /// `timeout_s`. With `on_report` or `on_drain`, subscribes to the engine's reports (a
-  /// full one first, then the deltas) and its word that it drains.
+  /// full one first, then the deltas) and its word that it drains. With `model`, to the
+  /// engine of that model there (errc::not_found when the process serves no such model).
   static result<std::unique_ptr<remote_engine>> connect(caf::actor_system& net, const std::string& host,
                                                         std::uint16_t port, double timeout_s = 10.0,
-                                                        report_handler on_report = {}, drain_handler on_drain = {});
+                                                        report_handler on_report = {}, drain_handler on_drain = {},
+                                                        const std::string& model = {});
   /// Requests still running end with an error event (their engine is not told).
   ~remote_engine();
   remote_engine(const remote_engine&) = delete;

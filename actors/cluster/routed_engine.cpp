@@ -100,7 +100,7 @@ result<std::unique_ptr<remote_engine>> routed_engine::connect(int i) {
     if (target->owner != nullptr) target->owner->on_drain(i, generation);
   };
   return remote_engine::connect(net_, endpoint->first, endpoint->second, options_.timeout_s, std::move(on_report),
-                                std::move(on_drain));
+                                std::move(on_drain), options_.model);
 }
 
 void routed_engine::on_drain(int i, std::uint64_t generation) {
@@ -338,11 +338,13 @@ std::string routed_engine::render_metrics() const {
 std::string routed_engine::render_own_metrics() const {
   auto out = metrics_->render(model_.name, snapshot().gauges);
   std::lock_guard lock(mutex_);
+  // Several models ([[models]]): a router per model, each of its samples under its name.
+  const std::string model_label = options_.model.empty() ? "" : "model_name=\"" + options_.model + "\",";
   const auto per_engine = [&](const std::string& name, const std::string& type, const std::string& help,
                               const auto& value) {
     out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
     for (std::size_t i = 0; i < engines_.size(); ++i)
-      out += name + "{engine=\"" + options_.engines[i] + "\"} " + std::to_string(value(i)) + "\n";
+      out += name + "{" + model_label + "engine=\"" + options_.engines[i] + "\"} " + std::to_string(value(i)) + "\n";
   };
   per_engine("inflight:router_engine_up", "gauge", "Whether the router reaches the engine.", [&](std::size_t i) {
     return engines_[i] && engines_[i]->is_connected() ? 1 : 0;
@@ -361,7 +363,9 @@ std::string routed_engine::render_own_metrics() const {
   out += "# HELP inflight:router_requests_retried_total Requests sent again after their engine went away or "
          "drained.\n";
   out += "# TYPE inflight:router_requests_retried_total counter\n";
-  out += "inflight:router_requests_retried_total " + std::to_string(num_retried_) + "\n";
+  out += "inflight:router_requests_retried_total" +
+         (model_label.empty() ? std::string() : "{" + model_label.substr(0, model_label.size() - 1) + "}") + " " +
+         std::to_string(num_retried_) + "\n";
   return out;
 }
 

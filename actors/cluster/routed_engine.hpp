@@ -45,6 +45,11 @@ struct router_options {
   double timeout_s = 10.0;              ///< an engine's answer to a submit
   double reconnect_interval_s = 1.0;
   double metrics_timeout_s = 2.0;       ///< an engine's answer to a metrics scrape
+  /// Several models ([[models]] on both sides): the model this router serves, by name;
+  /// only the engines whose process serves it take its requests (the others count as
+  /// not connected, and are asked again every reconnect_interval_s). Empty: whatever
+  /// each engine serves.
+  std::string model;
 };
 
 /// "host:port" -> (host, port); an error names what is wrong.

@@ -60,6 +60,13 @@ using metrics_atom = caf::atom_constant<caf::atom("metrics")>;
 using step_subscribe_atom = caf::atom_constant<caf::atom("stepsub")>;
 using step_summary_atom = caf::atom_constant<caf::atom("stepsum")>;
 using draining_atom = caf::atom_constant<caf::atom("draining")>;
+/// An engine process that serves several models ([[models]]) publishes one host actor
+/// per model behind one port; the published one answers for all:
+///   router -> engine:   (model_host_atom, name) -> caf::actor: the host of the model
+///                       that name (or an alias) chooses; an error when it serves none
+/// and the router then speaks to that host as above. A single model's host answers
+/// with itself for its own name.
+using model_host_atom = caf::atom_constant<caf::atom("modelhost")>;
 
 /// Registers every type below with `cfg` (call before the actor system starts, on both sides).
 void announce_wire_types(caf::actor_system_config& cfg);

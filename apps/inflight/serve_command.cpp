@@ -102,16 +102,29 @@ void run_engine_role(const deployment& d, const serve_options& o) {
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  auto model = load_model(d.model, d.engine.backend);
-  if (!model) fail(model.error().message);
-  std::printf("inflight: model %s: %s\n", model->name.c_str(), model->description.c_str());
-  std::fflush(stdout);
+  // [[models]]: every model, each its own engine, all loaded for as long as the process
+  // runs (routers choose among processes; loading on demand is `--role all`'s).
+  std::vector<model_entry> entries = d.models;
+  if (entries.empty()) entries.push_back({d.model.name, {}, d.model, std::nullopt, std::nullopt});
+  std::vector<std::unique_ptr<engine>> engines;
+  std::vector<engine_host::named_engine> named;
+  for (const auto& e : entries) {
+    const deployment one = d.models.empty() ? d : deployment_of(d, e);
+    auto model = load_model(one.model, one.engine.backend);
+    if (!model) fail((d.models.empty() ? "" : "model " + e.name + ": ") + model.error().message);
+    std::printf("inflight: model %s: %s\n", model->name.c_str(), model->description.c_str());
+    std::fflush(stdout);
+    auto eng = engine::start(one, std::move(*model));
+    if (!eng) fail(eng.error().message);
+    std::vector<std::string> names{(*eng)->model().name};
+    names.insert(names.end(), e.aliases.begin(), e.aliases.end());
+    named.push_back({eng->get(), std::move(names)});
+    engines.push_back(std::move(*eng));
+  }
   const auto [bind_host, bind_port] = engine_bind(d, o);
-  auto cfg = make_wire_config(d);  // before the engine starts: a bad certificate fails at once
-  auto eng = engine::start(d, std::move(*model));
-  if (!eng) fail(eng.error().message);
+  auto cfg = make_wire_config(d);  // a bad certificate fails before the port opens
   caf::actor_system net{*cfg};
-  auto host = engine_host::start(net, **eng, bind_host, static_cast<std::uint16_t>(bind_port));
+  auto host = engine_host::start(net, named, bind_host, static_cast<std::uint16_t>(bind_port));
   if (!host) fail(host.error().message);
   std::printf("inflight: engine: %s backend, policy %s, max_num_seqs %d\n", d.engine.backend.c_str(),
               d.scheduler.policy.c_str(), d.engine.max_num_seqs);
@@ -130,7 +143,7 @@ void run_engine_role(const deployment& d, const serve_options& o) {
   std::printf("inflight: draining (signal %d)\n", signal_number);
   std::fflush(stdout);
   (*host)->drain();  // routers stop sending here at once
-  (*eng)->shutdown(d.server.shutdown_grace_s);
+  for (auto& eng : engines) eng->shutdown(d.server.shutdown_grace_s);
   host->reset();
   std::printf("inflight: shut down\n");
   std::fflush(stdout);
@@ -162,41 +175,54 @@ void run_gateway(std::vector<gateway::model_route> models, const deployment& d, 
   std::fflush(stdout);
 }
 
-/// `--role router`: the model's tokenizer and chat template (its weights are dropped
-/// once loaded), the HTTP gateway, and the engines behind it.
+/// `--role router`: each model's tokenizer and chat template (its weights are dropped
+/// once loaded), the HTTP gateway, and the engines behind it. [[models]]: a routed engine
+/// per model, each sending to the engines whose process serves that model.
 void run_router_role(const deployment& d, const serve_options& o) {
   if (d.router.engines.empty()) fail("--role router needs --engines host:port,... (or [router] engines)");
   auto cfg = make_wire_config(d);
-  auto settings = d.model;
-  settings.load_mode = "mmap";  // the weights are not used: map, do not read them
-  auto model = load_model(settings, d.engine.backend);
-  if (!model) fail(model.error().message);
-  model->weights.reset();
-  std::printf("inflight: model %s (tokenizer and chat template; the engines hold the weights)\n",
-              model->name.c_str());
-  std::fflush(stdout);
+  std::vector<model_entry> entries = d.models;
+  if (entries.empty()) entries.push_back({d.model.name, {}, d.model, std::nullopt, std::nullopt});
   caf::actor_system net{*cfg};
-  router_options options;
-  options.engines = d.router.engines;
-  options.policy = d.router.policy;
-  options.timeout_s = d.router.request_timeout_s;
-  options.reconnect_interval_s = d.router.reconnect_interval_s;
-  options.policy_settings = parse_route_settings(o.route_settings);
-  auto dir = try_policy_plugin_dir(d.scheduler);
-  if (!dir) fail(dir.error().message);
-  options.plugin_dir = dir->string();
-  auto eng = routed_engine::start(d, std::move(*model), net, options);
-  if (!eng) fail(eng.error().message);
+  std::vector<std::unique_ptr<routed_engine>> routed;
+  std::vector<gateway::model_route> routes;
+  for (const auto& e : entries) {
+    const deployment one = d.models.empty() ? d : deployment_of(d, e);
+    auto settings = one.model;
+    settings.load_mode = "mmap";  // the weights are not used: map, do not read them
+    auto model = load_model(settings, one.engine.backend);
+    if (!model) fail((d.models.empty() ? "" : "model " + e.name + ": ") + model.error().message);
+    model->weights.reset();
+    std::printf("inflight: model %s (tokenizer and chat template; the engines hold the weights)\n",
+                model->name.c_str());
+    std::fflush(stdout);
+    router_options options;
+    options.engines = d.router.engines;
+    options.policy = d.router.policy;
+    options.timeout_s = d.router.request_timeout_s;
+    options.reconnect_interval_s = d.router.reconnect_interval_s;
+    options.policy_settings = parse_route_settings(o.route_settings);
+    if (!d.models.empty()) options.model = e.name;
+    auto dir = try_policy_plugin_dir(one.scheduler);
+    if (!dir) fail(dir.error().message);
+    options.plugin_dir = dir->string();
+    auto eng = routed_engine::start(one, std::move(*model), net, options);
+    if (!eng) fail(eng.error().message);
+    routes.push_back({eng->get(), e.aliases});
+    routed.push_back(std::move(*eng));
+  }
   std::string engines;
   for (const auto& e : d.router.engines) engines += (engines.empty() ? "" : ", ") + e;
-  run_gateway({{eng->get(), {}}}, d,
-              "router: routing policy " + d.router.policy + ", engines " + engines + " (" +
-                  std::to_string((*eng)->num_connected()) + " reachable now" +
+  std::string reach;
+  for (std::size_t i = 0; i < routed.size(); ++i) {
+    reach += (reach.empty() ? "" : ", ") + std::to_string(routed[i]->num_connected()) +
+             (d.models.empty() ? "" : " for " + entries[i].name);
+  }
+  run_gateway(routes, d,
+              "router: routing policy " + d.router.policy + ", engines " + engines + " (" + reach + " reachable now" +
                   (d.cluster.tls ? ", mutual TLS" : "") + ")");
 }
 
-/// [[models]]: an engine per model in this process, one gateway choosing by the `model`
-/// field. Every model loads at start.
 /// Several models: a pool loads them, at start while server.max_loaded_models and
 /// server.memory_budget leave room (in the order given), the others on first use.
 void run_models(const deployment& d) {
@@ -224,11 +250,9 @@ void run_models(const deployment& d) {
 
 void run_serve(const serve_options& o) {
   const auto d = load_serve_deployment(o);
-  if (!d.models.empty() && o.role != "all")
-    fail("several models ([[models]], --model) are served by --role all only");
-  if (!d.models.empty()) return run_models(d);
   if (o.role == "engine") return run_engine_role(d, o);
   if (o.role == "router") return run_router_role(d, o);
+  if (!d.models.empty()) return run_models(d);
   auto model = load_model(d.model, d.engine.backend);
   if (!model) fail(model.error().message);
   std::printf("inflight: model %s: %s\n", model->name.c_str(), model->description.c_str());
