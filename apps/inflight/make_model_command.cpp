@@ -37,6 +37,7 @@ struct make_model_options {
   std::string rope_scaling;    // linear:FACTOR | yarn:FACTOR:ORIGINAL_CONTEXT
   std::optional<int> sliding_window;  // keys a windowed layer reads (0: none); default the family's
   std::optional<int> window_period;   // a global layer every this many (0: all windowed)
+  std::size_t split_max_tensors = 0;  // gguf: parts of at most this many tensors (0: one file)
 };
 
 /// LongRoPE factors for make-model: short ones rising gently to 2, long ones to 8 times
@@ -170,19 +171,23 @@ void run_make_model(const make_model_options& o) {
     fail("--dtype " + o.dtype + " is written only with --format gguf (hf takes f32 | bf16 | f16)");
   }
   if (!o.tokenizer.empty() && o.format != "gguf") fail("--tokenizer applies to --format gguf");
+  if (o.split_max_tensors > 0 && o.format != "gguf") fail("--split-max-tensors applies to --format gguf");
   const auto w = weights_for(o);
   if (o.format == "llama2c") {
     if (auto ok = write_llama2c(w, o.out); !ok) fail(ok.error().message);
   } else if (o.format == "gguf") {
-    const auto name = std::filesystem::path(o.out).stem().string();
-    if (auto ok = try_write_gguf_model(w, vocab_for(o, w.config), o.out, {name}); !ok) fail(ok.error().message);
+    gguf_model_options options;
+    options.name = std::filesystem::path(o.out).stem().string();
+    options.split_max_tensors = o.split_max_tensors;
+    if (auto ok = try_write_gguf_model(w, vocab_for(o, w.config), o.out, options); !ok) fail(ok.error().message);
   } else {
     const auto dtype = o.dtype == "bf16" ? tensor_dtype::bf16 : o.dtype == "f16" ? tensor_dtype::f16 : tensor_dtype::f32;
     generation_ids ids;
     if (w.config.architecture == "llama2.c") ids = {{2}, 1};  // llama2.c tokenizers: BOS 1, EOS 2
     if (auto ok = write_hf_model_folder(w, o.out, dtype, ids); !ok) fail(ok.error().message);
   }
-  std::cerr << "wrote " << o.out << " (" << o.format << ", " << w.config.num_parameters() << " parameters)\n";
+  std::cerr << "wrote " << o.out << (o.split_max_tensors > 0 ? " as a split file (its parts: -00001-of-...)" : "")
+            << " (" << o.format << ", " << w.config.num_parameters() << " parameters)\n";
 }
 
 }  // namespace
@@ -224,6 +229,9 @@ void add_make_model_command(CLI::App& app) {
   cmd->add_option("--tokenizer", o->tokenizer,
                   "gguf: the llama2.c tokenizer.bin to embed (default: one next to --from, else byte-level)")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--split-max-tensors", o->split_max_tensors,
+                  "gguf: write a split file of parts of at most this many tensors, named as llama.cpp's gguf-split "
+                  "names them (OUT without .gguf, then -00001-of-0000N.gguf)");
   cmd->add_option("--seed", o->seed, "random seed")->capture_default_str();
   cmd->add_option("--vocab-size", o->vocab_size, "override the shape's vocabulary size");
   cmd->add_option("--layers", o->num_layers, "override the shape's number of layers (a shorter model of its widths)")

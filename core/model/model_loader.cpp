@@ -1,9 +1,11 @@
 #include "core/model/model_loader.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <regex>
 
 #include "core/model/convert.hpp"
 #include "core/model/formats/dummy_model.hpp"
@@ -250,12 +252,24 @@ result<void> try_convert_weights(loaded_model& m, const std::string& weight_dtyp
   return {};
 }
 
-/// Bytes of the weight files at `path`: the file, or a folder's *.safetensors.
+/// Bytes of the weight files at `path`: the file (a split GGUF's first part: every part
+/// beside it, NAME-0000K-of-0000N.gguf), or a folder's *.safetensors.
 std::uintmax_t weight_file_bytes(const std::string& path) {
   std::error_code ec;
   if (!fs::is_directory(path, ec)) {
     const auto size = fs::file_size(path, ec);
-    return ec ? 0 : size;
+    if (ec) return 0;
+    static const std::regex first_part(R"((.*)-00001-of-(\d{5})\.gguf)");
+    std::smatch m;
+    if (!std::regex_match(path, m, first_part)) return size;
+    std::uintmax_t total = size;
+    for (int k = 2; k <= std::stoi(m[2].str()); ++k) {
+      char tail[40];
+      std::snprintf(tail, sizeof tail, "-%05d-of-%s.gguf", k, m[2].str().c_str());
+      const auto part = fs::file_size(m[1].str() + tail, ec);
+      if (!ec) total += part;
+    }
+    return total;
   }
   std::uintmax_t total = 0;
   for (const auto& entry : fs::directory_iterator(path, ec)) {

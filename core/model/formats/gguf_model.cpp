@@ -315,13 +315,8 @@ result<model_pooling> try_read_gguf_pooling(const gguf_file& file, const std::st
 }
 
 result<gguf_model> try_load_gguf_model(const std::filesystem::path& path, file_load load) {
-  auto file = gguf_file::try_open(path, load);
+  auto file = gguf_file::try_open_all_parts(path, load);  // a split file: all its parts
   if (!file) return std::unexpected(file.error());
-  if (const gguf_value* parts = file->find("split.count"); parts != nullptr && parts->as_int().value_or(1) > 1)
-    return make_error(errc::unsupported, "GGUF file '" + file->source() + "' is one of " +
-                                             std::to_string(*parts->as_int()) +
-                                             " parts of a split file, which inflight does not load yet: merge them "
-                                             "into one (llama-gguf-split --merge FIRST-PART OUT.gguf)");
   auto arch = read_architecture(*file);
   if (!arch) return std::unexpected(arch.error());
   auto vocab = try_read_gguf_vocab(*file);

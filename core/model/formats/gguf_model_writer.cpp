@@ -310,7 +310,12 @@ result<void> try_write_gguf_model(const model_weights& weights, const gguf_vocab
     if (!moved) return std::unexpected(moved.error());
     if (auto ok = add_layer(w, *moved, i, c); !ok) return ok;
   }
-  return w.try_write(path);
+  if (options.split_max_tensors == 0) return w.try_write(path);
+  auto stem = path.string();
+  if (stem.ends_with(".gguf")) stem.resize(stem.size() - 5);
+  auto parts = w.try_write_split(stem, options.split_max_tensors);
+  if (!parts) return std::unexpected(parts.error());
+  return {};
 }
 
 }  // namespace inflight

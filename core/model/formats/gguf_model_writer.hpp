@@ -22,6 +22,9 @@ struct gguf_model_options {
   std::uint32_t alignment = 32;  ///< a power of two
   /// {arch}.pooling_type, ggml's enum (1 mean, 2 cls, 3 last ...), for an embedding model.
   std::optional<std::uint32_t> pooling_type = std::nullopt;
+  /// > 0: written as a split file of parts of at most this many tensors, named as
+  /// llama.cpp's gguf-split names them (PATH without .gguf, then -00001-of-0000N.gguf).
+  std::size_t split_max_tensors = 0;
 };
 
 /// The general.architecture a config is written as; errc::unsupported for a config no

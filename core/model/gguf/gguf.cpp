@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
 #include <cstring>
 
 #include "core/base/mapped_file.hpp"
@@ -350,6 +351,70 @@ result<gguf_file> gguf_file::try_open(const std::filesystem::path& path, file_lo
   auto shared = std::make_shared<const mapped_file>(std::move(*mapped));
   const auto bytes = shared->bytes();
   return try_parse(bytes, std::move(shared), path.string());
+}
+
+namespace {
+
+/// The path of part `k` (1-based) of a split of `count` parts, named as llama.cpp names them.
+std::filesystem::path split_part_path(const std::string& prefix, int k, int count) {
+  char tail[40];
+  std::snprintf(tail, sizeof tail, "-%05d-of-%05d.gguf", k, count);
+  return prefix + tail;
+}
+
+}  // namespace
+
+result<gguf_file> gguf_file::try_open_all_parts(const std::filesystem::path& path, file_load load) {
+  auto first = try_open(path, load);
+  if (!first) return first;
+  const gguf_value* count_value = first->find("split.count");
+  const int count = count_value ? int(count_value->as_int().value_or(1)) : 1;
+  if (count <= 1) return first;
+  const auto fail = [&](const std::string& why) {
+    return make_error(errc::corrupt_file, "GGUF file '" + path.string() + "' (part 1 of a split of " +
+                                              std::to_string(count) + "): " + why);
+  };
+  const std::string name = path.string();
+  const std::string suffix = split_part_path("", 1, count).string();
+  const gguf_value* no = first->find("split.no");
+  if (no != nullptr && no->as_int().value_or(0) != 0)
+    return make_error(errc::invalid_argument, "GGUF file '" + name + "' is part " +
+                                                  std::to_string(no->as_int().value_or(0) + 1) + " of " +
+                                                  std::to_string(count) + " of a split file: give the first part (its "
+                                                  "name ends in " + suffix + ")");
+  if (!name.ends_with(suffix)) return fail("its name does not end in " + suffix + ", so its other parts cannot be found");
+  const std::string prefix = name.substr(0, name.size() - suffix.size());
+  std::vector<std::shared_ptr<const void>> owners{first->owner_};
+  gguf_file joined = std::move(*first);
+  for (int k = 2; k <= count; ++k) {
+    const auto part_path = split_part_path(prefix, k, count);
+    if (!std::filesystem::exists(part_path)) return fail("part " + std::to_string(k) + " is missing: " + part_path.string());
+    auto part = try_open(part_path, load);
+    if (!part) return std::unexpected(part.error());
+    const gguf_value* part_count = part->find("split.count");
+    const gguf_value* part_no = part->find("split.no");
+    if (part_count == nullptr || part_count->as_int().value_or(0) != count || part_no == nullptr ||
+        part_no->as_int().value_or(-1) != k - 1)
+      return fail(part_path.string() + " is not part " + std::to_string(k) + " of " + std::to_string(count) +
+                  " (its split.no / split.count say otherwise)");
+    owners.push_back(part->owner_);
+    for (auto& t : part->tensors_) joined.tensors_.push_back(std::move(t));
+  }
+  if (const gguf_value* total = joined.find("split.tensors.count"); total != nullptr &&
+                                                                      total->as_int().value_or(-1) != std::int64_t(joined.tensors_.size()))
+    return fail("the parts hold " + std::to_string(joined.tensors_.size()) + " tensors; split.tensors.count says " +
+                std::to_string(total->as_int().value_or(-1)));
+  joined.owner_ = std::make_shared<const std::vector<std::shared_ptr<const void>>>(std::move(owners));
+  joined.tensors_by_name_.resize(joined.tensors_.size());
+  for (std::size_t i = 0; i < joined.tensors_.size(); ++i) joined.tensors_by_name_[i] = i;
+  const auto name_of = [&](std::size_t i) { return joined.tensors_[i].name; };
+  std::stable_sort(joined.tensors_by_name_.begin(), joined.tensors_by_name_.end(),
+                   [&](std::size_t a, std::size_t b) { return name_of(a) < name_of(b); });
+  const auto dup = std::adjacent_find(joined.tensors_by_name_.begin(), joined.tensors_by_name_.end(),
+                                      [&](std::size_t a, std::size_t b) { return name_of(a) == name_of(b); });
+  if (dup != joined.tensors_by_name_.end()) return fail("tensor '" + std::string(name_of(*dup)) + "' is in two parts");
+  joined.source_ = name + " (+" + std::to_string(count - 1) + " parts)";
+  return joined;
 }
 
 const gguf_value* gguf_file::find(std::string_view key) const {

@@ -125,6 +125,11 @@ class gguf_file {
  public:
   /// Maps and validates `path`.
   static result<gguf_file> try_open(const std::filesystem::path& path, file_load load = file_load::map);
+  /// Maps `path` and, when it is the first part of a split file (llama.cpp's gguf-split:
+  /// NAME-00001-of-0000N.gguf, split.count > 1), every other part beside it, joined into
+  /// one: the first part's metadata, every part's tensors. A missing part, a part of
+  /// another split, or another part than the first is an error that says which.
+  static result<gguf_file> try_open_all_parts(const std::filesystem::path& path, file_load load = file_load::map);
   /// Validates bytes that `owner` keeps alive (tests, fuzzing); `source` names them in errors.
   static result<gguf_file> try_parse(std::span<const std::byte> bytes, std::shared_ptr<const void> owner,
                                      std::string source);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 
@@ -180,6 +181,33 @@ result<void> gguf_writer::try_write(const std::filesystem::path& path) const {
   std::filesystem::rename(part, path, ec);
   if (ec) return make_error(errc::io_error, "cannot rename '" + part.string() + "' to '" + path.string() + "': " + ec.message());
   return {};
+}
+
+result<std::vector<std::filesystem::path>> gguf_writer::try_write_split(const std::string& prefix,
+                                                                      std::size_t max_tensors) const {
+  if (max_tensors == 0) return make_error(errc::invalid_argument, "GGUF writer: a split part needs at least one tensor");
+  const std::size_t count = std::max<std::size_t>(1, (tensors_.size() + max_tensors - 1) / max_tensors);
+  if (count > 99999) return make_error(errc::invalid_argument, "GGUF writer: more than 99999 split parts");
+  std::vector<std::filesystem::path> paths;
+  for (std::size_t k = 0; k < count; ++k) {
+    gguf_writer part(alignment_);
+    if (k == 0) part.metadata_ = metadata_;
+    std::string no, total;
+    append(no, static_cast<std::uint16_t>(k));
+    append(total, static_cast<std::uint16_t>(count));
+    part.set_raw("split.no", gguf_type::u16, no);
+    part.set_raw("split.count", gguf_type::u16, total);
+    part.set_i32("split.tensors.count", static_cast<std::int32_t>(tensors_.size()));
+    for (std::size_t i = k * max_tensors; i < std::min(tensors_.size(), (k + 1) * max_tensors); ++i) {
+      const auto& t = tensors_[i];
+      if (auto ok = part.try_add(t.name, t.ne, t.tensor); !ok) return std::unexpected(ok.error());
+    }
+    char tail[40];
+    std::snprintf(tail, sizeof tail, "-%05zu-of-%05zu.gguf", k + 1, count);
+    paths.push_back(prefix + tail);
+    if (auto ok = part.try_write(paths.back()); !ok) return std::unexpected(ok.error());
+  }
+  return paths;
 }
 
 }  // namespace inflight

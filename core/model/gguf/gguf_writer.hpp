@@ -51,6 +51,10 @@ class gguf_writer {
 
   /// Writes the file (through `path` + ".part", renamed when complete).
   result<void> try_write(const std::filesystem::path& path) const;
+  /// Writes the file as llama.cpp's gguf-split does: PREFIX-00001-of-0000N.gguf holding
+  /// the metadata and the first `max_tensors` tensors, each further part the next ones,
+  /// every part with split.no / split.count / split.tensors.count. The paths, in order.
+  result<std::vector<std::filesystem::path>> try_write_split(const std::string& prefix, std::size_t max_tensors) const;
 
  private:
   struct entry {

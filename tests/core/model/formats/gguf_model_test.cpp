@@ -3,6 +3,8 @@
 // detection, and what the loader refuses.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -176,6 +178,64 @@ TEST_CASE("Qwen3 (q/k norms) and Qwen2 (q/k/v biases) round-trip as qwen3 / qwen
   CHECK_FALSE(g2.weights.layers[0].bq.empty());
 }
 
+TEST_CASE("a split GGUF file (llama.cpp's gguf-split parts) loads from its first part as the one file does",
+          "[core][gguf]") {
+  auto recipe = try_parse_recipe("q8_0");
+  REQUIRE(recipe.has_value());
+  const auto w = dummy(interleaved_config(64, 96), &*recipe);
+  const auto one = write_and_load(w, "whole.gguf");
+  const auto whole = gguf_file::try_open(temp_path("whole.gguf"));
+  REQUIRE(whole.has_value());
+  const std::size_t n = whole->tensors().size();
+  const auto part_name = [](const std::string& stem, int k) {
+    char tail[40];
+    std::snprintf(tail, sizeof tail, "-%05d-of-00003.gguf", k);
+    return stem + tail;
+  };
+  gguf_model_options options{"test model", 32};
+  options.split_max_tensors = (n + 2) / 3;  // three parts
+  REQUIRE(try_write_gguf_model(w, byte_gguf_vocab(300), temp_path("cut.gguf"), options).has_value());
+  std::size_t num_tensors = 0;
+  for (int k = 1; k <= 3; ++k) {
+    INFO(part_name("cut", k));
+    const auto part = gguf_file::try_open(temp_path(part_name("cut", k)));
+    REQUIRE(part.has_value());
+    CHECK(part->find("split.no")->as_int() == k - 1);
+    CHECK(part->find("split.count")->as_int() == 3);
+    CHECK(part->find("split.tensors.count")->as_int() == std::int64_t(n));
+    num_tensors += part->tensors().size();
+    CHECK((part->find("general.architecture") != nullptr) == (k == 1));  // the metadata is the first part's
+  }
+  CHECK(num_tensors == n);
+  auto split = try_load_gguf_model(temp_path(part_name("cut", 1)));
+  if (!split) FAIL(split.error().message);
+  test::check_same_weights(split->weights, one.weights);
+  test::check_same_weights(split->weights, w);
+  CHECK(split->name == "test model");
+  CHECK(split->tok->encode("Once upon a time", true) == one.tok->encode("Once upon a time", true));
+  // Through the model loader too (format auto, the first part's path).
+  model_settings settings;
+  settings.path = temp_path(part_name("cut", 1)).string();
+  auto loaded = load_model(settings);
+  if (!loaded) FAIL(loaded.error().message);
+  test::check_same_weights(*loaded->weights, w);
+
+  // Another part than the first, a missing part, a part of another split: each named.
+  auto second = try_load_gguf_model(temp_path(part_name("cut", 2)));
+  REQUIRE_FALSE(second);
+  CHECK_THAT(second.error().message, Catch::Contains("is part 2 of 3") && Catch::Contains("-00001-of-00003.gguf"));
+  std::filesystem::rename(temp_path(part_name("cut", 3)), temp_path("kept.gguf"));
+  auto missing = try_load_gguf_model(temp_path(part_name("cut", 1)));
+  REQUIRE_FALSE(missing);
+  CHECK_THAT(missing.error().message, Catch::Contains("part 3 is missing"));
+  options.split_max_tensors = (n + 2) / 3 + 1;  // also three parts, cut elsewhere
+  REQUIRE(try_write_gguf_model(w, byte_gguf_vocab(300), temp_path("other.gguf"), options).has_value());
+  std::filesystem::copy_file(temp_path(part_name("other", 3)), temp_path(part_name("cut", 3)));
+  auto mixed = try_load_gguf_model(temp_path(part_name("cut", 1)));
+  REQUIRE_FALSE(mixed);
+  CHECK_THAT(mixed.error().message, Catch::Contains("the parts hold") && Catch::Contains("split.tensors.count says"));
+}
+
 TEST_CASE("quantized matrices are written and loaded in their own types, as views of the file", "[core][gguf]") {
   auto recipe = try_parse_recipe("q4_k_m");
   REQUIRE(recipe.has_value());
@@ -311,9 +371,11 @@ TEST_CASE("what the GGUF loader does not compute is refused, named", "[core][ggu
   CHECK(windowed.max_seq_len == 128);
   CHECK(windowed.sliding_window == 64);
   CHECK(windowed.layer_windowed(0));
-  // The first part of a split file (llama-gguf-split): said so, with the way to one file.
+  // The first part of a split file whose other parts are not there: named.
   CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_u32("split.count", 3); }, "split-00001-of-00003.gguf"),
-             Catch::Contains("one of 3 parts of a split file") && Catch::Contains("llama-gguf-split --merge"));
+             Catch::Contains("part 2 is missing") && Catch::Contains("split-00002-of-00003.gguf"));
+  CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_u32("split.count", 3); }, "split-a.gguf"),
+             Catch::Contains("does not end in -00001-of-00003.gguf"));
   CHECK(refusal_of([](gguf_writer& w) { w.set_u32("split.count", 1); }, "split1.gguf") == "(loaded)");
   CHECK_THAT(refusal_of([](gguf_writer& w) { w.set_string("general.architecture", "deepseek2"); }, "arch.gguf"),
              Catch::Contains("architecture 'deepseek2' is not supported"));
