@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/base/error.hpp"
+#include "config/units.hpp"
 #include "core/config/deployment.hpp"
 
 namespace inflight::config {
@@ -29,14 +30,6 @@ result<void> apply_override(deployment& d, const std::string& assignment);
 /// The rules between keys (model.dummy.num_heads a multiple of num_kv_heads, ...);
 /// each error names the keys.
 result<void> validate_deployment(const deployment& d);
-
-/// Parses sizes such as 1048576, "256MiB", "1.5GiB", "512MB".
-result<std::int64_t> parse_bytes(const std::string& text);
-
-/// Parses durations as Ollama's keep_alive takes them: seconds (a number, or a string
-/// of one), or "250ms", "30s", "5m", "1h", "1h30m"; a negative one ("-1", "-1m") means
-/// forever and is returned as -1.
-result<double> parse_duration(const std::string& text);
 
 /// The keys a deployment file may hold, each with its expected type.
 std::vector<std::string> known_keys();

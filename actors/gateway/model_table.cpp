@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "actors/gateway/openai_response.hpp"
-#include "config/deployment_loader.hpp"
+#include "config/units.hpp"
 #include "core/engine/metrics/prometheus_merge.hpp"
 
 namespace inflight::gateway {

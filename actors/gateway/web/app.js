@@ -51,9 +51,14 @@ $('feed-engine').onchange = () => view.start(view.key, $('feed-engine').value);
 // playground's requests and the engine view follow the one chosen.
 let modelsTimer;
 async function refreshModels(key) {
-  const res = await fetch('/v1/models', { headers: key ? { Authorization: `Bearer ${key}` } : {}, cache: 'no-store' });
-  if (!res.ok) return;
-  const models = (await res.json()).data.filter((m) => !m.parent);
+  let models;
+  try {
+    const res = await fetch('/v1/models', { headers: key ? { Authorization: `Bearer ${key}` } : {}, cache: 'no-store' });
+    if (!res.ok) return;
+    models = (await res.json()).data.filter((m) => !m.parent);
+  } catch {
+    return;  // the server is away or restarting: the next refresh tries again
+  }
   const select = $('model-pick');
   select.hidden = models.length < 2;
   $('model-name').hidden = models.length >= 2;
