@@ -44,6 +44,8 @@ struct generate_request {
   /// Speculative decoding: the drafter and draft length this request wants (the
   /// `speculative` request field); unset = the deployment's [speculative].
   speculation_choice speculation{};
+  /// The LoRA adapter (an index of the deployment's lora.adapters), -1: the base model.
+  int adapter = -1;
 
   bool is_prefill_only() const { return !score_rows.empty() || pooling.has_value(); }
 };

@@ -44,11 +44,38 @@ cpu_backend::cpu_backend(std::shared_ptr<const model_weights> weights, int num_b
   }
 }
 
+result<void> cpu_backend::set_adapters(std::vector<std::shared_ptr<const lora_adapter>> adapters) {
+  const auto& c = weights_->config;
+  adapter_layers_.clear();
+  adapter_views_.clear();
+  max_lora_rank_ = 0;
+  for (const auto& a : adapters) {
+    if (int(a->layers.size()) != c.num_layers)
+      return make_error(errc::invalid_argument, a->source + ": an adapter of " + std::to_string(a->layers.size()) +
+                                                    " layers for a model of " + std::to_string(c.num_layers));
+    auto& layers = adapter_layers_.emplace_back(std::size_t(c.num_layers));
+    for (int l = 0; l < c.num_layers; ++l) {
+      for (int m = 0; m < num_lora_modules; ++m) {
+        const auto& u = a->layers[std::size_t(l)][std::size_t(m)];
+        if (u.a.empty()) continue;
+        layers[std::size_t(l)][std::size_t(m)] = {u.a.data(), u.b.data(), u.rank, u.scale};
+        max_lora_rank_ = std::max(max_lora_rank_, u.rank);
+      }
+    }
+  }
+  for (const auto& layers : adapter_layers_) adapter_views_.push_back({layers.data()});
+  adapters_ = std::move(adapters);
+  return {};
+}
+
 result<std::span<const float>> cpu_backend::forward(const step_plan& plan) {
-  const ragged_batch_bounds bounds{shape_.vocab_size, num_blocks_, block_size_, 0};
+  const ragged_batch_bounds bounds{shape_.vocab_size, num_blocks_, block_size_, 0, int(adapter_views_.size())};
   if (auto ok = batch_.try_flatten(plan, bounds); !ok) return std::unexpected(ok.error());
   const auto b = batch_.view();
-  const auto wv = to_weights_view(*weights_, layer_views_);
+  auto wv = to_weights_view(*weights_, layer_views_);
+  wv.adapters = adapter_views_.data();
+  wv.num_adapters = int(adapter_views_.size());
+  wv.max_lora_rank = max_lora_rank_;
   const kernels::cpu::paged_kv_view kv{k_ptrs_.data(), v_ptrs_.data(), num_blocks_, block_size_, kv_type_};
   logits_.resize(std::size_t(b.num_logits) * shape_.vocab_size);
   row_logits_.resize(std::size_t(b.num_row_logits));

@@ -42,6 +42,8 @@ class cpu_backend final : public backend {
   int num_kv_blocks() const override { return num_blocks_; }
   int block_size() const override { return block_size_; }
   std::string name() const override { return "cpu"; }
+  /// Adapters of this model's shape: their updates as the kernels read them.
+  result<void> set_adapters(std::vector<std::shared_ptr<const lora_adapter>> adapters) override;
   int num_threads() const { return forward_options_.num_threads; }
   kernels::cpu::cpu_isa isa() const { return forward_options_.kernels->isa; }
   /// Accumulates per-stage wall time of every later step into `times` (null: stop).
@@ -65,6 +67,10 @@ class cpu_backend final : public backend {
   std::vector<float> row_logits_;
   std::vector<float> hidden_;
   kernels::cpu::forward_options forward_options_;
+  std::vector<std::shared_ptr<const lora_adapter>> adapters_;
+  std::vector<std::vector<std::array<kernels::cpu::lora_projection_view, kernels::cpu::num_lora_targets>>> adapter_layers_;
+  std::vector<kernels::cpu::lora_adapter_view> adapter_views_;
+  int max_lora_rank_ = 0;
   bool is_pin_pending_ = false;
 };
 

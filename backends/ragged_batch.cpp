@@ -15,6 +15,7 @@ result<void> ragged_batch::try_flatten(const step_plan& plan, const ragged_batch
   row_logit_ids_.clear();
   hidden_start_.clear();
   hidden_count_.clear();
+  adapters_.clear();
   row_start_.assign(1, 0);
   query_start_.assign(1, 0);
   block_table_stride_ = 1;
@@ -23,6 +24,15 @@ result<void> ragged_batch::try_flatten(const step_plan& plan, const ragged_batch
   num_seqs_ = int(plan.seqs.size());
   for (std::size_t i = 0; i < plan.seqs.size(); ++i) {
     if (auto ok = try_add(plan.seqs[i], i, bounds); !ok) return ok;
+  }
+  // Each token's LoRA adapter, only when some sequence has one.
+  const bool has_adapter = std::any_of(plan.seqs.begin(), plan.seqs.end(), [](const seq_step& s) { return s.adapter >= 0; });
+  if (!has_adapter) return {};
+  for (const auto& s : plan.seqs) {
+    if (s.adapter < -1 || s.adapter >= bounds.num_adapters)
+      return make_error(errc::invalid_argument, "step plan: sequence " + std::to_string(s.id) + " asks for LoRA adapter " +
+                                                    std::to_string(s.adapter) + " of " + std::to_string(bounds.num_adapters));
+    adapters_.insert(adapters_.end(), s.tokens.size(), s.adapter);
   }
   return {};
 }
@@ -107,6 +117,7 @@ kernels::cpu::ragged_batch_view ragged_batch::view() const {
   b.num_hidden = int(hidden_start_.size());
   b.hidden_start = hidden_start_.data();
   b.hidden_count = hidden_count_.data();
+  b.adapters = adapters_.empty() ? nullptr : adapters_.data();
   return b;
 }
 

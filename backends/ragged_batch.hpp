@@ -18,6 +18,7 @@ struct ragged_batch_bounds {
   int num_blocks = 0;
   int block_size = 16;
   int max_context = 0;  ///< positions must stay below it (0 = no limit)
+  int num_adapters = 0; ///< seq_step::adapter must be below it (or -1)
 };
 
 class ragged_batch {
@@ -41,6 +42,7 @@ class ragged_batch {
   std::vector<std::int32_t> token_ids_, positions_, slots_, query_start_, block_tables_, logit_indices_;
   std::vector<std::int32_t> scored_indices_, row_logit_positions_, row_logit_ids_;
   std::vector<std::int32_t> hidden_start_, hidden_count_;
+  std::vector<std::int32_t> adapters_;  ///< per token; empty when no sequence has one
   std::vector<int> row_start_;
   int block_table_stride_ = 1;
   int num_seqs_ = 0;

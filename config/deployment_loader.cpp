@@ -21,6 +21,21 @@ result<void> apply_policy_table(deployment& d, const std::string& policy, const 
 
 result<void> apply_table(deployment& d, const toml::table& table, const std::string& prefix);
 
+/// [lora] adapters = { name = "folder", ... } (kept sorted by name, as toml++ keeps tables).
+result<void> apply_lora_adapters(deployment& d, const toml::node& node) {
+  const auto* table = node.as_table();
+  if (table == nullptr)
+    return make_error(errc::invalid_argument, "lora.adapters must be a table of names and adapter folders: "
+                                              "adapters = { sql = \"/adapters/sql\" }");
+  d.lora.adapters.clear();
+  for (const auto& [name, path] : *table) {
+    if (!path.is_string() || path.as_string()->get().empty())
+      return make_error(errc::invalid_argument, "lora.adapters." + std::string(name.str()) + " must be a folder (a string)");
+    d.lora.adapters.emplace_back(std::string(name.str()), path.as_string()->get());
+  }
+  return {};
+}
+
 /// One [[models]] table: name, aliases, any [model] key, and an [engine] table of its own
 /// (over the deployment's [engine] as the file gives it).
 result<model_entry> parse_model_entry(const deployment& d, const toml::table& table, std::size_t index) {
@@ -82,6 +97,10 @@ result<void> apply_table(deployment& d, const toml::table& table, const std::str
       if (auto ok = apply_models(d, node); !ok) return ok;
       continue;
     }
+    if (key == "lora.adapters") {
+      if (auto ok = apply_lora_adapters(d, node); !ok) return ok;
+      continue;
+    }
     if (prefix == "scheduler" && node.is_table()) {
       if (auto ok = apply_policy_table(d, std::string(k.str()), *node.as_table()); !ok) return ok;
       continue;
@@ -110,6 +129,9 @@ static result<void> validate_models(const deployment& d) {
   std::sort(names.begin(), names.end());
   if (auto dup = std::adjacent_find(names.begin(), names.end()); dup != names.end())
     return make_error(errc::invalid_argument, "[[models]]: the name '" + *dup + "' chooses two models");
+  if (!d.lora.adapters.empty())
+    return make_error(errc::invalid_argument, "lora.adapters are for a server of one model ([model]); adapters of "
+                                              "[[models]] entries are not supported yet");
   return {};
 }
 
@@ -176,6 +198,7 @@ result<deployment> read_file(const std::filesystem::path& path) {
     resolve(e.model.tokenizer);
     resolve(e.model.hf_token_file);
   }
+  for (auto& adapter : d->lora.adapters) resolve(adapter.second);
   resolve(d->model.tokenizer);
   resolve(d->model.hf_token_file);
   resolve(d->model.config_json);

@@ -123,7 +123,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generate_request& x) {
   return f(caf::meta::type_name("generate_request"), x.prompt, x.params, optional_field<std::uint64_t>{x.seed}, x.stop,
            x.priority, x.cache_salt, x.timeout_s, x.score_rows, optional_field<pooling_kind>{x.pooling}, x.targets,
-           x.speculation);
+           x.speculation, x.adapter);
 }
 
 

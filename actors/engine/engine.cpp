@@ -123,6 +123,15 @@ result<std::unique_ptr<engine>> engine::start(const deployment& d, loaded_model 
   auto be = make_backend(d.engine, model.weights);
   if (!be) return std::unexpected(be.error());
   if (is_active(d.debug)) *be = make_debug_backend(std::move(*be), d.debug);
+  if (!d.lora.adapters.empty()) {
+    std::vector<std::shared_ptr<const lora_adapter>> adapters;
+    for (const auto& [name, path] : d.lora.adapters) {
+      auto a = try_load_peft_adapter(path, model.weights->config);
+      if (!a) return make_error(a.error().code, "LoRA adapter " + name + ": " + a.error().message);
+      adapters.push_back(std::make_shared<const lora_adapter>(std::move(*a)));
+    }
+    if (auto ok = (*be)->set_adapters(std::move(adapters)); !ok) return std::unexpected(ok.error());
+  }
   p->gate = std::make_shared<admission_gate>(
       admission_gate::limits{d.server.max_waiting_requests, d.server.max_waiting_tokens});
   auto kv = kv_manager::try_create((*be)->num_kv_blocks(), (*be)->block_size());
@@ -220,6 +229,11 @@ result<queued_request> prepare(engine::impl& p, generate_request request, std::s
                                                   std::to_string(g->vocab().size()) + " tokens; the model has " +
                                                   std::to_string(vocab));
   }
+  if (request.adapter < -1 || request.adapter >= int(p.settings.lora.adapters.size()))
+    return make_error(errc::invalid_argument, "LoRA adapter " + std::to_string(request.adapter) + " is not loaded (" +
+                                                  std::to_string(p.settings.lora.adapters.size()) + " are)");
+  // Adapters never share cached blocks with the base model or each other.
+  if (request.adapter >= 0) request.cache_salt += "\x1flora:" + p.settings.lora.adapters[std::size_t(request.adapter)].first;
   // Entered here, left by the step loop when the request starts or finishes.
   if (auto ok = p.gate->try_enter(int(request.prompt.size())); !ok) {
     if (ok.error().code == errc::queue_full) ++p.metrics->requests_refused_total;
@@ -243,6 +257,7 @@ result<queued_request> prepare(engine::impl& p, generate_request request, std::s
   seq.score_rows = std::move(request.score_rows);
   seq.pooling = request.pooling;
   seq.speculation = std::move(request.speculation);
+  seq.adapter = request.adapter;
   return queued_request{std::move(seq), std::move(ctx)};
 }
 

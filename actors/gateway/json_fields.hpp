@@ -51,8 +51,11 @@ std::span<const char* const> chat_extension_fields();
 /// `priority` (an integer in [-1e9, 1e9]) and `cache_salt` (a non-empty string).
 opt_error read_scheduling_fields(const nlohmann::json& body, int& priority, std::string& cache_salt);
 
-/// The optional `model` field must name the served model: 404 model_not_found otherwise.
+/// The optional `model` field must name the served model (or one of `aliases`, or of the
+/// LoRA `adapters`): 404 model_not_found otherwise.
 opt_error check_model_name(const nlohmann::json& body, const std::string& served_name,
-                           std::span<const std::string> aliases = {});
+                           std::span<const std::string> aliases = {}, std::span<const std::string> adapters = {});
+/// The index in `adapters` of the adapter the `model` field names; -1: none.
+int adapter_of(const nlohmann::json& body, std::span<const std::string> adapters);
 
 }  // namespace inflight::gateway

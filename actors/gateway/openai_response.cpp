@@ -158,7 +158,12 @@ json chat_role_delta() { return {{"role", "assistant"}, {"content", ""}, {"refus
 json models_list(const served_model& m) {
   json model = {{"id", m.name}, {"object", "model"}, {"created", m.created},
                 {"owned_by", "inflight"}, {"max_model_len", m.max_context}};
-  return {{"object", "list"}, {"data", json::array({model})}};
+  json data = json::array({model});
+  for (const auto& adapter : m.adapters) {  // vLLM's way: an adapter names its base as parent
+    data.push_back({{"id", adapter}, {"object", "model"}, {"created", m.created}, {"owned_by", "inflight"},
+                    {"max_model_len", m.max_context}, {"parent", m.name}});
+  }
+  return {{"object", "list"}, {"data", data}};
 }
 
 }  // namespace inflight::gateway

@@ -28,6 +28,9 @@ struct served_model {
   std::shared_ptr<const tokenizer> tok;
   std::string name;                  ///< the value the `model` field takes (or one of `aliases`)
   std::vector<std::string> aliases;  ///< [[models]] aliases: other values that choose this model
+  /// The LoRA adapters ([lora] adapters): a request whose `model` names one runs it
+  /// (generate_request::adapter is its index here).
+  std::vector<std::string> adapters;
   int max_context = 0;
   int vocab_size = 0;
   std::optional<chat_template> chat; ///< none = the plain-text fallback (render_plain_chat)

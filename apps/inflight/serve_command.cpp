@@ -39,6 +39,7 @@ struct serve_options {
   std::vector<std::string> api_keys;
   std::optional<std::string> ssl_certfile, ssl_keyfile;
   std::vector<std::string> models;  ///< NAME=SPEC: one [[models]] entry each
+  std::vector<std::string> loras;   ///< NAME=PATH: one lora.adapters entry each
 };
 
 /// `--model NAME=SPEC` as a [[models]] entry (SPEC: a path or an hf: name).
@@ -64,6 +65,12 @@ deployment load_serve_deployment(const serve_options& o) {
   if (!o.engines.empty()) d.router.engines = o.engines;
   if (o.route_policy) d.router.policy = *o.route_policy;
   for (const auto& m : o.models) d.models.push_back(model_entry_of(m));
+  for (const auto& flag : o.loras) {
+    const auto eq = flag.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == flag.size())
+      fail("--lora takes NAME=PATH (a served name, then a PEFT adapter folder), not '" + flag + "'");
+    d.lora.adapters.emplace_back(flag.substr(0, eq), flag.substr(eq + 1));
+  }
   if (!o.models.empty()) fetch_hub_models_or_fail(d);
   if (auto ok = config::validate_deployment(d); !ok) fail(ok.error().message);
   return d;
@@ -300,6 +307,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--model", o->models,
                   "serve several models: NAME=SPEC (a path or an hf:ORG/REPO name), repeatable; a request's `model` "
                   "field chooses one ([[models]] in TOML)");
+  cmd->add_option("--lora", o->loras,
+                  "a LoRA adapter over the model: NAME=PATH (a PEFT adapter folder), repeatable; a request's `model` "
+                  "field names it ([lora] adapters in TOML)");
   cmd->callback([o] { run_serve(*o); });
 }
 

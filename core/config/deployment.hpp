@@ -183,6 +183,12 @@ struct logging_settings {
   std::string level = "info";      ///< trace | debug | info | warn | error
 };
 
+/// LoRA adapters over the model ([lora] adapters = { name = "folder" }, `serve --lora
+/// NAME=PATH`): a request's `model` field names one (docs/models.md).
+struct lora_settings {
+  std::vector<std::pair<std::string, std::string>> adapters;  ///< name -> PEFT adapter folder, in order
+};
+
 /// One model of a server that serves several ([[models]] in TOML, `serve --model
 /// NAME=SPEC`): a request chooses it by its `model` field.
 struct model_entry {
@@ -205,6 +211,7 @@ struct deployment {
   speculative_settings speculative;
   rerank_settings rerank;
   embeddings_settings embeddings;
+  lora_settings lora;
   logging_settings logging;
   debug_settings debug;
 };

@@ -123,11 +123,34 @@ struct llama_layer_view {
   const float* down_exps_bias = nullptr;
 };
 
+/// The projections a LoRA adapter may change (PEFT's target_modules of a Llama layer).
+enum class lora_target { q, k, v, o, gate, up, down, count };
+constexpr int num_lora_targets = int(lora_target::count);
+
+/// One projection's low-rank update: y += scale * B (A x), A [rank x in], B [out x rank],
+/// f32. A null `a`: the adapter leaves the projection as it is.
+struct lora_projection_view {
+  const float* a = nullptr;
+  const float* b = nullptr;
+  int rank = 0;
+  float scale = 0.0f;
+};
+
+/// One adapter: per layer, its updates of each lora_target.
+struct lora_adapter_view {
+  const std::array<lora_projection_view, num_lora_targets>* layers = nullptr;  ///< [num_layers]
+};
+
 struct llama_weights_view {
   weight_view token_embedding;  ///< [vocab x dim]
   const llama_layer_view* layers = nullptr;
   const float* final_norm = nullptr;
   weight_view classifier;       ///< [vocab x dim]
+  /// LoRA adapters a batch's tokens may use (ragged_batch_view::adapters); the dense MLP
+  /// and attention projections only (not a mixture's experts).
+  const lora_adapter_view* adapters = nullptr;
+  int num_adapters = 0;
+  int max_lora_rank = 0;        ///< the largest rank of any of them
 };
 
 /// Paged KV memory: per layer, [num_kv_heads][num_blocks][block_size][head_dim] elements
@@ -166,6 +189,9 @@ struct ragged_batch_view {
   int num_hidden = 0;
   const std::int32_t* hidden_start = nullptr;  ///< [num_hidden] flattened token index
   const std::int32_t* hidden_count = nullptr;  ///< [num_hidden] tokens summed (1: one token's state)
+  /// [num_tokens]: the LoRA adapter of each token (an index of llama_weights_view::adapters,
+  /// -1: none); null: no token uses one.
+  const std::int32_t* adapters = nullptr;
 };
 
 /// Scratch memory, grown on demand and reused across steps (no allocation in a step
@@ -184,6 +210,8 @@ struct llama_workspace {
   std::vector<std::byte> prepared, hb_prepared;
   std::int64_t prepared_stride = 0, hb_prepared_stride = 0;
   std::vector<float> row_scratch;  ///< one dequantized classifier row (scoring)
+  /// LoRA: A x of each token for the projections of one stage, [targets x tokens x max rank].
+  std::vector<float> lora_u;
   /// A mixture of experts: router logits [tokens x experts]; each token's chosen experts
   /// and gates [tokens x k]; the (token, choice) slots sorted by expert (slot_token, and
   /// slot_of its inverse); per expert its first slot; the normalized rows gathered in slot

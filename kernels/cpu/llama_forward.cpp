@@ -58,6 +58,7 @@ struct step_context {
   float* logits;
   int max_keys;
   int max_rows;  ///< rows of a prepared region: max(tokens, logits)
+  bool has_lora; ///< some token uses a LoRA adapter
 
   /// This thread's normalized copy of the rows [num_tokens x dim].
   float* xb() const { return ws.xb.data() + std::int64_t(omp_get_thread_num()) * b.num_tokens * s.dim; }
@@ -120,6 +121,11 @@ struct product_inputs {
   std::int64_t stride[num_input_formats] = {};  ///< bytes
 };
 
+/// The f32 rows of an input.
+const float* in_rows_f32(const product_inputs& in) {
+  return reinterpret_cast<const float*>(in.rows[int(input_format::f32)]);
+}
+
 void count_prepared(const step_context& c, input_format format, std::int64_t values) {
 #pragma omp atomic
   c.ws.num_prepared_values[int(format)] += values;
@@ -158,6 +164,58 @@ void normalize_rows(const step_context& c, const float* norm_w, float* out) {
   }
 }
 
+// ---- LoRA: y += scale * B (A x) for the tokens whose adapter changes a projection.
+// A x of every such token is computed once per stage over the team (lora_down, which
+// ends with the omp for's barrier), then each chunk of a product adds B's rows of that
+// chunk (lora_up). Without adapter tokens none of this runs.
+
+/// Token t's update of projection p in layer l; null when it has none.
+const lora_projection_view* lora_of(const step_context& c, int l, lora_target p, int t) {
+  const int a = c.b.adapters[t];
+  if (a < 0) return nullptr;
+  const auto& v = c.w.adapters[a].layers[l][std::size_t(p)];
+  return v.a != nullptr ? &v : nullptr;
+}
+
+float* lora_u(const step_context& c, lora_target p, int t) {
+  return c.ws.lora_u.data() + (std::int64_t(p) * c.b.num_tokens + t) * c.w.max_lora_rank;
+}
+
+/// A x[t] for each token and target whose adapter has one; x [num_tokens x in].
+void lora_down(const step_context& c, int l, std::initializer_list<lora_target> targets, const float* x, int in) {
+#pragma omp for schedule(static)
+  for (int t = 0; t < c.b.num_tokens; ++t) {
+    const float* xt = x + std::int64_t(t) * in;
+    for (const auto p : targets) {
+      const auto* v = lora_of(c, l, p, t);
+      if (v == nullptr) continue;
+      float* u = lora_u(c, p, t);
+      for (int i = 0; i < v->rank; ++i) {
+        const float* a = v->a + std::int64_t(i) * in;
+        float dot = 0.0f;
+        for (int j = 0; j < in; ++j) dot += a[j] * xt[j];
+        u[i] = dot;
+      }
+    }
+  }
+}
+
+/// y[t][r] += scale * B[r] . u[t] for r in [r0, r1), y rows of `ldy`.
+void lora_up(const step_context& c, int l, lora_target p, float* y, int ldy, int r0, int r1) {
+  for (int t = 0; t < c.b.num_tokens; ++t) {
+    const auto* v = lora_of(c, l, p, t);
+    if (v == nullptr) continue;
+    const float* u = lora_u(c, p, t);
+    float* yt = y + std::int64_t(t) * ldy;
+    for (int r = r0; r < r1; ++r) {
+      const float* b = v->b + std::int64_t(r) * v->rank;
+      float dot = 0.0f;
+      for (int i = 0; i < v->rank; ++i) dot += b[i] * u[i];
+      yt[r] += v->scale * dot;
+    }
+  }
+}
+
 enum class projection { q, k, v };
 
 /// One projection's matrix and outputs.
@@ -176,7 +234,9 @@ projection_rows rows_of(const step_context& c, const llama_layer_view& lw, proje
 
 /// Q, K and V of every token (rows of the three projections in chunks over the team),
 /// then a barrier: a thread's share of the rows does not depend on the heads it attends.
-void project_qkv(const step_context& c, const llama_layer_view& lw, const product_inputs& in, stage_clock& clock) {
+void project_qkv(const step_context& c, int l, const llama_layer_view& lw, const product_inputs& in,
+                 stage_clock& clock) {
+  if (c.has_lora) lora_down(c, l, {lora_target::q, lora_target::k, lora_target::v}, in_rows_f32(in), c.s.dim);
   const projection_rows m[3] = {rows_of(c, lw, projection::q), rows_of(c, lw, projection::k),
                                 rows_of(c, lw, projection::v)};
   int chunk[3], first[4] = {0};
@@ -187,7 +247,9 @@ void project_qkv(const step_context& c, const llama_layer_view& lw, const produc
 #pragma omp for schedule(dynamic, 1) nowait
   for (int item = 0; item < first[3]; ++item) {
     const int i = item < first[1] ? 0 : (item < first[2] ? 1 : 2), r0 = (item - first[i]) * chunk[i];
-    product(c, in, *m[i].w, m[i].out, m[i].width, c.b.num_tokens, c.s.dim, false, r0, std::min(m[i].width, r0 + chunk[i]));
+    const int r1 = std::min(m[i].width, r0 + chunk[i]);
+    product(c, in, *m[i].w, m[i].out, m[i].width, c.b.num_tokens, c.s.dim, false, r0, r1);
+    if (c.has_lora) lora_up(c, l, lora_target(i), m[i].out, m[i].width, r0, r1);  // q, k, v in order
   }
   clock.mark(forward_stage::qkv_rope);
   clock.barrier();
@@ -268,7 +330,7 @@ void attention_block(const step_context& c, int l, std::byte* k_cache, std::byte
   normalize_rows(c, lw.attn_norm, xb);
   const auto in = prepare_inputs(c, xb, c.b.num_tokens, s.dim, {&lw.wq, &lw.wk, &lw.wv});
   clock.mark(forward_stage::norm);
-  project_qkv(c, lw, in, clock);
+  project_qkv(c, l, lw, in, clock);
   if (s.num_kv_heads >= omp_get_num_threads()) {
 #pragma omp for schedule(dynamic, 1) nowait
     for (int g = 0; g < s.num_kv_heads; ++g) {
@@ -322,11 +384,15 @@ void add_bias(float* rows, int width, int n, const float* bias, int r0, int r1) 
 /// act(gate) * up over hidden rows [r0, r1) of every token (SiLU or GELU; a mixture's
 /// shared expert scaled by its gate, `shared_gate` per token), then those columns of hb
 /// prepared for W_down (shared: each chunk's owner prepares its own columns).
-void gate_up_chunk(const step_context& c, const llama_layer_view& lw, const product_inputs& in, const float* shared_gate,
-                   int r0, int r1) {
+void gate_up_chunk(const step_context& c, int l, const llama_layer_view& lw, const product_inputs& in,
+                   const float* shared_gate, int r0, int r1) {
   const int n = c.b.num_tokens, d = c.s.dim, hidden = c.s.hidden_dim;
   product(c, in, lw.w_gate, c.ws.hb.data(), hidden, n, d, false, r0, r1);
   product(c, in, lw.w_up, c.ws.hb2.data(), hidden, n, d, false, r0, r1);
+  if (c.has_lora) {
+    lora_up(c, l, lora_target::gate, c.ws.hb.data(), hidden, r0, r1);
+    lora_up(c, l, lora_target::up, c.ws.hb2.data(), hidden, r0, r1);
+  }
   const auto act = activation(c);
   for (int t = 0; t < n; ++t) {
     const std::int64_t off = std::int64_t(t) * hidden + r0;
@@ -358,9 +424,10 @@ void add_normed(const step_context& c, const float* w, stage_clock& clock) {
 
 /// The dense gated MLP over the normalized rows xb: x += (act(xb Wg) * xb Wu) Wd, or with
 /// a post-norm x += rmsnorm(that) * w.
-void dense_mlp(const step_context& c, const llama_layer_view& lw, const float* xb, stage_clock& clock) {
+void dense_mlp(const step_context& c, int l, const llama_layer_view& lw, const float* xb, stage_clock& clock) {
   const int n = c.b.num_tokens, d = c.s.dim, hidden = c.s.hidden_dim;
   const auto ffn_in = prepare_inputs(c, xb, n, d, {&lw.w_gate, &lw.w_up});
+  if (c.has_lora) lora_down(c, l, {lora_target::gate, lora_target::up}, xb, d);
   // A shared expert's gate per token: sigmoid(xb . gate), each thread its own copy.
   float* shared_gate = nullptr;
   if (lw.shared_expert_gate != nullptr) {
@@ -374,16 +441,19 @@ void dense_mlp(const step_context& c, const llama_layer_view& lw, const float* x
   }
   clock.mark(forward_stage::norm);
   for_chunks(hidden, chunk_rows(hidden, format_block(format_of(lw.w_down))),
-             [&](int r0, int r1) { gate_up_chunk(c, lw, ffn_in, shared_gate, r0, r1); });
+             [&](int r0, int r1) { gate_up_chunk(c, l, lw, ffn_in, shared_gate, r0, r1); });
   clock.mark(forward_stage::gate_up);
   clock.barrier();
+  if (c.has_lora) lora_down(c, l, {lora_target::down}, c.ws.hb.data(), hidden);
   product_inputs down_in;
   const auto f = int(format_of(lw.w_down));
   down_in.rows[f] = f == 0 ? reinterpret_cast<const std::byte*>(c.ws.hb.data()) : c.ws.hb_prepared.data();
   down_in.stride[f] = f == 0 ? std::int64_t(hidden) * 4 : c.ws.hb_prepared_stride;
   const bool post = lw.post_ffn_norm != nullptr;
   for_chunks(d, chunk_rows(d), [&](int r0, int r1) {
-    product(c, down_in, lw.w_down, post ? c.ws.y.data() : c.ws.x.data(), d, n, hidden, !post, r0, r1);
+    float* out = post ? c.ws.y.data() : c.ws.x.data();
+    product(c, down_in, lw.w_down, out, d, n, hidden, !post, r0, r1);
+    if (c.has_lora) lora_up(c, l, lora_target::down, out, d, r0, r1);
   });
   clock.mark(forward_stage::down);
   clock.barrier();
@@ -544,10 +614,12 @@ void layer_forward(const step_context& c, int l, stage_clock& clock) {
   attention_block(c, l, c.kv.k[l], c.kv.v[l], clock);
   // Residual adds ride on the GEMM: x += attn * wo^T (with a post-norm, into y first).
   const auto attn_in = prepare_inputs(c, c.ws.attn.data(), n, qd, {&lw.wo});
+  if (c.has_lora) lora_down(c, l, {lora_target::o}, c.ws.attn.data(), qd);
   const bool post = lw.post_attn_norm != nullptr;
   for_chunks(d, chunk_rows(d), [&](int r0, int r1) {
     float* out = post ? c.ws.y.data() : c.ws.x.data();
     product(c, attn_in, lw.wo, out, d, n, qd, !post, r0, r1);
+    if (c.has_lora) lora_up(c, l, lora_target::o, out, d, r0, r1);
     add_bias(out, d, n, lw.bo, r0, r1);
   });
   clock.mark(forward_stage::attn_out);
@@ -557,7 +629,7 @@ void layer_forward(const step_context& c, int l, stage_clock& clock) {
   normalize_rows(c, lw.ffn_norm, xb);
   clock.mark(forward_stage::norm);
   if (s.num_experts > 0) moe_block(c, lw, xb, clock);
-  if (s.hidden_dim > 0) dense_mlp(c, lw, xb, clock);
+  if (s.hidden_dim > 0) dense_mlp(c, l, lw, xb, clock);
 }
 
 /// Only the rows that are sampled go through the final norm and the classifier.
@@ -656,7 +728,9 @@ void llama_forward(const llama_shape& s, const llama_weights_view& w, const page
   const int num_threads = std::max(1, options.num_threads);
   const int max_keys = prepare_workspace(s, w, b, ws, num_threads);
   const auto& kernels = options.kernels != nullptr ? *options.kernels : kernels_for(detect_cpu_isa());
-  const step_context c{s, w, kv, b, ws, kernels, logits, max_keys, std::max(b.num_tokens, b.num_logits)};
+  const bool has_lora = b.adapters != nullptr && w.num_adapters > 0 &&
+                        std::any_of(b.adapters, b.adapters + b.num_tokens, [](std::int32_t a) { return a >= 0; });
+  const step_context c{s, w, kv, b, ws, kernels, logits, max_keys, std::max(b.num_tokens, b.num_logits), has_lora};
 #pragma omp parallel num_threads(num_threads)
   step_forward(c, options.times);
   if (b.num_row_logits > 0 && row_logits != nullptr) score_rows(c, row_logits);

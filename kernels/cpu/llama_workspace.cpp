@@ -101,6 +101,7 @@ int prepare_workspace(const llama_shape& s, const llama_weights_view& w, const r
     }
   }
   grow_prepared(s, w, rows, ws, num_threads);
+  if (w.num_adapters > 0) grow(ws.lora_u, std::int64_t(num_lora_targets) * n * w.max_lora_rank);
   if (s.num_experts > 0) grow_experts(s, w, n, ws);
   if (std::int64_t(ws.inv_freq.size()) != half) {
     ws.inv_freq.resize(std::size_t(half));

@@ -323,3 +323,20 @@ format = "dummy"
   REQUIRE_FALSE(bad_server);
   CHECK_THAT(bad_server.error().message, Catch::Contains("server.keep_alive"));
 }
+
+TEST_CASE("[lora] adapters: names and folders, refused beside [[models]]", "[config]") {
+  auto d = parse_deployment("[lora]\nadapters = { sql = \"/adapters/sql\", chat = \"/adapters/chat\" }\n");
+  REQUIRE(d.has_value());
+  REQUIRE(d->lora.adapters.size() == 2);
+  CHECK(d->lora.adapters[0] == std::pair<std::string, std::string>{"chat", "/adapters/chat"});  // by name
+  CHECK(d->lora.adapters[1] == std::pair<std::string, std::string>{"sql", "/adapters/sql"});
+  auto not_table = parse_deployment("[lora]\nadapters = [\"/a\"]\n");
+  REQUIRE_FALSE(not_table);
+  CHECK_THAT(not_table.error().message, Catch::Contains("lora.adapters must be a table"));
+  auto not_path = parse_deployment("[lora]\nadapters = { sql = 3 }\n");
+  REQUIRE_FALSE(not_path);
+  CHECK_THAT(not_path.error().message, Catch::Contains("lora.adapters.sql must be a folder"));
+  auto with_models = parse_deployment("[lora]\nadapters = { sql = \"/a\" }\n[[models]]\nname = \"m\"\nformat = \"dummy\"\n");
+  REQUIRE_FALSE(with_models);
+  CHECK_THAT(with_models.error().message, Catch::Contains("lora.adapters are for a server of one model"));
+}

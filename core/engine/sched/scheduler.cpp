@@ -100,6 +100,7 @@ result<void> scheduler::submit(seq_request request) {
   seq.pooling = request.pooling;
   seq.seed = request.seed.value_or(mix_seed(config_.seed, seq.id));
   seq.cache_salt = std::move(request.cache_salt);
+  seq.adapter = request.adapter;
   if (auto ok = resolve_speculation(seq, request.speculation); !ok)
     return make_error(errc::invalid_argument, who + ": " + ok.error().message);
   if (seq.params.grammar && !seq.is_prefill_only()) seq.matcher.emplace(seq.params.grammar);
@@ -293,6 +294,7 @@ seq_step scheduler::make_seq_step(sequence& seq, int num_tokens, std::vector<blo
   if (is_last) step.logit_rows = seq.score_rows;
   if (seq.pooling) step.hidden = hidden_of(*seq.pooling, step.start_position, is_last);
   step.params = seq.params;
+  step.adapter = seq.adapter;
   step.seed = seq.seed;
   step.sample_index = static_cast<std::uint64_t>(seq.num_generated_tokens());
   step.num_prompt_tokens = seq.num_prompt_tokens();

@@ -3,11 +3,13 @@
 /// for the sampled positions, sampling) and owns the KV memory. Implemented in
 /// backends/ over kernels/cpu and kernels/cuda.
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/base/error.hpp"
 #include "core/engine/step/step_plan.hpp"
+#include "core/model/lora.hpp"
 #include "core/model/model_config.hpp"
 
 namespace inflight {
@@ -27,6 +29,10 @@ class backend {
   /// thread that will run the steps (the executor's), with every KV block still free:
   /// it overwrites the first blocks. An error means the backend cannot run a step.
   virtual result<void> warm_up();
+
+  /// The LoRA adapters seq_step::adapter indexes (called before the first step). The
+  /// default: errc::unsupported, naming the backend.
+  virtual result<void> set_adapters(std::vector<std::shared_ptr<const lora_adapter>> adapters);
 };
 
 /// The warm-up's steps: a prefill of up to `max_tokens` tokens, then one decode step,

@@ -55,6 +55,9 @@ struct seq_step {
   /// The grammar's masks of rows 1..num_draft, each allowed_tokens.size() words, back to
   /// back (the scheduler's matcher walked the draft); empty without a grammar.
   std::vector<std::uint64_t> draft_allowed_tokens{};
+  /// The LoRA adapter the sequence runs with (an index of the backend's set_adapters()),
+  /// -1: the base model alone.
+  int adapter = -1;
 
   /// Drafted token i (0-based).
   token_id draft_token(int i) const { return tokens[tokens.size() - std::size_t(num_draft) + std::size_t(i)]; }
