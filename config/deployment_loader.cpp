@@ -245,6 +245,7 @@ result<void> apply_override(deployment& d, const std::string& assignment) {
   } catch (const toml::parse_error&) {
     doc = toml::table{{"v", value}};  // a bare word is a string: --set model.format=hf
   }
+  if (key == "lora.adapters") return apply_lora_adapters(d, *doc.get("v"));  // --set lora.adapters={sql="/a"}
   return apply_key(d, key, *doc.get("v"));
 }
 

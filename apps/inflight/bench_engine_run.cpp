@@ -211,7 +211,10 @@ result<engine_run> run_engine_workload(const deployment& d, const loaded_model& 
     const double sent = monotonic_seconds();
     std::vector<submission> group;
     const auto request_of = [&](std::size_t k) {
-      return make_request(prompts[k], grammars.empty() ? nullptr : grammars[k]);
+      auto r = make_request(prompts[k], grammars.empty() ? nullptr : grammars[k]);
+      // With LoRA adapters ([lora] adapters): the requests spread over them in turn.
+      if (!d.lora.adapters.empty()) r.adapter = int(k % d.lora.adapters.size());
+      return r;
     };
     for (std::size_t k = i; k < end; ++k) {
       if (prompts[k].prompt_ids.empty()) {

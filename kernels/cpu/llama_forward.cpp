@@ -165,13 +165,17 @@ void normalize_rows(const step_context& c, const float* norm_w, float* out) {
 }
 
 // ---- LoRA: y += scale * B (A x) for the tokens whose adapter changes a projection.
-// A x of every such token is computed once per stage over the team (lora_down, which
-// ends with the omp for's barrier), then each chunk of a product adds B's rows of that
-// chunk (lora_up). Without adapter tokens none of this runs.
+// A sequence's tokens are consecutive and share its adapter: one segment each, as SGMV
+// batches them. scale * A x of every segment is computed once per stage over the team
+// (lora_down, which ends with the omp for's barrier), then each chunk of a product adds
+// B's rows of that chunk (lora_up), both with the f32 product kernel. Without adapter
+// tokens none of this runs.
 
-/// Token t's update of projection p in layer l; null when it has none.
-const lora_projection_view* lora_of(const step_context& c, int l, lora_target p, int t) {
-  const int a = c.b.adapters[t];
+/// Sequence `seq`'s update of projection p in layer l; null when it has none.
+const lora_projection_view* lora_of(const step_context& c, int l, lora_target p, int seq) {
+  const int first = c.b.query_start[seq];
+  if (first == c.b.query_start[seq + 1]) return nullptr;
+  const int a = c.b.adapters[first];
   if (a < 0) return nullptr;
   const auto& v = c.w.adapters[a].layers[l][std::size_t(p)];
   return v.a != nullptr ? &v : nullptr;
@@ -181,38 +185,31 @@ float* lora_u(const step_context& c, lora_target p, int t) {
   return c.ws.lora_u.data() + (std::int64_t(p) * c.b.num_tokens + t) * c.w.max_lora_rank;
 }
 
-/// A x[t] for each token and target whose adapter has one; x [num_tokens x in].
+/// u = scale * A x for each sequence and target whose adapter has one; x [num_tokens x in].
 void lora_down(const step_context& c, int l, std::initializer_list<lora_target> targets, const float* x, int in) {
-#pragma omp for schedule(static)
-  for (int t = 0; t < c.b.num_tokens; ++t) {
-    const float* xt = x + std::int64_t(t) * in;
-    for (const auto p : targets) {
-      const auto* v = lora_of(c, l, p, t);
-      if (v == nullptr) continue;
-      float* u = lora_u(c, p, t);
-      for (int i = 0; i < v->rank; ++i) {
-        const float* a = v->a + std::int64_t(i) * in;
-        float dot = 0.0f;
-        for (int j = 0; j < in; ++j) dot += a[j] * xt[j];
-        u[i] = dot;
-      }
-    }
+  const int num_items = c.b.num_seqs * int(targets.size());
+#pragma omp for schedule(dynamic, 1)
+  for (int item = 0; item < num_items; ++item) {
+    const int seq = item / int(targets.size());
+    const lora_target p = targets.begin()[item % int(targets.size())];
+    const auto* v = lora_of(c, l, p, seq);
+    if (v == nullptr) continue;
+    const int first = c.b.query_start[seq], n = c.b.query_start[seq + 1] - first;
+    float* u = lora_u(c, p, first);
+    c.k.gemm({x + std::int64_t(first) * in, in, v->a, in, u, c.w.max_lora_rank, n, in, false}, 0, v->rank);
+    for (int t = 0; t < n; ++t)
+      for (int i = 0; i < v->rank; ++i) u[std::int64_t(t) * c.w.max_lora_rank + i] *= v->scale;
   }
 }
 
-/// y[t][r] += scale * B[r] . u[t] for r in [r0, r1), y rows of `ldy`.
+/// y[t][r] += B[r] . u[t] for r in [r0, r1) of every token with an update of p; y rows of `ldy`.
 void lora_up(const step_context& c, int l, lora_target p, float* y, int ldy, int r0, int r1) {
-  for (int t = 0; t < c.b.num_tokens; ++t) {
-    const auto* v = lora_of(c, l, p, t);
+  for (int seq = 0; seq < c.b.num_seqs; ++seq) {
+    const auto* v = lora_of(c, l, p, seq);
     if (v == nullptr) continue;
-    const float* u = lora_u(c, p, t);
-    float* yt = y + std::int64_t(t) * ldy;
-    for (int r = r0; r < r1; ++r) {
-      const float* b = v->b + std::int64_t(r) * v->rank;
-      float dot = 0.0f;
-      for (int i = 0; i < v->rank; ++i) dot += b[i] * u[i];
-      yt[r] += v->scale * dot;
-    }
+    const int first = c.b.query_start[seq], n = c.b.query_start[seq + 1] - first;
+    c.k.gemm({lora_u(c, p, first), c.w.max_lora_rank, v->b, v->rank, y + std::int64_t(first) * ldy, ldy, n, v->rank, true},
+             r0, r1);
   }
 }
 

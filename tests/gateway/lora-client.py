@@ -3,7 +3,7 @@
 make_adapter), chosen by the `model` field: its text differs from the base's and is the
 same each time, /v1/models lists it with its parent, the prefix cache never hands the
 base's blocks to the adapter, an unknown name is a 404.
-    lora-client.py make-adapter MODEL.bin OUT_DIR
+    lora-client.py make-adapter MODEL.bin OUT_DIR [RANK [SEED]]   (a llama2.c checkpoint's shape)
     lora-client.py check PORT"""
 import json
 import random
@@ -13,14 +13,14 @@ import urllib.error
 import urllib.request
 
 
-def make_adapter(model_bin, out):
+def make_adapter(model_bin, out, rank=8, seed=7):
     import os
     with open(model_bin, "rb") as f:
         dim, hidden, layers, heads, kv_heads, vocab, seq_len = struct.unpack("<7i", f.read(28))
     head_dim = dim // heads
     shapes = {"q_proj": (heads * head_dim, dim), "k_proj": (kv_heads * head_dim, dim), "v_proj": (kv_heads * head_dim, dim),
               "o_proj": (dim, heads * head_dim), "gate_proj": (hidden, dim), "up_proj": (hidden, dim), "down_proj": (dim, hidden)}
-    rank, rng = 8, random.Random(7)
+    rng = random.Random(seed)
     header, blobs, offset = {}, [], 0
     for layer in range(layers):
         for module, (out_dim, in_dim) in shapes.items():
@@ -86,6 +86,6 @@ def check(port):
 
 if __name__ == "__main__":
     if sys.argv[1] == "make-adapter":
-        make_adapter(sys.argv[2], sys.argv[3])
+        make_adapter(sys.argv[2], sys.argv[3], *(int(v) for v in sys.argv[4:6]))
     else:
         check(int(sys.argv[2]))
