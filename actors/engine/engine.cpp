@@ -126,7 +126,7 @@ result<std::unique_ptr<engine>> engine::start(const deployment& d, loaded_model 
   if (!d.lora.adapters.empty()) {
     std::vector<std::shared_ptr<const lora_adapter>> adapters;
     for (const auto& [name, path] : d.lora.adapters) {
-      auto a = try_load_peft_adapter(path, model.weights->config);
+      auto a = try_load_lora_adapter(path, model.weights->config);
       if (!a) return make_error(a.error().code, "LoRA adapter " + name + ": " + a.error().message);
       adapters.push_back(std::make_shared<const lora_adapter>(std::move(*a)));
     }

@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "core/model/formats/safetensors.hpp"
+#include "core/model/gguf/gguf.hpp"
 
 namespace inflight {
 
@@ -51,6 +52,89 @@ void to_interleaved(std::vector<float>& b, int rank, int num_heads, int head_dim
       std::copy_n(head.data() + std::size_t(i + rotary / 2) * rank, rank, rows + std::size_t(2 * i + 1) * rank);
     }
   }
+}
+
+/// The inverse of to_interleaved: a GGUF file's Q/K rows (pairs 2i, 2i + 1) moved to a
+/// base in Hugging Face's order.
+void to_half(std::vector<float>& b, int rank, int num_heads, int head_dim, int rotary) {
+  std::vector<float> head(std::size_t(head_dim) * rank);
+  for (int h = 0; h < num_heads; ++h) {
+    float* rows = b.data() + std::size_t(h) * head_dim * rank;
+    std::copy(rows, rows + head.size(), head.begin());
+    for (int i = 0; i < rotary / 2; ++i) {
+      std::copy_n(head.data() + std::size_t(2 * i) * rank, rank, rows + std::size_t(i) * rank);
+      std::copy_n(head.data() + std::size_t(2 * i + 1) * rank, rank, rows + std::size_t(i + rotary / 2) * rank);
+    }
+  }
+}
+
+/// GGUF's name of a module's matrix in layer blocks.
+const char* gguf_name(lora_module m) {
+  static constexpr const char* names[] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
+  return names[int(m)];
+}
+
+result<lora_adapter> try_load_gguf_adapter(const fs::path& path, const model_config& c) {
+  const std::string source = path.string();
+  auto file = gguf_file::try_open(path);
+  if (!file) return std::unexpected(file.error());
+  const gguf_value* type = file->find("general.type");
+  if (type == nullptr || type->as_string().value_or("") != "adapter")
+    return make_error(errc::invalid_argument, source + " is not a GGUF adapter (general.type is not \"adapter\")");
+  if (const gguf_value* kind = file->find("adapter.type"); kind != nullptr && kind->as_string().value_or("") != "lora")
+    return make_error(errc::unsupported, source + ": adapter.type " + std::string(kind->as_string().value_or("?")) +
+                                             " (only lora adapters)");
+  if (c.moe.enabled())
+    return make_error(errc::unsupported, source + ": LoRA adapters on a mixture of experts are not supported");
+  const gguf_value* alpha_value = file->find("adapter.lora.alpha");
+  static const std::regex tensor_name(R"(blk\.(\d+)\.(\w+)\.weight\.lora_([ab]))");
+  lora_adapter adapter;
+  adapter.source = source;
+  adapter.layers.resize(std::size_t(c.num_layers));
+  for (const auto& info : file->tensors()) {
+    const std::string name(info.name);
+    std::smatch m;
+    if (!std::regex_match(name, m, tensor_name))
+      return make_error(errc::unsupported, source + ": tensor '" + name + "' is not a LoRA update of a layer's projection");
+    const int layer = std::stoi(m[1].str());
+    if (layer >= c.num_layers)
+      return make_error(errc::invalid_argument, source + ": tensor '" + name + "' is for layer " + std::to_string(layer) +
+                                                    "; the base model has " + std::to_string(c.num_layers));
+    int module = -1;
+    for (int k = 0; k < num_lora_modules; ++k)
+      if (m[2].str() == gguf_name(lora_module(k))) module = k;
+    if (module < 0)
+      return make_error(errc::unsupported, source + ": tensor '" + name + "' changes '" + m[2].str() +
+                                               "', which this server does not apply");
+    if (m[3].str() == "b") continue;  // read with its lora_a
+    auto a_tensor = file->try_matrix(info);
+    const gguf_tensor_info* b_info = file->find_tensor(name.substr(0, name.size() - 1) + "b");
+    if (b_info == nullptr) return make_error(errc::not_found, source + ": tensor '" + name + "' has no lora_b");
+    auto b_tensor = file->try_matrix(*b_info);
+    if (!a_tensor) return std::unexpected(a_tensor.error());
+    if (!b_tensor) return std::unexpected(b_tensor.error());
+    const auto [out, in_dim] = shape_of(lora_module(module), c);
+    const auto rank = a_tensor->rows();
+    if (a_tensor->cols() != in_dim || b_tensor->rows() != out || b_tensor->cols() != rank || rank <= 0)
+      return make_error(errc::invalid_argument, source + ": '" + name + "' is [" + std::to_string(rank) + " x " +
+                                                    std::to_string(a_tensor->cols()) + "] and its lora_b [" +
+                                                    std::to_string(b_tensor->rows()) + " x " +
+                                                    std::to_string(b_tensor->cols()) + "]; the base model needs [r x " +
+                                                    std::to_string(in_dim) + "] and [" + std::to_string(out) + " x r]");
+    auto a = try_to_f32(*a_tensor);
+    auto b = try_to_f32(*b_tensor);
+    if (!a) return std::unexpected(a.error());
+    if (!b) return std::unexpected(b.error());
+    // llama.cpp writes Q/K updates in its files' row order (pairs 2i, 2i + 1).
+    if (c.rope == rope_style::half && (module == int(lora_module::q) || module == int(lora_module::k))) {
+      to_half(*b, int(rank), module == int(lora_module::q) ? c.num_heads : c.num_kv_heads, c.head_dim, c.rotary_dims());
+    }
+    const double alpha = alpha_value != nullptr ? alpha_value->as_float().value_or(double(rank)) : double(rank);
+    adapter.layers[std::size_t(layer)][std::size_t(module)] = {std::move(*a), std::move(*b), int(rank), float(alpha / double(rank))};
+    adapter.rank = std::max(adapter.rank, int(rank));
+  }
+  if (adapter.rank == 0) return make_error(errc::invalid_argument, source + ": the adapter holds no LoRA tensors");
+  return adapter;
 }
 
 result<std::vector<float>> read_f32(const tensor_store& store, const std::string& name, std::int64_t rows,
@@ -142,6 +226,12 @@ result<lora_adapter> try_load_peft_adapter(const fs::path& folder, const model_c
     }
   }
   return adapter;
+}
+
+result<lora_adapter> try_load_lora_adapter(const fs::path& path, const model_config& config) {
+  if (fs::is_directory(path)) return try_load_peft_adapter(path, config);
+  if (!fs::exists(path)) return make_error(errc::not_found, path.string() + ": no such adapter folder or GGUF file");
+  return try_load_gguf_adapter(path, config);
 }
 
 result<model_weights> try_merge_lora(const model_weights& base, const lora_adapter& adapter) {

@@ -17,6 +17,7 @@
 namespace inflight {
 
 /// The projections an adapter may change, in the kernels' order (kernels/cpu/llama.hpp).
+/// (A GGUF LoRA file names them as GGUF bases do: attn_q, ..., ffn_down.)
 enum class lora_module { q, k, v, o, gate, up, down, count };
 constexpr int num_lora_modules = int(lora_module::count);
 /// PEFT's name of a module: "q_proj", ..., "down_proj".
@@ -34,6 +35,11 @@ struct lora_adapter {
   int rank = 0;        ///< the largest of its updates
   std::vector<std::array<lora_update, num_lora_modules>> layers;
 };
+
+/// A PEFT adapter folder, or a llama.cpp GGUF LoRA file (general.type = adapter,
+/// adapter.lora.alpha; blk.N.attn_q.weight.lora_a [r x in] and .lora_b [out x r], ...),
+/// for a base model of `config`. Errors as try_load_peft_adapter's.
+result<lora_adapter> try_load_lora_adapter(const std::filesystem::path& path, const model_config& config);
 
 /// Reads a PEFT adapter folder for a base model of `config`; a shape that does not fit,
 /// a target module the engine does not apply (embed_tokens, lm_head, ...), a layer the

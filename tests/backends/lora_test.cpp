@@ -12,6 +12,7 @@
 #include "backends/cpu_backend.hpp"
 #include "core/model/formats/dummy_model.hpp"
 #include "core/model/formats/safetensors.hpp"
+#include "core/model/gguf/gguf_writer.hpp"
 #include "core/model/lora.hpp"
 #include "core/model/model_loader.hpp"
 
@@ -206,4 +207,59 @@ TEST_CASE("lora: a PEFT folder that does not fit the base is refused, naming wha
   auto none = try_load_peft_adapter(fs::temp_directory_path() / "inflight-no-such-adapter", c);
   REQUIRE_FALSE(none);
   CHECK_THAT(none.error().message, Catch::Contains("no adapter_config.json"));
+}
+
+TEST_CASE("lora: a llama.cpp GGUF LoRA file holds the same adapter as its PEFT folder", "[backend][lora]") {
+  const auto c = small_shape();
+  REQUIRE(c.rope == rope_style::half);  // the Q/K rows of the GGUF file must then move back
+  auto peft = try_load_lora_adapter(write_adapter("gguf-src", {4, 8, false}), c);
+  REQUIRE(peft.has_value());
+  // Written as llama.cpp's convert_lora_to_gguf.py does: Q/K rows of B in the GGUF order.
+  gguf_writer w;
+  w.set_string("general.architecture", "llama");
+  w.set_string("general.type", "adapter");
+  w.set_string("adapter.type", "lora");
+  w.set_f32("adapter.lora.alpha", 8.0f);
+  const char* names[] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
+  for (int l = 0; l < c.num_layers; ++l) {
+    for (int m = 0; m < num_lora_modules; ++m) {
+      const auto& u = peft->layers[std::size_t(l)][std::size_t(m)];
+      auto b = u.b;
+      if (m == int(lora_module::q) || m == int(lora_module::k)) {
+        const int heads = m == int(lora_module::q) ? c.num_heads : c.num_kv_heads, hd = c.head_dim;
+        for (int h = 0; h < heads; ++h)
+          for (int i = 0; i < hd / 2; ++i)
+            for (int r = 0; r < u.rank; ++r) {
+              b[std::size_t((h * hd + 2 * i) * u.rank + r)] = u.b[std::size_t((h * hd + i) * u.rank + r)];
+              b[std::size_t((h * hd + 2 * i + 1) * u.rank + r)] = u.b[std::size_t((h * hd + i + hd / 2) * u.rank + r)];
+            }
+      }
+      const std::string base = "blk." + std::to_string(l) + "." + names[m] + ".weight.lora_";
+      const auto out = std::int64_t(b.size()) / u.rank, in = std::int64_t(u.a.size()) / u.rank;
+      REQUIRE(w.try_add_matrix(base + "a", weight_tensor::from_f32(u.a, u.rank, in)).has_value());
+      REQUIRE(w.try_add_matrix(base + "b", weight_tensor::from_f32(b, out, u.rank)).has_value());
+    }
+  }
+  const auto path = fs::temp_directory_path() / ("inflight-lora-test-" + std::to_string(::getpid())) / "adapter.gguf";
+  REQUIRE(w.try_write(path).has_value());
+  auto gguf = try_load_lora_adapter(path, c);
+  if (!gguf) FAIL(gguf.error().message);
+  CHECK(gguf->rank == 4);
+  for (int l = 0; l < c.num_layers; ++l) {
+    for (int m = 0; m < num_lora_modules; ++m) {
+      INFO("layer " << l << " module " << peft_name(lora_module(m)));
+      const auto& a = gguf->layers[std::size_t(l)][std::size_t(m)];
+      const auto& b = peft->layers[std::size_t(l)][std::size_t(m)];
+      CHECK(a.a == b.a);
+      CHECK(a.b == b.b);
+      CHECK(a.scale == b.scale);
+    }
+  }
+  // A GGUF model file is not an adapter.
+  gguf_writer not_adapter;
+  not_adapter.set_string("general.architecture", "llama");
+  REQUIRE(not_adapter.try_write(path).has_value());
+  auto refused = try_load_lora_adapter(path, c);
+  REQUIRE_FALSE(refused);
+  CHECK_THAT(refused.error().message, Catch::Contains("is not a GGUF adapter"));
 }
