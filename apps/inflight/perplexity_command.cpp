@@ -29,16 +29,18 @@ struct perplexity_options {
   int threads = 0;
   std::string json_path;
   std::string save_logits;  ///< llama.cpp's logits file of the model's distributions
+  std::string lora;         ///< a LoRA adapter over the model (not the base model)
 };
 
 /// A model and a CPU backend with room for one chunk.
 struct scoring_model {
   loaded_model model;
   std::unique_ptr<cpu_backend> backend;
+  int adapter = -1;  ///< 0 with a LoRA adapter
 };
 
 scoring_model load_scoring_model(const perplexity_options& o, const std::string& path,
-                                 const std::vector<std::string>& overrides) {
+                                 const std::vector<std::string>& overrides, const std::string& lora = {}) {
   auto d = load_deployment_or_fail(o.config_path, overrides);
   if (!path.empty()) d.model.path = path;
   fetch_hub_models_or_fail(d);
@@ -54,7 +56,12 @@ scoring_model load_scoring_model(const perplexity_options& o, const std::string&
   if (o.threads > 0) bo.num_threads = o.threads;
   auto be = cpu_backend::create(model->weights, {block_size, (o.ctx + block_size - 1) / block_size, 0}, bo);
   if (!be) fail(be.error().message);
-  return {std::move(*model), std::move(*be)};
+  if (lora.empty()) return {std::move(*model), std::move(*be)};
+  auto adapter = try_load_lora_adapter(lora, model->weights->config);
+  if (!adapter) fail(adapter.error().message);
+  if (auto ok = (*be)->set_adapters({std::make_shared<const lora_adapter>(std::move(*adapter))}); !ok)
+    fail(ok.error().message);
+  return {std::move(*model), std::move(*be), 0};
 }
 
 /// The logits of positions first .. ctx-2 of one chunk, [num_scored x vocab].
@@ -66,6 +73,7 @@ std::vector<float> chunk_logits(scoring_model& m, std::vector<token_id> chunk, c
   s.tokens = std::move(chunk);
   for (int b = 0; b < m.backend->num_kv_blocks(); ++b) s.block_table.push_back(b);
   s.num_tail_logits = plan.ctx - plan.first;  // positions first .. ctx-1; the last predicts nothing
+  s.adapter = m.adapter;
   step.seqs.push_back(std::move(s));
   auto logits = m.backend->forward(step);
   if (!logits) fail(logits.error().message);
@@ -115,7 +123,7 @@ void print_report(const perplexity_options& o, const perplexity_report& r, const
 }
 
 void run_perplexity(const perplexity_options& o) {
-  auto model = load_scoring_model(o, o.model_path, o.overrides);
+  auto model = load_scoring_model(o, o.model_path, o.overrides, o.lora);
   std::optional<scoring_model> base;
   if (!o.base_model_path.empty() || !o.base_overrides.empty()) {
     base = load_scoring_model(o, o.base_model_path.empty() ? o.model_path : o.base_model_path, o.base_overrides);
@@ -184,6 +192,7 @@ void add_perplexity_command(CLI::App& app) {
   cmd->add_option("--chunks", o->max_chunks, "at most this many chunks (0: all)");
   cmd->add_option("--threads", o->threads, "compute threads (0: one per core)");
   cmd->add_option("--json", o->json_path, "also write the figures as JSON");
+  cmd->add_option("--lora", o->lora, "a LoRA adapter over --model (a PEFT folder or a GGUF LoRA file; not the base model)");
   cmd->add_option("--save-logits", o->save_logits,
                   "write the model's distributions as llama.cpp's logits file: llama-perplexity "
                   "--kl-divergence-base FILE --kl-divergence scores another implementation against them");

@@ -1,44 +1,13 @@
 #!/usr/bin/env python3
 """LoRA adapters through the HTTP API: a PEFT adapter `sql` over stories260K (written by
-make_adapter), chosen by the `model` field: its text differs from the base's and is the
-same each time, /v1/models lists it with its parent, the prefix cache never hands the
-base's blocks to the adapter, an unknown name is a 404.
-    lora-client.py make-adapter MODEL.bin OUT_DIR [RANK [SEED]]   (a llama2.c checkpoint's shape)
-    lora-client.py check PORT"""
+scripts/make-lora.py), chosen by the `model` field: its text differs from the base's and
+is the same each time, /v1/models lists it with its parent, the prefix cache never hands
+the base's blocks to the adapter, an unknown name is a 404.
+    lora-client.py PORT"""
 import json
-import random
-import struct
 import sys
 import urllib.error
 import urllib.request
-
-
-def make_adapter(model_bin, out, rank=8, seed=7):
-    import os
-    with open(model_bin, "rb") as f:
-        dim, hidden, layers, heads, kv_heads, vocab, seq_len = struct.unpack("<7i", f.read(28))
-    head_dim = dim // heads
-    shapes = {"q_proj": (heads * head_dim, dim), "k_proj": (kv_heads * head_dim, dim), "v_proj": (kv_heads * head_dim, dim),
-              "o_proj": (dim, heads * head_dim), "gate_proj": (hidden, dim), "up_proj": (hidden, dim), "down_proj": (dim, hidden)}
-    rng = random.Random(seed)
-    header, blobs, offset = {}, [], 0
-    for layer in range(layers):
-        for module, (out_dim, in_dim) in shapes.items():
-            part = "mlp" if module in ("gate_proj", "up_proj", "down_proj") else "self_attn"
-            base = f"base_model.model.model.layers.{layer}.{part}.{module}"
-            for suffix, shape in ((".lora_A.weight", (rank, in_dim)), (".lora_B.weight", (out_dim, rank))):
-                values = [rng.gauss(0.0, 0.3) for _ in range(shape[0] * shape[1])]
-                blob = struct.pack(f"<{len(values)}f", *values)
-                header[base + suffix] = {"dtype": "F32", "shape": list(shape), "data_offsets": [offset, offset + len(blob)]}
-                blobs.append(blob)
-                offset += len(blob)
-    text = json.dumps(header).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "adapter_model.safetensors"), "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
-    with open(os.path.join(out, "adapter_config.json"), "w") as f:
-        json.dump({"peft_type": "LORA", "r": rank, "lora_alpha": 16, "target_modules": list(shapes)}, f)
 
 
 def call(port, path, body=None):
@@ -85,7 +54,4 @@ def check(port):
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "make-adapter":
-        make_adapter(sys.argv[2], sys.argv[3], *(int(v) for v in sys.argv[4:6]))
-    else:
-        check(int(sys.argv[2]))
+    check(int(sys.argv[1]))

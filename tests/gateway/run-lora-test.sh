@@ -12,9 +12,9 @@ need python3
 need_file "$SHARED_DIR/models/stories260K/stories260K.bin"
 rm -rf "$WORK"
 mkdir -p "$WORK"
-python3 "$here/lora-client.py" make-adapter "$SHARED_DIR/models/stories260K/stories260K.bin" "$WORK/sql"
+python3 "$SOURCE_DIR/scripts/make-lora.py" "$SHARED_DIR/models/stories260K/stories260K.bin" "$WORK/sql"
 start_server "$WORK/serve.log" --lora "sql=$WORK/sql"
 rc=0
-python3 "$here/lora-client.py" check "$PORT" || rc=$?
+python3 "$here/lora-client.py" "$PORT" || rc=$?
 stop_server
 [ "$rc" = 0 ] || { cat "$WORK/serve.log"; exit "$rc"; }
