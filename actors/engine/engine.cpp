@@ -233,12 +233,16 @@ result<queued_request> prepare(engine::impl& p, generate_request request, std::s
     return make_error(errc::invalid_argument, "LoRA adapter " + std::to_string(request.adapter) + " is not loaded (" +
                                                   std::to_string(p.settings.lora.adapters.size()) + " are)");
   // Adapters never share cached blocks with the base model or each other.
-  if (request.adapter >= 0) request.cache_salt += "\x1flora:" + p.settings.lora.adapters[std::size_t(request.adapter)].first;
+  if (request.adapter >= 0) {
+    const auto& name = p.settings.lora.adapters[std::size_t(request.adapter)].first;
+    request.cache_salt += "\x1flora:" + name;
+  }
   // Entered here, left by the step loop when the request starts or finishes.
   if (auto ok = p.gate->try_enter(int(request.prompt.size())); !ok) {
     if (ok.error().code == errc::queue_full) ++p.metrics->requests_refused_total;
     return std::unexpected(ok.error());
   }
+  if (request.adapter >= 0) p.metrics->count_lora_request(p.settings.lora.adapters[std::size_t(request.adapter)].first);
   const request_id id = p.next_id++;
   // The request actor keeps what it needs for the text; the sequence takes the rest.
   request_context ctx{.id = id,
@@ -355,6 +359,10 @@ void engine::set_cache_sink(std::shared_ptr<cache_sink> sink) { impl_->gauges->c
 void engine::request_full_report() {
   if (!impl_->is_stopped) caf::anon_send(impl_->sched, full_report_atom::value);
 }
-std::string engine::render_metrics() const { return impl_->metrics->render(impl_->model.name, snapshot().gauges); }
+std::string engine::render_metrics() const {
+  std::vector<std::string> adapters;
+  for (const auto& a : impl_->settings.lora.adapters) adapters.push_back(a.first);
+  return impl_->metrics->render(impl_->model.name, snapshot().gauges, adapters);
+}
 
 }  // namespace inflight

@@ -37,6 +37,17 @@ engine_snapshot make_snapshot(self_ptr self) {
   s.gauges.num_drafts = sched.counters().num_drafts;
   s.gauges.num_draft_tokens = sched.counters().num_draft_tokens;
   s.gauges.num_accepted_tokens = sched.counters().num_accepted_tokens;
+  // LoRA adapters of running and waiting requests, each once, in index order.
+  const auto adapters_of = [&](const auto& ids) {
+    std::vector<int> out;
+    for (const auto id : ids)
+      if (const sequence* seq = sched.find(id); seq != nullptr && seq->adapter >= 0) out.push_back(seq->adapter);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  };
+  s.gauges.running_adapters = adapters_of(sched.running());
+  s.gauges.waiting_adapters = adapters_of(sched.waiting());
   s.num_free_blocks = sched.kv().num_free_blocks;
   s.num_blocks = sched.kv().num_blocks;
   s.is_idle = !sched.has_work() && !loop.is_stepping() && !sched.has_pending_releases();

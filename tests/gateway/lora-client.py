@@ -49,6 +49,11 @@ def check(port):
     assert status == 404 and err["error"]["code"] == "model_not_found", err
     status, one = call(port, "/v1/models/sql")
     assert status == 200 and one["parent"] == base, one
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics") as r:
+        metrics = r.read().decode()
+    counted = [l for l in metrics.splitlines() if l.startswith("inflight:lora_requests_total{") and 'lora_name="sql"' in l]
+    assert counted and float(counted[0].split()[-1]) == 3, counted  # 2 completions + 1 chat
+    assert 'max_lora="1"' in metrics and "inflight:lora_requests_info{" in metrics, "no lora_requests_info gauge"
     print(f"ok: the adapter writes its own text ({sql_text!r} vs {base_text!r}), never from the base's cache, "
           "listed with its parent; 404 for an unknown name")
 

@@ -188,7 +188,13 @@ std::uint64_t engine_metrics::num_finished(const std::string& reason) const {
   return it == finished_.end() ? 0 : it->second;
 }
 
-std::string engine_metrics::render(const std::string& model_name, const engine_gauges& g) const {
+void engine_metrics::count_lora_request(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  ++lora_requests_[name];
+}
+
+std::string engine_metrics::render(const std::string& model_name, const engine_gauges& g,
+                                   const std::vector<std::string>& adapter_names) const {
   const std::string labels = "model_name=\"" + escape_label_value(model_name) + "\"";
   std::string out;
   auto gauge = [&](const std::string& name, const std::string& help, double v) {
@@ -249,6 +255,29 @@ std::string engine_metrics::render(const std::string& model_name, const engine_g
                                  "Time to compile a request's grammar (cache misses).", labels);
   spec_decode_acceptance_length.render(out, "inflight:spec_decode_acceptance_length",
                                        "Speculative decoding: tokens one checked draft gave (kept + 1).", labels);
+  if (adapter_names.empty()) return out;
+  // LoRA: vLLM's info gauge (the adapters of running and of waiting requests), and a
+  // counter of requests per adapter.
+  const auto names_of = [&](const std::vector<int>& indexes) {
+    std::string list;
+    for (const int i : indexes) {
+      if (i < 0 || i >= int(adapter_names.size())) continue;
+      list += (list.empty() ? "" : ",") + adapter_names[std::size_t(i)];
+    }
+    return escape_label_value(list);
+  };
+  header(out, "inflight:lora_requests_info", "LoRA adapters of running and waiting requests (value 1).", "gauge");
+  sample(out, "inflight:lora_requests_info",
+         labels + ",max_lora=\"" + std::to_string(adapter_names.size()) + "\",running_lora_adapters=\"" +
+             names_of(g.running_adapters) + "\",waiting_lora_adapters=\"" + names_of(g.waiting_adapters) + "\"",
+         1.0);
+  header(out, "inflight:lora_requests_total", "Requests accepted per LoRA adapter.", "counter");
+  std::lock_guard lock(mutex_);
+  for (const auto& name : adapter_names) {
+    const auto it = lora_requests_.find(name);
+    sample(out, "inflight:lora_requests_total", labels + ",lora_name=\"" + escape_label_value(name) + "\"",
+           double(it == lora_requests_.end() ? 0 : it->second));
+  }
   return out;
 }
 

@@ -69,6 +69,8 @@ struct engine_gauges {
   std::uint64_t num_drafts = 0;
   std::uint64_t num_draft_tokens = 0;
   std::uint64_t num_accepted_tokens = 0;
+  /// LoRA: the adapters (their indexes) of running and of waiting requests, each once.
+  std::vector<int> running_adapters, waiting_adapters;
 };
 
 class engine_metrics {
@@ -96,13 +98,19 @@ class engine_metrics {
   /// Counts a finished request under its finish reason (stop, length, abort, error...).
   void count_finished(const std::string& reason);
   std::uint64_t num_finished(const std::string& reason) const;
+  /// Counts a request accepted for the LoRA adapter `name`.
+  void count_lora_request(const std::string& name);
 
-  /// The whole exposition, every metric labelled with model_name.
-  std::string render(const std::string& model_name, const engine_gauges& gauges) const;
+  /// The whole exposition, every metric labelled with model_name. With LoRA adapters
+  /// (`adapter_names`, by index): vLLM's lora_requests_info gauge and a request counter
+  /// per adapter.
+  std::string render(const std::string& model_name, const engine_gauges& gauges,
+                     const std::vector<std::string>& adapter_names = {}) const;
 
  private:
   mutable std::mutex mutex_;
   std::map<std::string, std::uint64_t> finished_;
+  std::map<std::string, std::uint64_t> lora_requests_;
 };
 
 /// The histogram `name` (e.g. "inflight:grammar_mask_seconds") read back from a
