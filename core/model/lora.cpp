@@ -68,6 +68,19 @@ void to_half(std::vector<float>& b, int rank, int num_heads, int head_dim, int r
   }
 }
 
+/// The layer a LoRA tensor's name says (`pattern`'s first group; `m` its match): an
+/// error for a name that is no LoRA update of a layer, or a layer the base lacks.
+result<int> try_layer_of(const std::string& name, const std::regex& pattern, std::smatch& m, const model_config& c,
+                         const std::string& source) {
+  if (!std::regex_match(name, m, pattern))
+    return make_error(errc::unsupported, source + ": tensor '" + name + "' is not a LoRA update of a layer's projection");
+  const int layer = std::stoi(m[1].str());
+  if (layer >= c.num_layers)
+    return make_error(errc::invalid_argument, source + ": tensor '" + name + "' is for layer " + std::to_string(layer) +
+                                                  "; the base model has " + std::to_string(c.num_layers));
+  return layer;
+}
+
 /// GGUF's name of a module's matrix in layer blocks.
 const char* gguf_name(lora_module m) {
   static constexpr const char* names[] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
@@ -94,12 +107,8 @@ result<lora_adapter> try_load_gguf_adapter(const fs::path& path, const model_con
   for (const auto& info : file->tensors()) {
     const std::string name(info.name);
     std::smatch m;
-    if (!std::regex_match(name, m, tensor_name))
-      return make_error(errc::unsupported, source + ": tensor '" + name + "' is not a LoRA update of a layer's projection");
-    const int layer = std::stoi(m[1].str());
-    if (layer >= c.num_layers)
-      return make_error(errc::invalid_argument, source + ": tensor '" + name + "' is for layer " + std::to_string(layer) +
-                                                    "; the base model has " + std::to_string(c.num_layers));
+    auto layer = try_layer_of(name, tensor_name, m, c, source);
+    if (!layer) return std::unexpected(layer.error());
     int module = -1;
     for (int k = 0; k < num_lora_modules; ++k)
       if (m[2].str() == gguf_name(lora_module(k))) module = k;
@@ -130,7 +139,7 @@ result<lora_adapter> try_load_gguf_adapter(const fs::path& path, const model_con
       to_half(*b, int(rank), module == int(lora_module::q) ? c.num_heads : c.num_kv_heads, c.head_dim, c.rotary_dims());
     }
     const double alpha = alpha_value != nullptr ? alpha_value->as_float().value_or(double(rank)) : double(rank);
-    adapter.layers[std::size_t(layer)][std::size_t(module)] = {std::move(*a), std::move(*b), int(rank), float(alpha / double(rank))};
+    adapter.layers[std::size_t(*layer)][std::size_t(module)] = {std::move(*a), std::move(*b), int(rank), float(alpha / double(rank))};
     adapter.rank = std::max(adapter.rank, int(rank));
   }
   if (adapter.rank == 0) return make_error(errc::invalid_argument, source + ": the adapter holds no LoRA tensors");
@@ -195,12 +204,8 @@ result<lora_adapter> try_load_peft_adapter(const fs::path& folder, const model_c
   std::string prefix;
   for (const auto& name : store->names()) {
     std::smatch m;
-    if (!std::regex_match(name, m, tensor_name))
-      return make_error(errc::unsupported, source + ": tensor '" + name + "' is not a LoRA update of a layer's projection");
-    const int layer = std::stoi(m[1].str());
-    if (layer >= c.num_layers)
-      return make_error(errc::invalid_argument, source + ": tensor '" + name + "' is for layer " + std::to_string(layer) +
-                                                    "; the base model has " + std::to_string(c.num_layers));
+    auto layer = try_layer_of(name, tensor_name, m, c, source);
+    if (!layer) return std::unexpected(layer.error());
     if (!module_named(m[2].str()))
       return make_error(errc::unsupported, source + ": tensor '" + name + "' changes '" + m[2].str() +
                                                "', which this server does not apply");
