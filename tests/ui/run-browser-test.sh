@@ -23,20 +23,26 @@ command -v node >/dev/null 2>&1 || missing "node is not installed"
 
 rm -rf "$WORK"
 mkdir -p "$WORK"
+pid=""
+trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null || true' EXIT
+
+# wait_for_port LOG: the port the server `pid` printed to LOG, in `port`.
+wait_for_port() {
+  port=""
+  for _ in $(seq 1 600); do
+    port=$(sed -n 's/^inflight: listening on http:\/\/[0-9.]*:\([0-9]*\).*/\1/p' "$1")
+    [ -n "$port" ] && return 0
+    kill -0 "$pid" 2>/dev/null || { echo "browser test: inflight serve exited early:"; cat "$1"; exit 1; }
+    sleep 0.1
+  done
+  echo "browser test: no port printed"; cat "$1"; exit 1
+}
 "$INFLIGHT_BIN" serve --config "$SOURCE_DIR/config/default.toml" --set server.port=0 \
   --set model.dummy.max_position=32768 --set engine.max_num_batched_tokens=256 --set engine.kv_blocks=2048 \
   --set server.shutdown_grace_s=0.5 --set speculative.method=ngram --set speculative.learn_row_cost=false \
   >"$WORK/serve.log" 2>&1 &
 pid=$!
-trap 'kill -9 $pid 2>/dev/null || true' EXIT
-port=""
-for _ in $(seq 1 600); do
-  port=$(sed -n 's/^inflight: listening on http:\/\/[0-9.]*:\([0-9]*\).*/\1/p' "$WORK/serve.log")
-  [ -n "$port" ] && break
-  kill -0 "$pid" 2>/dev/null || { echo "browser test: inflight serve exited early:"; cat "$WORK/serve.log"; exit 1; }
-  sleep 0.1
-done
-[ -n "$port" ] || { echo "browser test: no port printed"; cat "$WORK/serve.log"; exit 1; }
+wait_for_port "$WORK/serve.log"
 
 node "$here/browser-test.mjs" "http://127.0.0.1:$port/" "$WORK"
 kill -TERM "$pid"
@@ -47,14 +53,7 @@ key='sk-ui/test=1'
 "$INFLIGHT_BIN" serve --config "$SOURCE_DIR/config/default.toml" --set server.port=0 --api-key "$key" \
   --set server.shutdown_grace_s=0.5 >"$WORK/serve-keys.log" 2>&1 &
 pid=$!
-port=""
-for _ in $(seq 1 600); do
-  port=$(sed -n 's/^inflight: listening on http:\/\/[0-9.]*:\([0-9]*\).*/\1/p' "$WORK/serve-keys.log")
-  [ -n "$port" ] && break
-  kill -0 "$pid" 2>/dev/null || { echo "browser test: inflight serve exited early:"; cat "$WORK/serve-keys.log"; exit 1; }
-  sleep 0.1
-done
-[ -n "$port" ] || { echo "browser test: no port printed"; cat "$WORK/serve-keys.log"; exit 1; }
+wait_for_port "$WORK/serve-keys.log"
 node "$here/browser-keys-test.mjs" "http://127.0.0.1:$port/" "$key" "$WORK"
 kill -TERM "$pid"
 wait "$pid"
@@ -78,14 +77,7 @@ dummy.seed = 2
 TOML
 "$INFLIGHT_BIN" serve --config "$WORK/models.toml" >"$WORK/serve-models.log" 2>&1 &
 pid=$!
-port=""
-for _ in $(seq 1 600); do
-  port=$(sed -n 's/^inflight: listening on http:\/\/[0-9.]*:\([0-9]*\).*/\1/p' "$WORK/serve-models.log")
-  [ -n "$port" ] && break
-  kill -0 "$pid" 2>/dev/null || { echo "browser test: inflight serve exited early:"; cat "$WORK/serve-models.log"; exit 1; }
-  sleep 0.1
-done
-[ -n "$port" ] || { echo "browser test: no port printed"; cat "$WORK/serve-models.log"; exit 1; }
+wait_for_port "$WORK/serve-models.log"
 node "$here/browser-models-test.mjs" "http://127.0.0.1:$port/" "$WORK"
 kill -TERM "$pid"
 wait "$pid"
