@@ -22,7 +22,7 @@ deployment named_dummy(const std::string& name, std::uint64_t seed) {
 
 /// Sampled with a fixed seed: the same tokens from the same model each time, and other
 /// tokens from other weights (a tiny random model's greedy text is one byte repeated).
-generate_request greedy(const engine_api& eng, int max_tokens) {
+generate_request seeded(const engine_api& eng, int max_tokens) {
   generate_request r;
   r.prompt = eng.model().tok->encode("Once upon a time", true);
   r.params.temperature = 1.0f;
@@ -36,14 +36,14 @@ generate_request greedy(const engine_api& eng, int max_tokens) {
 std::vector<token_id> alone(const deployment& d, int max_tokens) {
   auto eng = start_engine(d);
   auto sink = std::make_shared<collect_sink>();
-  REQUIRE(eng->submit(greedy(*eng, max_tokens), sink));
+  REQUIRE(eng->submit(seeded(*eng, max_tokens), sink));
   REQUIRE(sink->wait());
   return sink->tokens();
 }
 
 std::vector<token_id> ask(engine_api& slot, int max_tokens, finish_reason expect = finish_reason::length) {
   auto sink = std::make_shared<collect_sink>();
-  REQUIRE(slot.submit(greedy(slot, max_tokens), sink));
+  REQUIRE(slot.submit(seeded(slot, max_tokens), sink));
   REQUIRE(sink->wait());
   CHECK(sink->finish().reason == expect);
   return sink->tokens();
@@ -106,10 +106,10 @@ TEST_CASE("model pool: a model with a request in flight is never unloaded, and t
   pool.start();
 
   auto held = std::make_shared<held_sink>();
-  REQUIRE((*a)->submit(greedy(**a, 20), held));
+  REQUIRE((*a)->submit(seeded(**a, 20), held));
   held->started.wait();  // a's request runs, and stays
   auto waiting = std::make_shared<collect_sink>();
-  REQUIRE((*b)->submit(greedy(**b, 5), waiting));
+  REQUIRE((*b)->submit(seeded(**b, 5), waiting));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // several loader rounds
   CHECK(waiting->num_finishes() == 0);
   CHECK((*a)->state() == model_state::loaded);
@@ -147,7 +147,7 @@ TEST_CASE("model pool: a load that fails finishes its requests with the cause, t
   std::filesystem::remove(config);  // b cannot be read again
 
   auto sink = std::make_shared<collect_sink>();
-  REQUIRE((*b)->submit(greedy(**b, 5), sink));
+  REQUIRE((*b)->submit(seeded(**b, 5), sink));
   REQUIRE(sink->wait());
   CHECK(sink->finish().reason == finish_reason::error);
   REQUIRE(sink->finish().cause);
@@ -204,7 +204,7 @@ TEST_CASE("model pool: a model larger than server.memory_budget is refused, nami
   CHECK((*a)->state() == model_state::unloaded);  // over the budget: not loaded at start
   pool.start();
   auto sink = std::make_shared<collect_sink>();
-  REQUIRE((*a)->submit(greedy(**a, 4), sink));
+  REQUIRE((*a)->submit(seeded(**a, 4), sink));
   REQUIRE(sink->wait());
   CHECK(sink->finish().reason == finish_reason::error);
   REQUIRE(sink->finish().cause);
@@ -220,10 +220,10 @@ TEST_CASE("model pool: a request waiting for a load can be cancelled, and the mo
   REQUIRE(b);
   pool.start();
   auto held = std::make_shared<held_sink>();
-  REQUIRE((*a)->submit(greedy(**a, 6), held));
+  REQUIRE((*a)->submit(seeded(**a, 6), held));
   held->started.wait();
   auto waiting = std::make_shared<collect_sink>();
-  auto id = (*b)->submit(greedy(**b, 5), waiting);
+  auto id = (*b)->submit(seeded(**b, 5), waiting);
   REQUIRE(id);
   (*b)->cancel(*id);
   REQUIRE(waiting->wait(10.0));
