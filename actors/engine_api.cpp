@@ -21,4 +21,18 @@ result<std::vector<request_id>> engine_api::submit_all(std::vector<submission> r
   return ids;
 }
 
+std::vector<lora_adapter_info> engine_api::lora_adapters() const {
+  std::vector<lora_adapter_info> out;
+  for (const auto& [name, path] : settings().lora.adapters) out.push_back({name, path, true, 0});
+  return out;
+}
+
+result<void> engine_api::load_lora_adapter(const std::string&, const std::string&) {
+  return make_error(errc::unsupported, "this server cannot load LoRA adapters at run time (a router: load them on its engines)");
+}
+
+result<void> engine_api::unload_lora_adapter(const std::string&) {
+  return make_error(errc::unsupported, "this server cannot unload LoRA adapters at run time (a router: unload them on its engines)");
+}
+
 }  // namespace inflight

@@ -14,11 +14,13 @@
 #include "core/engine/metrics/metrics.hpp"
 #include "core/engine/sched/sequence.hpp"
 #include "core/engine/step/step_plan.hpp"
+#include "core/model/lora_registry.hpp"
 #include "core/model/model_loader.hpp"
 
 namespace inflight {
 
 using request_id = seq_id;
+using lora_adapter_info = lora_registry::entry_info;
 class request_sink;
 class step_sink;  // actors/step_feed.hpp
 
@@ -44,8 +46,9 @@ struct generate_request {
   /// Speculative decoding: the drafter and draft length this request wants (the
   /// `speculative` request field); unset = the deployment's [speculative].
   speculation_choice speculation{};
-  /// The LoRA adapter (an index of the deployment's lora.adapters), -1: the base model.
-  int adapter = -1;
+  /// The LoRA adapter it runs with, by name (lora.adapters, /v1/load_lora_adapter); "":
+  /// the base model.
+  std::string adapter;
 
   bool is_prefill_only() const { return !score_rows.empty() || pooling.has_value(); }
 };
@@ -165,6 +168,16 @@ class engine_api {
   /// The engines behind a router ("host:port", in its configured order); empty for an
   /// engine in this process.
   virtual std::vector<std::string> engine_addresses() const { return {}; }
+
+  /// The LoRA adapters requests may name, in the order they were registered. This
+  /// default: the deployment's lora.adapters (what a router's engines were given).
+  virtual std::vector<lora_adapter_info> lora_adapters() const;
+  /// Registers and loads the adapter at `path` under `name` (invalid_argument: the name
+  /// is taken, or the adapter does not fit the model). This default: unsupported.
+  virtual result<void> load_lora_adapter(const std::string& name, const std::string& path);
+  /// Forgets the adapter `name` (not_found); its running requests finish with it. This
+  /// default: unsupported.
+  virtual result<void> unload_lora_adapter(const std::string& name);
 };
 
 }  // namespace inflight

@@ -44,16 +44,19 @@ cpu_backend::cpu_backend(std::shared_ptr<const model_weights> weights, int num_b
   }
 }
 
-result<void> cpu_backend::set_adapters(std::vector<std::shared_ptr<const lora_adapter>> adapters) {
+result<void> cpu_backend::bind_adapters(const step_plan& plan) {
   const auto& c = weights_->config;
-  adapter_layers_.clear();
+  adapter_layers_.resize(plan.adapters.size());
   adapter_views_.clear();
   max_lora_rank_ = 0;
-  for (const auto& a : adapters) {
+  for (std::size_t i = 0; i < plan.adapters.size(); ++i) {
+    const lora_adapter* a = plan.adapters[i].get();
+    if (a == nullptr) return make_error(errc::invalid_argument, "step plan: LoRA adapter " + std::to_string(i) + " is missing");
     if (int(a->layers.size()) != c.num_layers)
       return make_error(errc::invalid_argument, a->source + ": an adapter of " + std::to_string(a->layers.size()) +
                                                     " layers for a model of " + std::to_string(c.num_layers));
-    auto& layers = adapter_layers_.emplace_back(std::size_t(c.num_layers));
+    auto& layers = adapter_layers_[i];
+    layers.assign(std::size_t(c.num_layers), {});
     for (int l = 0; l < c.num_layers; ++l) {
       for (int m = 0; m < num_lora_modules; ++m) {
         const auto& u = a->layers[std::size_t(l)][std::size_t(m)];
@@ -62,13 +65,13 @@ result<void> cpu_backend::set_adapters(std::vector<std::shared_ptr<const lora_ad
         max_lora_rank_ = std::max(max_lora_rank_, u.rank);
       }
     }
+    adapter_views_.push_back({layers.data()});
   }
-  for (const auto& layers : adapter_layers_) adapter_views_.push_back({layers.data()});
-  adapters_ = std::move(adapters);
   return {};
 }
 
 result<std::span<const float>> cpu_backend::forward(const step_plan& plan) {
+  if (auto ok = bind_adapters(plan); !ok) return std::unexpected(ok.error());
   const ragged_batch_bounds bounds{shape_.vocab_size, num_blocks_, block_size_, 0, int(adapter_views_.size())};
   if (auto ok = batch_.try_flatten(plan, bounds); !ok) return std::unexpected(ok.error());
   const auto b = batch_.view();

@@ -43,13 +43,15 @@ class cpu_backend final : public backend {
   int block_size() const override { return block_size_; }
   std::string name() const override { return "cpu"; }
   /// Adapters of this model's shape: their updates as the kernels read them.
-  result<void> set_adapters(std::vector<std::shared_ptr<const lora_adapter>> adapters) override;
+  bool runs_adapters() const override { return true; }
   int num_threads() const { return forward_options_.num_threads; }
   kernels::cpu::cpu_isa isa() const { return forward_options_.kernels->isa; }
   /// Accumulates per-stage wall time of every later step into `times` (null: stop).
   void set_stage_times(kernels::cpu::stage_times* times) { forward_options_.times = times; }
 
  private:
+  /// The views of the step's adapters (step_plan::adapters) for the kernels.
+  result<void> bind_adapters(const step_plan& plan);
   cpu_backend(std::shared_ptr<const model_weights> weights, int num_blocks, int block_size,
               const cpu_backend_options& options);
 
@@ -67,7 +69,6 @@ class cpu_backend final : public backend {
   std::vector<float> row_logits_;
   std::vector<float> hidden_;
   kernels::cpu::forward_options forward_options_;
-  std::vector<std::shared_ptr<const lora_adapter>> adapters_;
   std::vector<std::vector<std::array<kernels::cpu::lora_projection_view, kernels::cpu::num_lora_targets>>> adapter_layers_;
   std::vector<kernels::cpu::lora_adapter_view> adapter_views_;
   int max_lora_rank_ = 0;

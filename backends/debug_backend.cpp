@@ -27,9 +27,7 @@ class debug_backend final : public backend {
   int block_size() const override { return inner_->block_size(); }
   std::string name() const override { return inner_->name(); }
   /// Not a step: neither delayed nor counted, so `fail_step` counts served steps only.
-  result<void> set_adapters(std::vector<std::shared_ptr<const lora_adapter>> adapters) override {
-    return inner_->set_adapters(std::move(adapters));
-  }
+  bool runs_adapters() const override { return inner_->runs_adapters(); }
   result<void> warm_up() override {
     if (settings_.fail_warm_up) return make_error(errc::backend_error, "injected failure (debug.fail_warm_up)");
     return inner_->warm_up();

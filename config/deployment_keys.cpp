@@ -235,6 +235,10 @@ const std::map<std::string, key_spec>& specs() {
         [](auto k) { return integer(&D::server, &server_settings::max_loaded_models, 0, 1 << 16, k); });
     add("server.memory_budget", [](auto k) { return bytes(&D::server, &server_settings::memory_budget_bytes, k, 0); });
     add("server.keep_alive", [](auto k) { return duration(&D::server, &server_settings::keep_alive_s, k); });
+    add("lora.max_loras_per_step",
+        [](auto k) { return integer(&D::lora, &lora_settings::max_loras_per_step, 0, 1 << 16, k); });
+    add("lora.max_cpu_loras", [](auto k) { return integer(&D::lora, &lora_settings::max_cpu_loras, 0, 1 << 20, k); });
+    add("lora.runtime_updates", [](auto k) { return boolean(&D::lora, &lora_settings::runtime_updates, k); });
     add("cluster.bind", [](auto k) -> key_spec {
       const std::string expected = "\"\" or \"host:port\" with a port in [0, 65535]";
       return {expected, [k, expected](deployment& d, const toml::node& n) -> result<void> {

@@ -189,7 +189,7 @@ typename Inspector::result_type inspect(Inspector& f, engine_report& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_seq& x) {
   return f(caf::meta::type_name("step_seq"), x.id, x.num_prefill_tokens, x.num_decode_tokens, x.position,
-           x.num_draft_tokens);
+           x.num_draft_tokens, x.adapter);
 }
 
 template <class Inspector>

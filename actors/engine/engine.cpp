@@ -35,6 +35,9 @@ struct engine::impl {
   std::filesystem::path plugin_dir;
   std::shared_ptr<std::atomic<int>> num_live = std::make_shared<std::atomic<int>>(0);
   std::shared_ptr<admission_gate> gate;
+  /// LoRA adapters by name; null when the backend does not run adapters.
+  std::unique_ptr<lora_registry> loras;
+  std::string backend_name;
   std::atomic<request_id> next_id{1};
   std::atomic<bool> is_accepting{true};
   std::atomic<bool> is_stopped{false};
@@ -86,6 +89,7 @@ result<scheduler> make_scheduler(const deployment& d, const loaded_model& m, con
   scheduler_config c;
   c.max_num_batched_tokens = d.engine.max_num_batched_tokens;
   c.max_num_seqs = d.engine.max_num_seqs;
+  c.max_loras_per_step = d.lora.max_loras_per_step;
   c.max_seq_len = m.max_context;
   c.eos_token_ids = m.eos_ids;
   c.seed = std::random_device{}();
@@ -123,14 +127,14 @@ result<std::unique_ptr<engine>> engine::start(const deployment& d, loaded_model 
   auto be = make_backend(d.engine, model.weights);
   if (!be) return std::unexpected(be.error());
   if (is_active(d.debug)) *be = make_debug_backend(std::move(*be), d.debug);
-  if (!d.lora.adapters.empty()) {
-    std::vector<std::shared_ptr<const lora_adapter>> adapters;
-    for (const auto& [name, path] : d.lora.adapters) {
-      auto a = try_load_lora_adapter(path, model.weights->config);
-      if (!a) return make_error(a.error().code, "LoRA adapter " + name + ": " + a.error().message);
-      adapters.push_back(std::make_shared<const lora_adapter>(std::move(*a)));
-    }
-    if (auto ok = (*be)->set_adapters(std::move(adapters)); !ok) return std::unexpected(ok.error());
+  p->backend_name = (*be)->name();
+  if ((*be)->runs_adapters()) {
+    p->loras = std::make_unique<lora_registry>(model.weights->config, d.lora.max_cpu_loras);
+    for (const auto& [name, path] : d.lora.adapters)
+      if (auto ok = p->loras->add(name, path); !ok) return std::unexpected(ok.error());
+  } else if (!d.lora.adapters.empty()) {
+    return make_error(errc::unsupported, "LoRA adapters do not run on the " + p->backend_name +
+                                             " backend yet (the cpu backend runs them)");
   }
   p->gate = std::make_shared<admission_gate>(
       admission_gate::limits{d.server.max_waiting_requests, d.server.max_waiting_tokens});
@@ -229,20 +233,24 @@ result<queued_request> prepare(engine::impl& p, generate_request request, std::s
                                                   std::to_string(g->vocab().size()) + " tokens; the model has " +
                                                   std::to_string(vocab));
   }
-  if (request.adapter < -1 || request.adapter >= int(p.settings.lora.adapters.size()))
-    return make_error(errc::invalid_argument, "LoRA adapter " + std::to_string(request.adapter) + " is not loaded (" +
-                                                  std::to_string(p.settings.lora.adapters.size()) + " are)");
-  // Adapters never share cached blocks with the base model or each other.
-  if (request.adapter >= 0) {
-    const auto& name = p.settings.lora.adapters[std::size_t(request.adapter)].first;
-    request.cache_salt += "\x1flora:" + name;
+  // The adapter's weights go with the sequence (and its steps) until it finishes.
+  std::shared_ptr<const lora_adapter> adapter;
+  if (!request.adapter.empty()) {
+    if (!p.loras)
+      return make_error(errc::unsupported, "LoRA adapters do not run on the " + p.backend_name + " backend yet");
+    auto a = p.loras->acquire(request.adapter);
+    if (!a) return std::unexpected(a.error());
+    adapter = std::move(*a);
+    // Adapters never share cached blocks with the base model, each other, or an
+    // earlier adapter of the same name.
+    request.cache_salt += "\x1flora:" + std::to_string(adapter->id) + ":" + request.adapter;
   }
   // Entered here, left by the step loop when the request starts or finishes.
   if (auto ok = p.gate->try_enter(int(request.prompt.size())); !ok) {
     if (ok.error().code == errc::queue_full) ++p.metrics->requests_refused_total;
     return std::unexpected(ok.error());
   }
-  if (request.adapter >= 0) p.metrics->count_lora_request(p.settings.lora.adapters[std::size_t(request.adapter)].first);
+  if (adapter) p.metrics->count_lora_request(adapter->name);
   const request_id id = p.next_id++;
   // The request actor keeps what it needs for the text; the sequence takes the rest.
   request_context ctx{.id = id,
@@ -261,7 +269,7 @@ result<queued_request> prepare(engine::impl& p, generate_request request, std::s
   seq.score_rows = std::move(request.score_rows);
   seq.pooling = request.pooling;
   seq.speculation = std::move(request.speculation);
-  seq.adapter = request.adapter;
+  seq.adapter = std::move(adapter);
   return queued_request{std::move(seq), std::move(ctx)};
 }
 
@@ -360,9 +368,20 @@ void engine::request_full_report() {
   if (!impl_->is_stopped) caf::anon_send(impl_->sched, full_report_atom::value);
 }
 std::string engine::render_metrics() const {
-  std::vector<std::string> adapters;
-  for (const auto& a : impl_->settings.lora.adapters) adapters.push_back(a.first);
-  return impl_->metrics->render(impl_->model.name, snapshot().gauges, adapters);
+  const auto adapters = impl_->loras ? impl_->loras->names() : std::vector<std::string>{};
+  return impl_->metrics->render(impl_->model.name, snapshot().gauges, adapters, impl_->settings.lora.max_loras_per_step);
+}
+std::vector<lora_adapter_info> engine::lora_adapters() const {
+  return impl_->loras ? impl_->loras->list() : std::vector<lora_adapter_info>{};
+}
+result<void> engine::load_lora_adapter(const std::string& name, const std::string& path) {
+  if (!impl_->loras)
+    return make_error(errc::unsupported, "LoRA adapters do not run on the " + impl_->backend_name + " backend yet");
+  return impl_->loras->add(name, path);
+}
+result<void> engine::unload_lora_adapter(const std::string& name) {
+  if (!impl_->loras) return make_error(errc::not_found, "the LoRA adapter '" + name + "' is not loaded");
+  return impl_->loras->remove(name);
 }
 
 }  // namespace inflight

@@ -64,6 +64,10 @@ class engine final : public engine_api {
   /// Has the next report to the cache sink be a full one (every cached block), after
   /// the deltas already under way.
   void request_full_report();
+  /// LoRA adapters: lora.adapters from the start, and those loaded since (lora_registry).
+  std::vector<lora_adapter_info> lora_adapters() const override;
+  result<void> load_lora_adapter(const std::string& name, const std::string& path) override;
+  result<void> unload_lora_adapter(const std::string& name) override;
 
   struct impl;
 

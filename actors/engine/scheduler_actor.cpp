@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "actors/engine/request_actor.hpp"
+#include "core/model/lora.hpp"
 
 namespace inflight {
 namespace {
@@ -37,11 +38,11 @@ engine_snapshot make_snapshot(self_ptr self) {
   s.gauges.num_drafts = sched.counters().num_drafts;
   s.gauges.num_draft_tokens = sched.counters().num_draft_tokens;
   s.gauges.num_accepted_tokens = sched.counters().num_accepted_tokens;
-  // LoRA adapters of running and waiting requests, each once, in index order.
+  // LoRA adapters of running and waiting requests, each once, by name.
   const auto adapters_of = [&](const auto& ids) {
-    std::vector<int> out;
+    std::vector<std::string> out;
     for (const auto id : ids)
-      if (const sequence* seq = sched.find(id); seq != nullptr && seq->adapter >= 0) out.push_back(seq->adapter);
+      if (const sequence* seq = sched.find(id); seq != nullptr && seq->adapter) out.push_back(seq->adapter->name);
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;

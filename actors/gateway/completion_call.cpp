@@ -21,9 +21,9 @@ completion_call::completion_call(gateway_state& state, openai_request request, p
 
 std::optional<api_error> completion_call::try_start() {
   // An adapter's requests answer under its name (vLLM's way).
-  const int adapter = request_.base.adapter;
+  const auto& adapter = request_.base.adapter;
   meta_ = {make_response_id(request_.is_chat ? "chatcmpl-" : "cmpl-"), unix_now(),
-           adapter >= 0 ? model_.adapters[std::size_t(adapter)] : model_.name};
+           adapter.empty() ? model_.name : adapter};
   const int num_choices = request_.num_choices();
   std::int64_t num_prompt_tokens = 0;
   for (const auto& ids : request_.prompts) num_prompt_tokens += std::int64_t(ids.size()) * request_.n;

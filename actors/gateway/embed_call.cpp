@@ -20,6 +20,7 @@ std::optional<api_error> embed_call::try_start() {
     req.prompt = request_.inputs[std::size_t(i)];
     req.priority = request_.priority;
     req.cache_salt = request_.cache_salt;
+    req.adapter = request_.adapter;
     req.timeout_s = model.request_timeout_s;
     req.pooling = model.embedding.pooling;
     return req;
@@ -35,7 +36,9 @@ void embed_call::on_finish(int index, const finish_event& ev) {
     return fanout_.fail(to_api_error({errc::internal, "the engine returned no hidden state for an embedding request"}));
   const auto& model = state_.model();
   embeddings_[std::size_t(index)] = finish_embedding(ev.embedding, request_.dimensions, model.embedding.normalize);
-  if (fanout_.is_done()) fanout_.emit(embeddings_response(model.name, request_, embeddings_));
+  if (!fanout_.is_done()) return;
+  const auto& name = request_.adapter.empty() ? model.name : request_.adapter;  // an adapter answers as itself
+  fanout_.emit(embeddings_response(name, request_, embeddings_));
 }
 
 }  // namespace inflight::gateway

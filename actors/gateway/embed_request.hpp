@@ -34,6 +34,7 @@ struct embed_request {
   std::string user;       ///< accepted, not used
   int priority = 0;
   std::string cache_salt;  ///< prefix caching: inputs share cached K/V only within a salt
+  std::string adapter;     ///< the LoRA adapter the `model` field names ("": none)
 
   int num_inputs() const { return int(inputs.size()); }
   /// Tokens of every input together (the usage count).

@@ -13,9 +13,12 @@ namespace {
 
 json seqs_json(const step_summary& s) {
   json out = json::array();
-  for (const auto& q : s.seqs)
-    out.push_back({{"id", q.id}, {"prefill", q.num_prefill_tokens}, {"decode", q.num_decode_tokens},
-                    {"draft", q.num_draft_tokens}, {"position", q.position}});
+  for (const auto& q : s.seqs) {
+    json seq = {{"id", q.id}, {"prefill", q.num_prefill_tokens}, {"decode", q.num_decode_tokens},
+                {"draft", q.num_draft_tokens}, {"position", q.position}};
+    if (!q.adapter.empty()) seq["adapter"] = q.adapter;
+    out.push_back(std::move(seq));
+  }
   return out;
 }
 

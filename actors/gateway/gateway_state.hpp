@@ -34,7 +34,13 @@ class gateway_state {
   gateway_state(engine_api& eng, served_model model, server_settings settings, std::string version,
                 api_keys keys = {})
       : engine_(eng), model_(std::move(model)), settings_(std::move(settings)), version_(std::move(version)),
-        keys_(std::move(keys)) {}
+        keys_(std::move(keys)) {
+    model_.adapters = [e = &eng] {
+      std::vector<std::string> names;
+      for (const auto& a : e->lora_adapters()) names.push_back(a.name);
+      return names;
+    };
+  }
 
   engine_api& eng() { return engine_; }
   const served_model& model() const { return model_; }

@@ -148,11 +148,11 @@ opt_error check_model_name(const json& body, const std::string& served_name, std
                    "model_not_found"};
 }
 
-int adapter_of(const json& body, std::span<const std::string> adapters) {
+std::string adapter_of(const json& body, std::span<const std::string> adapters) {
   const auto it = body.find("model");
-  if (it == body.end() || !it->is_string()) return -1;
-  const auto found = std::find(adapters.begin(), adapters.end(), it->get<std::string>());
-  return found == adapters.end() ? -1 : int(found - adapters.begin());
+  if (it == body.end() || !it->is_string()) return {};
+  const auto name = it->get<std::string>();
+  return std::find(adapters.begin(), adapters.end(), name) == adapters.end() ? std::string() : name;
 }
 
 }  // namespace inflight::gateway

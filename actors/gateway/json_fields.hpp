@@ -55,7 +55,7 @@ opt_error read_scheduling_fields(const nlohmann::json& body, int& priority, std:
 /// LoRA `adapters`): 404 model_not_found otherwise.
 opt_error check_model_name(const nlohmann::json& body, const std::string& served_name,
                            std::span<const std::string> aliases = {}, std::span<const std::string> adapters = {});
-/// The index in `adapters` of the adapter the `model` field names; -1: none.
-int adapter_of(const nlohmann::json& body, std::span<const std::string> adapters);
+/// The adapter of `adapters` the `model` field names; "": none.
+std::string adapter_of(const nlohmann::json& body, std::span<const std::string> adapters);
 
 }  // namespace inflight::gateway

@@ -25,7 +25,7 @@ gateway_state* model_table::find(std::string_view name) const {
   for (const auto& e : entries_) {
     if (e.state->model().name == name) return e.state.get();
     if (std::find(e.aliases.begin(), e.aliases.end(), name) != e.aliases.end()) return e.state.get();
-    const auto& adapters = e.state->model().adapters;
+    const auto adapters = e.state->model().adapter_names();
     if (std::find(adapters.begin(), adapters.end(), name) != adapters.end()) return e.state.get();
   }
   return nullptr;

@@ -159,7 +159,7 @@ json models_list(const served_model& m) {
   json model = {{"id", m.name}, {"object", "model"}, {"created", m.created},
                 {"owned_by", "inflight"}, {"max_model_len", m.max_context}};
   json data = json::array({model});
-  for (const auto& adapter : m.adapters) {  // vLLM's way: an adapter names its base as parent
+  for (const auto& adapter : m.adapter_names()) {  // vLLM's way: an adapter names its base as parent
     data.push_back({{"id", adapter}, {"object", "model"}, {"created", m.created}, {"owned_by", "inflight"},
                     {"max_model_len", m.max_context}, {"parent", m.name}});
   }

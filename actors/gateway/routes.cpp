@@ -1,5 +1,8 @@
 #include "actors/gateway/routes.hpp"
 
+#include <algorithm>
+#include <optional>
+
 #include "actors/gateway/anthropic_call.hpp"
 #include "actors/gateway/chat_request.hpp"
 #include "actors/gateway/openai_request.hpp"
@@ -83,6 +86,8 @@ constexpr route routes[] = {
     {"/v1/models", "GET", route_kind::models, route_access::key, true},
     {"/v1/models/", "GET", route_kind::model, route_access::key, true},
     {"/v1/models/", "POST", route_kind::model_action},
+    {"/v1/load_lora_adapter", "POST", route_kind::lora_load},
+    {"/v1/unload_lora_adapter", "POST", route_kind::lora_unload},
     {"/version", "GET", route_kind::version, route_access::key, true},
     {"/tokenize", "POST", route_kind::tokenize},
     {"/v1/tokenize", "POST", route_kind::tokenize},
@@ -160,6 +165,39 @@ http_reply detokenize_reply(gateway_state& state, const std::string& text) {
   return json_reply(200, {{"prompt", detokenize(state.model(), *ids)}});
 }
 
+/// POST /v1/load_lora_adapter and /v1/unload_lora_adapter, as vLLM answers them: 200 with
+/// a line of text; 400 for a bad body, a name taken or an adapter that does not fit;
+/// 404 to unload an adapter that is not loaded. A load reads the adapter before it answers.
+http_reply lora_reply(gateway_state& state, bool is_load, const std::string& text) {
+  if (!state.eng().settings().lora.runtime_updates)
+    return error_reply(bad_request("loading and unloading LoRA adapters at run time is off on this server "
+                                   "(lora.runtime_updates = false)", "", "invalid_request"));
+  auto body = try_parse_json(text);
+  if (!body) return error_reply(body.error());
+  if (!body->is_object()) return error_reply(bad_request("the request body must be a JSON object"));
+  const auto string_field = [&](const char* key) -> std::optional<std::string> {
+    const auto it = body->find(key);
+    if (it == body->end() || !it->is_string() || it->get<std::string>().empty()) return std::nullopt;
+    return it->get<std::string>();
+  };
+  const auto name = string_field("lora_name");
+  if (!name) return error_reply(bad_request("lora_name must be a non-empty string", "lora_name"));
+  const auto& m = state.model();
+  if (!is_load) {
+    if (auto ok = state.eng().unload_lora_adapter(*name); !ok) return error_reply(to_api_error(ok.error()));
+    return {200, "text/plain; charset=utf-8", "Success: LoRA adapter '" + *name + "' removed successfully.", {}};
+  }
+  const auto path = string_field("lora_path");
+  if (!path) return error_reply(bad_request("lora_path must be a non-empty string", "lora_path"));
+  if (*name == m.name || std::find(m.aliases.begin(), m.aliases.end(), *name) != m.aliases.end())
+    return error_reply(bad_request("lora_name '" + *name + "' is the name of the model itself", "lora_name"));
+  if (auto ok = state.eng().load_lora_adapter(*name, *path); !ok) {  // a file that is no adapter: the caller's
+    const auto& e = ok.error();
+    return error_reply(e.code == errc::unsupported ? to_api_error(e) : bad_request(e.message, "lora_path"));
+  }
+  return {200, "text/plain; charset=utf-8", "Success: LoRA adapter '" + *name + "' added successfully.", {}};
+}
+
 }  // namespace
 
 bool is_open_route(std::string_view path, const server_settings& settings) {
@@ -192,6 +230,8 @@ http_reply answer(gateway_state& state, route_kind kind, std::string_view method
     case route_kind::model_action:
       return error_reply(bad_request("This server serves one model, always loaded: loading and unloading are for "
                                      "servers of several models ([[models]], serve --model)", "", "invalid_request"));
+    case route_kind::lora_load: return lora_reply(state, true, body);
+    case route_kind::lora_unload: return lora_reply(state, false, body);
     case route_kind::websocket:
       return error_reply(api_error{426, "invalid_request_error", "/v1/ws takes a WebSocket upgrade", {}, "upgrade_required"});
     default: break;

@@ -31,6 +31,8 @@ enum class route_kind {
   models,         ///< GET /v1/models
   model,          ///< GET /v1/models/{name}
   model_action,   ///< POST /v1/models/{name}/load, /unload (several models: model_table)
+  lora_load,      ///< POST /v1/load_lora_adapter (vLLM's body: lora_name, lora_path)
+  lora_unload,    ///< POST /v1/unload_lora_adapter (lora_name)
   version,        ///< GET /version
   tokenize,       ///< POST /tokenize, /v1/tokenize
   detokenize,     ///< POST /detokenize, /v1/detokenize

@@ -22,6 +22,7 @@ std::optional<api_error> score_call::try_start() {
     req.prompt = request_.prompts[std::size_t(i)];
     req.priority = request_.priority;
     req.cache_salt = request_.cache_salt;
+    req.adapter = request_.adapter;
     req.timeout_s = model.request_timeout_s;
     const auto rows = model.rerank->score_rows();
     req.score_rows.assign(rows.begin(), rows.end());
@@ -41,7 +42,8 @@ void score_call::on_finish(int index, const finish_event& ev) {
   if (!fanout_.is_done()) return;
   const auto& model = state_.model();
   const bool is_rerank = request_.api == score_api::rerank;
-  const response_meta meta{make_response_id(is_rerank ? "rerank-" : "score-"), unix_now(), model.name};
+  const response_meta meta{make_response_id(is_rerank ? "rerank-" : "score-"), unix_now(),
+                           request_.adapter.empty() ? model.name : request_.adapter};
   fanout_.emit(is_rerank ? rerank_response(meta, request_, scores_, num_cached_tokens_)
                          : score_response(meta, request_, scores_, num_cached_tokens_));
 }

@@ -56,9 +56,13 @@ opt_error check_pair_count(std::size_t num_pairs, const served_model& m, const c
                      param, "too_many_documents");
 }
 
-opt_error check_served(const json& body, const served_model& m) {
+/// Served: the request's model is the model or one of its LoRA adapters (`adapter`).
+opt_error check_served(const json& body, const served_model& m, std::string& adapter) {
   if (!m.rerank) return bad_request(m.rerank_unavailable, {}, "rerank_unavailable");
-  return check_model_name(body, m.name, m.aliases);
+  const auto adapters = m.adapter_names();
+  if (auto e = check_model_name(body, m.name, m.aliases, adapters)) return e;
+  adapter = adapter_of(body, adapters);
+  return {};
 }
 
 /// Tokenizes pair i = (queries[query_of(i)], documents[i]); each query's prefix once.
@@ -95,8 +99,8 @@ int score_request::num_prompt_tokens() const {
 
 api_result<score_request> try_parse_rerank(const json& body, const served_model& m) {
   if (!body.is_object()) return std::unexpected(bad_request("the request body must be a JSON object"));
-  if (auto e = check_served(body, m)) return std::unexpected(*e);
   score_request r;
+  if (auto e = check_served(body, m, r.adapter)) return std::unexpected(*e);
   r.api = score_api::rerank;
   const json* query = field(body, "query");
   if (query == nullptr) return std::unexpected(bad_request("query is required", "query"));
@@ -122,8 +126,8 @@ api_result<score_request> try_parse_rerank(const json& body, const served_model&
 
 api_result<score_request> try_parse_score(const json& body, const served_model& m) {
   if (!body.is_object()) return std::unexpected(bad_request("the request body must be a JSON object"));
-  if (auto e = check_served(body, m)) return std::unexpected(*e);
   score_request r;
+  if (auto e = check_served(body, m, r.adapter)) return std::unexpected(*e);
   r.api = score_api::score;
   bool is_list_1 = false, is_list_2 = false;
   auto text_1 = text_list(body, "text_1", false, is_list_1);

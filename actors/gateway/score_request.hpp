@@ -34,6 +34,7 @@ struct score_request {
   bool return_documents = true;                ///< rerank: results carry {"document": {"text"}}
   int priority = 0;
   std::string cache_salt;                      ///< prefix caching: pairs share cached K/V only within a salt
+  std::string adapter;                         ///< the LoRA adapter the `model` field names ("": none)
 
   int num_pairs() const { return int(prompts.size()); }
   /// Prompt tokens of every pair together (the usage count).

@@ -93,7 +93,6 @@ result<served_model> try_make_served_model(const loaded_model& model, const depl
   served_model m;
   m.tok = model.tok;
   m.name = model.name;
-  for (const auto& adapter : d.lora.adapters) m.adapters.push_back(adapter.first);
   m.max_context = model.max_context;
   m.vocab_size = model.weights ? model.weights->config.vocab_size : model.tok->vocab_size();
   m.request_timeout_s = d.server.request_timeout_s;

@@ -3,6 +3,7 @@
 /// chat template, resolved once at start-up.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -28,9 +29,10 @@ struct served_model {
   std::shared_ptr<const tokenizer> tok;
   std::string name;                  ///< the value the `model` field takes (or one of `aliases`)
   std::vector<std::string> aliases;  ///< [[models]] aliases: other values that choose this model
-  /// The LoRA adapters ([lora] adapters): a request whose `model` names one runs it
-  /// (generate_request::adapter is its index here).
-  std::vector<std::string> adapters;
+  /// The LoRA adapters' names now (lora.adapters and those loaded at run time): a request
+  /// whose `model` names one runs it. The gateway asks its engine (gateway_state).
+  std::function<std::vector<std::string>()> adapters;
+  std::vector<std::string> adapter_names() const { return adapters ? adapters() : std::vector<std::string>{}; }
   int max_context = 0;
   int vocab_size = 0;
   std::optional<chat_template> chat; ///< none = the plain-text fallback (render_plain_chat)

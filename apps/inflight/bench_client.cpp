@@ -47,6 +47,8 @@ std::string request_body(const client_target& t, const bench::bench_prompt& p, i
   j["temperature"] = 0;
   j["ignore_eos"] = t.ignore_eos;
   if (!t.model.empty()) j["model"] = t.model;
+  if (!t.lora_modules.empty()) j["model"] = t.lora_modules[std::size_t(index) % t.lora_modules.size()];
+  if (t.llamacpp_loras > 0) j["lora"] = {{{"id", index % t.llamacpp_loras}, {"scale", 1.0}}};
   if (!p.json_schema.empty()) {
     j["response_format"] = {{"type", "json_schema"},
                             {"json_schema", {{"name", p.tag.empty() ? "output" : p.tag},

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "apps/inflight/bench_response_timeline.hpp"
 #include "core/bench/bench_metrics.hpp"
@@ -20,6 +21,11 @@ struct client_target {
   std::string base_path;   ///< path prefix before /v1 (usually empty)
   bool use_ws = false;
   std::string model;       ///< "model" field; empty = not sent
+  /// LoRA adapters by name (vLLM's --lora-modules): request i's "model" is entry i mod n.
+  std::vector<std::string> lora_modules;
+  /// llama.cpp's server with N adapters loaded (--lora ... --lora-init-without-apply):
+  /// request i applies adapter i mod N alone ("lora": [{"id", "scale": 1}]); 0 = none.
+  int llamacpp_loras = 0;
   bool ignore_eos = true;
   double timeout_s = 600.0;
   bool keep_text = false;  ///< keep each request's generated text in its record (structured checks it)

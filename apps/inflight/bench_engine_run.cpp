@@ -213,7 +213,7 @@ result<engine_run> run_engine_workload(const deployment& d, const loaded_model& 
     const auto request_of = [&](std::size_t k) {
       auto r = make_request(prompts[k], grammars.empty() ? nullptr : grammars[k]);
       // With LoRA adapters ([lora] adapters): the requests spread over them in turn.
-      if (!d.lora.adapters.empty()) r.adapter = int(k % d.lora.adapters.size());
+      if (!d.lora.adapters.empty()) r.adapter = d.lora.adapters[k % d.lora.adapters.size()].first;
       return r;
     };
     for (std::size_t k = i; k < end; ++k) {

@@ -22,6 +22,8 @@ struct serve_options {
   std::string url = "http://127.0.0.1:8000";
   bool use_ws = false;
   std::string model;
+  std::vector<std::string> lora_modules;
+  int llamacpp_loras = 0;
   std::string dataset = "random";
   std::string dataset_path;
   std::string workload;
@@ -230,6 +232,8 @@ void run_bench_serve(const serve_options& o) {
   if (!target) fail(target.error().message);
   target->use_ws = o.use_ws || o.url.starts_with("ws://");
   target->model = o.model;
+  target->lora_modules = o.lora_modules;
+  target->llamacpp_loras = o.llamacpp_loras;
   target->ignore_eos = o.ignore_eos;
   target->timeout_s = o.timeout_s;
   auto percentiles = bench::parse_percentiles(o.percentiles);
@@ -299,6 +303,12 @@ void add_bench_serve_command(CLI::App& bench) {
   cmd->add_option("--url", o->url, "server base URL")->capture_default_str();
   cmd->add_flag("--ws", o->use_ws, "use inflight's WebSocket protocol (/v1/ws) instead of SSE");
   cmd->add_option("--model", o->model, "model name sent with each request");
+  cmd->add_option("--lora-modules", o->lora_modules, "LoRA adapters by name: the requests' model field takes them in turn")
+      ->delimiter(',');
+  cmd->add_option("--llamacpp-loras", o->llamacpp_loras,
+                  "llama.cpp's server with N adapters (--lora ... --lora-init-without-apply): the requests apply "
+                  "adapter 0, 1, ... N-1 in turn (its per-request \"lora\" field)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--dataset", o->dataset, "random | jsonl")->capture_default_str();
   cmd->add_option("--dataset-path", o->dataset_path, "JSONL file: {\"prompt\": text or [ids], \"output_len\": N}");
   cmd->add_option("--workload", o->workload, "a named workload: variance | latency | procurement | interference | prefix | prefix-chat | structured");

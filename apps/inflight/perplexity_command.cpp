@@ -36,7 +36,7 @@ struct perplexity_options {
 struct scoring_model {
   loaded_model model;
   std::unique_ptr<cpu_backend> backend;
-  int adapter = -1;  ///< 0 with a LoRA adapter
+  std::shared_ptr<const lora_adapter> adapter;  ///< a LoRA adapter over the model, or none
 };
 
 scoring_model load_scoring_model(const perplexity_options& o, const std::string& path,
@@ -59,9 +59,7 @@ scoring_model load_scoring_model(const perplexity_options& o, const std::string&
   if (lora.empty()) return {std::move(*model), std::move(*be)};
   auto adapter = try_load_lora_adapter(lora, model->weights->config);
   if (!adapter) fail(adapter.error().message);
-  if (auto ok = (*be)->set_adapters({std::make_shared<const lora_adapter>(std::move(*adapter))}); !ok)
-    fail(ok.error().message);
-  return {std::move(*model), std::move(*be), 0};
+  return {std::move(*model), std::move(*be), std::make_shared<const lora_adapter>(std::move(*adapter))};
 }
 
 /// The logits of positions first .. ctx-2 of one chunk, [num_scored x vocab].
@@ -73,7 +71,10 @@ std::vector<float> chunk_logits(scoring_model& m, std::vector<token_id> chunk, c
   s.tokens = std::move(chunk);
   for (int b = 0; b < m.backend->num_kv_blocks(); ++b) s.block_table.push_back(b);
   s.num_tail_logits = plan.ctx - plan.first;  // positions first .. ctx-1; the last predicts nothing
-  s.adapter = m.adapter;
+  if (m.adapter) {
+    s.adapter = 0;
+    step.adapters.push_back(m.adapter);
+  }
   step.seqs.push_back(std::move(s));
   auto logits = m.backend->forward(step);
   if (!logits) fail(logits.error().message);

@@ -187,6 +187,13 @@ struct logging_settings {
 /// NAME=PATH`): a request's `model` field names one (docs/models.md).
 struct lora_settings {
   std::vector<std::pair<std::string, std::string>> adapters;  ///< name -> PEFT adapter folder, in order
+  /// Most distinct adapters in one step (0 = no limit): rows of others wait a step.
+  int max_loras_per_step = 0;
+  /// Most adapters held in memory while idle (0 = no limit): past it the least recently
+  /// used idle one is dropped and read again from its path when a request names it.
+  int max_cpu_loras = 0;
+  /// POST /v1/load_lora_adapter and /v1/unload_lora_adapter (API key when keys are on).
+  bool runtime_updates = true;
 };
 
 /// One model of a server that serves several ([[models]] in TOML, `serve --model

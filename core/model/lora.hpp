@@ -6,6 +6,7 @@
 /// W x + scale * B (A x), scale = alpha / r (rsLoRA: alpha / sqrt(r)).
 
 #include <array>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -31,6 +32,10 @@ struct lora_update {
 };
 
 struct lora_adapter {
+  std::string name;    ///< what requests call it (lora_registry sets it; "" for a bare load)
+  /// Its registration, unique in a server (lora_registry; 0 for a bare load): the prefix
+  /// cache keeps adapters registered under one name at different times apart.
+  std::uint64_t id = 0;
   std::string source;  ///< the folder, for messages
   int rank = 0;        ///< the largest of its updates
   std::vector<std::array<lora_update, num_lora_modules>> layers;

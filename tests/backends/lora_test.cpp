@@ -14,6 +14,7 @@
 #include "core/model/formats/safetensors.hpp"
 #include "core/model/gguf/gguf_writer.hpp"
 #include "core/model/lora.hpp"
+#include "core/model/lora_registry.hpp"
 #include "core/model/model_loader.hpp"
 
 using namespace inflight;
@@ -90,9 +91,13 @@ seq_step step_of(seq_id id, const std::vector<token_id>& tokens, std::vector<blo
   return s;
 }
 
-std::vector<float> logits_of(cpu_backend& be, const std::vector<token_id>& tokens, int adapter) {
+using adapter_ptr = std::shared_ptr<const lora_adapter>;
+
+/// The logits after `tokens` alone in a step (blocks 0-1), through `adapter` (null: none).
+std::vector<float> logits_of(cpu_backend& be, const std::vector<token_id>& tokens, adapter_ptr adapter) {
   step_plan plan;
-  plan.seqs.push_back(step_of(1, tokens, {0, 1}, adapter));
+  plan.seqs.push_back(step_of(1, tokens, {0, 1}, adapter ? 0 : -1));
+  if (adapter) plan.adapters.push_back(std::move(adapter));
   auto out = be.forward(plan);
   REQUIRE(out.has_value());
   return {out->begin(), out->end()};
@@ -132,14 +137,13 @@ TEST_CASE("lora: an adapter applied per row gives the logits of its merged model
     auto merged_be = cpu_backend::create(std::make_shared<const model_weights>(std::move(*merged)), kv_cache_config{16, 8, 0});
     REQUIRE(with_adapter.has_value());
     REQUIRE(merged_be.has_value());
-    REQUIRE((*with_adapter)->set_adapters({std::make_shared<const lora_adapter>(std::move(*adapter))}).has_value());
     const auto tokens = prompt(20, 7);
-    const auto applied = logits_of(**with_adapter, tokens, 0);
-    const auto expected = logits_of(**merged_be, tokens, -1);
-    const auto plain = logits_of(**with_adapter, tokens, -1);
+    const auto applied = logits_of(**with_adapter, tokens, std::make_shared<const lora_adapter>(std::move(*adapter)));
+    const auto expected = logits_of(**merged_be, tokens, nullptr);
+    const auto plain = logits_of(**with_adapter, tokens, nullptr);
     CHECK(max_diff(applied, expected) < 2e-4f);
     CHECK(max_diff(plain, expected) > 1e-2f);  // the adapter changes the logits: a test of something
-    CHECK(max_diff(plain, logits_of(**merged_be, tokens, -1)) > 1e-2f);
+    CHECK(max_diff(plain, logits_of(**merged_be, tokens, nullptr)) > 1e-2f);
   }
 }
 
@@ -152,14 +156,14 @@ TEST_CASE("lora: a step mixing two adapters and base rows gives each row what it
   REQUIRE(a1.has_value());
   auto be = cpu_backend::create(base, kv_cache_config{16, 16, 0});
   REQUIRE(be.has_value());
-  REQUIRE((*be)->set_adapters({std::make_shared<const lora_adapter>(std::move(*a0)),
-                                std::make_shared<const lora_adapter>(std::move(*a1))})
-              .has_value());
+  const adapter_ptr p0 = std::make_shared<const lora_adapter>(std::move(*a0));
+  const adapter_ptr p1 = std::make_shared<const lora_adapter>(std::move(*a1));
   const auto t0 = prompt(9, 1), t1 = prompt(14, 2), t2 = prompt(5, 3), t3 = prompt(11, 4);
   // Alone first (each in blocks 0-1), then all four in one step in blocks of their own.
-  const auto alone0 = logits_of(**be, t0, 0), alone1 = logits_of(**be, t1, -1), alone2 = logits_of(**be, t2, 1),
-             alone3 = logits_of(**be, t3, 0);
+  const auto alone0 = logits_of(**be, t0, p0), alone1 = logits_of(**be, t1, nullptr), alone2 = logits_of(**be, t2, p1),
+             alone3 = logits_of(**be, t3, p0);
   step_plan mixed;
+  mixed.adapters = {p0, p1};
   mixed.seqs.push_back(step_of(1, t0, {2, 3}, 0));
   mixed.seqs.push_back(step_of(2, t1, {4, 5}, -1));
   mixed.seqs.push_back(step_of(3, t2, {6, 7}, 1));
@@ -172,11 +176,15 @@ TEST_CASE("lora: a step mixing two adapters and base rows gives each row what it
   CHECK(max_diff(out->subspan(vocab, vocab), alone1) < 1e-5f);
   CHECK(max_diff(out->subspan(2 * vocab, vocab), alone2) < 1e-5f);
   CHECK(max_diff(out->subspan(3 * vocab, vocab), alone3) < 1e-5f);
-  CHECK(max_diff(alone2, logits_of(**be, t2, -1)) > 1e-2f);  // adapter 1 does change its row
+  CHECK(max_diff(alone2, logits_of(**be, t2, nullptr)) > 1e-2f);  // adapter 1 does change its row
 
-  // An adapter the backend was not given is a bad plan, not a crash.
+  // An adapter the step does not carry, or a missing one, is a bad plan, not a crash.
   step_plan bad;
-  bad.seqs.push_back(step_of(1, t0, {0, 1}, 2));
+  bad.adapters = {p0};
+  bad.seqs.push_back(step_of(1, t0, {0, 1}, 1));
+  CHECK((*be)->forward(bad).error().code == errc::invalid_argument);
+  bad.adapters = {nullptr};
+  bad.seqs.back().adapter = 0;
   CHECK((*be)->forward(bad).error().code == errc::invalid_argument);
 }
 
@@ -262,4 +270,72 @@ TEST_CASE("lora: a llama.cpp GGUF LoRA file holds the same adapter as its PEFT f
   auto refused = try_load_lora_adapter(path, c);
   REQUIRE_FALSE(refused);
   CHECK_THAT(refused.error().message, Catch::Contains("is not a GGUF adapter"));
+}
+
+TEST_CASE("lora registry: adapters by name, and idle ones past max_cpu_loras dropped and read again", "[backend][lora]") {
+  const auto base = small_model();
+  const auto dir_a = write_adapter("reg-a", {4, 8, false});
+  const auto dir_b = write_adapter("reg-b", {8, 4, true, {"q_proj", "down_proj"}, tensor_dtype::f32, 9});
+  lora_registry reg(base->config, 1);
+  const auto loaded = [&](const std::string& name) {
+    for (const auto& e : reg.list())
+      if (e.name == name) return e.is_loaded;
+    FAIL("no entry " << name);
+    return false;
+  };
+  REQUIRE(reg.add("a", dir_a.string()).has_value());
+  REQUIRE(reg.add("b", dir_b.string()).has_value());
+  CHECK(reg.names() == std::vector<std::string>{"a", "b"});
+  CHECK(reg.num_loads() == 2);
+  CHECK(!loaded("a"));  // idle and least recently used: dropped for b
+  CHECK(loaded("b"));
+
+  auto pa = reg.acquire("a");  // read again from its folder
+  REQUIRE(pa.has_value());
+  CHECK(reg.num_loads() == 3);
+  CHECK((*pa)->name == "a");
+  CHECK(loaded("a"));
+  CHECK(!loaded("b"));
+  auto pb = reg.acquire("b");  // a is in use: it stays, past the limit
+  REQUIRE(pb.has_value());
+  CHECK(reg.num_loads() == 4);
+  CHECK(loaded("a"));
+  CHECK(loaded("b"));
+  CHECK(reg.acquire("a").value() == *pa);  // in memory: the same copy, no load
+  CHECK(reg.num_loads() == 4);
+
+  // What was read again is the adapter itself.
+  auto be = cpu_backend::create(base, kv_cache_config{16, 8, 0});
+  REQUIRE(be.has_value());
+  auto fresh = try_load_lora_adapter(dir_a, base->config);
+  REQUIRE(fresh.has_value());
+  const auto tokens = prompt(12, 5);
+  const auto through_a = logits_of(**be, tokens, *pa);
+  CHECK(max_diff(through_a, logits_of(**be, tokens, std::make_shared<const lora_adapter>(std::move(*fresh)))) == 0.0f);
+  CHECK(max_diff(through_a, logits_of(**be, tokens, *pb)) > 1e-2f);
+
+  // Unloaded while a request holds it: the request keeps a whole adapter.
+  const auto id_a = (*pa)->id;
+  REQUIRE(reg.remove("a").has_value());
+  CHECK(reg.names() == std::vector<std::string>{"b"});
+  CHECK(max_diff(through_a, logits_of(**be, tokens, *pa)) == 0.0f);
+  CHECK(reg.acquire("a").error().code == errc::not_found);
+  CHECK(reg.remove("a").error().code == errc::not_found);
+  // A name registered again is another adapter to the prefix cache: another id.
+  REQUIRE(reg.add("a", dir_b.string()).has_value());
+  CHECK(reg.acquire("a").value()->id != id_a);
+
+  auto taken = reg.add("b", dir_a.string());
+  REQUIRE(!taken);
+  CHECK(taken.error().code == errc::invalid_argument);
+  CHECK_THAT(taken.error().message, Catch::Contains("already loaded"));
+  auto missing = reg.add("c", (fs::temp_directory_path() / "inflight-no-such-adapter").string());
+  REQUIRE(!missing);
+  CHECK_THAT(missing.error().message, Catch::Contains("LoRA adapter c"));
+  CHECK(!reg.contains("c"));
+
+  lora_registry unlimited(base->config, 0);
+  REQUIRE(unlimited.add("a", dir_a.string()).has_value());
+  REQUIRE(unlimited.add("b", dir_b.string()).has_value());
+  for (const auto& e : unlimited.list()) CHECK(e.is_loaded);
 }

@@ -339,4 +339,15 @@ TEST_CASE("[lora] adapters: names and folders, refused beside [[models]]", "[con
   auto with_models = parse_deployment("[lora]\nadapters = { sql = \"/a\" }\n[[models]]\nname = \"m\"\nformat = \"dummy\"\n");
   REQUIRE_FALSE(with_models);
   CHECK_THAT(with_models.error().message, Catch::Contains("lora.adapters are for a server of one model"));
+  CHECK(d->lora.max_loras_per_step == 0);  // the defaults: no limits, run-time loading on
+  CHECK(d->lora.max_cpu_loras == 0);
+  CHECK(d->lora.runtime_updates);
+  auto limits = parse_deployment("[lora]\nmax_loras_per_step = 4\nmax_cpu_loras = 16\nruntime_updates = false\n");
+  REQUIRE(limits.has_value());
+  CHECK(limits->lora.max_loras_per_step == 4);
+  CHECK(limits->lora.max_cpu_loras == 16);
+  CHECK(!limits->lora.runtime_updates);
+  auto negative = parse_deployment("[lora]\nmax_cpu_loras = -1\n");
+  REQUIRE_FALSE(negative);
+  CHECK_THAT(negative.error().message, Catch::Contains("lora.max_cpu_loras"));
 }

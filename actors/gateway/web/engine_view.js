@@ -446,8 +446,10 @@ export class EngineView {
         (ev.draft_tokens ? `, drafted ${ev.draft_tokens} (kept ${ev.accepted_tokens})` : ''),
       `sequences ${ev.seqs.length + ev.seqs_dropped}${ev.seqs_dropped ? ` (${ev.seqs_dropped} not listed)` : ''}:`,
     ];
-    const shown = ev.seqs.slice(0, 12).map((s) =>
-      s.prefill > 0 ? `  #${s.id} prompt chunk ${s.prefill} @${s.position}` : `  #${s.id} decode @${s.position}${s.draft ? ` + ${s.draft} drafted` : ''}`);
+    const shown = ev.seqs.slice(0, 12).map((s) => {
+      const who = `  #${s.id}${s.adapter ? ` [${s.adapter}]` : ''}`;  // a LoRA adapter's rows name it
+      return s.prefill > 0 ? `${who} prompt chunk ${s.prefill} @${s.position}` : `${who} decode @${s.position}${s.draft ? ` + ${s.draft} drafted` : ''}`;
+    });
     lines.push(...shown);
     if (ev.seqs.length > 12) lines.push(`  … ${ev.seqs.length - 12} more`);
     if (ev.joined.length) lines.push(`joined ${ev.joined.map((id) => `#${id}`).join(' ')}`);

@@ -194,7 +194,7 @@ void engine_metrics::count_lora_request(const std::string& name) {
 }
 
 std::string engine_metrics::render(const std::string& model_name, const engine_gauges& g,
-                                   const std::vector<std::string>& adapter_names) const {
+                                   const std::vector<std::string>& adapter_names, int max_lora) const {
   const std::string labels = "model_name=\"" + escape_label_value(model_name) + "\"";
   std::string out;
   auto gauge = [&](const std::string& name, const std::string& help, double v) {
@@ -258,17 +258,14 @@ std::string engine_metrics::render(const std::string& model_name, const engine_g
   if (adapter_names.empty()) return out;
   // LoRA: vLLM's info gauge (the adapters of running and of waiting requests), and a
   // counter of requests per adapter.
-  const auto names_of = [&](const std::vector<int>& indexes) {
+  const auto names_of = [&](const std::vector<std::string>& names) {
     std::string list;
-    for (const int i : indexes) {
-      if (i < 0 || i >= int(adapter_names.size())) continue;
-      list += (list.empty() ? "" : ",") + adapter_names[std::size_t(i)];
-    }
+    for (const auto& n : names) list += (list.empty() ? "" : ",") + n;
     return escape_label_value(list);
   };
   header(out, "inflight:lora_requests_info", "LoRA adapters of running and waiting requests (value 1).", "gauge");
   sample(out, "inflight:lora_requests_info",
-         labels + ",max_lora=\"" + std::to_string(adapter_names.size()) + "\",running_lora_adapters=\"" +
+         labels + ",max_lora=\"" + std::to_string(max_lora > 0 ? max_lora : int(adapter_names.size())) + "\",running_lora_adapters=\"" +
              names_of(g.running_adapters) + "\",waiting_lora_adapters=\"" + names_of(g.waiting_adapters) + "\"",
          1.0);
   header(out, "inflight:lora_requests_total", "Requests accepted per LoRA adapter.", "counter");

@@ -69,8 +69,8 @@ struct engine_gauges {
   std::uint64_t num_drafts = 0;
   std::uint64_t num_draft_tokens = 0;
   std::uint64_t num_accepted_tokens = 0;
-  /// LoRA: the adapters (their indexes) of running and of waiting requests, each once.
-  std::vector<int> running_adapters, waiting_adapters;
+  /// LoRA: the adapters (their names) of running and of waiting requests, each once.
+  std::vector<std::string> running_adapters, waiting_adapters;
 };
 
 class engine_metrics {
@@ -102,10 +102,10 @@ class engine_metrics {
   void count_lora_request(const std::string& name);
 
   /// The whole exposition, every metric labelled with model_name. With LoRA adapters
-  /// (`adapter_names`, by index): vLLM's lora_requests_info gauge and a request counter
-  /// per adapter.
+  /// (`adapter_names`, those registered): vLLM's lora_requests_info gauge (its max_lora:
+  /// `max_lora`, or the number of adapters when 0) and a request counter per adapter.
   std::string render(const std::string& model_name, const engine_gauges& gauges,
-                     const std::vector<std::string>& adapter_names = {}) const;
+                     const std::vector<std::string>& adapter_names = {}, int max_lora = 0) const;
 
  private:
   mutable std::mutex mutex_;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "core/model/lora.hpp"
+
 namespace inflight {
 namespace {
 
@@ -55,7 +57,10 @@ step_summary summarize_plan(const step_plan& plan, int token_budget) {
   for (const auto& p : plan.seqs) {
     const int n = int(p.tokens.size()) - p.num_draft;  // a drafted decode is one decode and its draft
     const bool is_decode = n == 1 && p.start_position >= p.num_prompt_tokens;
-    s.seqs.push_back({p.id, is_decode ? 0 : n, is_decode ? 1 : 0, p.start_position, p.num_draft});
+    s.seqs.push_back({p.id, is_decode ? 0 : n, is_decode ? 1 : 0, p.start_position, p.num_draft,
+                      p.adapter >= 0 && std::size_t(p.adapter) < plan.adapters.size() && plan.adapters[std::size_t(p.adapter)]
+                          ? plan.adapters[std::size_t(p.adapter)]->name
+                          : std::string()});
     (is_decode ? s.num_decode_tokens : s.num_prefill_tokens) += n;
     s.num_draft_tokens += p.num_draft;
   }

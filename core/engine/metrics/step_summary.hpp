@@ -30,6 +30,7 @@ struct step_seq {
   int num_decode_tokens = 0;   ///< tokens decoded (1 per step)
   int position = 0;            ///< tokens already in the KV cache when it first ran in the window
   int num_draft_tokens = 0;    ///< speculative decoding: drafted tokens checked with its decodes
+  std::string adapter;         ///< the LoRA adapter it runs with ("": the base model)
 };
 
 struct step_finish {

@@ -238,6 +238,7 @@ result<step_plan> scheduler::on_grant(kv_grant grant) {
     if (ask.is_admission) admit(seq, g.num_computed_tokens);
     seq.num_blocks_held = static_cast<int>(g.block_table.size());
     plan.seqs.push_back(make_seq_step(seq, g.num_tokens, std::move(g.block_table)));
+    if (seq.adapter) plan.seqs.back().adapter = adapter_index(plan, seq.adapter);
     const auto& step = plan.seqs.back();
     const bool is_prefill_end = seq.is_prefill_only() && step.start_position + g.num_tokens == seq.num_tokens();
     pending.entries.push_back({g.id, int(step.tokens.size()), step.do_sample, !step.logit_rows.empty(),
@@ -273,6 +274,13 @@ void scheduler::admit(sequence& seq, int num_computed_tokens) {
   counters_.num_prefix_cache_hits += static_cast<std::uint64_t>(num_computed_tokens);
 }
 
+int scheduler::adapter_index(step_plan& plan, const std::shared_ptr<const lora_adapter>& adapter) {
+  const auto it = std::find(plan.adapters.begin(), plan.adapters.end(), adapter);
+  if (it != plan.adapters.end()) return int(it - plan.adapters.begin());
+  plan.adapters.push_back(adapter);
+  return int(plan.adapters.size()) - 1;
+}
+
 seq_step scheduler::make_seq_step(sequence& seq, int num_tokens, std::vector<block_id> block_table) {
   seq_step step;
   step.id = seq.id;
@@ -294,7 +302,6 @@ seq_step scheduler::make_seq_step(sequence& seq, int num_tokens, std::vector<blo
   if (is_last) step.logit_rows = seq.score_rows;
   if (seq.pooling) step.hidden = hidden_of(*seq.pooling, step.start_position, is_last);
   step.params = seq.params;
-  step.adapter = seq.adapter;
   step.seed = seq.seed;
   step.sample_index = static_cast<std::uint64_t>(seq.num_generated_tokens());
   step.num_prompt_tokens = seq.num_prompt_tokens();

@@ -86,6 +86,8 @@ struct scheduler_counters {
   std::uint64_t num_constrained_steps = 0;
   /// Requests the policy shed (finished unserved: they could not meet their targets).
   std::uint64_t num_shed = 0;
+  /// Sequence-steps that waited because the step had max_loras_per_step adapters already.
+  std::uint64_t num_lora_waits = 0;
   /// Speculative decoding: drafted tokens checked, those kept, and the sequence-steps
   /// that checked a draft (vLLM's spec_decode_num_draft_tokens / _accepted_tokens / _drafts).
   std::uint64_t num_draft_tokens = 0;
@@ -194,6 +196,7 @@ class scheduler {
     std::unordered_set<seq_id> policy_preempted;
     int num_admitted = 0;
     std::vector<kv_ask> asks;
+    std::vector<const lora_adapter*> adapters;  // of the asks so far, each once
   };
 
   scheduler(const scheduler_config& config, const kv_snapshot& kv, policy pol, clock_fn clock);
@@ -236,6 +239,8 @@ class scheduler {
 
   // scheduler.cpp: plan, apply, finish
   seq_step make_seq_step(sequence& seq, int num_tokens, std::vector<block_id> block_table);
+  /// The index of `adapter` in plan.adapters (added when new).
+  static int adapter_index(step_plan& plan, const std::shared_ptr<const lora_adapter>& adapter);
   void fill_token_mask(sequence& seq, seq_step& step);
   bool take_reasoning_token(sequence& seq, token_id token) const;
   void admit(sequence& seq, int num_computed_tokens);

@@ -13,6 +13,9 @@ namespace inflight {
 struct scheduler_config {
   int max_num_batched_tokens = 512;  ///< token budget of one step (decodes + prompt chunks)
   int max_num_seqs = 64;             ///< most sequences in one step and most running at once
+  /// Most distinct LoRA adapters in one step (lora.max_loras_per_step; 0 = no limit): a
+  /// sequence whose adapter would pass it waits for a later step.
+  int max_loras_per_step = 0;
   /// The model's context length: a sequence reaching it finishes with reason length.
   /// 0 = limited only by the KV pool. The effective limit is never above the pool's
   /// capacity, so a lone sequence always fits.

@@ -164,6 +164,14 @@ void scheduler::validate_entry(const inflight_schedule_entry& entry, validation&
                   ") to admit " + seq_name(id) + ": refused");
   if (v.budget_left <= 0)
     return reject("token budget spent: " + seq_name(id) + " refused");
+  // A resource of the step, not a fault of the policy: the sequence waits for a step
+  // its adapter fits in.
+  const bool is_new_adapter =
+      seq.adapter && std::find(v.adapters.begin(), v.adapters.end(), seq.adapter.get()) == v.adapters.end();
+  if (is_new_adapter && config_.max_loras_per_step > 0 && int(v.adapters.size()) >= config_.max_loras_per_step) {
+    ++counters_.num_lora_waits;
+    return;
+  }
   if (n > v.budget_left) {
     reject("decision exceeds the token budget: " + seq_name(id) + " clipped to " +
            std::to_string(v.budget_left));
@@ -179,6 +187,7 @@ void scheduler::validate_entry(const inflight_schedule_entry& entry, validation&
     v.num_free_blocks -= num_blocks_for(seq.num_computed_tokens + n, kv_.block_size) - seq.num_blocks_held;
   }
   v.budget_left -= n;
+  if (is_new_adapter) v.adapters.push_back(seq.adapter.get());
   v.asked.insert(id);
   v.asks.push_back(make_ask(seq, n));
 }

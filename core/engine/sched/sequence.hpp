@@ -4,6 +4,7 @@
 /// step's token budget; a decode is simply a sequence one token behind.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,8 @@
 #include "core/model/pooling.hpp"
 
 namespace inflight {
+
+struct lora_adapter;  // core/model/lora.hpp
 
 enum class seq_status { waiting, running, preempted, finished };
 
@@ -47,9 +50,10 @@ struct seq_request {
   int priority = 0;  ///< larger = more important
   /// Prefix-cache salt: requests with different salts never share cached blocks.
   std::string cache_salt;
-  /// The LoRA adapter it runs with (backend::set_adapters' index), -1: none. The salt must
-  /// name it too (the engine adds it), so that adapters never share cached blocks.
-  int adapter = -1;
+  /// The LoRA adapter it runs with (null: the base model); the sequence holds it until it
+  /// finishes. The salt must name it too (the engine adds it), so that adapters never
+  /// share cached blocks.
+  std::shared_ptr<const lora_adapter> adapter;
   /// Prefill-only scoring when not empty: no token is generated; the sequence finishes
   /// when its prompt is computed, with the logits of these vocabulary rows.
   std::vector<token_id> score_rows{};
@@ -101,7 +105,7 @@ struct sequence {
   /// Tokens its first admission took from the prefix cache (usage.cached_tokens).
   int num_cached_tokens = 0;
   std::string cache_salt;
-  int adapter = -1;  ///< seq_request::adapter
+  std::shared_ptr<const lora_adapter> adapter;  ///< seq_request::adapter
   int num_hashed_blocks = 0;    ///< full blocks whose hash went to the KV manager
   block_hash last_block_hash;   ///< of the last of them: the next block's parent
   seq_status status = seq_status::waiting;

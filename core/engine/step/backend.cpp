@@ -26,11 +26,6 @@ std::vector<step_plan> warm_up_plans(const model_config& config, int num_kv_bloc
   return plans;
 }
 
-result<void> backend::set_adapters(std::vector<std::shared_ptr<const lora_adapter>> adapters) {
-  if (adapters.empty()) return {};
-  return make_error(errc::unsupported, "LoRA adapters do not run on the " + name() + " backend yet (the cpu backend runs them)");
-}
-
 result<void> backend::warm_up() {
   for (const auto& plan : warm_up_plans(config(), num_kv_blocks(), block_size())) {
     auto r = execute(plan);

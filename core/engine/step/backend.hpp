@@ -30,9 +30,9 @@ class backend {
   /// it overwrites the first blocks. An error means the backend cannot run a step.
   virtual result<void> warm_up();
 
-  /// The LoRA adapters seq_step::adapter indexes (called before the first step). The
-  /// default: errc::unsupported, naming the backend.
-  virtual result<void> set_adapters(std::vector<std::shared_ptr<const lora_adapter>> adapters);
+  /// Whether steps may carry LoRA adapters (step_plan::adapters). A backend that does not
+  /// run them refuses such a step; the engine refuses adapters for it up front.
+  virtual bool runs_adapters() const { return false; }
 };
 
 /// The warm-up's steps: a prefill of up to `max_tokens` tokens, then one decode step,

@@ -3,12 +3,15 @@
 /// executor's result. See kernels/cpu/llama.hpp for how the backend flattens it.
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/base/types.hpp"
 #include "core/engine/request/sampling_params.hpp"
 
 namespace inflight {
+
+struct lora_adapter;  // core/model/lora.hpp
 
 /// Which final hidden states (after the final norm) a step returns for one sequence:
 /// prefill-only embeddings.
@@ -55,8 +58,8 @@ struct seq_step {
   /// The grammar's masks of rows 1..num_draft, each allowed_tokens.size() words, back to
   /// back (the scheduler's matcher walked the draft); empty without a grammar.
   std::vector<std::uint64_t> draft_allowed_tokens{};
-  /// The LoRA adapter the sequence runs with (an index of the backend's set_adapters()),
-  /// -1: the base model alone.
+  /// The LoRA adapter the sequence runs with (an index of step_plan::adapters), -1: the
+  /// base model alone.
   int adapter = -1;
 
   /// Drafted token i (0-based).
@@ -68,6 +71,9 @@ struct seq_step {
 struct step_plan {
   std::uint64_t step_id = 0;
   std::vector<seq_step> seqs;
+  /// The LoRA adapters of this step's sequences, each once (seq_step::adapter indexes
+  /// them): the step holds them, so an adapter unloaded meanwhile stays whole for it.
+  std::vector<std::shared_ptr<const lora_adapter>> adapters;
 
   int num_tokens() const {
     int n = 0;

@@ -3,6 +3,7 @@
 #include <random>
 
 #include "core/engine/metrics/step_summary.hpp"
+#include "core/model/lora.hpp"
 
 using namespace inflight;
 
@@ -87,6 +88,18 @@ TEST_CASE("step summary: a plan's prompt chunks and decodes", "[step_summary]") 
   CHECK(r.seqs[0].num_decode_tokens == 1);
   CHECK(r.seqs[0].num_draft_tokens == 3);
   CHECK(r.seqs[1].num_draft_tokens == 0);
+
+  // Rows of a LoRA adapter name it; base rows name none.
+  step_plan with_adapter;
+  auto sql = std::make_shared<lora_adapter>();
+  sql->name = "sql";
+  with_adapter.adapters.push_back(sql);
+  with_adapter.seqs.push_back(planned(1, 1, 11, 8));
+  with_adapter.seqs.back().adapter = 0;
+  with_adapter.seqs.push_back(planned(2, 1, 40, 40));
+  auto w = summarize_plan(with_adapter, 64);
+  CHECK(w.seqs[0].adapter == "sql");
+  CHECK(w.seqs[1].adapter.empty());
 }
 
 TEST_CASE("step summary: merging two steps adds counts and keeps the first position", "[step_summary]") {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/model/lora.hpp"
 #include "tests/core/engine/sched/sched_harness.hpp"
 
 using namespace inflight;
@@ -393,5 +394,51 @@ TEST_CASE("scheduler: randomized runs under every shipped policy", "[core][sched
     INFO("policy " << name << " (" << settings.size() << " settings)");
     if (is_reserving) CHECK(num_preemptions == 0);
     else CHECK(num_preemptions > 0);  // the tiny pools did force recomputes
+  }
+}
+
+TEST_CASE("scheduler: a step holds at most max_loras_per_step LoRA adapters, the others wait", "[core][sched][lora]") {
+  const auto adapter = [](const std::string& name) {
+    auto a = std::make_shared<lora_adapter>();
+    a->name = name;
+    return std::shared_ptr<const lora_adapter>(std::move(a));
+  };
+  const auto a = adapter("a");
+  const std::shared_ptr<const lora_adapter> of[] = {a, adapter("b"), adapter("c"), nullptr, a};
+  for (const int limit : {0, 2}) {
+    INFO("max_loras_per_step " << limit);
+    auto config = make_config(64, 8);
+    config.max_loras_per_step = limit;
+    auto s = make_scheduler(config, 64, 4, load_policy("fcfs"));
+    fake_backend backend(64, 4, 32);
+    for (seq_id id = 1; id <= 5; ++id) {
+      auto r = make_request(id, 5, 3);
+      r.adapter = of[id - 1];
+      REQUIRE(s.submit(std::move(r)).has_value());
+    }
+    std::vector<seq_event> events;
+    std::size_t most = 0;
+    bool is_c_in_first = false;
+    for (int step = 0; s.has_work() && step < 50; ++step) {
+      const auto plan = run_step(s, backend, &events);
+      most = std::max(most, plan.adapters.size());
+      for (const auto& st : plan.seqs) {  // each row carries its own sequence's adapter
+        const auto& want = of[st.id - 1];
+        REQUIRE((st.adapter >= 0) == (want != nullptr));
+        if (want) CHECK(plan.adapters.at(std::size_t(st.adapter)) == want);
+        if (step == 0 && st.id == 3) is_c_in_first = true;
+      }
+    }
+    CHECK(!s.has_work());
+    CHECK(std::count_if(events.begin(), events.end(), [](const seq_event& e) { return e.type == seq_event::kind::finished; }) == 5);
+    if (limit == 0) {
+      CHECK(most == 3);  // a, b and c in one step; a's two sequences share one entry
+      CHECK(is_c_in_first);
+      CHECK(s.counters().num_lora_waits == 0);
+    } else {
+      CHECK(most == 2);
+      CHECK(!is_c_in_first);  // c waited for a and b to leave room
+      CHECK(s.counters().num_lora_waits > 0);
+    }
   }
 }
