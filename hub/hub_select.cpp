@@ -145,7 +145,10 @@ result<hub_selection> try_select_files(const hub_name& name, std::span<const std
   const bool has_safetensors = std::any_of(repo_files.begin(), repo_files.end(), [](const std::string& f) {
     return f.find('/') == std::string::npos && ends_with_ci(f, ".safetensors");
   });
-  if (has_config && has_safetensors) {
+  // A PEFT adapter (LoRA) has adapter_config.json instead of a model's config.json.
+  const bool has_adapter_config =
+      std::find(repo_files.begin(), repo_files.end(), "adapter_config.json") != repo_files.end();
+  if ((has_config || has_adapter_config) && has_safetensors) {
     hub_selection s;
     for (const auto& f : repo_files)
       if (is_folder_file(f)) s.files.push_back(f);
@@ -162,7 +165,8 @@ result<hub_selection> try_select_files(const hub_name& name, std::span<const std
                                                   "/FILE.gguf); it has " + listing(ggufs));
   }
   if (has_config) return make_error(errc::unsupported, name.repo + " has a config.json but no safetensors weights (inflight reads safetensors and GGUF)");
-  return make_error(errc::not_found, name.repo + " has neither a Hugging Face model (config.json + safetensors) nor GGUF files");
+  return make_error(errc::not_found, name.repo + " has neither a Hugging Face model (config.json + safetensors), a PEFT "
+                                                 "adapter (adapter_config.json + safetensors) nor GGUF files");
 }
 
 }  // namespace inflight::hub

@@ -1,7 +1,8 @@
 #pragma once
 /// Which files of a Hub repository a model needs, from the repository's file list alone
-/// (no network here): a Hugging Face folder's config, weights and tokenizer files, or
-/// one GGUF file (every part of a split one) picked by name or quantization.
+/// (no network here): a Hugging Face folder's config, weights and tokenizer files (a PEFT
+/// adapter's adapter_config.json and weights alike), or one GGUF file (every part of a
+/// split one) picked by name or quantization.
 
 #include <span>
 #include <string>

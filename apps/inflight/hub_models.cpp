@@ -114,6 +114,12 @@ result<void> try_resolve_hub_models(deployment& d) {
   for (auto& e : d.models)
     if (hub::is_hub_name(e.model.path))
       if (auto ok = try_fetch_model(e.model, "model " + e.name + ": "); !ok) return ok;
+  for (auto& [name, path] : d.lora.adapters) {  // a PEFT adapter repository, or a GGUF LoRA file
+    if (!hub::is_hub_name(path)) continue;
+    auto m = try_fetch_named(path, d.model.hf_token_file);
+    if (!m) return make_error(m.error().code, "LoRA adapter " + name + ": " + m.error().message);
+    path = m->path.string();
+  }
   if (hub::is_hub_name(d.speculative.draft_model)) {
     auto m = try_fetch_named(d.speculative.draft_model, d.model.hf_token_file);
     if (!m) return make_error(m.error().code, "speculative.draft_model: " + m.error().message);

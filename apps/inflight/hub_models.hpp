@@ -7,7 +7,7 @@
 
 namespace inflight::app {
 
-/// Replaces hf: names in model.path and speculative.draft_model by the local paths of
+/// Replaces hf: names in model.path, lora.adapters and speculative.draft_model by the local paths of
 /// their files, downloading what the cache lacks; model.name defaults to the hub name.
 /// When model.fallback = "dummy" and the Hub could not be reached (nor the cache
 /// answer), the deployment serves random weights instead (model.path = "").

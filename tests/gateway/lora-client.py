@@ -3,7 +3,8 @@
 scripts/make-lora.py), chosen by the `model` field: its text differs from the base's and
 is the same each time, /v1/models lists it with its parent, the prefix cache never hands
 the base's blocks to the adapter, an unknown name is a 404; adapters loaded and unloaded
-at run time (vLLM's /v1/load_lora_adapter bodies); embeddings through an adapter. The
+at run time (vLLM's /v1/load_lora_adapter bodies); embeddings, speculative decoding and
+grammars through adapters; the step feed names a row's adapter. The
 texts it saw go to WORK/texts.json; with --lru (a server holding one adapter in memory,
 one adapter per step) concurrent requests over two adapters and the base give them again.
     lora-client.py PORT WORK [--lru]"""
@@ -114,6 +115,24 @@ def check_runtime(port, work, base, base_text, sql_text):
     e_base, e_sql, e_poem = embed(port, base), embed(port, "sql"), embed(port, "poem")
     assert embed(port, "sql") == e_sql, "an adapter's embedding changed"
     assert e_sql != e_base and e_poem != e_sql, "the adapter did not change the embedding"
+    # Speculative decoding through an adapter: the adapter's own greedy text, drafts checked.
+    copy = PROMPT + " One day, she went to the park. " + PROMPT
+    plain, _ = complete(port, "sql", copy)
+    status, out = call(port, "/v1/completions", {"model": "sql", "prompt": copy, "max_tokens": 16, "temperature": 0,
+                                                  "speculative": {"method": "ngram", "num_speculative_tokens": 4}})
+    assert status == 200, out
+    assert out["choices"][0]["text"] == plain, "speculation changed the adapter's greedy text"
+    details = out["usage"].get("completion_tokens_details", {})
+    drafted = details.get("accepted_prediction_tokens", 0) + details.get("rejected_prediction_tokens", 0)
+    assert drafted > 0, f"nothing was drafted: {out['usage']}"
+    # A grammar through an adapter: the constraint holds whatever the adapter prefers.
+    status, out = call(port, "/v1/completions", {
+        "model": "poem", "prompt": PROMPT, "max_tokens": 8, "temperature": 0,
+        "response_format": {"type": "json_schema", "json_schema": {"name": "a", "schema": {"enum": ["yes", "no"]}}}})
+    assert status == 200, out
+    assert json.loads(out["choices"][0]["text"]) in ("yes", "no"), out["choices"][0]
+    assert out["choices"][0]["finish_reason"] == "stop", out["choices"][0]
+
     # The engine's step feed names each row's adapter (the web UI's step view shows it).
     seen = []
     feed = urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/engine/events", timeout=30)
@@ -133,7 +152,8 @@ def check_runtime(port, work, base, base_text, sql_text):
     assert "poem" in seen, f"no step row named the adapter: {sorted(set(seen))}"
     with open(os.path.join(work, "texts.json"), "w") as f:
         json.dump({"base": [base, base_text], "sql": sql_text, "poem": poem_text}, f)
-    print(f"ok: sql2 loaded ({text!r}), refused twice, unloaded (404 after); poem {poem_text!r}; embeddings per adapter")
+    print(f"ok: sql2 loaded ({text!r}), refused twice, unloaded (404 after); poem {poem_text!r}; embeddings per "
+          f"adapter; speculation ({drafted} drafted) and a grammar through adapters; the step feed names adapters")
 
 
 def check_lru(port, work):

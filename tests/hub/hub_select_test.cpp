@@ -104,3 +104,16 @@ TEST_CASE("hub files: a Hugging Face folder takes config, safetensors and tokeni
   REQUIRE_FALSE(no_file);
   CHECK(no_file.error().message.find("nope.gguf") != std::string::npos);
 }
+
+TEST_CASE("hub files: a PEFT adapter repository takes its adapter_config.json and weights", "[hub][lora]") {
+  std::vector<std::string> repo = {"adapter_config.json", "adapter_model.safetensors", "README.md", ".gitattributes",
+                                   "adapter_model.bin", "training_args.bin", "tokenizer_config.json"};
+  auto s = try_select_files(name_of("hf:o/sql-lora"), repo);
+  REQUIRE(s);
+  CHECK(s->model_file.empty());  // the folder itself
+  CHECK(s->files == std::vector<std::string>{"adapter_config.json", "adapter_model.safetensors", "tokenizer_config.json"});
+  // Without its weights in safetensors it is nothing inflight reads.
+  auto bins = try_select_files(name_of("hf:o/sql-lora"), std::vector<std::string>{"adapter_config.json", "adapter_model.bin"});
+  REQUIRE_FALSE(bins);
+  CHECK_THAT(bins.error().message, Catch::Contains("PEFT adapter"));
+}

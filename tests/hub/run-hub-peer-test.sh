@@ -83,6 +83,22 @@ got=$(gen --set model.path=hf:test-org/stories-hf --set "model.tokenizer=$storie
 [ "$(served)" = "$before" ] || fail "inflight downloaded the JS client's files again"
 echo "ok: inflight serves the Hugging Face folder the JS client downloaded, offline and online, fetching nothing"
 
+# 3b. A PEFT LoRA adapter by its hf: name: its adapter files are fetched, and the engine
+# loads the adapter over the model (an adapter missing or left unfetched fails the start).
+mkdir -p "$WORK/repos/test-org/sql-lora"
+python3 "$here/../../scripts/make-lora.py" "$stories/stories260K.bin" "$WORK/repos/test-org/sql-lora" >/dev/null
+echo "not an adapter file" >"$WORK/repos/test-org/sql-lora/training_args.bin"
+adapter=$("$INFLIGHT_BIN" pull hf:test-org/sql-lora 2>/dev/null | awk '{print $2}')
+[ -f "$adapter/adapter_config.json" ] && [ -f "$adapter/adapter_model.safetensors" ] ||
+  fail "hf:test-org/sql-lora pulled to '$adapter' without its adapter files"
+[ ! -e "$adapter/training_args.bin" ] || fail "hf:test-org/sql-lora fetched training_args.bin"
+gen --set "model.path=$stories/stories260K.bin" --set "model.tokenizer=$stories/tok512.bin" \
+  --set 'lora.adapters={sql="hf:test-org/sql-lora"}' >/dev/null || fail "the hf: adapter did not load: $(cat "$WORK/gen.err")"
+if gen --set "model.path=$stories/stories260K.bin" --set "model.tokenizer=$stories/tok512.bin" \
+  --set 'lora.adapters={sql="hf:test-org/missing"}' >/dev/null; then fail "a missing hf: adapter loaded"; fi
+grep -q "LoRA adapter sql" "$WORK/gen.err" || fail "unclear error: $(cat "$WORK/gen.err")"
+echo "ok: a LoRA adapter by its hf: name, fetched and loaded"
+
 # 4. Errors a user meets: an unknown repository, and offline with an empty cache.
 if out=$("$INFLIGHT_BIN" pull hf:test-org/missing 2>&1); then fail "pulled a missing repository"; fi
 echo "$out" | grep -q "no repository test-org/missing" || fail "unclear error: $out"
