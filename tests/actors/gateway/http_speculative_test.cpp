@@ -35,9 +35,10 @@ std::pair<std::string, json> stream_text(int port, json body) {
     const std::string data = answer.body.substr(at + 6, end - at - 6);
     at = end;
     if (data == "[DONE]") break;
+    // Not operator[] on a const json: a missing key is undefined behaviour there.
     const json chunk = json::parse(data);
-    if (!chunk["usage"].is_null()) usage = chunk["usage"];
-    for (const auto& c : chunk["choices"]) text += c["text"].get<std::string>();
+    if (const auto u = chunk.find("usage"); u != chunk.end() && !u->is_null()) usage = *u;
+    for (const auto& c : chunk.value("choices", json::array())) text += c.value("text", "");
   }
   return {text, usage};
 }
@@ -51,8 +52,8 @@ std::pair<std::string, json> ws_text(int port, json msg) {
   std::string text;
   for (;;) {
     const auto m = c.receive();
-    if (m["type"] != "token") return {text, m};
-    text += m["text"].get<std::string>();
+    if (m.value("type", "") != "token") return {text, m};
+    text += m.value("text", "");
   }
 }
 
