@@ -60,6 +60,15 @@ result<model_entry> parse_model_entry(const deployment& d, const toml::table& ta
         return make_error(errc::invalid_argument, where + ".keep_alive: expected " +
                                                       "a duration (seconds, or a string like \"5m\"; negative = forever)");
       e.keep_alive_s = keep.server.keep_alive_s;
+    } else if (key == "lora" && node.is_table()) {  // [models.lora]: adapters over this model, limits over [lora]'s
+      scratch.lora = d.lora;
+      scratch.lora.adapters.clear();
+      for (const auto& [lk, lnode] : *node.as_table()) {
+        const std::string lkey(lk.str());
+        auto ok = lkey == "adapters" ? apply_lora_adapters(scratch, lnode) : apply_key(scratch, "lora." + lkey, lnode);
+        if (!ok) return make_error(ok.error().code, where + ": " + ok.error().message);
+      }
+      e.lora = scratch.lora;
     } else if (key == "engine" && node.is_table()) {
       has_engine = true;
       if (auto ok = apply_table(scratch, *node.as_table(), "engine"); !ok)
@@ -130,8 +139,17 @@ static result<void> validate_models(const deployment& d) {
   if (auto dup = std::adjacent_find(names.begin(), names.end()); dup != names.end())
     return make_error(errc::invalid_argument, "[[models]]: the name '" + *dup + "' chooses two models");
   if (!d.lora.adapters.empty())
-    return make_error(errc::invalid_argument, "lora.adapters are for a server of one model ([model]); adapters of "
-                                              "[[models]] entries are not supported yet");
+    return make_error(errc::invalid_argument, "lora.adapters are for a server of one model ([model]); with [[models]] "
+                                              "each entry names its own ([models.lora] adapters = {...})");
+  // An adapter's name chooses its model: it must not be another model's name or adapter.
+  std::vector<std::string> all = names;
+  for (const auto& e : d.models)
+    if (e.lora)
+      for (const auto& a : e.lora->adapters) all.push_back(a.first);
+  std::sort(all.begin(), all.end());
+  if (auto dup = std::adjacent_find(all.begin(), all.end()); dup != all.end())
+    return make_error(errc::invalid_argument, "[[models]]: the name '" + *dup + "' is both a model and a LoRA adapter, "
+                                              "or an adapter of two models");
   return {};
 }
 
@@ -194,6 +212,8 @@ result<deployment> read_file(const std::filesystem::path& path) {
   };
   resolve(d->model.path);
   for (auto& e : d->models) {
+    if (e.lora)
+      for (auto& adapter : e.lora->adapters) resolve(adapter.second);
     resolve(e.model.path);
     resolve(e.model.tokenizer);
     resolve(e.model.hf_token_file);

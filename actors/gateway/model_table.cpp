@@ -120,7 +120,9 @@ std::optional<http_reply> model_table::try_answer(route_kind kind, std::string_v
       json data = json::array();
       for (const auto& e : entries_) {
         data.push_back(model_object(*e.state, control_));
-        for (const auto& a : e.aliases) {
+        auto aliases = e.aliases;  // LoRA adapters too: an entry's names that choose it
+        for (const auto& a : e.state->model().adapter_names()) aliases.push_back(a);
+        for (const auto& a : aliases) {
           auto alias = model_object(*e.state, control_);
           alias["id"] = a;
           alias["parent"] = e.state->model().name;  // vLLM's way of naming what an entry stands for

@@ -344,4 +344,11 @@ std::shared_ptr<engine_api> model_slot::detach_if_idle() {
   return std::move(engine_);
 }
 
+result<void> model_slot::load_lora_adapter(const std::string&, const std::string&) {
+  return make_error(errc::unsupported, "a server of several models takes its LoRA adapters from each entry's "
+                                       "[models.lora] adapters, at start");
+}
+
+result<void> model_slot::unload_lora_adapter(const std::string& name) { return load_lora_adapter(name, {}); }
+
 }  // namespace inflight

@@ -48,6 +48,9 @@ class model_slot final : public engine_api {
   std::string render_metrics() const override;
   void set_step_sink(std::shared_ptr<step_sink> sink) override;
   bool has_step_sink() const override;
+  /// Its adapters are those of its [models.lora]; run-time loads would not outlive an unload.
+  result<void> load_lora_adapter(const std::string& name, const std::string& path) override;
+  result<void> unload_lora_adapter(const std::string& name) override;
 
   // For the pool.
   const std::string& name() const { return info_.name; }

@@ -114,12 +114,19 @@ result<void> try_resolve_hub_models(deployment& d) {
   for (auto& e : d.models)
     if (hub::is_hub_name(e.model.path))
       if (auto ok = try_fetch_model(e.model, "model " + e.name + ": "); !ok) return ok;
-  for (auto& [name, path] : d.lora.adapters) {  // a PEFT adapter repository, or a GGUF LoRA file
-    if (!hub::is_hub_name(path)) continue;
-    auto m = try_fetch_named(path, d.model.hf_token_file);
-    if (!m) return make_error(m.error().code, "LoRA adapter " + name + ": " + m.error().message);
-    path = m->path.string();
-  }
+  const auto fetch_adapters = [&](lora_settings& lora) -> result<void> {  // PEFT repositories, or GGUF LoRA files
+    for (auto& [name, path] : lora.adapters) {
+      if (!hub::is_hub_name(path)) continue;
+      auto m = try_fetch_named(path, d.model.hf_token_file);
+      if (!m) return make_error(m.error().code, "LoRA adapter " + name + ": " + m.error().message);
+      path = m->path.string();
+    }
+    return {};
+  };
+  if (auto ok = fetch_adapters(d.lora); !ok) return ok;
+  for (auto& e : d.models)
+    if (e.lora)
+      if (auto ok = fetch_adapters(*e.lora); !ok) return ok;
   if (hub::is_hub_name(d.speculative.draft_model)) {
     auto m = try_fetch_named(d.speculative.draft_model, d.model.hf_token_file);
     if (!m) return make_error(m.error().code, "speculative.draft_model: " + m.error().message);

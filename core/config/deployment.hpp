@@ -204,6 +204,7 @@ struct model_entry {
   model_settings model;                   ///< its [model] keys (from the defaults, not [model])
   std::optional<engine_settings> engine;  ///< its own [engine] ([models.engine]); none = the deployment's
   std::optional<double> keep_alive_s;     ///< its own server.keep_alive
+  std::optional<lora_settings> lora;      ///< its own [lora] ([models.lora]): adapters over this model
 };
 
 struct deployment {
@@ -224,13 +225,15 @@ struct deployment {
 };
 
 /// The deployment one [[models]] entry is served with: its model and name, its own
-/// [engine] when it has one, every other section the deployment's.
+/// [engine] and [lora] when it has them, every other section the deployment's.
 inline deployment deployment_of(const deployment& d, const model_entry& e) {
   deployment one = d;
   one.models.clear();
   one.model = e.model;
   one.model.name = e.name;
   if (e.engine) one.engine = *e.engine;
+  one.lora.adapters.clear();  // [lora]'s limits apply to every model; adapters only to their own
+  if (e.lora) one.lora = *e.lora;
   return one;
 }
 

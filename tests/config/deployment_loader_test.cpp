@@ -347,6 +347,26 @@ TEST_CASE("[lora] adapters: names and folders, refused beside [[models]]", "[con
   CHECK(limits->lora.max_loras_per_step == 4);
   CHECK(limits->lora.max_cpu_loras == 16);
   CHECK(!limits->lora.runtime_updates);
+  // [[models]]: each entry its own adapters ([models.lora]), over [lora]'s limits.
+  auto entries = parse_deployment(
+      "[lora]\nmax_cpu_loras = 3\n"
+      "[[models]]\nname = \"a\"\nformat = \"dummy\"\n[models.lora]\nadapters = { sql = \"/s\" }\nmax_loras_per_step = 2\n"
+      "[[models]]\nname = \"b\"\nformat = \"dummy\"\n");
+  REQUIRE(entries.has_value());
+  const auto one_a = deployment_of(*entries, entries->models[0]);
+  const auto one_b = deployment_of(*entries, entries->models[1]);
+  REQUIRE(one_a.lora.adapters.size() == 1);
+  CHECK(one_a.lora.adapters[0] == std::pair<std::string, std::string>{"sql", "/s"});
+  CHECK(one_a.lora.max_loras_per_step == 2);
+  CHECK(one_a.lora.max_cpu_loras == 3);
+  CHECK(one_b.lora.adapters.empty());
+  auto clash = parse_deployment("[[models]]\nname = \"a\"\nformat = \"dummy\"\n[models.lora]\nadapters = { b = \"/s\" }\n"
+                                "[[models]]\nname = \"b\"\nformat = \"dummy\"\n");
+  REQUIRE_FALSE(clash);
+  CHECK_THAT(clash.error().message, Catch::Contains("'b' is both a model and a LoRA adapter"));
+  auto bad_entry = parse_deployment("[[models]]\nname = \"a\"\nformat = \"dummy\"\n[models.lora]\nmax_cpu_loras = -2\n");
+  REQUIRE_FALSE(bad_entry);
+  CHECK_THAT(bad_entry.error().message, Catch::Contains("models[0]"));
   auto negative = parse_deployment("[lora]\nmax_cpu_loras = -1\n");
   REQUIRE_FALSE(negative);
   CHECK_THAT(negative.error().message, Catch::Contains("lora.max_cpu_loras"));

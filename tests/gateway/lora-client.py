@@ -182,9 +182,29 @@ def check_lru(port, work):
     print(f"ok: {len(order)} concurrent requests over two adapters and the base, one adapter in memory and per step")
 
 
+def check_models(port, work):
+    """[[models]]: `sql` belongs to `stories`; naming it loads that model (one model at a time)."""
+    with open(os.path.join(work, "texts.json")) as f:
+        seen = json.load(f)
+    status, models = call(port, "/v1/models")
+    assert status == 200, models
+    entry = {m["id"]: m for m in models["data"]}
+    assert entry["sql"]["parent"] == "stories", models
+    complete(port, "noise")  # the other model first: stories is unloaded (max_loaded_models = 1)
+    text, _ = complete(port, "sql")
+    assert text == seen["sql"], f"sql over stories wrote {text!r}, alone {seen['sql']!r}"
+    base_text, _ = complete(port, "stories")
+    assert base_text == seen["base"][1], base_text
+    status, out = call(port, "/v1/load_lora_adapter", {"lora_name": "x", "lora_path": os.path.join(work, "sql")})
+    assert status == 400 and "[models.lora]" in out["error"]["message"], out
+    print(f"ok: several models, sql over stories ({text!r}) loads it on demand and writes its own text")
+
+
 if __name__ == "__main__":
     port, work = int(sys.argv[1]), sys.argv[2]
     if "--lru" in sys.argv:
         check_lru(port, work)
+    elif "--models" in sys.argv:
+        check_models(port, work)
     else:
         check_runtime(port, work, *check(port))

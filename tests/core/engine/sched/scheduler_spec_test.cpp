@@ -523,7 +523,9 @@ TEST_CASE("speculation: the row cost learned from step times stops drafts where 
   o.method = "ngram";
   o.num_requests = 1;
   o.max_tokens = 300;
-  o.row_s = 1e-3;  // every row costs the same, nothing is shared: a tiny model
+  // Reported times 100x a real tiny model's: the scheduler's own time between steps (on
+  // this machine's clock, slow under a sanitizer) must not pass for a shared fixed cost.
+  o.row_s = 1e-1;  // every row costs the same, nothing is shared: a tiny model
   const auto learned = run(o);
   o.learn = false;  // the configured 0.05: drafts on
   const auto fixed = run(o);
@@ -533,8 +535,8 @@ TEST_CASE("speculation: the row cost learned from step times stops drafts where 
 
   // A step that mostly reads weights (fixed 20 ms, 0.2 ms a row): drafts go on.
   o.learn = true;
-  o.row_s = 2e-4;
-  o.fixed_s = 2e-2;
+  o.row_s = 2e-2;
+  o.fixed_s = 2.0;
   const auto memory_bound = run(o);
   CHECK(memory_bound.counters.num_draft_tokens * 2 > fixed.counters.num_draft_tokens);
 }
@@ -553,9 +555,9 @@ TEST_CASE("speculation: drafted rows are priced as sampled rows, not as the chea
   o.prompt_len = 50;
   o.num_blocks = 256;
   o.max_tokens = 60;
-  o.fixed_s = 2e-3;
-  o.row_s = 5e-6;
-  o.sampled_s = 1e-3 - 5e-6;
+  o.fixed_s = 2e-1;  // the times above, 100x (as in the test before)
+  o.row_s = 5e-4;
+  o.sampled_s = 1e-1 - 5e-4;
   o.num_requests = 1;
   CHECK(run(o).counters.num_accepted_tokens > 10);
 
