@@ -118,10 +118,15 @@ std::vector<token_id> prompt(int n, int salt) {
 
 }  // namespace
 
-TEST_CASE("lora: an adapter applied per row gives the logits of its merged model (rank 4, rank 16 rsLoRA, bf16)",
+TEST_CASE("lora: an adapter applied per row gives the logits of its merged model (rank 4, 8, 16 rsLoRA bf16, 64 rsLoRA)",
           "[backend][lora]") {
   const auto base = small_model();
-  const adapter_spec specs[] = {{4, 8, false}, {16, 16, true, {"q_proj", "v_proj", "down_proj"}, tensor_dtype::bf16, 2}};
+  const adapter_spec specs[] = {{4, 8, false},
+                                {8, 16, false, {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"},
+                                 tensor_dtype::f16, 4},
+                                {16, 16, true, {"q_proj", "v_proj", "down_proj"}, tensor_dtype::bf16, 2},
+                                {64, 32, true, {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"},
+                                 tensor_dtype::f32, 6}};
   for (const auto& spec : specs) {
     INFO("rank " << spec.rank);
     auto adapter = try_load_peft_adapter(write_adapter("a" + std::to_string(spec.rank), spec), base->config);
