@@ -6,8 +6,11 @@
 #include <memory>
 #include <vector>
 
+#include "actors/gateway/embed_call.hpp"
 #include "actors/gateway/gateway_state.hpp"
 #include "actors/gateway/prefill_fanout.hpp"
+#include "actors/gateway/score_call.hpp"
+#include "tests/actors/gateway/byte_model.hpp"
 
 using namespace inflight;
 using namespace inflight::gateway;
@@ -17,7 +20,8 @@ namespace {
 /// An engine that takes every request and keeps its sink; the test finishes them.
 class held_engine final : public engine_api {
  public:
-  result<request_id> submit(generate_request, std::shared_ptr<request_sink> sink) override {
+  result<request_id> submit(generate_request request, std::shared_ptr<request_sink> sink) override {
+    requests.push_back(std::move(request));
     sinks.push_back(std::move(sink));
     return request_id(sinks.size());
   }
@@ -32,6 +36,9 @@ class held_engine final : public engine_api {
   void set_step_sink(std::shared_ptr<step_sink>) override {}
   bool has_step_sink() const override { return false; }
 
+  std::vector<lora_adapter_info> lora_adapters() const override { return {{"sql", "/adapters/sql", true, 8}}; }
+
+  std::vector<generate_request> requests;
   std::vector<std::shared_ptr<request_sink>> sinks;
   std::vector<request_id> cancelled;
 
@@ -77,4 +84,46 @@ TEST_CASE("prefill fanout: after cancel nothing is emitted, and a failure is emi
     eng.sinks[2]->on_finish(finished(finish_reason::stop));
     CHECK(num_emits == 1);
   }
+}
+
+TEST_CASE("prefill fanout: rerank and embeddings through a LoRA adapter submit requests that name it",
+          "[gateway][lora]") {
+  held_engine eng;
+  auto m = test::byte_model({.has_grammars = false});
+  rerank_settings rs;
+  rs.prompt_template = "Q:{query}\nD:{document}\nA:";
+  rs.yes_word = "y";
+  rs.no_word = "n";
+  test::serve_reranking(m, rs);
+  embeddings_settings es;
+  test::serve_embeddings(m, es, 8);
+  gateway_state state(eng, m, server_settings{}, "test");  // its adapters: the engine's
+  const post_fn now = [](std::function<void()> task) { task(); };
+  std::vector<nlohmann::json> bodies;
+  const auto keep = [&](api_result<nlohmann::json> out) {
+    REQUIRE(out.has_value());
+    bodies.push_back(*out);
+  };
+
+  auto rerank = try_parse_rerank(nlohmann::json::parse(R"({"model": "sql", "query": "a", "documents": ["b", "c"]})"),
+                                 state.model());
+  REQUIRE(rerank.has_value());
+  auto scoring = std::make_shared<score_call>(state, std::move(*rerank), now, keep);
+  REQUIRE_FALSE(scoring->try_start());
+  auto embed = try_parse_embeddings(nlohmann::json::parse(R"({"model": "sql", "input": "ab"})"), state.model());
+  REQUIRE(embed.has_value());
+  auto embedding = std::make_shared<embed_call>(state, std::move(*embed), now, keep);
+  REQUIRE_FALSE(embedding->try_start());
+  REQUIRE(eng.requests.size() == 3);
+  for (const auto& r : eng.requests) CHECK(r.adapter == "sql");
+
+  // Their answers carry the adapter's name as the model, as completions do.
+  eng.sinks[0]->on_finish(finished(finish_reason::stop));
+  eng.sinks[1]->on_finish(finished(finish_reason::stop));
+  finish_event hidden;
+  hidden.embedding.assign(8, 0.5f);
+  eng.sinks[2]->on_finish(hidden);
+  REQUIRE(bodies.size() == 2);
+  CHECK(bodies[0]["model"] == "sql");
+  CHECK(bodies[1]["model"] == "sql");
 }

@@ -190,3 +190,19 @@ TEST_CASE("scoring: another model name is a 404, a model without rerank a 400 th
     CHECK(u.message == off.rerank_unavailable);
   }
 }
+
+TEST_CASE("rerank and score: a LoRA adapter's name as the model runs the pairs through it", "[gateway][score][lora]") {
+  auto m = scoring_model();
+  m.adapters = [] { return std::vector<std::string>{"sql"}; };
+  const auto rerank = try_parse_rerank(json::parse(R"({"model": "sql", "query": "a", "documents": ["b"]})"), m);
+  REQUIRE(rerank.has_value());
+  CHECK(rerank->adapter == "sql");
+  const auto score = try_parse_score(json::parse(R"({"model": "sql", "text_1": "a", "text_2": ["b", "c"]})"), m);
+  REQUIRE(score.has_value());
+  CHECK(score->adapter == "sql");
+  const auto base = try_parse_rerank(json::parse(R"({"model": "dummy", "query": "a", "documents": ["b"]})"), m);
+  REQUIRE(base.has_value());
+  CHECK(base->adapter.empty());
+  const auto unknown = parse_error(json::parse(R"({"model": "nosql", "query": "a", "documents": ["b"]})"), true, m);
+  CHECK(unknown.status == 404);
+}
