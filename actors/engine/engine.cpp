@@ -70,6 +70,15 @@ result<policy> load_policy(const scheduler_settings& s, const std::filesystem::p
 
 }  // namespace
 
+namespace {
+
+/// Why a request or a deployment cannot have adapters here (impl::loras is null).
+error no_adapters(const engine::impl& p) {
+  return {errc::unsupported, "LoRA adapters do not run on the " + p.backend_name + " backend yet (the cpu backend runs them)"};
+}
+
+}  // namespace
+
 speculative_config speculative_config_of(const speculative_settings& s) {
   speculative_config c;
   c.method = s.method == "off" ? "" : s.method;
@@ -133,8 +142,7 @@ result<std::unique_ptr<engine>> engine::start(const deployment& d, loaded_model 
     for (const auto& [name, path] : d.lora.adapters)
       if (auto ok = p->loras->add(name, path); !ok) return std::unexpected(ok.error());
   } else if (!d.lora.adapters.empty()) {
-    return make_error(errc::unsupported, "LoRA adapters do not run on the " + p->backend_name +
-                                             " backend yet (the cpu backend runs them)");
+    return std::unexpected(no_adapters(*p));
   }
   p->gate = std::make_shared<admission_gate>(
       admission_gate::limits{d.server.max_waiting_requests, d.server.max_waiting_tokens});
@@ -236,8 +244,7 @@ result<queued_request> prepare(engine::impl& p, generate_request request, std::s
   // The adapter's weights go with the sequence (and its steps) until it finishes.
   std::shared_ptr<const lora_adapter> adapter;
   if (!request.adapter.empty()) {
-    if (!p.loras)
-      return make_error(errc::unsupported, "LoRA adapters do not run on the " + p.backend_name + " backend yet");
+    if (!p.loras) return std::unexpected(no_adapters(p));
     auto a = p.loras->acquire(request.adapter);
     if (!a) return std::unexpected(a.error());
     adapter = std::move(*a);
@@ -375,8 +382,7 @@ std::vector<lora_adapter_info> engine::lora_adapters() const {
   return impl_->loras ? impl_->loras->list() : std::vector<lora_adapter_info>{};
 }
 result<void> engine::load_lora_adapter(const std::string& name, const std::string& path) {
-  if (!impl_->loras)
-    return make_error(errc::unsupported, "LoRA adapters do not run on the " + impl_->backend_name + " backend yet");
+  if (!impl_->loras) return std::unexpected(no_adapters(*impl_));
   return impl_->loras->add(name, path);
 }
 result<void> engine::unload_lora_adapter(const std::string& name) {

@@ -166,10 +166,8 @@ int embed_request::num_prompt_tokens() const {
 api_result<embed_request> try_parse_embeddings(const json& body, const served_model& m) {
   if (!body.is_object()) return std::unexpected(bad_request("the request body must be a JSON object"));
   if (!m.embeddings) return std::unexpected(embeddings_unavailable(m));
-  const auto adapters = m.adapter_names();
-  if (auto e = check_model_name(body, m.name, m.aliases, adapters)) return std::unexpected(*e);
   embed_request r;
-  r.adapter = adapter_of(body, adapters);
+  if (auto e = check_model_name(body, m.name, m.aliases, m.adapter_names(), &r.adapter)) return std::unexpected(*e);
   if (auto e = read_options(body, m, r)) return std::unexpected(*e);
   auto inputs = parse_inputs(body, m, r.is_query);
   if (!inputs) return std::unexpected(inputs.error());

@@ -138,21 +138,17 @@ opt_error read_scheduling_fields(const json& body, int& priority, std::string& c
 }
 
 opt_error check_model_name(const json& body, const std::string& served_name, std::span<const std::string> aliases,
-                           std::span<const std::string> adapters) {
+                           std::span<const std::string> adapters, std::string* adapter) {
   std::string model;
   if (auto e = read_string(body, "model", model)) return e;
   if (model.empty() || model == served_name || std::find(aliases.begin(), aliases.end(), model) != aliases.end()) return {};
-  if (std::find(adapters.begin(), adapters.end(), model) != adapters.end()) return {};
+  if (std::find(adapters.begin(), adapters.end(), model) != adapters.end()) {
+    if (adapter != nullptr) *adapter = model;
+    return {};
+  }
   return api_error{404, "not_found_error",
                    "The model `" + model + "` does not exist (this server serves `" + served_name + "`)", "model",
                    "model_not_found"};
-}
-
-std::string adapter_of(const json& body, std::span<const std::string> adapters) {
-  const auto it = body.find("model");
-  if (it == body.end() || !it->is_string()) return {};
-  const auto name = it->get<std::string>();
-  return std::find(adapters.begin(), adapters.end(), name) == adapters.end() ? std::string() : name;
 }
 
 }  // namespace inflight::gateway

@@ -52,10 +52,9 @@ std::span<const char* const> chat_extension_fields();
 opt_error read_scheduling_fields(const nlohmann::json& body, int& priority, std::string& cache_salt);
 
 /// The optional `model` field must name the served model (or one of `aliases`, or of the
-/// LoRA `adapters`): 404 model_not_found otherwise.
+/// LoRA `adapters`, then written to `adapter`): 404 model_not_found otherwise.
 opt_error check_model_name(const nlohmann::json& body, const std::string& served_name,
-                           std::span<const std::string> aliases = {}, std::span<const std::string> adapters = {});
-/// The adapter of `adapters` the `model` field names; "": none.
-std::string adapter_of(const nlohmann::json& body, std::span<const std::string> adapters);
+                           std::span<const std::string> aliases = {}, std::span<const std::string> adapters = {},
+                           std::string* adapter = nullptr);
 
 }  // namespace inflight::gateway

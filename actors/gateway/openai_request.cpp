@@ -295,9 +295,7 @@ api_result<openai_request> try_parse_request(const json& body, api_kind kind, co
   if (!body.is_object()) return std::unexpected(bad_request("the request body must be a JSON object"));
   openai_request r;
   r.kind = kind;
-  const auto adapters = m.adapter_names();
-  if (auto e = check_model_name(body, m.name, m.aliases, adapters)) return std::unexpected(*e);
-  r.base.adapter = adapter_of(body, adapters);
+  if (auto e = check_model_name(body, m.name, m.aliases, m.adapter_names(), &r.base.adapter)) return std::unexpected(*e);
   const bool has_messages = body.contains("messages") && !body["messages"].is_null();
   r.is_chat = kind == api_kind::chat || (kind == api_kind::websocket && has_messages);
   if (auto e = check_unsupported_fields(body, r.is_chat)) return std::unexpected(*e);

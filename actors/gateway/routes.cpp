@@ -1,10 +1,10 @@
 #include "actors/gateway/routes.hpp"
 
 #include <algorithm>
-#include <optional>
 
 #include "actors/gateway/anthropic_call.hpp"
 #include "actors/gateway/chat_request.hpp"
+#include "actors/gateway/json_fields.hpp"
 #include "actors/gateway/openai_request.hpp"
 #include "actors/gateway/openai_response.hpp"
 #include "actors/gateway/responses_call.hpp"
@@ -175,27 +175,26 @@ http_reply lora_reply(gateway_state& state, bool is_load, const std::string& tex
   auto body = try_parse_json(text);
   if (!body) return error_reply(body.error());
   if (!body->is_object()) return error_reply(bad_request("the request body must be a JSON object"));
-  const auto string_field = [&](const char* key) -> std::optional<std::string> {
-    const auto it = body->find(key);
-    if (it == body->end() || !it->is_string() || it->get<std::string>().empty()) return std::nullopt;
-    return it->get<std::string>();
+  const auto read_name = [&](const char* key, std::string& out) -> opt_error {
+    if (auto e = read_string(*body, key, out)) return e;
+    if (out.empty()) return bad_request(std::string(key) + " must be a non-empty string", key);
+    return {};
   };
-  const auto name = string_field("lora_name");
-  if (!name) return error_reply(bad_request("lora_name must be a non-empty string", "lora_name"));
+  std::string name, path;
+  if (auto e = read_name("lora_name", name)) return error_reply(*e);
   const auto& m = state.model();
   if (!is_load) {
-    if (auto ok = state.eng().unload_lora_adapter(*name); !ok) return error_reply(to_api_error(ok.error()));
-    return {200, "text/plain; charset=utf-8", "Success: LoRA adapter '" + *name + "' removed successfully.", {}};
+    if (auto ok = state.eng().unload_lora_adapter(name); !ok) return error_reply(to_api_error(ok.error()));
+    return {200, "text/plain; charset=utf-8", "Success: LoRA adapter '" + name + "' removed successfully.", {}};
   }
-  const auto path = string_field("lora_path");
-  if (!path) return error_reply(bad_request("lora_path must be a non-empty string", "lora_path"));
-  if (*name == m.name || std::find(m.aliases.begin(), m.aliases.end(), *name) != m.aliases.end())
-    return error_reply(bad_request("lora_name '" + *name + "' is the name of the model itself", "lora_name"));
-  if (auto ok = state.eng().load_lora_adapter(*name, *path); !ok) {  // a file that is no adapter: the caller's
+  if (auto e = read_name("lora_path", path)) return error_reply(*e);
+  if (name == m.name || std::find(m.aliases.begin(), m.aliases.end(), name) != m.aliases.end())
+    return error_reply(bad_request("lora_name '" + name + "' is the name of the model itself", "lora_name"));
+  if (auto ok = state.eng().load_lora_adapter(name, path); !ok) {  // a file that is no adapter: the caller's
     const auto& e = ok.error();
     return error_reply(e.code == errc::unsupported ? to_api_error(e) : bad_request(e.message, "lora_path"));
   }
-  return {200, "text/plain; charset=utf-8", "Success: LoRA adapter '" + *name + "' added successfully.", {}};
+  return {200, "text/plain; charset=utf-8", "Success: LoRA adapter '" + name + "' added successfully.", {}};
 }
 
 }  // namespace

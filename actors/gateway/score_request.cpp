@@ -59,10 +59,7 @@ opt_error check_pair_count(std::size_t num_pairs, const served_model& m, const c
 /// Served: the request's model is the model or one of its LoRA adapters (`adapter`).
 opt_error check_served(const json& body, const served_model& m, std::string& adapter) {
   if (!m.rerank) return bad_request(m.rerank_unavailable, {}, "rerank_unavailable");
-  const auto adapters = m.adapter_names();
-  if (auto e = check_model_name(body, m.name, m.aliases, adapters)) return e;
-  adapter = adapter_of(body, adapters);
-  return {};
+  return check_model_name(body, m.name, m.aliases, m.adapter_names(), &adapter);
 }
 
 /// Tokenizes pair i = (queries[query_of(i)], documents[i]); each query's prefix once.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <utility>
 
 namespace inflight {
 namespace {
@@ -22,9 +23,13 @@ result<std::shared_ptr<const lora_adapter>> lora_registry::load(const std::strin
   return std::make_shared<const lora_adapter>(std::move(*a));
 }
 
-lora_registry::entry* lora_registry::find(const std::string& name) {
+const lora_registry::entry* lora_registry::find(const std::string& name) const {
   auto it = std::find_if(entries_.begin(), entries_.end(), [&](const entry& e) { return e.name == name; });
   return it == entries_.end() ? nullptr : &*it;
+}
+
+lora_registry::entry* lora_registry::find(const std::string& name) {
+  return const_cast<entry*>(std::as_const(*this).find(name));
 }
 
 result<void> lora_registry::add(const std::string& name, const std::string& path) {
@@ -44,9 +49,9 @@ result<void> lora_registry::add(const std::string& name, const std::string& path
 
 result<void> lora_registry::remove(const std::string& name) {
   std::lock_guard lock(mutex_);
-  auto it = std::find_if(entries_.begin(), entries_.end(), [&](const entry& e) { return e.name == name; });
-  if (it == entries_.end()) return make_error(errc::not_found, "the LoRA adapter '" + name + "' is not loaded");
-  entries_.erase(it);
+  const entry* e = find(name);
+  if (e == nullptr) return make_error(errc::not_found, "the LoRA adapter '" + name + "' is not loaded");
+  entries_.erase(entries_.begin() + (e - entries_.data()));
   return {};
 }
 
@@ -98,7 +103,7 @@ void lora_registry::drop_idle_over_limit() {
 
 bool lora_registry::contains(const std::string& name) const {
   std::lock_guard lock(mutex_);
-  return std::any_of(entries_.begin(), entries_.end(), [&](const entry& e) { return e.name == name; });
+  return find(name) != nullptr;
 }
 
 std::vector<lora_registry::entry_info> lora_registry::list() const {

@@ -58,6 +58,7 @@ class lora_registry {
   result<std::shared_ptr<const lora_adapter>> load(const std::string& name, const std::string& path,
                                                    std::uint64_t id) const;
   entry* find(const std::string& name);
+  const entry* find(const std::string& name) const;
   /// Drops idle adapters, least recently used first, while more than max_loaded_ are held.
   void drop_idle_over_limit();
 

@@ -47,6 +47,12 @@ void cap(step_summary& s, std::size_t max_seqs) {
   if (s.preempted.size() > max_seqs) s.preempted.resize(max_seqs);
 }
 
+/// The name of the LoRA adapter `s` runs with ("": none, or not in the plan).
+std::string adapter_name(const step_plan& plan, const seq_step& s) {
+  if (s.adapter < 0 || std::size_t(s.adapter) >= plan.adapters.size() || !plan.adapters[std::size_t(s.adapter)]) return {};
+  return plan.adapters[std::size_t(s.adapter)]->name;
+}
+
 }  // namespace
 
 step_summary summarize_plan(const step_plan& plan, int token_budget) {
@@ -57,10 +63,7 @@ step_summary summarize_plan(const step_plan& plan, int token_budget) {
   for (const auto& p : plan.seqs) {
     const int n = int(p.tokens.size()) - p.num_draft;  // a drafted decode is one decode and its draft
     const bool is_decode = n == 1 && p.start_position >= p.num_prompt_tokens;
-    s.seqs.push_back({p.id, is_decode ? 0 : n, is_decode ? 1 : 0, p.start_position, p.num_draft,
-                      p.adapter >= 0 && std::size_t(p.adapter) < plan.adapters.size() && plan.adapters[std::size_t(p.adapter)]
-                          ? plan.adapters[std::size_t(p.adapter)]->name
-                          : std::string()});
+    s.seqs.push_back({p.id, is_decode ? 0 : n, is_decode ? 1 : 0, p.start_position, p.num_draft, adapter_name(plan, p)});
     (is_decode ? s.num_decode_tokens : s.num_prefill_tokens) += n;
     s.num_draft_tokens += p.num_draft;
   }
