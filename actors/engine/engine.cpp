@@ -92,7 +92,7 @@ speculative_config speculative_config_of(const speculative_settings& s) {
 namespace {
 
 result<scheduler> make_scheduler(const deployment& d, const loaded_model& m, const kv_snapshot& kv,
-                                 const std::filesystem::path& plugin_dir) {
+                                 const std::filesystem::path& plugin_dir, const draft_model* draft) {
   auto pol = load_policy(d.scheduler, plugin_dir);
   if (!pol) return std::unexpected(pol.error());
   scheduler_config c;
@@ -105,18 +105,21 @@ result<scheduler> make_scheduler(const deployment& d, const loaded_model& m, con
   c.enable_prefix_caching = d.engine.enable_prefix_caching;
   c.default_targets = {d.scheduler.ttft_target_ms, d.scheduler.tpot_target_ms};
   c.speculative = speculative_config_of(d.speculative);
-  auto sched = scheduler::try_create(c, kv, std::move(*pol), engine_now);
-  if (!sched || d.speculative.draft_model.empty()) return sched;
+  if (draft != nullptr) c.speculative.draft_model_context = draft->max_context();
+  return scheduler::try_create(c, kv, std::move(*pol), engine_now);
+}
+
+/// The deployment's draft model (speculative.draft_model), on the CPU, with blocks of the
+/// target's size; none when it names none.
+result<std::unique_ptr<draft_model>> load_draft_model(const deployment& d, const loaded_model& m, int block_size) {
+  if (d.speculative.draft_model.empty()) return nullptr;
   draft_model_options o;
-  o.block_size = d.engine.block_size;
+  o.block_size = block_size;
   o.kv_memory_bytes = d.speculative.draft_kv_memory_bytes;
   o.num_threads = d.engine.threads;
   o.max_context = m.max_context;
   o.vocab_size = m.weights->config.vocab_size;
-  auto drafter = draft_model_drafter::load(d.speculative.draft_model, o);
-  if (!drafter) return std::unexpected(drafter.error());
-  sched->add_drafter("draft", std::move(*drafter));
-  return sched;
+  return draft_model::load(d.speculative.draft_model, o);
 }
 
 }  // namespace
@@ -146,23 +149,26 @@ result<std::unique_ptr<engine>> engine::start(const deployment& d, loaded_model 
   }
   p->gate = std::make_shared<admission_gate>(
       admission_gate::limits{d.server.max_waiting_requests, d.server.max_waiting_tokens});
-  auto kv = kv_manager::try_create((*be)->num_kv_blocks(), (*be)->block_size());
+  auto draft = load_draft_model(d, model, (*be)->block_size());
+  if (!draft) return std::unexpected(draft.error());
+  auto kv = kv_manager::try_create((*be)->num_kv_blocks(), (*be)->block_size(), *draft ? (*draft)->num_kv_blocks() : 0);
   if (!kv) return std::unexpected(kv.error());
-  auto sched = make_scheduler(d, model, kv->snapshot(), p->plugin_dir);
+  auto sched = make_scheduler(d, model, kv->snapshot(), p->plugin_dir, draft->get());
   if (!sched) return std::unexpected(sched.error());
   // What snapshot() says before the scheduler publishes its first.
   p->gauges->snapshot.num_blocks = p->gauges->snapshot.num_free_blocks = (*be)->num_kv_blocks();
   p->model = std::move(model);
   configure_compute_runtime(p->cfg);
   auto owned_backend = std::make_shared<std::unique_ptr<backend>>(std::move(*be));
+  auto owned_draft = std::make_shared<std::unique_ptr<draft_model>>(std::move(*draft));
   auto owned_sched = std::make_shared<std::optional<step_loop>>(
       step_loop(std::move(*sched), step_loop_options{d.server.max_queue_time_s, p->gate}));
   auto owned_kv = std::make_shared<std::optional<kv_manager>>(std::move(*kv));
   std::promise<std::optional<error>> is_ready;  // set: the warm-up failed
-  p->system_thread = std::thread([raw = p.get(), &is_ready, owned_backend, owned_sched, owned_kv] {
+  p->system_thread = std::thread([raw = p.get(), &is_ready, owned_backend, owned_draft, owned_sched, owned_kv] {
     auto& q = *raw;
     q.sys = std::make_unique<caf::actor_system>(q.cfg);
-    q.exec = q.sys->spawn<caf::detached>(executor_fn, owned_backend);
+    q.exec = q.sys->spawn<caf::detached>(executor_fn, owned_backend, owned_draft);
     // The first steps run on the executor's thread now, not in the first request's TTFT.
     std::optional<error> failure;
     {

@@ -1,7 +1,7 @@
 #pragma once
 /// Atoms and typed interfaces of the engine's actors (CAF 0.17).
 ///
-///   request actor --submit/cancel/finish--> scheduler actor --execute--> executor actor
+///   request actor --submit/cancel/finish--> scheduler actor --[draft,] execute--> executor actor
 ///         ^                                      |   (grant, once per step: kv-allocator actor)
 ///         +------------- token / finished -------+
 
@@ -12,6 +12,7 @@
 #include "actors/engine_api.hpp"
 #include "core/engine/kv/kv_grant.hpp"
 #include "core/engine/sched/scheduler.hpp"
+#include "core/engine/spec/draft_plan.hpp"
 #include "core/engine/step/step_plan.hpp"
 
 namespace inflight {
@@ -29,12 +30,16 @@ using drain_atom = caf::atom_constant<caf::atom("drain")>;
 using abort_atom = caf::atom_constant<caf::atom("abort")>;
 using grant_atom = caf::atom_constant<caf::atom("grant")>;
 using warm_up_atom = caf::atom_constant<caf::atom("warmup")>;
+/// The draft model's work of a step (speculative decoding's `draft` drafter).
+using draft_atom = caf::atom_constant<caf::atom("draft")>;
 /// A full cache report (actors/cache_feed.hpp): the scheduler actor asks the kv
 /// allocator for every cached hash and publishes them.
 using full_report_atom = caf::atom_constant<caf::atom("fullreport")>;
 
 /// The executor's reply: a result, or the backend's error.
 using step_reply = result<step_result>;
+/// draft_atom's reply: the drafted tokens, or the draft model's error.
+using draft_reply = result<draft_result>;
 /// warm_up_atom's reply: the backend's error, if any.
 struct warm_up_reply {
   std::optional<error> failure;
@@ -72,8 +77,10 @@ struct token_message {
 };
 
 /// warm_up_atom: backend::warm_up() once, before the scheduler exists (the reply's
-/// `failure` is set when it failed).
+/// `failure` is set when it failed). draft_atom: the draft model drafts, before the step
+/// that checks its tokens.
 using executor_actor = caf::typed_actor<caf::replies_to<execute_atom, step_plan>::with<step_reply>,
+                                        caf::replies_to<draft_atom, draft_plan>::with<draft_reply>,
                                         caf::replies_to<warm_up_atom>::with<warm_up_reply>>;
 
 /// Every full-block hash the prefix cache holds.
@@ -103,6 +110,8 @@ using scheduler_actor = caf::typed_actor<caf::reacts_to<submit_atom, seq_request
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::step_plan)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::step_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::draft_plan)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::draft_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::warm_up_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::kv_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(inflight::kv_reply)

@@ -28,6 +28,8 @@ engine_snapshot make_snapshot(self_ptr self) {
   s.gauges.num_requests_running = sched.num_running();
   s.gauges.num_requests_waiting = sched.num_waiting();
   s.gauges.kv_cache_usage = sched.kv_usage();
+  if (const kv_snapshot& kv = sched.kv(); kv.num_draft_blocks > 0)
+    s.gauges.draft_kv_cache_usage = 1.0 - double(kv.num_free_draft_blocks) / kv.num_draft_blocks;
   s.gauges.num_preemptions = sched.num_preemptions();
   s.gauges.num_rejected_decisions = sched.num_rejected_decisions();
   s.gauges.num_prefix_cache_queries = sched.counters().num_prefix_cache_queries;
@@ -132,6 +134,20 @@ void execute(self_ptr self, step_plan plan, double start) {
             });
 }
 
+/// The draft model drafts first (on the executor), then the step checks its tokens.
+void draft(self_ptr self, step_loop::granted granted, double start) {
+  auto plan = std::make_shared<step_plan>(std::move(granted.plan));
+  self->request(self->state.executor, caf::infinite, draft_atom::value, std::move(*granted.drafts))
+      .then([self, plan, start](draft_reply& reply) {
+              loop_of(self).on_drafts(*plan, std::move(reply));
+              execute(self, std::move(*plan), start);
+            },
+            [self, plan, start](caf::error& err) {
+              loop_of(self).on_drafts(*plan, std::unexpected(error{errc::backend_error, self->system().render(err)}));
+              execute(self, std::move(*plan), start);
+            });
+}
+
 /// Publishes the cache's change with the load it leaves (the feed drops reports that
 /// change nothing).
 void report_cache(self_ptr self, cache_delta changes, bool is_full = false) {
@@ -163,6 +179,7 @@ void on_grant(self_ptr self, kv_reply& reply, double start) {
   if (reply) changes = std::move(reply->cache_changes);
   auto granted = loop_of(self).on_grant(std::move(reply));
   report_cache(self, std::move(changes));
+  if (!granted.plan.seqs.empty() && granted.drafts) return draft(self, std::move(granted), start);
   if (!granted.plan.seqs.empty()) return execute(self, std::move(granted.plan), start);
   if (!granted.events.empty()) {  // the grant failed: its sequences finished; the others go on
     route(self, granted.events);

@@ -125,7 +125,8 @@ struct speculative_settings {
   double row_cost = 0.25;
   bool learn_row_cost = true;      ///< replace row_cost by what the steps' own times say
   /// method "draft": a smaller model of the same vocabulary (a path the loader reads),
-  /// greedy on the CPU in a KV pool of draft_kv_memory bytes of its own.
+  /// greedy on the CPU (the executor runs it), its K/V in draft_kv_memory bytes: the
+  /// KV allocator's draft space.
   std::string draft_model;
   std::int64_t draft_kv_memory_bytes = 64ll << 20;
 };

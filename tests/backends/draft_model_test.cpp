@@ -1,7 +1,7 @@
-// The `draft` drafter (backends/draft_model): a model's greedy continuation from its own
-// KV pool, caught up from the common prefix after a refuted draft, its blocks given back
-// when a sequence ends or when a more recent one needs them. stories260K drafting for
-// itself: its proposals are the target's greedy tokens.
+// The `draft` drafter's model (backends/draft_model): the draft plans the scheduler makes,
+// run on the CPU backend: several sequences' greedy drafts in one ragged step, each from
+// the K/V its table holds (blocks of the KV owner's draft space). stories260K drafting
+// for itself: its drafts are the target's greedy tokens.
 
 #include "backends/draft_model.hpp"
 
@@ -39,64 +39,66 @@ std::vector<token_id> greedy(const std::shared_ptr<const model_weights>& w, std:
 
 }  // namespace
 
-TEST_CASE("draft model: proposes the model's greedy tokens and catches up after a refuted draft",
+TEST_CASE("draft model: drafts the model's greedy tokens for several sequences in one ragged step, from its cache",
           "[backends][spec]") {
   auto m = load_stories260k();
   if (!m) return;
   draft_model_options o;
   o.num_threads = 1;
   o.vocab_size = m->weights->config.vocab_size;
-  auto d = draft_model_drafter::create(m->weights, o);
+  auto d = draft_model::create(m->weights, o);
   REQUIRE(d.has_value());
-  const auto prompt = m->tok->encode("Once upon a time, there was a little dog", true);
-  const auto expected = greedy(m->weights, prompt, 12);
+  REQUIRE((*d)->num_kv_blocks() >= 8);
+  const auto a = m->tok->encode("Once upon a time, there was a little dog", true);
+  const auto b = m->tok->encode("Lily went to the park", true);
+  const auto a_expected = greedy(m->weights, a, 8);
+  const auto b_expected = greedy(m->weights, b, 2);
 
-  auto tokens = prompt;
-  const auto first = (*d)->propose(7, tokens, 4);
-  CHECK(first == std::vector<token_id>(expected.begin(), expected.begin() + 4));
-  // Two kept and a different third token (a refuted draft): the cache steps back to
-  // the common prefix and the next draft follows the new text.
-  tokens.insert(tokens.end(), expected.begin(), expected.begin() + 2);
-  tokens.push_back(expected[2] == 5 ? 6 : 5);
-  const auto after = (*d)->propose(7, tokens, 3);
-  auto wanted = greedy(m->weights, tokens, 3);
-  CHECK(after == wanted);
-  // The cache is not fed again from the start: the prompt went through once.
-  CHECK((*d)->num_tokens_fed() < 2 * tokens.size());
+  // Two sequences at once, blocks of the draft space chosen by the caller (the KV owner).
+  draft_plan plan;
+  plan.seqs.push_back({1, a, 0, {0, 1, 2, 3}, 4});
+  plan.seqs.push_back({2, b, 0, {4, 5, 6, 7}, 2});
+  auto first = (*d)->run(plan);
+  REQUIRE(first.has_value());
+  REQUIRE(first->tokens.size() == 2);
+  CHECK(first->tokens[0] == std::vector<token_id>(a_expected.begin(), a_expected.begin() + 4));
+  CHECK(first->tokens[1] == b_expected);
+  CHECK((*d)->num_steps() == 4);  // batched: the longest draft's steps, not 4 + 2
+  CHECK((*d)->num_tokens_fed() == a.size() + 3 + b.size() + 1);  // the last drafted token is never fed
 
-  // Another sequence beside it, then both end: every block is free again.
-  const int free_before = (*d)->num_free_blocks();
-  CHECK((*d)->propose(8, prompt, 2) == std::vector<token_id>(expected.begin(), expected.begin() + 2));
-  CHECK((*d)->num_free_blocks() < free_before);
-  (*d)->forget(7);
-  (*d)->forget(8);
-  auto fresh = draft_model_drafter::create(m->weights, o);
-  CHECK((*d)->num_free_blocks() == (*fresh)->num_free_blocks());
+  // Sequence 1 kept two drafted tokens and went on with another: its cache holds the
+  // prompt and those two (fed while drafting), so it is fed the new token alone.
+  auto tokens = a;
+  tokens.insert(tokens.end(), a_expected.begin(), a_expected.begin() + 2);
+  tokens.push_back(a_expected[2] == 5 ? 6 : 5);
+  const int cached = int(a.size()) + 2;
+  draft_plan next;
+  next.seqs.push_back({1, {tokens.begin() + cached, tokens.end()}, cached, {0, 1, 2, 3}, 3});
+  const auto fed_before = (*d)->num_tokens_fed();
+  auto second = (*d)->run(next);
+  REQUIRE(second.has_value());
+  CHECK(second->tokens[0] == greedy(m->weights, tokens, 3));
+  CHECK((*d)->num_tokens_fed() - fed_before == 1 + 2);
+
+  // A block table too short for the positions is the whole plan's error.
+  draft_plan short_table;
+  short_table.seqs.push_back({3, a, 0, {}, 4});
+  auto refused = (*d)->run(short_table);
+  CHECK_FALSE(refused.has_value());
 }
 
-TEST_CASE("draft model: a full pool evicts the sequence used least recently, and a wrong vocabulary is refused",
-          "[backends][spec]") {
+TEST_CASE("draft model: a wrong vocabulary or a pool without a block is refused", "[backends][spec]") {
   auto m = load_stories260k();
   if (!m) return;
   draft_model_options o;
   o.num_threads = 1;
-  o.block_size = 16;
-  const auto& c = m->weights->config;
-  // Two blocks of K and V for every layer: one 20-token sequence fills it.
-  o.kv_memory_bytes = std::int64_t(2) * 16 * 2 * c.num_layers * c.num_kv_heads * (c.dim / c.num_heads) * 4;
-  auto d = draft_model_drafter::create(m->weights, o);
-  REQUIRE(d.has_value());
-  REQUIRE((*d)->num_free_blocks() == 2);
-  const auto prompt = m->tok->encode("Once upon a time, there was a little dog named", true);
-  REQUIRE(prompt.size() > 8);
-  const auto a = (*d)->propose(1, prompt, 4);
-  CHECK(a.size() == 4);
-  const auto b = (*d)->propose(2, prompt, 4);  // takes sequence 1's blocks
-  CHECK(b == a);
-  CHECK((*d)->propose(1, prompt, 4) == a);     // caught up again from the start
-
-  o.vocab_size = c.vocab_size + 1;
-  auto refused = draft_model_drafter::create(m->weights, o);
+  o.vocab_size = m->weights->config.vocab_size + 1;
+  auto refused = draft_model::create(m->weights, o);
   REQUIRE_FALSE(refused.has_value());
   CHECK(refused.error().message.find("vocabulary") != std::string::npos);
+  o.vocab_size = 0;
+  o.kv_memory_bytes = 64;
+  auto empty = draft_model::create(m->weights, o);
+  REQUIRE_FALSE(empty.has_value());
+  CHECK(empty.error().message.find("no block") != std::string::npos);
 }

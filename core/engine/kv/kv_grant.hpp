@@ -51,6 +51,16 @@ struct kv_block_hashes {
   std::vector<block_hash> hashes;
 };
 
+/// The draft model's KV space (speculative decoding's `draft` drafter): a second pool
+/// with the same owner, without prefix caching or victims. Its releases go first, then
+/// its asks; an ask short of blocks gets what is free (a running one that gets none
+/// loses its table: it is listed in kv_space_grant::preempted).
+struct kv_space_request {
+  std::vector<kv_release> releases;
+  std::vector<kv_ask> asks;
+  bool empty() const { return releases.empty() && asks.empty(); }
+};
+
 /// One step's request: new hashes, releases, then the asks in order (earlier asks get
 /// blocks first). A running ask short of blocks preempts the first of `victims` that
 /// is neither itself nor granted yet, releasing it, and so on (the same rule as
@@ -63,6 +73,8 @@ struct kv_request {
   /// Run when no ask got a single token (a policy that scheduled nothing, or only
   /// admissions that found no block): the engine never stalls.
   std::optional<kv_ask> fallback;
+  /// The draft model's space, granted after the target's.
+  kv_space_request draft;
 };
 
 /// The answer to one ask.
@@ -92,6 +104,9 @@ struct kv_snapshot {
   std::uint64_t num_evictions = 0;
   /// Waiting sequences with a cached prefix (those without one are not listed).
   std::vector<kv_cached_prefix> cached_prefixes;
+  /// The draft model's space (0 blocks: none).
+  int num_draft_blocks = 0;
+  int num_free_draft_blocks = 0;
   double usage() const { return num_blocks > 0 ? 1.0 - double(num_free_blocks) / num_blocks : 0.0; }
 };
 
@@ -103,6 +118,10 @@ struct kv_grant {
   /// The prefix cache's net change since the previous grant (kv_manager::take_cache_delta;
   /// filled by the kv-allocator actor, which reports it to a router through the scheduler).
   cache_delta cache_changes;
+  /// The draft space's answers: one per kv_request::draft ask, in order, and the
+  /// running sequences that lost their draft tables.
+  std::vector<kv_granted> draft_grants;
+  std::vector<seq_id> draft_preempted;
 };
 
 }  // namespace inflight

@@ -10,10 +10,16 @@ std::string seq_name(seq_id id) { return "sequence " + std::to_string(id); }
 
 }  // namespace
 
-result<kv_manager> kv_manager::try_create(int num_blocks, int block_size) {
+result<kv_manager> kv_manager::try_create(int num_blocks, int block_size, int num_draft_blocks) {
   auto pool = block_pool::try_create(num_blocks, block_size);
   if (!pool) return std::unexpected(pool.error());
-  return kv_manager(std::move(*pool));
+  kv_manager out(std::move(*pool));
+  if (num_draft_blocks > 0) {
+    auto draft = try_create(num_draft_blocks, block_size);
+    if (!draft) return make_error(draft.error().code, "the draft model's KV space: " + draft.error().message);
+    out.draft_ = std::make_unique<kv_manager>(std::move(*draft));
+  }
+  return out;
 }
 
 kv_snapshot kv_manager::snapshot() const {
@@ -27,6 +33,10 @@ kv_snapshot kv_manager::snapshot() const {
     if (!seq.table.empty() || seq.hashes.empty()) continue;
     const int num_hits = static_cast<int>(find_cached_prefix(seq, static_cast<int>(seq.hashes.size())).size());
     if (num_hits > 0) s.cached_prefixes.push_back({id, num_hits * pool_.block_size()});
+  }
+  if (draft_) {
+    s.num_draft_blocks = draft_->pool_.num_blocks();
+    s.num_free_draft_blocks = draft_->pool_.num_free_blocks();
   }
   return s;
 }
@@ -81,6 +91,25 @@ result<void> kv_manager::check_request(const kv_request& request) const {
 
 result<kv_grant> kv_manager::try_grant(const kv_request& request) {
   if (auto ok = check_request(request); !ok) return std::unexpected(ok.error());
+  kv_request draft;
+  if (!request.draft.empty()) {
+    if (!draft_) return make_error(errc::invalid_argument, "kv request: asks for a draft model's blocks, but there is no draft space");
+    draft.releases = request.draft.releases;
+    draft.asks = request.draft.asks;
+    if (auto ok = draft_->check_request(draft); !ok)
+      return make_error(ok.error().code, "draft space: " + ok.error().message);
+  }
+  kv_grant out = grant(request);
+  if (!request.draft.empty()) {
+    kv_grant d = draft_->grant(draft);
+    out.draft_grants = std::move(d.grants);
+    out.draft_preempted = std::move(d.preempted);
+    out.snapshot = snapshot();
+  }
+  return out;
+}
+
+kv_grant kv_manager::grant(const kv_request& request) {
   for (const auto& h : request.new_hashes) {
     auto& chain = seqs_[h.id].hashes;
     chain.insert(chain.end(), h.hashes.begin(), h.hashes.end());
@@ -223,6 +252,8 @@ kv_granted kv_manager::answer(seq_id id, int num_computed, int num_tokens) const
 
 result<void> kv_manager::check_invariants() const {
   if (auto ok = pool_.check_invariants(); !ok) return ok;
+  if (draft_)
+    if (auto ok = draft_->check_invariants(); !ok) return make_error(ok.error().code, "draft space: " + ok.error().message);
   std::vector<int> counted(static_cast<std::size_t>(pool_.num_blocks()), 0);
   for (const auto& [id, seq] : seqs_) {
     if (seq.num_cached > static_cast<int>(seq.table.size()))

@@ -10,6 +10,7 @@
 /// generated tokens alike. Released cached blocks wait in the pool's LRU free queue; an
 /// admission reuses the longest cached prefix of whole blocks, never its last token.
 
+#include <memory>
 #include <span>
 #include <unordered_map>
 #include <unordered_set>
@@ -23,7 +24,9 @@ namespace inflight {
 
 class kv_manager {
  public:
-  static result<kv_manager> try_create(int num_blocks, int block_size);
+  /// `num_draft_blocks` > 0: a second space of that many blocks for the draft model of
+  /// speculative decoding (kv_request::draft).
+  static result<kv_manager> try_create(int num_blocks, int block_size, int num_draft_blocks = 0);
 
   /// Applies one step's request: releases, then each ask in order (see kv_request).
   /// A malformed request (an ask twice, a running ask without a table, an admission
@@ -45,8 +48,11 @@ class kv_manager {
   int num_sequences() const;
   /// Sequences the manager knows (holding blocks, or waiting with known hashes).
   int num_known_sequences() const { return static_cast<int>(seqs_.size()); }
-  /// The pool's invariants, and each block's ref count equals the tables holding it.
+  /// The pool's invariants, and each block's ref count equals the tables holding it
+  /// (the draft space's too).
   result<void> check_invariants() const;
+  /// The draft model's space; nullptr when there is none.
+  const kv_manager* draft_space() const { return draft_.get(); }
 
  private:
   /// Working state of one try_grant.
@@ -67,6 +73,8 @@ class kv_manager {
 
   explicit kv_manager(block_pool pool) : pool_(std::move(pool)) {}
   result<void> check_request(const kv_request& request) const;
+  /// try_grant without the draft space.
+  kv_grant grant(const kv_request& request);
   kv_granted grant_running(const kv_ask& ask, grant_state& g);
   kv_granted grant_admission(const kv_ask& ask);
   bool try_preempt_victim(seq_id requester, grant_state& g);
@@ -80,6 +88,7 @@ class kv_manager {
 
   block_pool pool_;
   std::unordered_map<seq_id, seq_blocks> seqs_;
+  std::unique_ptr<kv_manager> draft_;
 };
 
 }  // namespace inflight

@@ -208,6 +208,9 @@ std::string engine_metrics::render(const std::string& model_name, const engine_g
   gauge("num_requests_running", "Requests being scheduled (running).", g.num_requests_running);
   gauge("num_requests_waiting", "Requests waiting to be scheduled.", g.num_requests_waiting);
   gauge("kv_cache_usage_perc", "Fraction of KV-cache blocks in use (1 = 100%).", g.kv_cache_usage);
+  gauge("draft_kv_cache_usage_perc",
+        "Fraction of the draft model's KV blocks in use (speculative decoding; 0 without a draft model).",
+        g.draft_kv_cache_usage);
   counter("num_preemptions_total", "Preemptions (by recompute).", double(g.num_preemptions));
   counter("prompt_tokens_total", "Prompt tokens processed.", double(prompt_tokens_total.load()));
   counter("generation_tokens_total", "Tokens generated.", double(generation_tokens_total.load()));

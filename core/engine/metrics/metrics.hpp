@@ -58,6 +58,7 @@ struct engine_gauges {
   int num_requests_running = 0;
   int num_requests_waiting = 0;
   double kv_cache_usage = 0.0;  ///< 0..1
+  double draft_kv_cache_usage = 0.0;  ///< the draft model's space (speculative decoding), 0..1; 0 without one
   std::uint64_t num_preemptions = 0;
   std::uint64_t num_rejected_decisions = 0;
   std::uint64_t num_prefix_cache_queries = 0;  ///< prompt tokens looked up in the prefix cache

@@ -192,6 +192,7 @@ result<kv_request> scheduler::schedule() {
     validation v = decide_and_validate(next_step_id_);
     add_drafts(v);
     request.asks = std::move(v.asks);
+    request.draft.asks = std::move(v.draft_asks);
     request.victims = victim_order();
     request.fallback = fallback_ask();
   }
@@ -201,6 +202,11 @@ result<kv_request> scheduler::schedule() {
   releases_.clear();
   num_released_blocks_ = 0;
   releases_in_flight_ = request.releases;
+  request.draft.releases = std::move(draft_releases_);
+  draft_releases_.clear();
+  num_released_draft_blocks_ = 0;
+  draft_releases_in_flight_ = request.draft.releases;
+  draft_asked_ = request.draft.asks;
   asked_ = request.asks;
   fallback_ = request.fallback;
   phase_ = step_phase::awaiting_grant;
@@ -219,8 +225,12 @@ result<step_plan> scheduler::on_grant(kv_grant grant) {
       return make_error(errc::internal, "kv grant " + std::to_string(i) + " is for sequence " +
                                             std::to_string(grant.grants[i].id) + ", not the one asked");
   }
+  if (grant.draft_grants.size() != draft_asked_.size())
+    return make_error(errc::internal, "kv grant answers " + std::to_string(grant.draft_grants.size()) +
+                                          " draft asks, the request had " + std::to_string(draft_asked_.size()));
   kv_ = std::move(grant.snapshot);
   releases_in_flight_.clear();
+  take_draft_grants(grant);
   for (seq_id id : grant.preempted) {
     auto it = seqs_.find(id);
     if (it != seqs_.end() && it->second.status == seq_status::running) preempt(it->second);
@@ -228,6 +238,7 @@ result<step_plan> scheduler::on_grant(kv_grant grant) {
   step_plan plan;
   plan.step_id = next_step_id_;
   pending_step pending{plan.step_id, {}};
+  model_drafts_.clear();
   for (std::size_t i = 0; i < grant.grants.size(); ++i) {
     const kv_ask& ask = i < asked_.size() ? asked_[i] : *fallback_;
     kv_granted& g = grant.grants[i];
@@ -240,12 +251,17 @@ result<step_plan> scheduler::on_grant(kv_grant grant) {
     plan.seqs.push_back(make_seq_step(seq, g.num_tokens, std::move(g.block_table)));
     if (seq.adapter) plan.seqs.back().adapter = adapter_index(plan, seq.adapter);
     const auto& step = plan.seqs.back();
+    if (seq.spec.model_draft > 0)
+      plan_model_draft(seq, step, plan.seqs.size() - 1, g.num_tokens - int(step.tokens.size()));
     const bool is_prefill_end = seq.is_prefill_only() && step.start_position + g.num_tokens == seq.num_tokens();
     pending.entries.push_back({g.id, int(step.tokens.size()), step.do_sample, !step.logit_rows.empty(),
                                step.hidden != hidden_output::none, is_prefill_end,
                                {step.tokens.end() - step.num_draft, step.tokens.end()}});
   }
   take_cached_prefixes(kv_.cached_prefixes);
+  for (const kv_ask& ask : asked_)
+    if (auto it = seqs_.find(ask.id); it != seqs_.end()) it->second.spec.model_draft = 0;
+  draft_tables_.clear();
   if (grant.is_fallback_used)
     reject("policy '" + policy_.name() + "' scheduled nothing that could run while work was waiting: " +
            "the engine runs sequence " + std::to_string(fallback_->id));
@@ -495,13 +511,17 @@ std::vector<seq_event> scheduler::fail_step(const error& cause) {
   if (phase_ == step_phase::awaiting_grant) {
     // The KV manager never applied the request: its releases go out again.
     releases_.insert(releases_.begin(), releases_in_flight_.begin(), releases_in_flight_.end());
+    draft_releases_.insert(draft_releases_.begin(), draft_releases_in_flight_.begin(), draft_releases_in_flight_.end());
     for (const auto& a : asked_) ids.push_back(a.id);
     if (fallback_) ids.push_back(fallback_->id);
   } else if (pending_) {
     for (const auto& e : pending_->entries) ids.push_back(e.id);
   }
   releases_in_flight_.clear();
+  draft_releases_in_flight_.clear();
   asked_.clear();
+  draft_asked_.clear();
+  model_drafts_.clear();
   fallback_.reset();
   pending_.reset();
   phase_ = step_phase::idle;

@@ -39,6 +39,7 @@
 #include "core/engine/sched/policy.hpp"
 #include "core/engine/sched/scheduler_config.hpp"
 #include "core/engine/sched/sequence.hpp"
+#include "core/engine/spec/draft_plan.hpp"
 #include "core/engine/spec/drafter.hpp"
 #include "core/engine/spec/step_cost.hpp"
 #include "core/engine/step/step_plan.hpp"
@@ -124,6 +125,15 @@ class scheduler {
   /// The KV manager's answer to the pending request: the step plan (empty when
   /// nothing runs). Victims it preempted go back to the waiting queue.
   result<step_plan> on_grant(kv_grant grant);
+  /// The draft model's work that the plan on_grant() just gave waits for (the `draft`
+  /// drafter: speculative.draft_model_context > 0), once; none when no sequence of the
+  /// step drafts with it. Run it (run_draft_plan) and hand the result to on_drafts()
+  /// before the plan is executed.
+  std::optional<draft_plan> take_draft_plan();
+  /// Puts the draft model's tokens into `plan` (the one on_grant() gave): each sequence's
+  /// draft as far as its grant, a stop token and its grammar go. A failed draft run
+  /// leaves the plan as it is: the step checks no draft from the model.
+  void on_drafts(step_plan& plan, result<draft_result> drafts);
   /// Applies the executor's result for the pending plan.
   result<std::vector<seq_event>> apply(const step_result& result);
   /// The pending request or step failed: its sequences finish with reason error and `cause`.
@@ -131,7 +141,7 @@ class scheduler {
 
   bool has_work() const { return !running_.empty() || !waiting_.empty(); }
   /// Finished or preempted sequences whose blocks the next kv request returns.
-  bool has_pending_releases() const { return !releases_.empty(); }
+  bool has_pending_releases() const { return !releases_.empty() || !draft_releases_.empty(); }
   /// A kv request or a step plan is out and not answered yet.
   bool has_pending_step() const { return phase_ != step_phase::idle; }
   int num_running() const { return static_cast<int>(running_.size()); }
@@ -197,6 +207,13 @@ class scheduler {
     int num_admitted = 0;
     std::vector<kv_ask> asks;
     std::vector<const lora_adapter*> adapters;  // of the asks so far, each once
+    int num_free_draft_blocks = 0;  // the draft space's, less what earlier drafts need
+    std::vector<kv_ask> draft_asks;
+  };
+  /// A sequence of the planned step whose draft the draft model writes.
+  struct model_draft_slot {
+    std::size_t entry = 0;  ///< its index in the plan and in pending_step::entries
+    draft_seq work;
   };
 
   scheduler(const scheduler_config& config, const kv_snapshot& kv, policy pol, clock_fn clock);
@@ -224,6 +241,14 @@ class scheduler {
   /// How many tokens the budget rule lets `seq` draft in a step of `rows`.
   int fit_draft(const sequence& seq, int max_draft, const step_rows& rows) const;
   bool can_draft(const sequence& seq) const;
+  /// Asks the draft space for `seq`'s cache to take k more draft tokens, evicting the
+  /// caches used least recently by sequences not drafting this step; false when it cannot.
+  bool ask_draft_space(sequence& seq, int k, validation& v);
+  /// Its draft cache goes back to the draft space (with the next request).
+  void release_draft_cache(sequence& seq);
+  /// The draft space's answer: tables and losses; the draft model's work of the plan.
+  void take_draft_grants(const kv_grant& grant);
+  void plan_model_draft(sequence& seq, const seq_step& step, std::size_t entry, int num_granted_draft);
   /// The step being scheduled starts its time (on the machine's clock); the step before
   /// it, which ends there, teaches the step cost.
   void start_step_time();
@@ -235,7 +260,7 @@ class scheduler {
   void fill_draft_masks(sequence& seq, seq_step& step);
   void take_tokens(sequence& seq, const pending_entry& e, std::span<const sampled_token> tokens,
                    std::vector<seq_event>& events);
-  void learn_finished(const sequence& seq, finish_reason reason);
+  void learn_finished(sequence& seq, finish_reason reason);
 
   // scheduler.cpp: plan, apply, finish
   seq_step make_seq_step(sequence& seq, int num_tokens, std::vector<block_id> block_table);
@@ -268,6 +293,13 @@ class scheduler {
   std::vector<kv_block_hashes> new_hashes_;    // not sent yet
   std::vector<kv_release> releases_;           // not sent yet
   std::vector<kv_release> releases_in_flight_; // sent with the pending request
+  std::vector<kv_release> draft_releases_;     // the draft space's, not sent yet
+  std::vector<kv_release> draft_releases_in_flight_;
+  int num_released_draft_blocks_ = 0;          // held by draft_releases_
+  std::vector<kv_ask> draft_asked_;            // awaiting_grant: the draft asks sent
+  std::unordered_map<seq_id, kv_granted> draft_tables_;  // the last grant's, until the plan is built
+  std::vector<model_draft_slot> model_drafts_; // the planned step's, until on_drafts()
+  std::uint64_t draft_clock_ = 0;              // orders the draft caches' last use
   int num_released_blocks_ = 0;                // blocks held by releases_ (the view counts them free)
   std::optional<pending_step> pending_;
   std::uint64_t next_step_id_ = 1;

@@ -21,6 +21,9 @@ constexpr double acceptance_recovery = 0.05;
 /// How fast a drafter's time per proposed token follows its proposals.
 constexpr double draft_time_weight = 0.1;
 
+/// The drafter that is a model: the executor runs it, its K/V lie in the draft space.
+constexpr std::string_view model_drafter = "draft";
+
 }  // namespace
 
 result<void> scheduler::resolve_speculation(sequence& seq, const speculation_choice& choice) {
@@ -32,7 +35,10 @@ result<void> scheduler::resolve_speculation(sequence& seq, const speculation_cho
                                                   std::to_string(max_draft_tokens) + "], got " + std::to_string(k));
   if (method == "off") method.clear();
   if (method.empty() || k == 0 || seq.is_prefill_only()) return {};
-  if (!drafters_.contains(method)) {
+  if (method == model_drafter) {
+    if (c.draft_model_context <= 0)
+      return make_error(errc::invalid_argument, "the draft drafter needs a draft model: speculative.draft_model");
+  } else if (!drafters_.contains(method)) {
     auto made = try_make_drafter(method, c.ngram);
     if (!made) return std::unexpected(made.error());
     drafters_.emplace(method, std::move(*made));
@@ -85,7 +91,8 @@ int scheduler::fit_draft(const sequence& seq, int max_draft, const step_rows& ro
 }
 
 void scheduler::add_drafts(validation& v) {
-  if (drafters_.empty()) return;
+  const bool has_draft_model = config_.speculative.draft_model_context > 0;
+  if (drafters_.empty() && !has_draft_model) return;
   step_rows rows;
   for (const auto& a : v.asks) {
     // Its last row is sampled when it reaches the end of its tokens (a decode, a prompt's last chunk).
@@ -94,40 +101,173 @@ void scheduler::add_drafts(validation& v) {
     rows.decode += ends ? 1 : 0;
     rows.prompt += a.num_tokens - (ends ? 1 : 0);
   }
+  v.num_free_draft_blocks = kv_.num_free_draft_blocks + num_released_draft_blocks_;
   const int bs = kv_.block_size;
   for (auto& ask : v.asks) {
     if (ask.is_admission) continue;
     sequence& seq = seqs_.at(ask.id);
     seq.spec.draft.clear();
+    seq.spec.model_draft = 0;
     if (ask.num_tokens != seq.num_tokens_needed() || !can_draft(seq)) continue;
-    const int k = fit_draft(seq, std::min(seq.spec.max_draft, v.budget_left), rows);
+    const bool by_model = seq.spec.method == model_drafter;
+    int max_draft = std::min(seq.spec.max_draft, v.budget_left);
+    // The draft model reads every position but the last drafted token's.
+    if (by_model) max_draft = std::min(max_draft, config_.speculative.draft_model_context - seq.num_tokens() + 1);
+    int k = fit_draft(seq, max_draft, rows);
     if (k <= 0) {
       // Its estimate creeps back while it does not draft, so that a sequence whose
       // output turns repetitive (or a lighter step) gets drafts again.
       seq.spec.estimate_towards(spec_state{}.acceptance, acceptance_recovery);
       continue;
     }
-    const double start = seconds_now();  // the text it reads counts: it is copied for it
-    std::vector<token_id> draft = drafters_.at(seq.spec.method)->propose(seq.id, seq.all_tokens(), k);
-    const double propose_s = seconds_now() - start;
-    step_propose_seconds_ += propose_s;
-    if (!draft.empty()) {  // what a proposal costs, per token: a recent average
-      const double s = propose_s / double(draft.size());
-      auto [it, is_new] = draft_seconds_.try_emplace(seq.spec.method, s);
-      if (!is_new) it->second += draft_time_weight * (s - it->second);
+    std::vector<token_id> draft;
+    if (!by_model) {
+      const double start = seconds_now();  // the text it reads counts: it is copied for it
+      draft = drafters_.at(seq.spec.method)->propose(seq.id, seq.all_tokens(), k);
+      const double propose_s = seconds_now() - start;
+      step_propose_seconds_ += propose_s;
+      if (!draft.empty()) {  // what a proposal costs, per token: a recent average
+        const double s = propose_s / double(draft.size());
+        auto [it, is_new] = draft_seconds_.try_emplace(seq.spec.method, s);
+        if (!is_new) it->second += draft_time_weight * (s - it->second);
+      }
+      k = int(draft.size());
     }
     // Drafts take free blocks only (the view's, after every ask of the step).
     const int end = seq.num_computed_tokens + ask.num_tokens;
     const int covered = std::max(seq.num_blocks_held, num_blocks_for(end, bs));
-    const auto extra = [&] { return num_blocks_for(end + int(draft.size()), bs) - covered; };
-    while (!draft.empty() && extra() > v.num_free_blocks) draft.pop_back();
-    if (draft.empty()) continue;
+    const auto extra = [&] { return num_blocks_for(end + k, bs) - covered; };
+    while (k > 0 && extra() > v.num_free_blocks) --k;
+    if (k <= 0 || (by_model && !ask_draft_space(seq, k, v))) continue;
     v.num_free_blocks -= std::max(0, extra());
-    v.budget_left -= int(draft.size());
-    rows.draft += int(draft.size());
-    ask.num_tokens += int(draft.size());
-    ask.num_draft_tokens = int(draft.size());
-    seq.spec.draft = std::move(draft);
+    v.budget_left -= k;
+    rows.draft += k;
+    ask.num_tokens += k;
+    ask.num_draft_tokens = k;
+    if (by_model) {
+      seq.spec.model_draft = k;  // its tokens come with on_drafts()
+    } else {
+      draft.resize(std::size_t(k));
+      seq.spec.draft = std::move(draft);
+    }
+  }
+}
+
+bool scheduler::ask_draft_space(sequence& seq, int k, validation& v) {
+  const int positions = seq.num_tokens() + k - 1;
+  const int needed = num_blocks_for(positions, kv_.block_size);
+  if (needed > kv_.num_draft_blocks) return false;
+  while (needed - seq.spec.draft_blocks > v.num_free_draft_blocks) {
+    // The cache used least recently of a sequence that does not draft this step goes.
+    sequence* oldest = nullptr;
+    for (auto& [id, other] : seqs_) {
+      if (&other == &seq || other.spec.draft_blocks == 0 || other.spec.model_draft > 0) continue;
+      if (oldest == nullptr || other.spec.draft_used < oldest->spec.draft_used) oldest = &other;
+    }
+    if (oldest == nullptr) return false;
+    v.num_free_draft_blocks += oldest->spec.draft_blocks;
+    num_released_draft_blocks_ -= oldest->spec.draft_blocks;  // counted in v already
+    release_draft_cache(*oldest);
+  }
+  kv_ask a;
+  a.id = seq.id;
+  a.num_total_tokens = positions;
+  if (seq.spec.draft_blocks == 0) {
+    a.is_admission = true;
+    a.num_tokens = positions;
+    seq.spec.draft_computed = 0;
+  } else {
+    a.num_computed_tokens = seq.spec.draft_computed;
+    a.num_tokens = positions - seq.spec.draft_computed;
+  }
+  v.num_free_draft_blocks -= std::max(0, needed - seq.spec.draft_blocks);
+  seq.spec.draft_blocks = needed;  // what its table covers once granted (on_grant says)
+  v.draft_asks.push_back(a);
+  return true;
+}
+
+void scheduler::release_draft_cache(sequence& seq) {
+  if (seq.spec.draft_blocks == 0) return;
+  draft_releases_.push_back({seq.id, 0, true});
+  num_released_draft_blocks_ += seq.spec.draft_blocks;
+  seq.spec.draft_blocks = 0;
+  seq.spec.draft_computed = 0;
+}
+
+void scheduler::take_draft_grants(const kv_grant& grant) {
+  draft_releases_in_flight_.clear();
+  draft_tables_.clear();
+  const auto lose = [&](seq_id id) {
+    if (auto it = seqs_.find(id); it != seqs_.end()) it->second.spec.draft_blocks = it->second.spec.draft_computed = 0;
+  };
+  for (seq_id id : grant.draft_preempted) lose(id);  // its table went back
+  for (const kv_granted& g : grant.draft_grants) {
+    if (g.num_tokens <= 0) {
+      lose(g.id);
+      continue;
+    }
+    auto it = seqs_.find(g.id);
+    if (it == seqs_.end()) continue;  // finished meanwhile: its release is queued
+    it->second.spec.draft_blocks = int(g.block_table.size());
+    it->second.spec.draft_computed = g.num_computed_tokens;
+    draft_tables_.emplace(g.id, g);
+  }
+  draft_asked_.clear();
+}
+
+void scheduler::plan_model_draft(sequence& seq, const seq_step& step, std::size_t entry, int num_granted_draft) {
+  const auto it = draft_tables_.find(seq.id);
+  if (it == draft_tables_.end()) return;
+  const kv_granted& g = it->second;
+  const int end = seq.num_tokens();
+  // Its table covers the positions it writes: the catch-up, then every drafted token but the last.
+  const int k = std::min({seq.spec.model_draft, num_granted_draft, g.num_computed_tokens + g.num_tokens - end + 1});
+  if (k < 1 || step.id != seq.id) return;
+  draft_seq work;
+  work.id = seq.id;
+  work.start_position = seq.spec.draft_computed;
+  for (int p = work.start_position; p < end; ++p) work.tokens.push_back(seq.token_at(p));
+  work.block_table = g.block_table;
+  work.num_draft = k;
+  seq.spec.draft_used = ++draft_clock_;
+  model_drafts_.push_back({entry, std::move(work)});
+}
+
+std::optional<draft_plan> scheduler::take_draft_plan() {
+  if (model_drafts_.empty()) return std::nullopt;
+  draft_plan out;
+  for (const auto& slot : model_drafts_) out.seqs.push_back(slot.work);
+  return out;
+}
+
+void scheduler::on_drafts(step_plan& plan, result<draft_result> drafts) {
+  const auto slots = std::exchange(model_drafts_, {});
+  if (!drafts || !pending_ || plan.step_id != pending_->step_id || drafts->tokens.size() != slots.size()) return;
+  step_propose_seconds_ += drafts->seconds;  // priced apart from the step, per drafted token
+  std::size_t num_drafted = 0;
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    const model_draft_slot& slot = slots[i];
+    const auto& tokens = drafts->tokens[i];
+    auto it = seqs_.find(slot.work.id);
+    if (tokens.empty() || it == seqs_.end() || slot.entry >= plan.seqs.size()) continue;
+    sequence& seq = it->second;
+    seq_step& step = plan.seqs[slot.entry];
+    if (step.id != seq.id || step.num_draft != 0) continue;
+    const int n = std::min(int(tokens.size()), slot.work.num_draft);
+    num_drafted += std::size_t(n);
+    // It fed the catch-up and every drafted token but the last.
+    seq.spec.draft_computed = slot.work.start_position + int(slot.work.tokens.size()) + n - 1;
+    step.tokens.insert(step.tokens.end(), tokens.begin(), tokens.begin() + n);
+    step.num_draft = n;
+    fill_draft_masks(seq, step);
+    pending_entry& e = pending_->entries[slot.entry];
+    e.num_tokens = int(step.tokens.size());
+    e.draft.assign(step.tokens.end() - step.num_draft, step.tokens.end());
+  }
+  if (num_drafted > 0) {
+    const double s = drafts->seconds / double(num_drafted);
+    auto [it, is_new] = draft_seconds_.try_emplace(std::string(model_drafter), s);
+    if (!is_new) it->second += draft_time_weight * (s - it->second);
   }
 }
 
@@ -179,6 +319,8 @@ void scheduler::take_tokens(sequence& seq, const pending_entry& e, std::span<con
                             std::vector<seq_event>& events) {
   const int num_drafted = int(e.draft.size());
   const int num_kept = int(tokens.size()) - 1;  // check_result: the draft's first tokens, then one more
+  // The draft model's cache holds what it was fed as far as the sequence keeps it.
+  seq.spec.draft_computed = std::min(seq.spec.draft_computed, seq.num_tokens() + num_kept);
   // The K/V of the kept drafted tokens are written; those past them are not the sequence's.
   seq.num_computed_tokens += e.num_tokens - num_drafted + num_kept;
   if (num_drafted > 0) {
@@ -242,7 +384,8 @@ step_cost scheduler::step_costs() const {
   return {.fixed_seconds = 1.0, .prompt_row_seconds = r, .decode_row_seconds = r, .draft_row_seconds = r};
 }
 
-void scheduler::learn_finished(const sequence& seq, finish_reason reason) {
+void scheduler::learn_finished(sequence& seq, finish_reason reason) {
+  release_draft_cache(seq);
   for (auto& [name, d] : drafters_) d->forget(seq.id);
   if (drafters_.empty() || seq.is_prefill_only() || (reason != finish_reason::stop && reason != finish_reason::length))
     return;

@@ -16,7 +16,7 @@ std::string seconds_text(double s) {
 
 result<step_loop> step_loop::try_create(const scheduler_config& config, int num_blocks, int block_size,
                                         policy pol, scheduler::clock_fn clock, step_loop_options options) {
-  auto kv = kv_manager::try_create(num_blocks, block_size);
+  auto kv = kv_manager::try_create(num_blocks, block_size, options.num_draft_blocks);
   if (!kv) return std::unexpected(kv.error());
   auto sched = scheduler::try_create(config, kv->snapshot(), std::move(pol), std::move(clock));
   if (!sched) return std::unexpected(sched.error());
@@ -147,8 +147,14 @@ step_loop::granted step_loop::on_grant(result<kv_grant> grant) {
     return out;
   }
   out.plan = std::move(*plan);
+  out.drafts = sched_.take_draft_plan();
   for (const auto& s : out.plan.seqs) leave_gate(s.id);  // it runs: no longer waiting to start
   return out;
+}
+
+void step_loop::on_drafts(step_plan& plan, result<draft_result> drafts) {
+  if (!drafts) ++totals_.num_failed_drafts;
+  sched_.on_drafts(plan, std::move(drafts));
 }
 
 std::vector<seq_event> step_loop::on_result(result<step_result> result) {
@@ -201,7 +207,7 @@ result<step_plan> step_loop::plan() {
   return sched_.on_grant(std::move(*grant));
 }
 
-result<step_outcome> step_loop::step(const executor_fn& execute) {
+result<step_outcome> step_loop::step(const executor_fn& execute, const executor_fn& draft_execute) {
   if (!kv_) return make_error(errc::internal, "step() needs the loop's own KV manager");
   if (sched_.has_pending_step())
     return make_error(errc::internal, "step() called while a planned step is not applied");
@@ -217,6 +223,10 @@ result<step_outcome> step_loop::step(const executor_fn& execute) {
   auto granted = on_grant(kv_->try_grant(*opened.request));
   out.events.insert(out.events.end(), granted.events.begin(), granted.events.end());
   if (granted.plan.seqs.empty()) return done();
+  if (granted.drafts) {
+    on_drafts(granted.plan, draft_execute ? run_draft_plan(*granted.drafts, draft_execute)
+                                          : make_error(errc::internal, "no draft model runs this loop's drafts"));
+  }
   out.step_id = granted.plan.step_id;
   out.shape = shape_of(granted.plan);
   auto events = on_result(execute(granted.plan));

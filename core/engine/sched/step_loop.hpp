@@ -4,6 +4,7 @@
 ///   open()                -> expired and shed finishes, the step's kv_request
 ///   kv.try_grant(request) -> kv_grant     blocks, preemptions (the one KV owner)
 ///   on_grant(grant)       -> step_plan    empty when nothing runs
+///   on_drafts(drafts)     -> step_plan    with the draft model's tokens (when it has work)
 ///   execute(plan)         -> step_result  a backend, a fake, a cost model
 ///   on_result(result)     -> seq_events   tokens and finishes
 ///
@@ -52,6 +53,10 @@ struct step_loop_options {
   /// The bound on requests waiting to start; the loop releases what its requests hold.
   /// None: no bound.
   std::shared_ptr<admission_gate> gate;
+  /// try_create: blocks of the loop's KV manager's draft space (speculative decoding's
+  /// draft model; its config's speculative.draft_model_context says how long a sequence
+  /// it takes). 0: none.
+  int num_draft_blocks = 0;
 };
 
 /// Steps the loop ran.
@@ -60,6 +65,7 @@ struct step_totals {
   std::uint64_t num_failed_steps = 0;  ///< failed grants and failed executions
   std::uint64_t num_consecutive_failed_steps = 0;
   std::string last_step_error;
+  std::uint64_t num_failed_drafts = 0;  ///< draft model runs that failed (their steps checked no draft)
 };
 
 /// What one whole step did.
@@ -116,10 +122,15 @@ class step_loop {
   opening open();
   struct granted {
     step_plan plan;                ///< to execute; empty: nothing runs, the step is over
+    /// The draft model's work: run it and hand its result to on_drafts() before the plan.
+    std::optional<draft_plan> drafts;
     std::vector<seq_event> events; ///< a failed grant's finishes
   };
   /// The KV owner's answer to open()'s request.
   granted on_grant(result<kv_grant> grant);
+  /// The draft model's answer to granted::drafts: its tokens go into `plan` (a failure:
+  /// the step runs without them).
+  void on_drafts(step_plan& plan, result<draft_result> drafts);
   /// The executor's answer to the plan: tokens and finishes (a failure's finishes).
   std::vector<seq_event> on_result(result<step_result> result);
   /// The earliest time (scheduler's clock) at which a live request expires or passes its
@@ -128,8 +139,9 @@ class step_loop {
 
   // ---- a whole step, with the loop's own KV manager ---------------------------------
   /// One whole step. An error only for a call out of order (a step open, or no KV
-  /// manager); a failed grant or executor is the outcome's `failure`.
-  result<step_outcome> step(const executor_fn& execute);
+  /// manager); a failed grant or executor is the outcome's `failure`. `draft_execute`
+  /// runs the draft model's steps (run_draft_plan), when the scheduler has one.
+  result<step_outcome> step(const executor_fn& execute, const executor_fn& draft_execute = {});
 
   // The halves of a step, for a caller that looks between them (tests).
   /// schedule() and the grant: the plan to execute (empty when nothing runs).

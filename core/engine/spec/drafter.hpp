@@ -8,7 +8,9 @@
 ///   ngram   prompt lookup in the sequence itself (ngram_drafter.hpp)
 ///   suffix  the same lookup, then in the recent finished sequences of the server: agent
 ///           loops repeat tool calls, code edits repeat the code (suffix_drafter.hpp)
-///   draft   a smaller model of the same vocabulary, greedy (backends/draft_model.hpp)
+///   draft   a smaller model of the same vocabulary, greedy: not a drafter object but a
+///           model, whose blocks the KV owner grants and whose steps the executor runs
+///           (draft_plan.hpp, backends/draft_model.hpp)
 
 #include <cstdint>
 #include <memory>

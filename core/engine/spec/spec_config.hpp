@@ -2,6 +2,7 @@
 /// Speculative decoding settings: the deployment's ([speculative] in the TOML) and a
 /// request's own choice, which the scheduler resolves into each sequence's spec_state.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +31,9 @@ struct speculative_config {
   /// estimate: with learn_row_cost the steps' own times replace it (step_cost.hpp).
   double row_cost = 0.25;
   bool learn_row_cost = true;
+  /// The `draft` drafter: the longest sequence its draft model takes (0: there is none).
+  /// Its K/V lie in the KV owner's draft space (kv_request::draft); the executor runs it.
+  int draft_model_context = 0;
 };
 
 /// A request's choice (the `speculative` request field): a drafter by name ("off": none)
@@ -50,6 +54,14 @@ struct spec_state {
   /// token kept, 0: refuted, the first estimate: while it does not draft).
   void estimate_towards(double target, double weight) { acceptance += weight * (target - acceptance); }
   std::vector<token_id> draft;      ///< drafted for the step being planned
+  /// The draft model's tokens asked for the step being planned (the `draft` drafter:
+  /// they are known once the executor ran it, scheduler::on_drafts).
+  int model_draft = 0;
+  /// Its cache in the draft model's KV space: blocks its table holds (0: none), the
+  /// leading tokens whose K/V are in it, and when it last drafted (LRU eviction).
+  int draft_blocks = 0;
+  int draft_computed = 0;
+  std::uint64_t draft_used = 0;
   int num_drafted = 0;              ///< drafted tokens checked in all
   int num_accepted = 0;             ///< of them, kept
 };

@@ -174,3 +174,61 @@ TEST_CASE("kv_manager: malformed requests are refused whole", "[core][kv]") {
   auto g = grant(kv, {.releases = {{1, 4, false}}, .asks = {admit(1, 6)}});
   CHECK(g.grants[0].num_tokens == 6);
 }
+
+TEST_CASE("kv_manager: the draft model's space is a second pool with its own tables", "[core][kv][spec]") {
+  auto made = kv_manager::try_create(8, 4, 3);
+  REQUIRE(made.has_value());
+  kv_manager kv = std::move(*made);
+  REQUIRE(kv.draft_space() != nullptr);
+  CHECK(kv.snapshot().num_draft_blocks == 3);
+  CHECK(kv.snapshot().num_free_draft_blocks == 3);
+
+  // The same sequence holds blocks in both spaces; the draft space's are its own ids.
+  kv_request r;
+  r.asks = {admit(1, 6)};
+  r.draft.asks = {admit(1, 5)};
+  auto g = grant(kv, r);
+  REQUIRE(g.grants.size() == 1);
+  REQUIRE(g.draft_grants.size() == 1);
+  CHECK(g.draft_grants[0].num_tokens == 5);
+  CHECK(g.draft_grants[0].block_table.size() == 2);
+  CHECK(g.snapshot.num_free_blocks == 6);
+  CHECK(g.snapshot.num_free_draft_blocks == 1);
+  CHECK(table_of(*kv.draft_space(), 1) == g.draft_grants[0].block_table);
+
+  // A second sequence finds one free block: it gets 4 of its 7 tokens; the first grows
+  // past what is left and loses its draft table (no victims in the draft space).
+  kv_request r2;
+  r2.draft.asks = {admit(2, 7), grow(1, 4, 8)};
+  g = grant(kv, r2);
+  REQUIRE(g.draft_grants.size() == 2);
+  CHECK(g.draft_grants[0].num_tokens == 4);
+  CHECK(g.draft_grants[1].num_tokens == 0);
+  CHECK(g.draft_preempted == std::vector<seq_id>{1});
+  CHECK(kv.draft_space()->block_table(1).empty());
+  CHECK(kv.block_table(1).size() == 2);  // the target's table is untouched
+  CHECK(g.snapshot.num_free_draft_blocks == 2);
+
+  // Releases come first: sequence 2's blocks serve sequence 1 again.
+  kv_request r3;
+  r3.draft.releases = {{2, 0, true}};
+  r3.draft.asks = {admit(1, 12)};
+  g = grant(kv, r3);
+  CHECK(g.draft_grants[0].num_tokens == 12);
+  CHECK(g.snapshot.num_free_draft_blocks == 0);
+
+  // A malformed draft ask refuses the whole request before anything changes.
+  kv_request bad;
+  bad.asks = {grow(1, 1, 6)};
+  bad.draft.asks = {admit(1, 3)};  // it holds a draft table already
+  auto refused = kv.try_grant(bad);
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.error().message.find("draft space") != std::string::npos);
+  CHECK(kv.block_table(1).size() == 2);
+
+  // Without a draft space, draft asks are refused.
+  auto plain = make_kv(4);
+  kv_request asks_draft;
+  asks_draft.draft.asks = {admit(1, 2)};
+  CHECK_FALSE(plain.try_grant(asks_draft).has_value());
+}

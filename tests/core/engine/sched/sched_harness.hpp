@@ -59,7 +59,9 @@ class sched_rig {
   sched_rig(scheduler s, kv_manager kv) : loop_(std::move(s), std::move(kv)) {}
 
   result<step_plan> schedule() { return loop_.plan(); }
-  result<step_outcome> step(const step_loop::executor_fn& execute) { return loop_.step(execute); }
+  result<step_outcome> step(const step_loop::executor_fn& execute, const step_loop::executor_fn& draft_execute = {}) {
+    return loop_.step(execute, draft_execute);
+  }
   /// The loop's refusal event as an error.
   result<void> submit(seq_request r) {
     if (auto refused = loop_.submit(std::move(r))) return std::unexpected(refused->cause.value_or(error{}));
@@ -99,8 +101,8 @@ class sched_rig {
 };
 
 inline sched_rig make_scheduler(const scheduler_config& config, int num_blocks, int block_size,
-                                policy pol) {
-  auto loop = step_loop::try_create(config, num_blocks, block_size, std::move(pol), counting_clock());
+                                policy pol, step_loop_options options = {}) {
+  auto loop = step_loop::try_create(config, num_blocks, block_size, std::move(pol), counting_clock(), std::move(options));
   INFO((loop ? std::string() : loop.error().message));
   REQUIRE(loop.has_value());
   return sched_rig(std::move(*loop));

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <regex>
 
 #include "core/engine/sampling/rng.hpp"
@@ -100,6 +101,9 @@ class logit_backend {
   int num_rows = 0;
   std::vector<std::pair<int, int>> shapes;  ///< per step: rows without the drafts, drafted rows
 
+  /// What sequence step `s` reads back at position `pos` (-1: never written).
+  token_id read(const seq_step& s, int pos) const { return kv_[slot(s, pos)]; }
+
  private:
   int num_draft_rows = 0, step_sampled_rows = 0;
   std::size_t slot(const seq_step& s, int pos) const {
@@ -170,6 +174,10 @@ struct run_options {
   bool same_prompt = false;                             ///< every request the first one's prompt
   std::uint64_t seed_base = 1000;                       ///< request id's seed: seed_base + id
   bool learn = true;                   ///< speculative.learn_row_cost
+  /// Method "draft": a draft model in the KV owner's draft space of this many blocks,
+  /// the same fake model (every draft kept when greedy) or one with other noise.
+  int num_draft_blocks = 64;
+  std::optional<float> draft_noise;
 };
 
 struct run_outcome {
@@ -180,6 +188,9 @@ struct run_outcome {
   int num_steps = 0;
   int num_rows = 0;
   int num_free_blocks_after = 0;
+  int num_free_draft_blocks_after = 0;
+  int num_draft_model_rows = 0;  ///< rows the draft model ran (catch-ups and drafts)
+  int num_stale_reads = 0;       ///< known positions where the draft model read or was fed another token
   std::vector<std::pair<int, int>> shapes;
   std::uint64_t num_preemptions = 0;
 };
@@ -190,7 +201,30 @@ run_outcome run(const run_options& o) {
   config.speculative.row_cost = o.row_cost;
   config.speculative.ngram = {1, 3};
   config.speculative.learn_row_cost = o.learn;
-  auto rig = make_scheduler(config, o.num_blocks, o.block_size, load_policy("splitfuse"));
+  const bool by_model = o.method == "draft";
+  step_loop_options options;
+  if (by_model) {
+    config.speculative.draft_model_context = 10000;
+    options.num_draft_blocks = o.num_draft_blocks;
+  }
+  auto rig = make_scheduler(config, o.num_blocks, o.block_size, load_policy("splitfuse"), options);
+  logit_backend draft_model(o.num_draft_blocks, o.block_size, o.draft_noise.value_or(o.noise), o.may_end);
+  std::map<seq_id, std::vector<token_id>> prompts;
+  run_outcome out;
+  // Before each draft step: what the draft model reads back and is fed of a sequence's
+  // known tokens is that sequence's (its cache never counts a refuted draft's K/V).
+  const step_loop::executor_fn draft_execute = [&](const step_plan& p) {
+    for (const auto& d : p.seqs) {
+      auto known = prompts.at(d.id);
+      known.insert(known.end(), out.tokens[d.id].begin(), out.tokens[d.id].end());
+      const int end = int(known.size());
+      for (int pos = 0; pos < std::min(d.start_position, end); ++pos)
+        out.num_stale_reads += draft_model.read(d, pos) != known[std::size_t(pos)] ? 1 : 0;
+      for (int i = 0; i < int(d.tokens.size()) && d.start_position + i < end; ++i)
+        out.num_stale_reads += d.tokens[std::size_t(i)] != known[std::size_t(d.start_position + i)] ? 1 : 0;
+    }
+    return draft_model.execute(p);
+  };
   rig.loop().sched().add_drafter("oracle", std::make_unique<oracle_drafter>(o.noise, o.may_end));
   rig.loop().sched().add_drafter("wrong", std::make_unique<wrong_drafter>());
   rig.loop().sched().add_drafter("half", std::make_unique<half_drafter>(o.noise, o.may_end));
@@ -210,11 +244,12 @@ run_outcome run(const run_options& o) {
     r.seed = o.seed_base + id;
     r.speculation.method = o.method.empty() ? "off" : o.method;
     r.speculation.num_tokens = o.num_spec_tokens;
+    prompts[id] = r.prompt;
     REQUIRE(rig.submit(std::move(r)).has_value());
   }
-  run_outcome out;
   for (int guard = 0; rig.has_work() && guard < 10000; ++guard) {
-    auto step = rig.step([&](const step_plan& p) { return backend.execute(p); });
+    auto step = rig.step([&](const step_plan& p) { return backend.execute(p); },
+                         by_model ? draft_execute : step_loop::executor_fn{});
     REQUIRE(step.has_value());
     REQUIRE(!step->failure);
     REQUIRE(rig.kv().check_invariants().has_value());
@@ -235,6 +270,11 @@ run_outcome run(const run_options& o) {
   out.num_rows = backend.num_rows;
   out.shapes = backend.shapes;
   out.num_free_blocks_after = rig.num_free_blocks();
+  if (by_model) {
+    REQUIRE(rig.loop().totals().num_failed_drafts == 0);
+    out.num_free_draft_blocks_after = rig.kv().draft_space()->num_free_blocks();
+    out.num_draft_model_rows = draft_model.num_rows;
+  }
   out.num_preemptions = rig.num_preemptions();
   return out;
 }
@@ -247,7 +287,7 @@ TEST_CASE("speculation: greedy output is token for token the output without it, 
   const auto reference = run(plain);
   REQUIRE(reference.counters.num_draft_tokens == 0);
   REQUIRE(reference.tokens.size() == 3);
-  for (const std::string method : {"ngram", "suffix", "oracle", "wrong"}) {
+  for (const std::string method : {"ngram", "suffix", "oracle", "wrong", "draft"}) {
     INFO(method);
     run_options o = plain;
     o.method = method;
@@ -261,10 +301,12 @@ TEST_CASE("speculation: greedy output is token for token the output without it, 
     for (const auto& [id, dk] : got.spec) drafted += std::uint64_t(dk.first), kept += std::uint64_t(dk.second);
     CHECK(drafted == got.counters.num_draft_tokens);  // the finished events carry each request's share
     CHECK(kept == got.counters.num_accepted_tokens);
-    if (method == "oracle") {
+    if (method == "oracle" || method == "draft") {  // the draft model is the model itself
       CHECK(got.counters.num_accepted_tokens == got.counters.num_draft_tokens);
       CHECK(got.num_steps * 2 < reference.num_steps);  // several tokens a step
     }
+    if (method == "draft") CHECK(got.num_free_draft_blocks_after == 64);
+    CHECK(got.num_stale_reads == 0);
     if (method == "wrong") {
       CHECK(got.counters.num_accepted_tokens == 0);
       CHECK(got.num_steps == reference.num_steps);  // a refuted draft still gives its one token
@@ -286,7 +328,7 @@ TEST_CASE("speculation: seeded sampling gives the same tokens with and without i
     plain.penalties = penalties;
     plain.num_requests = 4;
     const auto reference = run(plain);
-    for (const std::string method : {"ngram", "oracle", "wrong"}) {
+    for (const std::string method : {"ngram", "oracle", "wrong", "draft"}) {
       INFO(method << " penalties " << penalties);
       run_options o = plain;
       o.method = method;
@@ -294,8 +336,9 @@ TEST_CASE("speculation: seeded sampling gives the same tokens with and without i
       CHECK(got.tokens == reference.tokens);
       CHECK(got.counters.num_draft_tokens > 0);
       // The greedy continuation is often, not always, what a draw gives.
-      if (method == "oracle") CHECK(got.counters.num_accepted_tokens > 0);
-      if (method == "oracle") CHECK(got.counters.num_accepted_tokens < got.counters.num_draft_tokens);
+      if (method == "oracle" || method == "draft") CHECK(got.counters.num_accepted_tokens > 0);
+      if (method == "oracle" || method == "draft")
+        CHECK(got.counters.num_accepted_tokens < got.counters.num_draft_tokens);
     }
   }
 }
@@ -497,7 +540,7 @@ TEST_CASE("speculation: under a grammar, drafts it refuses are cut and the outpu
   for (const float temperature : {0.0f, 1.0f}) {
     plain.temperature = temperature;
     const auto reference = run(plain);
-    for (const std::string method : {"ngram", "oracle", "wrong"}) {
+    for (const std::string method : {"ngram", "oracle", "wrong", "draft"}) {
       INFO(method << " temperature " << temperature);
       run_options o = plain;
       o.method = method;
@@ -571,4 +614,46 @@ TEST_CASE("speculation: drafted rows are priced as sampled rows, not as the chea
   }
   CHECK(num_busy_steps > 40);
   CHECK(num_drafting_busy_steps <= 3);
+}
+
+TEST_CASE("speculation: the draft model drafts in the KV owner's draft space, caught up after refuted drafts",
+          "[core][sched][spec]") {
+  // The context hash weighs as much as the last two tokens: a draft model that reads one
+  // stale token back (a refuted draft's K/V counted as its cache) drafts other tokens.
+  run_options plain;
+  plain.noise = 3.0f;
+  plain.num_requests = 4;
+  const auto reference = run(plain);
+  run_options o = plain;
+  o.method = "draft";
+  const auto same = run(o);
+  CHECK(same.tokens == reference.tokens);
+  CHECK(same.counters.num_draft_tokens > 0);
+  CHECK(same.counters.num_accepted_tokens == same.counters.num_draft_tokens);
+  CHECK(same.num_free_draft_blocks_after == o.num_draft_blocks);
+  int num_tokens = 0;  // every prompt and output token at most once, and the drafted ones
+  for (const auto& [id, tokens] : reference.tokens) num_tokens += int(tokens.size()) + 6 + int(id);
+  CHECK(same.num_draft_model_rows <= num_tokens + int(same.counters.num_draft_tokens));
+
+  // Another model: some drafts refuted; its cache steps back to what the sequence kept.
+  o.draft_noise = 1.0f;
+  const auto other = run(o);
+  CHECK(other.tokens == reference.tokens);
+  CHECK(other.counters.num_accepted_tokens > 0);
+  CHECK(other.counters.num_accepted_tokens < other.counters.num_draft_tokens);
+  CHECK(other.num_free_draft_blocks_after == o.num_draft_blocks);
+  CHECK(other.num_stale_reads == 0);
+  CHECK(same.num_stale_reads == 0);
+
+  // A draft space for about one sequence: caches are evicted (least recently used) and
+  // caught up again from the start, every draft still kept by the model itself.
+  o.draft_noise.reset();
+  o.num_draft_blocks = 14;  // one sequence of up to 50 positions in blocks of 4: 13
+  const auto small = run(o);
+  CHECK(small.tokens == reference.tokens);
+  CHECK(small.counters.num_draft_tokens > 0);
+  CHECK(small.counters.num_accepted_tokens == small.counters.num_draft_tokens);
+  CHECK(small.num_free_draft_blocks_after == 14);
+  CHECK(small.num_stale_reads == 0);
+  CHECK(small.num_draft_model_rows > same.num_draft_model_rows);  // catch-ups from the start
 }
