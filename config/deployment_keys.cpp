@@ -373,9 +373,16 @@ const std::map<std::string, key_spec>& specs() {
         [](auto k) { return number(&D::scheduler, &scheduler_settings::ttft_target_ms, 0.0, 3.6e6, k); });
     add("scheduler.tpot_target_ms",
         [](auto k) { return number(&D::scheduler, &scheduler_settings::tpot_target_ms, 0.0, 3.6e6, k); });
-    add("speculative.method",
-        [](auto k) { return text(&D::speculative, &speculative_settings::method, speculative_methods(), k);
-        });
+    add("speculative.method", [](auto k) -> key_spec {
+      std::string expected = "one of";
+      for (const auto& m : speculative_methods()) expected += " \"" + m + "\"";
+      expected += ", or a drafter plugin's name";
+      return {expected, [k, expected](deployment& d, const toml::node& n) -> result<void> {
+                if (!n.is_string() || !is_speculative_method_name(n.as_string()->get())) return bad_value(k, n, expected);
+                d.speculative.method = n.as_string()->get();
+                return {};
+              }};
+    });
     add("speculative.num_speculative_tokens", [](auto k) {
       return integer(&D::speculative, &speculative_settings::num_speculative_tokens, 0, 16, k);
     });

@@ -18,6 +18,7 @@
 #include "core/engine/request/prompt_limit.hpp"
 #include "core/engine/sampling/sampler.hpp"
 #include "core/engine/sched/plugin_dir.hpp"
+#include "core/engine/spec/drafter_plugin.hpp"
 #include "core/grammar/token_index.hpp"
 
 namespace inflight {
@@ -106,7 +107,20 @@ result<scheduler> make_scheduler(const deployment& d, const loaded_model& m, con
   c.default_targets = {d.scheduler.ttft_target_ms, d.scheduler.tpot_target_ms};
   c.speculative = speculative_config_of(d.speculative);
   if (draft != nullptr) c.speculative.draft_model_context = draft->max_context();
-  return scheduler::try_create(c, kv, std::move(*pol), engine_now);
+  auto sched = scheduler::try_create(c, kv, std::move(*pol), engine_now);
+  if (!sched) return sched;
+  // Every drafter plugin of the plugin directory, for the requests (or the deployment)
+  // that choose it by name.
+  const auto& built_in = speculative_methods();
+  for (const auto& name : find_drafter_plugins(plugin_dir)) {
+    if (std::find(built_in.begin(), built_in.end(), name) != built_in.end())
+      return make_error(errc::invalid_argument, "the drafter plugin " + (plugin_dir / drafter_plugin_file_name(name)).string() +
+                                                    " takes the name of a built-in speculative method");
+    auto d = plugin_drafter::try_load(plugin_dir, name, m.weights->config.vocab_size);
+    if (!d) return std::unexpected(d.error());
+    sched->add_drafter(name, std::move(*d));
+  }
+  return sched;
 }
 
 /// The deployment's draft model (speculative.draft_model), on the CPU, with blocks of the

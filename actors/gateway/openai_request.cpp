@@ -190,14 +190,15 @@ opt_error parse_targets(const json& body, slo_targets& out) {
   return {};
 }
 
-/// `speculative`: a drafter by name ("off", "ngram", "suffix"), or {method,
-/// num_speculative_tokens}; what it leaves out is the deployment's [speculative].
+/// `speculative`: a drafter by name ("off", "ngram", "suffix", "draft", a drafter
+/// plugin's), or {method, num_speculative_tokens}; what it leaves out is the deployment's
+/// [speculative]. A name no drafter has is the engine's refusal (a 400 too).
 opt_error parse_speculation(const json& body, speculation_choice& out) {
   const json* spec = field(body, "speculative");
   if (spec == nullptr) return {};
   static constexpr const char* expected =
-      "speculative must be \"off\", \"ngram\", \"suffix\", \"draft\" or {\"method\": ..., \"num_speculative_tokens\": "
-      "0..16}";
+      "speculative must be \"off\", \"ngram\", \"suffix\", \"draft\", a drafter plugin's name or {\"method\": ..., "
+      "\"num_speculative_tokens\": 0..16}";
   std::string method;
   if (spec->is_string()) {
     method = spec->get<std::string>();
@@ -209,8 +210,7 @@ opt_error parse_speculation(const json& body, speculation_choice& out) {
   } else {
     return bad_request(expected, "speculative");
   }
-  if (!method.empty() && std::ranges::find(speculative_methods(), method) == speculative_methods().end())
-    return bad_request(expected, "speculative");
+  if (!method.empty() && !is_speculative_method_name(method)) return bad_request(expected, "speculative");
   if (!method.empty()) out.method = method;
   return {};
 }

@@ -474,10 +474,12 @@ void add_bench_offline_command(CLI::App& bench) {
       ->check(CLI::IsMember({"on", "off", "both"}));
   cmd->add_option("--speculative", o->speculative,
                   "speculative decoding: drafters to compare, each a run of every policy (off, ngram, suffix, draft "
-                  "(speculative.draft_model); "
+                  "(speculative.draft_model), a drafter plugin's name; "
                   "default: the deployment's [speculative])")
       ->delimiter(',')
-      ->check(CLI::IsMember(speculative_methods()));
+      ->check([](const std::string& m) {
+        return is_speculative_method_name(m) ? std::string() : "not a speculative method: " + m;
+      });
   cmd->add_option("--result-json", o->result_json, "write every request and the summaries to this file");
   add_allow_failures_flag(*cmd, o->allow_failures);
   cmd->callback([o] { check_every_request_completed("bench offline", run_offline(*o), o->allow_failures); });

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/base/types.hpp"
@@ -18,6 +19,10 @@ inline const std::vector<std::string>& speculative_methods() {
   static const std::vector<std::string> names = {"off", "ngram", "suffix", "draft"};
   return names;
 }
+
+/// A built-in method, or a name a drafter plugin may have (letters, digits, '_', '-':
+/// the engine says whether one is there).
+bool is_speculative_method_name(std::string_view name);
 
 struct speculative_config {
   /// The drafter of requests that choose none: "ngram", "suffix", or empty (off).

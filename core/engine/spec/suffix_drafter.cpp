@@ -134,8 +134,8 @@ result<std::unique_ptr<drafter>> try_make_drafter(std::string_view name, ngram_s
   if (name == "suffix") return std::make_unique<suffix_drafter>(suffix_settings{.ngram = s});
   if (name == "draft")
     return make_error(errc::invalid_argument, "the draft drafter needs a draft model: speculative.draft_model");
-  return make_error(errc::invalid_argument,
-                    "unknown drafter '" + std::string(name) + "' (known: ngram, suffix)");
+  return make_error(errc::invalid_argument, "unknown speculative method '" + std::string(name) +
+                                                "' (built in: ngram, suffix, draft; or a drafter plugin: none of that name)");
 }
 
 }  // namespace inflight

@@ -3,7 +3,10 @@
 // over HTTP, SSE and the WebSocket; usage says how many drafted tokens were kept, and
 // /metrics counts them. Against a real server driving stories260K.
 
+#include <filesystem>
 #include <thread>
+
+#include <unistd.h>
 
 #include "tests/actors/gateway/gateway_fixture.hpp"
 
@@ -186,6 +189,15 @@ TEST_CASE("gateway speculative: a draft model drafting for itself is kept almost
   CHECK(refuted * 10 <= kept);  // the same model: a refusal only where rounding flips a near tie
   const auto [streamed, usage] = stream_text(s.port, completion({}));
   CHECK(streamed == off.body_json()["choices"][0]["text"]);
+  CHECK(usage["completion_tokens_details"]["accepted_prediction_tokens"].get<int>() > 40);
+  const auto [ws, done] = ws_text(s.port, completion({}));
+  REQUIRE(done["type"] == "done");
+  CHECK(ws == off.body_json()["choices"][0]["text"]);
+  CHECK(done["usage"]["completion_tokens_details"]["accepted_prediction_tokens"].get<int>() > 40);
+  // n = 2: two sequences of one request, each with its own draft cache.
+  const auto two = post_json(s.port, "/v1/completions", completion({{"n", 2}}));
+  REQUIRE(two.status == 200);
+  for (const auto& c : two.body_json()["choices"]) CHECK(c["text"] == off.body_json()["choices"][0]["text"]);
   CHECK(engine_idle(s.port));
   // Its K/V lie in the kv allocator's draft space: all of it free again once idle.
   CHECK(metric(s.port, "draft_kv_cache_usage_perc") == 0);
@@ -228,4 +240,38 @@ TEST_CASE("gateway speculative: a draft model drafts for several streams at once
   CHECK(metric(s.port, "spec_decode_num_drafts_total") > drafts_before);
   CHECK(engine_idle(s.port));
   CHECK(metric(s.port, "draft_kv_cache_usage_perc") == 0);
+}
+
+TEST_CASE("gateway speculative: a drafter plugin in the plugin directory is a method by its name", "[gateway][spec]") {
+  if (!has_stories()) return;
+  // A plugin directory of the shipped policies and the test drafter
+  // (tests/plugins/inflight_drafter_test_recall.c: what followed in the last finished sequence).
+  const auto dir = std::filesystem::temp_directory_path() / ("inflight-drafters-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  for (const auto& f : std::filesystem::directory_iterator(INFLIGHT_TEST_PLUGIN_DIR))
+    std::filesystem::create_symlink(f.path(), dir / f.path().filename());
+  const std::string plugin = "inflight_drafter_test_recall.so";
+  std::filesystem::create_symlink(std::filesystem::path(INFLIGHT_TEST_ONLY_PLUGIN_DIR) / plugin, dir / plugin);
+  deployment d = stories_deployment();
+  d.scheduler.plugin_dir = dir.string();
+  d.speculative.learn_row_cost = false;
+  {
+    served s(d);
+    const json body = completion({{"speculative", "test_recall"}});
+    const auto first = post_json(s.port, "/v1/completions", body);
+    REQUIRE(first.status == 200);
+    CHECK_FALSE(first.body_json()["usage"].contains("completion_tokens_details"));  // nothing to recall yet
+    const auto second = post_json(s.port, "/v1/completions", body);
+    REQUIRE(second.status == 200);
+    CHECK(second.body_json()["choices"][0]["text"] == first.body_json()["choices"][0]["text"]);
+    const json details = second.body_json()["usage"]["completion_tokens_details"];
+    CHECK(details["accepted_prediction_tokens"].get<int>() > 40);
+    CHECK(details["rejected_prediction_tokens"] == 0);
+    // A name no drafter has passes the parser and is the engine's 400.
+    const auto unknown = post_json(s.port, "/v1/completions", completion({{"speculative", "no_such_drafter"}}));
+    CHECK(unknown.status == 400);
+    CHECK(unknown.body.find("speculative") != std::string::npos);
+    CHECK(engine_idle(s.port));
+  }
+  std::filesystem::remove_all(dir);
 }

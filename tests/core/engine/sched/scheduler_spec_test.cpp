@@ -15,6 +15,7 @@
 
 #include "core/engine/sampling/rng.hpp"
 #include "core/engine/sampling/sampler.hpp"
+#include "core/engine/spec/drafter_plugin.hpp"
 #include "core/grammar/grammar_cache.hpp"
 #include "tests/core/engine/sched/sched_harness.hpp"
 
@@ -506,7 +507,7 @@ TEST_CASE("speculation: a request's method must be known and its length bounded"
   r.speculation.method = "eagle9";
   auto refused = rig.submit(r);
   REQUIRE(!refused);
-  CHECK(refused.error().message.find("unknown drafter 'eagle9'") != std::string::npos);
+  CHECK(refused.error().message.find("unknown speculative method 'eagle9'") != std::string::npos);
   r.speculation.method = "ngram";
   r.speculation.num_tokens = 99;
   refused = rig.submit(r);
@@ -656,4 +657,49 @@ TEST_CASE("speculation: the draft model drafts in the KV owner's draft space, ca
   CHECK(small.num_free_draft_blocks_after == 14);
   CHECK(small.num_stale_reads == 0);
   CHECK(small.num_draft_model_rows > same.num_draft_model_rows);  // catch-ups from the start
+}
+
+TEST_CASE("speculation: a drafter plugin drafts through the scheduler, the output the one without it",
+          "[core][sched][spec]") {
+  // The same greedy request twice, the second after the first finished: the test
+  // drafter (tests/plugins/inflight_drafter_test_recall.c) recalls the first one's
+  // output and drafts it for the second, every drafted token kept.
+  const auto run_twice = [](bool with_plugin) {
+    scheduler_config config = make_config(64, 4);
+    config.speculative.learn_row_cost = false;
+    config.speculative.row_cost = 0.0;
+    auto rig = make_scheduler(config, 64, 4, load_policy("splitfuse"));
+    auto d = plugin_drafter::try_load(test_only_plugin_dir(), "test_recall", vocab);
+    INFO((d ? std::string() : d.error().message));
+    REQUIRE(d.has_value());
+    rig.loop().sched().add_drafter("test_recall", std::move(*d));
+    logit_backend backend(64, 4, 0.3f);
+    std::vector<std::vector<token_id>> outputs;
+    for (seq_id id : {1, 2}) {
+      seq_request r;
+      r.id = id;
+      r.prompt = {3, 1, 4, 1, 5};
+      r.params.max_tokens = 20;
+      r.params.temperature = 0.0f;
+      r.speculation.method = with_plugin ? "test_recall" : "off";
+      REQUIRE(rig.submit(std::move(r)).has_value());
+      std::vector<token_id> out;
+      for (int guard = 0; rig.has_work() && guard < 100; ++guard) {
+        auto step = rig.step([&](const step_plan& p) { return backend.execute(p); });
+        REQUIRE(step.has_value());
+        REQUIRE(!step->failure);
+        for (const auto& e : step->events)
+          if (e.type == seq_event::kind::token) out.push_back(e.token.token);
+      }
+      outputs.push_back(out);
+    }
+    return std::make_pair(outputs, rig.counters());
+  };
+  const auto [plain, plain_counters] = run_twice(false);
+  const auto [drafted, counters] = run_twice(true);
+  CHECK(plain_counters.num_draft_tokens == 0);
+  CHECK(drafted == plain);
+  REQUIRE(plain[0] == plain[1]);
+  CHECK(counters.num_draft_tokens >= 12);  // most of the second request's 19 tokens after its first, drafted
+  CHECK(counters.num_accepted_tokens == counters.num_draft_tokens);
 }

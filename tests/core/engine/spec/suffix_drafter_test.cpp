@@ -70,5 +70,6 @@ TEST_CASE("drafters by name", "[core][spec]") {
   CHECK(try_make_drafter("suffix").has_value());
   auto bad = try_make_drafter("eagle");
   REQUIRE_FALSE(bad.has_value());
-  CHECK(bad.error().message == "unknown drafter 'eagle' (known: ngram, suffix)");
+  CHECK(bad.error().message ==
+        "unknown speculative method 'eagle' (built in: ngram, suffix, draft; or a drafter plugin: none of that name)");
 }
