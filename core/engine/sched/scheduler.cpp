@@ -230,7 +230,7 @@ result<step_plan> scheduler::on_grant(kv_grant grant) {
                                           " draft asks, the request had " + std::to_string(draft_asked_.size()));
   kv_ = std::move(grant.snapshot);
   releases_in_flight_.clear();
-  take_draft_grants(grant);
+  const auto draft_tables = take_draft_grants(grant);
   for (seq_id id : grant.preempted) {
     auto it = seqs_.find(id);
     if (it != seqs_.end() && it->second.status == seq_status::running) preempt(it->second);
@@ -252,7 +252,7 @@ result<step_plan> scheduler::on_grant(kv_grant grant) {
     if (seq.adapter) plan.seqs.back().adapter = adapter_index(plan, seq.adapter);
     const auto& step = plan.seqs.back();
     if (seq.spec.model_draft > 0)
-      plan_model_draft(seq, step, plan.seqs.size() - 1, g.num_tokens - int(step.tokens.size()));
+      plan_model_draft(seq, step, plan.seqs.size() - 1, g.num_tokens - int(step.tokens.size()), draft_tables);
     const bool is_prefill_end = seq.is_prefill_only() && step.start_position + g.num_tokens == seq.num_tokens();
     pending.entries.push_back({g.id, int(step.tokens.size()), step.do_sample, !step.logit_rows.empty(),
                                step.hidden != hidden_output::none, is_prefill_end,
@@ -261,7 +261,6 @@ result<step_plan> scheduler::on_grant(kv_grant grant) {
   take_cached_prefixes(kv_.cached_prefixes);
   for (const kv_ask& ask : asked_)
     if (auto it = seqs_.find(ask.id); it != seqs_.end()) it->second.spec.model_draft = 0;
-  draft_tables_.clear();
   if (grant.is_fallback_used)
     reject("policy '" + policy_.name() + "' scheduled nothing that could run while work was waiting: " +
            "the engine runs sequence " + std::to_string(fallback_->id));

@@ -246,9 +246,11 @@ class scheduler {
   bool ask_draft_space(sequence& seq, int k, validation& v);
   /// Its draft cache goes back to the draft space (with the next request).
   void release_draft_cache(sequence& seq);
-  /// The draft space's answer: tables and losses; the draft model's work of the plan.
-  void take_draft_grants(const kv_grant& grant);
-  void plan_model_draft(sequence& seq, const seq_step& step, std::size_t entry, int num_granted_draft);
+  /// The draft space's answer: the losses taken, the tables granted (by sequence).
+  std::unordered_map<seq_id, kv_granted> take_draft_grants(const kv_grant& grant);
+  /// The draft model's work for `seq` in the plan being built (its step: plan entry `entry`).
+  void plan_model_draft(sequence& seq, const seq_step& step, std::size_t entry, int num_granted_draft,
+                        const std::unordered_map<seq_id, kv_granted>& draft_tables);
   /// The step being scheduled starts its time (on the machine's clock); the step before
   /// it, which ends there, teaches the step cost.
   void start_step_time();
@@ -297,7 +299,6 @@ class scheduler {
   std::vector<kv_release> draft_releases_in_flight_;
   int num_released_draft_blocks_ = 0;          // held by draft_releases_
   std::vector<kv_ask> draft_asked_;            // awaiting_grant: the draft asks sent
-  std::unordered_map<seq_id, kv_granted> draft_tables_;  // the last grant's, until the plan is built
   std::vector<model_draft_slot> model_drafts_; // the planned step's, until on_drafts()
   std::uint64_t draft_clock_ = 0;              // orders the draft caches' last use
   int num_released_blocks_ = 0;                // blocks held by releases_ (the view counts them free)

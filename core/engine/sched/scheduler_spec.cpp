@@ -194,9 +194,9 @@ void scheduler::release_draft_cache(sequence& seq) {
   seq.spec.draft_computed = 0;
 }
 
-void scheduler::take_draft_grants(const kv_grant& grant) {
+std::unordered_map<seq_id, kv_granted> scheduler::take_draft_grants(const kv_grant& grant) {
   draft_releases_in_flight_.clear();
-  draft_tables_.clear();
+  std::unordered_map<seq_id, kv_granted> tables;
   const auto lose = [&](seq_id id) {
     if (auto it = seqs_.find(id); it != seqs_.end()) it->second.spec.draft_blocks = it->second.spec.draft_computed = 0;
   };
@@ -210,14 +210,16 @@ void scheduler::take_draft_grants(const kv_grant& grant) {
     if (it == seqs_.end()) continue;  // finished meanwhile: its release is queued
     it->second.spec.draft_blocks = int(g.block_table.size());
     it->second.spec.draft_computed = g.num_computed_tokens;
-    draft_tables_.emplace(g.id, g);
+    tables.emplace(g.id, g);
   }
   draft_asked_.clear();
+  return tables;
 }
 
-void scheduler::plan_model_draft(sequence& seq, const seq_step& step, std::size_t entry, int num_granted_draft) {
-  const auto it = draft_tables_.find(seq.id);
-  if (it == draft_tables_.end()) return;
+void scheduler::plan_model_draft(sequence& seq, const seq_step& step, std::size_t entry, int num_granted_draft,
+                                 const std::unordered_map<seq_id, kv_granted>& draft_tables) {
+  const auto it = draft_tables.find(seq.id);
+  if (it == draft_tables.end()) return;
   const kv_granted& g = it->second;
   const int end = seq.num_tokens();
   // Its table covers the positions it writes: the catch-up, then every drafted token but the last.
