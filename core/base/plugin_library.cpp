@@ -23,6 +23,20 @@ bool is_valid_plugin_name(std::string_view name) {
   return true;
 }
 
+result<std::filesystem::path> find_plugin_file(const std::filesystem::path& plugin_dir, std::string_view name,
+                                               std::string_view file_name, std::string_view what) {
+  // The name becomes a file name: refuse anything that could leave the plugin dir.
+  if (!is_valid_plugin_name(name))
+    return make_error(errc::invalid_argument, "invalid " + std::string(what) + " name '" + std::string(name) +
+                                                  "': use letters, digits, '_' or '-'");
+  auto file = plugin_dir / file_name;
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec))
+    return make_error(errc::not_found,
+                      std::string(what) + " '" + std::string(name) + "' not found: no file " + file.string());
+  return file;
+}
+
 result<plugin_library> plugin_library::try_open(const std::filesystem::path& file, const char* symbol,
                                                 std::string_view what) {
   void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);

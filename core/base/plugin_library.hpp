@@ -15,6 +15,12 @@ namespace inflight {
 /// inside its directory.
 bool is_valid_plugin_name(std::string_view name);
 
+/// `plugin_dir / file_name`, the file of the plugin `name` of kind `what` ("policy",
+/// "routing policy", "drafter"): a name that could leave the directory is invalid_argument,
+/// a missing file not_found, each naming it.
+result<std::filesystem::path> find_plugin_file(const std::filesystem::path& plugin_dir, std::string_view name,
+                                               std::string_view file_name, std::string_view what);
+
 class plugin_library {
  public:
   /// Opens `file` and finds `symbol` in it. `what` names the kind of plugin in errors.

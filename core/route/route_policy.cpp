@@ -12,17 +12,12 @@ std::string route_policy_file_name(std::string_view name) { return "inflight_rou
 
 result<route_policy> route_policy::try_load(const std::filesystem::path& plugin_dir, std::string_view name,
                                             const route_settings& settings) {
-  if (!is_valid_plugin_name(name))
-    return make_error(errc::invalid_argument,
-                      "invalid routing policy name '" + std::string(name) + "': use letters, digits, '_' or '-'");
-  const auto file = plugin_dir / route_policy_file_name(name);
-  std::error_code ec;
-  if (!std::filesystem::exists(file, ec))
-    return make_error(errc::not_found, "routing policy '" + std::string(name) + "' not found: no file " + file.string());
-  auto library = plugin_library::try_open(file, INFLIGHT_ROUTE_ENTRY_SYMBOL, "routing policy");
+  const auto file = find_plugin_file(plugin_dir, name, route_policy_file_name(name), "routing policy");
+  if (!file) return std::unexpected(file.error());
+  auto library = plugin_library::try_open(*file, INFLIGHT_ROUTE_ENTRY_SYMBOL, "routing policy");
   if (!library) return std::unexpected(library.error());
   auto entry = reinterpret_cast<inflight_route_entry_fn>(library->symbol());
-  auto created = try_create(entry(), file.string(), settings, nullptr);
+  auto created = try_create(entry(), file->string(), settings, nullptr);
   if (created) created->library_ = library->release();  // closed by the policy from now on
   return created;
 }

@@ -111,16 +111,9 @@ result<std::vector<std::string>> try_list_policies(const std::filesystem::path& 
 
 result<policy> policy::try_load(const std::filesystem::path& plugin_dir, std::string_view name,
                                 const policy_settings& settings) {
-  // The name becomes a file name: refuse anything that could leave the plugin dir.
-  if (!is_valid_plugin_name(name))
-    return make_error(errc::invalid_argument, "invalid policy name '" + std::string(name) +
-                                                  "': use letters, digits, '_' or '-'");
-  auto file = plugin_dir / policy_file_name(name);
-  std::error_code ec;
-  if (!std::filesystem::exists(file, ec))
-    return make_error(errc::not_found, "policy '" + std::string(name) + "' not found: no file " +
-                                           file.string());
-  return try_load_file(file, settings);
+  auto file = find_plugin_file(plugin_dir, name, policy_file_name(name), "policy");
+  if (!file) return std::unexpected(file.error());
+  return try_load_file(*file, settings);
 }
 
 result<policy> policy::try_load_file(const std::filesystem::path& file,

@@ -40,17 +40,12 @@ std::vector<std::string> find_drafter_plugins(const std::filesystem::path& plugi
 
 result<std::unique_ptr<plugin_drafter>> plugin_drafter::try_load(const std::filesystem::path& plugin_dir,
                                                                  std::string_view name, int vocab_size) {
-  if (!is_valid_plugin_name(name))
-    return make_error(errc::invalid_argument,
-                      "invalid drafter name '" + std::string(name) + "': use letters, digits, '_' or '-'");
-  const auto file = plugin_dir / drafter_plugin_file_name(name);
-  std::error_code ec;
-  if (!std::filesystem::exists(file, ec))
-    return make_error(errc::not_found, "drafter '" + std::string(name) + "' not found: no file " + file.string());
-  auto library = plugin_library::try_open(file, INFLIGHT_DRAFTER_ENTRY_SYMBOL, "drafter");
+  const auto file = find_plugin_file(plugin_dir, name, drafter_plugin_file_name(name), "drafter");
+  if (!file) return std::unexpected(file.error());
+  auto library = plugin_library::try_open(*file, INFLIGHT_DRAFTER_ENTRY_SYMBOL, "drafter");
   if (!library) return std::unexpected(library.error());
   auto entry = reinterpret_cast<inflight_drafter_entry_fn>(library->symbol());
-  auto created = try_create(entry(), file.string(), vocab_size);
+  auto created = try_create(entry(), file->string(), vocab_size);
   if (created) (*created)->library_ = library->release();  // closed by the drafter from now on
   return created;
 }
