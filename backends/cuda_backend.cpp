@@ -42,10 +42,13 @@ result<std::unique_ptr<cuda_backend>> cuda_backend::create(std::shared_ptr<const
                                              "'s layers (sliding windows, post-norms, GeGLU, soft-capping, scaled "
                                              "embeddings, sinks, output biases) run on the cpu backend only for now; set engine.backend = \"cpu\"");
   }
-  // The device takes fp32 host arrays and converts them: other types are decoded first,
-  // into a copy that lives only until the upload is done.
+  // weight_format::expand: the device takes fp32 host arrays and converts them, other
+  // types decoded first into a copy that lives only until the upload is done.
+  // weight_format::file: the runner takes every type, q8_0 / q4_0 / q4_k / q6_k blocks as
+  // they are, the others decoded a slice at a time.
   std::optional<model_weights> decoded;
-  if (weight_dtypes_of(*weights) != std::vector<weight_dtype>{weight_dtype::f32}) {
+  if (o.weights == kernels::cuda::weight_format::expand &&
+      weight_dtypes_of(*weights) != std::vector<weight_dtype>{weight_dtype::f32}) {
     auto f32 = try_decode_to_f32(*weights);
     if (!f32) return std::unexpected(f32.error());
     decoded = std::move(*f32);
@@ -65,6 +68,7 @@ result<std::unique_ptr<cuda_backend>> cuda_backend::create(std::shared_ptr<const
   ro.use_graphs = o.use_graphs;
   ro.decode = o.decode_attention;
   ro.prefill = o.prefill_attention;
+  ro.weights = o.weights;
   std::unique_ptr<kernels::cuda::llama_runner> runner;
   if (auto st = kernels::cuda::llama_runner::try_create(to_kernel_shape(c), view, ro, runner); !st.is_ok()) {
     return std::unexpected(to_error(st));

@@ -34,6 +34,9 @@ struct cuda_backend_options {
   kernels::cuda::decode_kernel decode_attention = kernels::cuda::decode_kernel::grouped;
   kernels::cuda::prefill_kernel prefill_attention = kernels::cuda::prefill_kernel::mma;
   bool use_fp16 = false;                ///< fp16 instead of bf16 storage
+  /// Matrices expanded to bf16/fp16 on upload, or q8_0 / q4_0 / q4_k / q6_k kept in their
+  /// GGUF blocks (engine.cuda_weights = "expand" | "file"; "file" not yet verified on a GPU).
+  kernels::cuda::weight_format weights = kernels::cuda::weight_format::expand;
   /// Greedy rows under a grammar mask (is_masked_greedy) sampled on the device from an
   /// uploaded bitmask instead of copying their logits to the host
   /// (engine.cuda_grammar_mask = "device", the default; "host" copies them).
@@ -58,6 +61,8 @@ class cuda_backend final : public backend {
   std::string name() const override { return "cuda"; }
   /// Whether the last step replayed a CUDA graph (decode-only steps).
   bool last_step_used_graph() const { return runner_->last_used_graph(); }
+  /// Bytes of GPU memory the weight matrices take.
+  std::int64_t weight_bytes() const { return runner_->weight_bytes(); }
 
  private:
   cuda_backend(std::shared_ptr<const model_weights> weights, std::unique_ptr<kernels::cuda::llama_runner> runner,

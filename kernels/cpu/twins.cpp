@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
+#include "dtypes/dequantize.hpp"
 #include "kernels/cpu/llama.hpp"
 
 namespace inflight::kernels::cpu {
@@ -131,6 +133,102 @@ void decode_attention_split(float* out, const float* q, const float* k_cache, co
         }
         o[d] = v / total;
       }
+    }
+  }
+}
+
+namespace {
+
+/// Level i (0..31) of unit u of a row as the kernel's unit decode reads it: q8_0 and q4_0
+/// signed (q4_0's nibble, the 8 taken off through the input's block sum), q4_k's nibble,
+/// q6_k's six bits (the 32 taken off through the input's 16-value sums).
+int unit_level(weight_type type, const std::byte* row, int u, int i) {
+  auto byte = [](const std::byte* p) { return std::to_integer<int>(*p); };
+  switch (type) {
+    case weight_type::q8_0:
+      return std::int8_t(row[34 * u + 2 + i]);
+    case weight_type::q4_0: {
+      const int b = byte(row + 18 * u + 2 + i % 16);
+      return i < 16 ? b & 0xf : b >> 4;
+    }
+    case weight_type::q4_k: {
+      const int v = 32 * (u % 8) + i, b = byte(row + 144 * (u / 8) + 16 + 32 * (v / 64) + v % 32);
+      return (v % 64) < 32 ? b & 0xf : b >> 4;
+    }
+    default: {  // q6_k
+      const std::byte* blk = row + 210 * (u / 8);
+      const int v = 32 * (u % 8) + i, half = v / 128, g = (v % 128) / 32, l = v % 32;
+      const int low = byte(blk + 64 * half + 32 * (g % 2) + l) >> (g < 2 ? 0 : 4) & 0xf;
+      return low | (byte(blk + 128 + 32 * half + l) >> (2 * g) & 3) << 4;
+    }
+  }
+}
+
+/// lane_acc += unit u of the row . unit u of the prepared input (the kernel's unit_product).
+float unit_product_twin(weight_type type, const std::byte* row, const std::byte* x, int cols, int u, float acc) {
+  const auto* xq = reinterpret_cast<const std::int8_t*>(x);
+  const std::byte* scales = x + prepared_scales_offset(cols);
+  const std::byte* sums = x + prepared_sums_offset(input_of(type), cols);
+  auto scale = [&](int i) {
+    float v;
+    std::memcpy(&v, scales + 4 * i, sizeof(v));
+    return v;
+  };
+  auto sum16 = [&](int i) {
+    std::int16_t v;
+    std::memcpy(&v, sums + 2 * i, sizeof(v));
+    return int(v);
+  };
+  int dot[2] = {0, 0};
+  for (int i = 0; i < 32; ++i) dot[i / 16] += unit_level(type, row, u, i) * xq[32 * u + i];
+  switch (type) {
+    case weight_type::q8_0:
+    case weight_type::q4_0: {
+      int isum = dot[0] + dot[1];
+      if (type == weight_type::q4_0) {
+        std::int32_t s;
+        std::memcpy(&s, sums + 4 * u, sizeof(s));
+        isum -= 8 * s;
+      }
+      return std::fma(float(isum), load_half(row + (type == weight_type::q8_0 ? 34 : 18) * u) * scale(u), acc);
+    }
+    case weight_type::q4_k: {
+      const std::byte* blk = row + 144 * (u / 8);
+      int sc, m;
+      k_scale_min(blk + 4, u % 8, sc, m);
+      const float dx = scale(u / 8);
+      acc = std::fma(float(sc * (dot[0] + dot[1])), load_half(blk) * dx, acc);
+      return std::fma(float(m * (sum16(2 * u) + sum16(2 * u + 1))), -load_half(blk + 2) * dx, acc);
+    }
+    default: {  // q6_k
+      const std::byte* blk = row + 210 * (u / 8);
+      const int sc0 = std::int8_t(blk[192 + 2 * (u % 8)]), sc1 = std::int8_t(blk[193 + 2 * (u % 8)]);
+      const int isum = sc0 * dot[0] - 32 * sc0 * sum16(2 * u) + sc1 * dot[1] - 32 * sc1 * sum16(2 * u + 1);
+      return std::fma(float(isum), load_half(blk + 208) * scale(u / 8), acc);
+    }
+  }
+}
+
+}  // namespace
+
+void quant_gemv_twin(const weight_view& w, int rows, int cols, const std::byte* x_prepared, std::int64_t x_row_bytes,
+                     int n, float* y, std::int64_t ldy) {
+  const int units = cols / 32;
+  for (int t = 0; t < n; ++t) {
+    const std::byte* x = x_prepared + t * x_row_bytes;
+    for (int o = 0; o < rows; ++o) {
+      const std::byte* row = w.data + o * w.row_bytes;
+      float lanes[32];
+      for (int l = 0; l < 32; ++l) {
+        lanes[l] = 0.0f;
+        for (int u = l; u < units; u += 32) lanes[l] = unit_product_twin(w.type, row, x, cols, u, lanes[l]);
+      }
+      for (int off = 16; off > 0; off /= 2) {
+        float next[32];
+        for (int l = 0; l < 32; ++l) next[l] = lanes[l] + lanes[l ^ off];
+        std::copy_n(next, 32, lanes);
+      }
+      y[t * ldy + o] = lanes[0];
     }
   }
 }

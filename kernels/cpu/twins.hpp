@@ -2,7 +2,10 @@
 /// CPU twins of the fused CUDA kernels that have no counterpart in llama.hpp
 /// (kernels/cuda/kernels.hpp), in fp32: the reference their [gpu] tests compare with.
 
+#include <cstddef>
 #include <cstdint>
+
+#include "kernels/cpu/weight_types.hpp"
 
 namespace inflight::kernels::cpu {
 
@@ -35,5 +38,14 @@ void decode_attention_split(float* out, const float* q, const float* k_cache, co
 
 /// Arg-max of each of n rows (ties to the lowest id) and its log-softmax.
 void greedy_rows(const float* logits, int n, int vocab, std::int32_t* tokens, float* logprobs);
+
+/// The CUDA quant_gemv (kernels/cuda/quant_matmul.hpp) operation by operation: per
+/// output row, 32 lanes over the row's 32-value units (lane l: units l, l + 32, ...), each
+/// unit's exact integer sums folded into the lane's fp32 sum with the kernel's fused
+/// multiply-adds, then the butterfly over the lanes. The levels are read through dtypes'
+/// definitions, not the kernel's packed words. y[t * ldy + o] for n prepared rows of
+/// input_of(w.type)'s format (x_row_bytes apart); q8_0, q4_0, q4_k and q6_k only.
+void quant_gemv_twin(const weight_view& w, int rows, int cols, const std::byte* x_prepared, std::int64_t x_row_bytes,
+                     int n, float* y, std::int64_t ldy);
 
 }  // namespace inflight::kernels::cpu

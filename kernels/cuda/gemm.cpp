@@ -41,7 +41,7 @@ void blas::reset() {
 }
 
 status blas::linear(dtype dt, const void* x, const void* w, void* y, bool y_f32, int n, int in, int out,
-                    float beta) const {
+                    float beta, int ldy) const {
   if (n <= 0) return status::ok();
   if (handle_ == nullptr) return status::failure("cuBLAS handle not created", __FILE__, __LINE__);
   const cudaDataType_t ab = dt == dtype::f16 ? CUDA_R_16F : CUDA_R_16BF;
@@ -49,7 +49,7 @@ status blas::linear(dtype dt, const void* x, const void* w, void* y, bool y_f32,
   const float alpha = 1.0f;
   // Row-major y[n x out] is column-major y^T [out x n] = op(W)[out x in] * x^T[in x n], op = T.
   INFLIGHT_CUBLAS_CHECK(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &alpha, w, ab, in, x, ab, in,
-                                     &beta, y, c, out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                                     &beta, y, c, ldy > 0 ? ldy : out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   return status::ok();
 }
 

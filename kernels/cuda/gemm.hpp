@@ -26,9 +26,10 @@ class blas {
   blas& operator=(const blas&) = delete;
   ~blas();
 
-  /// y = x * W^T (+ beta * y). `y_f32` picks an fp32 output (logits) over `dt`.
+  /// y = x * W^T (+ beta * y). `y_f32` picks an fp32 output (logits) over `dt`. y's rows
+  /// are ldy apart (0: out).
   status linear(dtype dt, const void* x, const void* w, void* y, bool y_f32, int n, int in, int out,
-                float beta = 0.0f) const;
+                float beta = 0.0f, int ldy = 0) const;
 
  private:
   void reset();

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "dtypes/dequantize.hpp"
 #include "kernels/cuda/decode_split.hpp"
 
 namespace inflight::kernels::cuda {
@@ -11,6 +12,8 @@ namespace {
 
 constexpr std::size_t blas_workspace_bytes = 32u << 20;
 constexpr std::int64_t staging_floats = 16ll << 20;
+// Rows of a matrix in blocks dequantized at a time for a long step (64 MiB of bf16).
+constexpr std::int64_t dequant_scratch_elems = 32ll << 20;
 // Left free beside the KV cache for graphs, cuBLAS internals and the CUDA context's growth.
 constexpr std::int64_t kv_reserve_bytes = 256ll << 20;
 
@@ -80,13 +83,74 @@ status llama_runner::upload_matrix(device_buffer& dst, std::int64_t offset, cons
 }
 
 status llama_runner::upload_matrix(device_buffer& dst, std::int64_t offset, const cpu::weight_view& src,
-                                   std::int64_t n) {
-  const float* floats = cpu::as_f32(src);
-  if (floats == nullptr) {
-    return status::failure(std::string("cuda runner: ") + inflight::to_string(src.type) + " weights are not supported (f32 only)",
-                           __FILE__, __LINE__);
+                                   std::int64_t rows, std::int64_t cols) {
+  if (const float* floats = cpu::as_f32(src)) return upload_matrix(dst, offset, floats, rows * cols);
+  // Decoded a slice of rows at a time: no whole fp32 copy of the matrix on the host.
+  const std::int64_t slice = std::max<std::int64_t>(1, staging_floats / std::max<std::int64_t>(cols, 1));
+  std::vector<float> floats(std::size_t(std::min(rows, slice) * cols));
+  for (std::int64_t r = 0; r < rows; r += slice) {
+    const std::int64_t count = std::min(slice, rows - r);
+    for (std::int64_t i = 0; i < count; ++i) {
+      dequantize(src.type, src.data + (r + i) * src.row_bytes, cols, floats.data() + i * cols);
+    }
+    INFLIGHT_TRY_STATUS(upload_matrix(dst, offset + r * cols, floats.data(), count * cols));
+    INFLIGHT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the slice is refilled next
   }
-  return upload_matrix(dst, offset, floats, n);
+  return status::ok();
+}
+
+bool llama_runner::keeps_blocks(weight_dtype type) const {
+  return options_.weights == weight_format::file && quant_matmul_supports(type);
+}
+
+status llama_runner::upload_linear(linear& dst, std::initializer_list<std::pair<cpu::weight_view, int>> matrices,
+                                   int in) {
+  const std::int64_t el = std::int64_t(dtype_bytes(options_.dt));
+  dst = linear{};
+  dst.in = in;
+  // Consecutive matrices of one storage (dt, or one type's blocks) share a part.
+  auto storage = [&](const cpu::weight_view& v) { return keeps_blocks(v.type) ? int(v.type) : -1; };
+  const auto* begin = matrices.begin();
+  while (begin != matrices.end()) {
+    const int key = storage(begin->first);
+    const auto* end = begin;
+    int rows = 0;
+    while (end != matrices.end() && storage(end->first) == key) rows += (end++)->second;
+    linear_part part;
+    part.rows = rows;
+    part.out_offset = dst.out;
+    part.is_dense = key < 0;
+    if (part.is_dense) {
+      INFLIGHT_TRY_STATUS(part.data.try_allocate(std::size_t(std::int64_t(rows) * in * el)));
+      std::int64_t row = 0;
+      for (const auto* m = begin; m != end; ++m) {
+        INFLIGHT_TRY_STATUS(upload_matrix(part.data, row * in, m->first, m->second, in));
+        row += m->second;
+      }
+    } else {
+      const auto type = weight_dtype(key);
+      const std::int64_t rb = row_bytes(type, in);
+      INFLIGHT_TRY_STATUS(part.data.try_allocate(std::size_t(rb * rows)));
+      std::int64_t row = 0;
+      for (const auto* m = begin; m != end; ++m) {
+        auto* to = part.data.as<std::byte>() + row * rb;
+        // The blocks as they lie in the file (the weights outlive the upload's last sync).
+        INFLIGHT_CUDA_CHECK(cudaMemcpy2DAsync(to, std::size_t(rb), m->first.data, std::size_t(m->first.row_bytes),
+                                              std::size_t(rb), std::size_t(m->second), cudaMemcpyHostToDevice,
+                                              stream_));
+        row += m->second;
+      }
+      part.blocks = quant_matrix{type, part.data.as<std::byte>(), rb, rows, in};
+      uses_format_[int(cpu::input_of(type))] = true;
+      max_blocks_in_ = std::max(max_blocks_in_, in);
+      max_blocks_elems_ = std::max(max_blocks_elems_, std::int64_t(rows) * in);
+    }
+    weight_bytes_ += std::int64_t(part.data.bytes());
+    dst.out += rows;
+    dst.parts.push_back(std::move(part));
+    begin = end;
+  }
+  return status::ok();
 }
 
 namespace {
@@ -100,16 +164,12 @@ status upload_floats(device_buffer& dst, const float* src, std::int64_t n, cudaS
 }  // namespace
 
 status llama_runner::upload(const cpu::llama_weights_view& w) {
-  const std::int64_t d = shape_.dim, h = shape_.hidden_dim, qd = std::int64_t(shape_.num_heads) * shape_.head_dim;
-  const std::int64_t kvd = std::int64_t(shape_.num_kv_heads) * shape_.head_dim, el = dtype_bytes(options_.dt);
+  const int d = shape_.dim, h = shape_.hidden_dim, qd = shape_.num_heads * shape_.head_dim;
+  const int kvd = shape_.num_kv_heads * shape_.head_dim;
   INFLIGHT_TRY_STATUS(staging_.try_allocate(std::size_t(staging_floats) * sizeof(float)));
-  INFLIGHT_TRY_STATUS(embedding_.try_allocate(std::size_t(shape_.vocab_size * d * el)));
-  INFLIGHT_TRY_STATUS(upload_matrix(embedding_, 0, w.token_embedding, shape_.vocab_size * d));
+  INFLIGHT_TRY_STATUS(upload_linear(embedding_, {{w.token_embedding, shape_.vocab_size}}, d));
   is_tied_ = w.classifier.data == w.token_embedding.data;
-  if (!is_tied_) {
-    INFLIGHT_TRY_STATUS(classifier_.try_allocate(std::size_t(shape_.vocab_size * d * el)));
-    INFLIGHT_TRY_STATUS(upload_matrix(classifier_, 0, w.classifier, shape_.vocab_size * d));
-  }
+  if (!is_tied_) INFLIGHT_TRY_STATUS(upload_linear(classifier_, {{w.classifier, shape_.vocab_size}}, d));
   INFLIGHT_TRY_STATUS(upload_floats(final_norm_, w.final_norm, d, stream_));
   std::vector<float> inv_freq(std::size_t(shape_.head_dim / 2));
   for (int j = 0; j < shape_.head_dim / 2; ++j) inv_freq[std::size_t(j)] = cpu::rope_inv_freq(j, shape_);
@@ -122,10 +182,7 @@ status llama_runner::upload(const cpu::llama_weights_view& w) {
     auto& dst = layers_[std::size_t(l)];
     INFLIGHT_TRY_STATUS(upload_floats(dst.attn_norm, src.attn_norm, d, stream_));
     INFLIGHT_TRY_STATUS(upload_floats(dst.ffn_norm, src.ffn_norm, d, stream_));
-    INFLIGHT_TRY_STATUS(dst.wqkv.try_allocate(std::size_t((qd + 2 * kvd) * d * el)));
-    INFLIGHT_TRY_STATUS(upload_matrix(dst.wqkv, 0, src.wq, qd * d));
-    INFLIGHT_TRY_STATUS(upload_matrix(dst.wqkv, qd * d, src.wk, kvd * d));
-    INFLIGHT_TRY_STATUS(upload_matrix(dst.wqkv, (qd + kvd) * d, src.wv, kvd * d));
+    INFLIGHT_TRY_STATUS(upload_linear(dst.wqkv, {{src.wq, qd}, {src.wk, kvd}, {src.wv, kvd}}, d));
     if (src.bq != nullptr || src.bk != nullptr || src.bv != nullptr) {
       std::vector<float> bias(std::size_t(qd + 2 * kvd), 0.0f);
       if (src.bq != nullptr) std::copy_n(src.bq, qd, bias.begin());
@@ -138,13 +195,9 @@ status llama_runner::upload(const cpu::llama_weights_view& w) {
       INFLIGHT_TRY_STATUS(upload_floats(dst.q_norm, src.q_norm, shape_.head_dim, stream_));
       INFLIGHT_TRY_STATUS(upload_floats(dst.k_norm, src.k_norm, shape_.head_dim, stream_));
     }
-    INFLIGHT_TRY_STATUS(dst.wo.try_allocate(std::size_t(d * qd * el)));
-    INFLIGHT_TRY_STATUS(upload_matrix(dst.wo, 0, src.wo, d * qd));
-    INFLIGHT_TRY_STATUS(dst.w_gate_up.try_allocate(std::size_t(2 * h * d * el)));
-    INFLIGHT_TRY_STATUS(upload_matrix(dst.w_gate_up, 0, src.w_gate, h * d));
-    INFLIGHT_TRY_STATUS(upload_matrix(dst.w_gate_up, h * d, src.w_up, h * d));
-    INFLIGHT_TRY_STATUS(dst.w_down.try_allocate(std::size_t(d * h * el)));
-    INFLIGHT_TRY_STATUS(upload_matrix(dst.w_down, 0, src.w_down, d * h));
+    INFLIGHT_TRY_STATUS(upload_linear(dst.wo, {{src.wo, d}}, qd));
+    INFLIGHT_TRY_STATUS(upload_linear(dst.w_gate_up, {{src.w_gate, h}, {src.w_up, h}}, d));
+    INFLIGHT_TRY_STATUS(upload_linear(dst.w_down, {{src.w_down, d}}, h));
   }
   INFLIGHT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   staging_.reset();
@@ -189,6 +242,14 @@ status llama_runner::allocate_workspace(capacity cap) {
   }
   const auto num_partials = decode_partials_floats(int(partial_seq_splits_), shape_.num_heads, shape_.head_dim, 1);
   INFLIGHT_TRY_STATUS(partials_.try_allocate(std::size_t(num_partials) * sizeof(float)));
+  for (int f = 0; f < cpu::num_input_formats; ++f) {
+    if (!uses_format_[f]) continue;
+    const auto row = cpu::prepared_row_bytes(cpu::input_format(f), max_blocks_in_);
+    INFLIGHT_TRY_STATUS(prepared_[f].try_allocate(t * std::size_t(row)));
+  }
+  if (max_blocks_elems_ > 0 && cap.tokens >= quant_gemm_min_tokens) {
+    INFLIGHT_TRY_STATUS(dequant_scratch_.try_allocate(std::size_t(std::min(max_blocks_elems_, dequant_scratch_elems)) * el));
+  }
   INFLIGHT_TRY_STATUS(sampled_tokens_.try_allocate(s * sizeof(std::int32_t)));
   INFLIGHT_TRY_STATUS(sampled_logprobs_.try_allocate(s * sizeof(float)));
   INFLIGHT_TRY_STATUS(results_host_.try_allocate(2 * s * sizeof(float), true));

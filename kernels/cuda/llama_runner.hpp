@@ -21,15 +21,33 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <initializer_list>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/llama.hpp"
 #include "kernels/cuda/device_buffer.hpp"
 #include "kernels/cuda/gemm.hpp"
 #include "kernels/cuda/kernels.hpp"
+#include "kernels/cuda/quant_matmul.hpp"
 
 namespace inflight::kernels::cuda {
+
+/// How weight matrices lie on the device.
+enum class weight_format {
+  /// Every matrix in dt (bf16 / fp16), whatever its type in the file.
+  expand,
+  /// q8_0, q4_0, q4_k and q6_k matrices in their GGUF blocks (quant_matmul.hpp: no
+  /// expanded copy anywhere); other types in dt.
+  file,
+};
+
+/// Steps of fewer tokens than this multiply a matrix in blocks with quant_gemv (8 tokens
+/// a launch, the matrix read once per launch); longer ones dequantize rows into a scratch
+/// and use cuBLAS. A guess from bytes read (quant_gemv reads about 0.56 bytes a q4_k
+/// weight per 8 tokens, dequantize + GEMM about 4.6), not measured on a GPU yet.
+inline constexpr int quant_gemm_min_tokens = 65;
 
 struct runner_options {
   dtype dt = dtype::bf16;
@@ -43,6 +61,7 @@ struct runner_options {
   bool use_graphs = true;
   decode_kernel decode = decode_kernel::grouped;
   prefill_kernel prefill = prefill_kernel::mma;
+  weight_format weights = weight_format::expand;
 };
 
 /// Padded batch sizes of the decode graphs.
@@ -50,8 +69,9 @@ inline constexpr int graph_batch_sizes[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 
 class llama_runner {
  public:
-  /// Uploads `weights` (fp32 host arrays, converted on the device), allocates the
-  /// workspace, then the KV cache.
+  /// Uploads `weights` (f32 matrices converted on the device; with weight_format::file,
+  /// the matrices quant_matmul reads as they are; any other type decoded a slice at a
+  /// time on the host), allocates the workspace, then the KV cache.
   static status try_create(const cpu::llama_shape& shape, const cpu::llama_weights_view& weights,
                            const runner_options& options, std::unique_ptr<llama_runner>& out);
   ~llama_runner();
@@ -81,10 +101,25 @@ class llama_runner {
   bool last_used_graph() const { return last_used_graph_; }
   /// Bytes of device memory of the KV cache.
   std::int64_t kv_bytes() const { return std::int64_t(kv_.bytes()); }
+  /// Bytes of device memory of the weight matrices (the embedding and classifier included).
+  std::int64_t weight_bytes() const { return weight_bytes_; }
 
  private:
+  /// Consecutive row ranges of one product's output (a fused projection) that share a
+  /// storage: dt rows for cuBLAS, or one type's blocks.
+  struct linear_part {
+    bool is_dense = true;
+    quant_matrix blocks;  ///< !is_dense: the rows, data in `data`
+    int rows = 0, out_offset = 0;
+    device_buffer data;
+  };
+  struct linear {
+    std::vector<linear_part> parts;
+    int in = 0, out = 0;
+  };
   struct layer_buffers {
-    device_buffer attn_norm, ffn_norm, wqkv, bqkv, q_norm, k_norm, wo, w_gate_up, w_down;
+    device_buffer attn_norm, ffn_norm, bqkv, q_norm, k_norm;
+    linear wqkv, wo, w_gate_up, w_down;
   };
   struct capacity {
     int tokens = 0, seqs = 0, tiles = 0;
@@ -100,8 +135,18 @@ class llama_runner {
   status ensure_capacity(int num_tokens, int num_seqs);
   status upload(const cpu::llama_weights_view& weights);
   status upload_matrix(device_buffer& dst, std::int64_t offset, const float* src, std::int64_t n);
-  /// The same from a typed view: f32 only (other types fail).
-  status upload_matrix(device_buffer& dst, std::int64_t offset, const cpu::weight_view& src, std::int64_t n);
+  /// The same from a typed view of `rows` rows of `cols`: f32 converted, other types
+  /// decoded a slice at a time on the host.
+  status upload_matrix(device_buffer& dst, std::int64_t offset, const cpu::weight_view& src, std::int64_t rows,
+                       std::int64_t cols);
+  /// A product's matrices, stacked by output rows in this order (each [rows x in]).
+  status upload_linear(linear& dst, std::initializer_list<std::pair<cpu::weight_view, int>> matrices, int in);
+  /// Whether a matrix of this type stays in its blocks.
+  bool keeps_blocks(weight_dtype type) const;
+  /// y[n x out] (ldy = out) = x[n x in] * W^T over every part.
+  status run_linear(const linear& w, const void* x, int n, void* y, bool y_f32);
+  /// x[t] = embedding row ids[t] (fp32).
+  status gather_embedding(const std::int32_t* ids, int n);
   status allocate_workspace(capacity cap);
   status allocate_kv();
   status check_batch(const cpu::ragged_batch_view& batch) const;
@@ -120,7 +165,15 @@ class llama_runner {
   cudaStream_t stream_ = nullptr;
   blas blas_;
   // Weights.
-  device_buffer embedding_, classifier_, final_norm_, inv_freq_, staging_;
+  linear embedding_, classifier_;
+  device_buffer final_norm_, inv_freq_, staging_;
+  std::int64_t weight_bytes_ = 0;
+  // Products in blocks: the step's inputs prepared per format, and the rows of a matrix
+  // dequantized for a long step (allocated with the workspace).
+  bool uses_format_[cpu::num_input_formats] = {};
+  int max_blocks_in_ = 0;                 ///< the widest input of a product in blocks
+  std::int64_t max_blocks_elems_ = 0;     ///< the largest part in blocks (rows x in)
+  device_buffer prepared_[cpu::num_input_formats], dequant_scratch_, row_weights_dev_;
   std::vector<layer_buffers> layers_;
   bool is_tied_ = true;
   // KV cache.

@@ -131,6 +131,51 @@ status llama_runner::stage_batch(const cpu::ragged_batch_view& b, int padded_seq
   return status::ok();
 }
 
+status llama_runner::run_linear(const linear& w, const void* x, int n, void* y, bool y_f32) {
+  const dtype dt = options_.dt;
+  const std::size_t out_el = y_f32 ? sizeof(float) : dtype_bytes(dt);
+  bool prepared[cpu::num_input_formats] = {};
+  for (const auto& part : w.parts) {
+    void* out = static_cast<std::byte*>(y) + std::size_t(part.out_offset) * out_el;
+    if (part.is_dense) {
+      INFLIGHT_TRY_STATUS(blas_.linear(dt, x, part.data.as(), out, y_f32, n, w.in, part.rows, 0.0f, w.out));
+      continue;
+    }
+    const auto& q = part.blocks;
+    if (n >= quant_gemm_min_tokens) {
+      // Rows dequantized into the scratch a slice at a time, each slice a cuBLAS GEMM.
+      const int slice = int(std::max<std::int64_t>(1, std::int64_t(dequant_scratch_.bytes() / dtype_bytes(dt)) / w.in));
+      for (int r = 0; r < part.rows; r += slice) {
+        const int end = std::min(part.rows, r + slice);
+        INFLIGHT_TRY_STATUS(dequantize_rows(q, r, end, dt, dequant_scratch_.as(), stream_));
+        INFLIGHT_TRY_STATUS(blas_.linear(dt, x, dequant_scratch_.as(), static_cast<std::byte*>(out) + std::size_t(r) * out_el,
+                                         y_f32, n, w.in, end - r, 0.0f, w.out));
+      }
+      continue;
+    }
+    const auto format = cpu::input_of(q.type);
+    const auto row = cpu::prepared_row_bytes(format, w.in);
+    auto* prep = prepared_[int(format)].as<std::byte>();
+    if (!prepared[int(format)]) {
+      INFLIGHT_TRY_STATUS(quantize_activations(dt, x, w.in, n, w.in, format, prep, row, stream_));
+      prepared[int(format)] = true;
+    }
+    for (int t = 0; t < n; t += quant_gemv_max_tokens) {
+      const int count = std::min(quant_gemv_max_tokens, n - t);
+      INFLIGHT_TRY_STATUS(quant_gemv(q, prep + std::int64_t(t) * row, row, count,
+                                     static_cast<std::byte*>(out) + std::size_t(t) * std::size_t(w.out) * out_el,
+                                     y_f32, dt, w.out, stream_));
+    }
+  }
+  return status::ok();
+}
+
+status llama_runner::gather_embedding(const std::int32_t* ids, int n) {
+  const auto& part = embedding_.parts.front();
+  if (part.is_dense) return embedding_gather(options_.dt, x_.as<float>(), part.data.as(), ids, n, shape_.dim, stream_);
+  return dequantize_gather(part.blocks, ids, n, x_.as(), true, options_.dt, stream_);
+}
+
 status llama_runner::run_layer(int l, int n, int num_seqs, int num_tiles, bool is_decode) {
   const auto& w = layers_[std::size_t(l)];
   const auto lay = layout();
@@ -145,7 +190,7 @@ status llama_runner::run_layer(int l, int n, int num_seqs, int num_tiles, bool i
 
   INFLIGHT_TRY_STATUS(add_rmsnorm(dt, xb_.as(), x_.as<float>(), l > 0 ? delta_.as() : nullptr, w.attn_norm.as<float>(),
                                   nullptr, n, d, shape_.norm_eps, true, stream_));
-  INFLIGHT_TRY_STATUS(blas_.linear(dt, xb_.as(), w.wqkv.as(), qkv_.as(), false, n, d, qkv));
+  INFLIGHT_TRY_STATUS(run_linear(w.wqkv, xb_.as(), n, qkv_.as(), false));
   if (w.bqkv.as() != nullptr) INFLIGHT_TRY_STATUS(add_bias(dt, qkv_.as(), w.bqkv.as<float>(), n, qkv, qkv, stream_));
   if (w.q_norm.as() != nullptr) {
     INFLIGHT_TRY_STATUS(qk_norm(dt, qkv_.as(), qkv, w.q_norm.as<float>(), w.k_norm.as<float>(), n, shape_.num_heads,
@@ -182,28 +227,26 @@ status llama_runner::run_layer(int l, int n, int num_seqs, int num_tiles, bool i
     if (!is_decode) a.decode_seqs = dev + lay.decode_seqs;
     INFLIGHT_TRY_STATUS(attention_decode(a, part, stream_, options_.decode));
   }
-  INFLIGHT_TRY_STATUS(blas_.linear(dt, attn_.as(), w.wo.as(), delta_.as(), false, n, qd, d));
+  INFLIGHT_TRY_STATUS(run_linear(w.wo, attn_.as(), n, delta_.as(), false));
   INFLIGHT_TRY_STATUS(add_rmsnorm(dt, xb_.as(), x_.as<float>(), delta_.as(), w.ffn_norm.as<float>(), nullptr, n, d,
                                   shape_.norm_eps, true, stream_));
-  INFLIGHT_TRY_STATUS(blas_.linear(dt, xb_.as(), w.w_gate_up.as(), gate_up_.as(), false, n, d, 2 * hidden));
+  INFLIGHT_TRY_STATUS(run_linear(w.w_gate_up, xb_.as(), n, gate_up_.as(), false));
   INFLIGHT_TRY_STATUS(silu_mul(dt, hidden_.as(), gate_up_.as(), n, hidden, stream_));
-  return blas_.linear(dt, hidden_.as(), w.w_down.as(), delta_.as(), false, n, hidden, d);
+  return run_linear(w.w_down, hidden_.as(), n, delta_.as(), false);
 }
 
 status llama_runner::run_device(int n, int num_seqs, int num_tiles, int num_logits, bool is_decode) {
   const auto lay = layout();
   const auto* dev = batch_dev_.as<std::int32_t>();
   const dtype dt = options_.dt;
-  INFLIGHT_TRY_STATUS(embedding_gather(dt, x_.as<float>(), embedding_.as(), dev + lay.ids, n, shape_.dim, stream_));
+  INFLIGHT_TRY_STATUS(gather_embedding(dev + lay.ids, n));
   for (int l = 0; l < shape_.num_layers; ++l) INFLIGHT_TRY_STATUS(run_layer(l, n, num_seqs, num_tiles, is_decode));
   if (num_logits == 0) return status::ok();
   // Only the sampled rows get the last residual add, the final norm and the classifier.
   INFLIGHT_TRY_STATUS(add_rmsnorm(dt, logits_in_.as(), x_.as<float>(), shape_.num_layers > 0 ? delta_.as() : nullptr,
                                   final_norm_.as<float>(), dev + lay.logit_rows, num_logits, shape_.dim,
                                   shape_.norm_eps, false, stream_));
-  const void* classifier = is_tied_ ? embedding_.as() : classifier_.as();
-  INFLIGHT_TRY_STATUS(blas_.linear(dt, logits_in_.as(), classifier, logits_.as(), true, num_logits, shape_.dim,
-                                   shape_.vocab_size));
+  INFLIGHT_TRY_STATUS(run_linear(is_tied_ ? embedding_ : classifier_, logits_in_.as(), num_logits, logits_.as(), true));
   return greedy_sample(logits_.as<float>(), num_logits, shape_.vocab_size, sampled_tokens_.as<std::int32_t>(),
                        sampled_logprobs_.as<float>(), stream_);
 }
@@ -280,6 +323,9 @@ status llama_runner::run_row_logits(const cpu::ragged_batch_view& b, float* host
   rows_host_.assign(b.scored_indices, b.scored_indices + s);
   rows_host_.insert(rows_host_.end(), b.row_logit_positions, b.row_logit_positions + n);
   rows_host_.insert(rows_host_.end(), b.row_logit_ids, b.row_logit_ids + n);
+  const auto& classifier = (is_tied_ ? embedding_ : classifier_).parts.front();
+  // A classifier in blocks: the named rows dequantized first, then read as rows 0..n-1.
+  for (int k = 0; !classifier.is_dense && k < n; ++k) rows_host_.push_back(k);
   const std::size_t bytes = rows_host_.size() * sizeof(std::int32_t);
   if (rows_dev_.bytes() < bytes) INFLIGHT_TRY_STATUS(rows_dev_.try_allocate(bytes));
   if (row_logits_dev_.bytes() < std::size_t(n) * sizeof(float)) {
@@ -291,9 +337,17 @@ status llama_runner::run_row_logits(const cpu::ragged_batch_view& b, float* host
   // The same last residual add and final norm as the sampled rows, for the scored tokens only.
   INFLIGHT_TRY_STATUS(add_rmsnorm(dt, logits_in_.as(), x_.as<float>(), shape_.num_layers > 0 ? delta_.as() : nullptr,
                                   final_norm_.as<float>(), scored, s, shape_.dim, shape_.norm_eps, false, stream_));
-  const void* classifier = is_tied_ ? embedding_.as() : classifier_.as();
-  INFLIGHT_TRY_STATUS(classifier_rows(dt, row_logits_dev_.as<float>(), logits_in_.as(), classifier, scored + s,
-                                      scored + s + n, n, shape_.dim, stream_));
+  const void* rows = classifier.data.as();
+  const std::int32_t* row_ids = scored + s + n;
+  if (!classifier.is_dense) {
+    const std::size_t row_bytes = std::size_t(n) * std::size_t(shape_.dim) * dtype_bytes(dt);
+    if (row_weights_dev_.bytes() < row_bytes) INFLIGHT_TRY_STATUS(row_weights_dev_.try_allocate(row_bytes));
+    INFLIGHT_TRY_STATUS(dequantize_gather(classifier.blocks, row_ids, n, row_weights_dev_.as(), false, dt, stream_));
+    rows = row_weights_dev_.as();
+    row_ids = scored + s + 2 * n;
+  }
+  INFLIGHT_TRY_STATUS(classifier_rows(dt, row_logits_dev_.as<float>(), logits_in_.as(), rows, scored + s, row_ids, n,
+                                      shape_.dim, stream_));
   INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(host_out, row_logits_dev_.as(), std::size_t(n) * sizeof(float),
                                       cudaMemcpyDeviceToHost, stream_));
   return status::ok();

@@ -88,6 +88,7 @@ TEST_CASE("default.toml lists every key with its default", "[config]") {
   CHECK(d->server.linger_s == defaults.server.linger_s);
   CHECK(d->server.retry_after_s == defaults.server.retry_after_s);
   CHECK(d->engine.unhealthy_after_failed_steps == defaults.engine.unhealthy_after_failed_steps);
+  CHECK(d->engine.cuda_weights == defaults.engine.cuda_weights);
   CHECK(d->debug.fail_step == 0);
   CHECK(d->debug.step_delay_s == 0.0);
   CHECK(d->embeddings.enabled == defaults.embeddings.enabled);
@@ -98,4 +99,17 @@ TEST_CASE("default.toml lists every key with its default", "[config]") {
   CHECK(d->embeddings.append_eos == defaults.embeddings.append_eos);
   CHECK(d->embeddings.max_inputs == defaults.embeddings.max_inputs);
   CHECK(d->embeddings.max_input_tokens == defaults.embeddings.max_input_tokens);
+}
+
+TEST_CASE("engine.cuda_weights takes expand or file", "[config]") {
+  const deployment defaults;
+  CHECK(defaults.engine.cuda_weights == "expand");
+  const std::vector<std::string> file = {"engine.cuda_weights=file"};
+  auto f = load_deployment({}, file);
+  REQUIRE(f.has_value());
+  CHECK(f->engine.cuda_weights == "file");
+  const std::vector<std::string> bad = {"engine.cuda_weights=blocks"};
+  auto b = load_deployment({}, bad);
+  REQUIRE_FALSE(b.has_value());
+  CHECK_THAT(b.error().message, Catch::Contains("engine.cuda_weights"));
 }

@@ -8,21 +8,24 @@
 #      1; Llama-3.1-8B shape) beside the plan's floor, interference (SHAPE, default
 #      Llama-3.2-1B, fcfs vs splitfuse), and variance (Llama-3.2-1B shape, static vs
 #      splitfuse),
-#   4. simulate (not in the default steps): a step profile of the Llama-3.2-1B shape on
+#   4. quant: the Llama-3.1-8B shape at q4_k_m (model.weight_dtype), one stream of
+#      procurement with the matrices expanded to bf16 and kept in their blocks
+#      (engine.cuda_weights = expand | file), beside the plan's q4_k floor,
+#   5. simulate (not in the default steps): a step profile of the Llama-3.2-1B shape on
 #      this GPU (`bench profile`, SIM_KERNELS, default mma/mma), then `simulate` with it
 #      against the real engine, every policy, on SIM_WORKLOADS (default "variance latency
 #      interference", full size; bench/sim_validate.py). The profile lands in OUT for
 #      profiles/.
-#   5. ncu (not in the default steps): a kernel time table of Llama-3.1-8B decode steps
+#   6. ncu (not in the default steps): a kernel time table of Llama-3.1-8B decode steps
 #      (procurement, NCU_STREAMS streams, default "1 64"; about 3 steps each, after the
 #      prefill), the mma/mma kernels: where a step's time goes beside the plan's floor.
 # Pack here with tests/gpu/device-pack.sh BUILD DIR (DIR git-ignored, named in the device
 # tool's carry), then on the GPU machine, from the repository root:
 #   tests/gpu/device-checks.sh DIR OUT [budget_seconds] [steps]
-# steps: any of tests,oracle,bench,procurement,interference,variance,simulate,ncu (default: all
+# steps: any of tests,oracle,bench,procurement,interference,variance,quant,simulate,ncu (default: all
 # but simulate and ncu), run in that order. Figures land in OUT.
 set -u
-D=${1:?DIR}; OUT=${2:?OUT}; BUDGET=${3:-450}; STEPS=${4:-tests,oracle,bench,procurement,interference,variance}
+D=${1:?DIR}; OUT=${2:?OUT}; BUDGET=${3:-450}; STEPS=${4:-tests,oracle,bench,procurement,interference,variance,quant}
 STREAMS=${STREAMS:-1}; SHAPE=${SHAPE:-llama-3.2-1b}; KERNELS=${KERNELS:-tiled/grouped mma/mma}
 kset() { echo "--set engine.cuda_prefill_attention=${1%/*} --set engine.cuda_decode_attention=${1#*/}"; }
 start=$(date +%s)
@@ -96,6 +99,20 @@ if want variance; then
       --cap 1536 --policy static,splitfuse --result-json "$OUT/$f.json" >"$OUT/$f.txt" 2>&1
     for p in static splitfuse; do summary "$OUT/$f.json" $p "$k" 2>/dev/null || tail -3 "$OUT/$f.txt"; done
   done
+fi
+if want quant; then
+  for wf in expand file; do
+    f=quant_q4_k_m_$wf
+    [ "$(left)" -gt 120 ] || { echo "skipped: quant $wf (budget)"; continue; }
+    echo "== quant, llama-3.1-8b q4_k_m, engine.cuda_weights=$wf, 1 stream ($(date -u +%T))"
+    timeout $(($(left) - 10)) "$I" bench offline --shape llama-3.1-8b $one $(kset mma/mma) --set model.weight_dtype=q4_k_m \
+      --set engine.cuda_weights=$wf --workload procurement --size full --num-prompts 1 --policy splitfuse \
+      --result-json "$OUT/$f.json" >"$OUT/$f.txt" 2>&1
+    summary "$OUT/$f.json" splitfuse "$wf" 2>/dev/null || tail -3 "$OUT/$f.txt"
+  done
+  plan_gpu="--gpu-memory 80GiB"
+  nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && plan_gpu="--gpu-memory 141GiB --bandwidth 4.8TB/s"
+  "$I" plan --shape llama-3.1-8b $plan_gpu --weight-dtype q4_k --context 2048 2>&1 | grep -E 'floor|^ +1 ' | head -4
 fi
 if want simulate; then
   sk=${SIM_KERNELS:-mma/mma}
