@@ -5,38 +5,14 @@
 #include <type_traits>
 
 #include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/quant_blocks.cuh"
 #include "kernels/cuda/quant_matmul.hpp"
 
 namespace inflight::kernels::cuda {
 namespace {
 
 using wt = weight_dtype;
-
-__device__ __forceinline__ int byte_at(const std::byte* p) { return int(*reinterpret_cast<const unsigned char*>(p)); }
-
-/// The fp16 at p (2-byte aligned) as a float (exact).
-__device__ __forceinline__ float half_at(const std::byte* p) {
-  return __half2float(*reinterpret_cast<const __half*>(p));
-}
-
-/// Four bytes at a 2-byte aligned address, little-endian.
-__device__ __forceinline__ int word_at2(const std::byte* p) {
-  const auto* h = reinterpret_cast<const unsigned short*>(p);
-  return int(unsigned(h[0]) | (unsigned(h[1]) << 16));
-}
-
-__device__ __forceinline__ int word_at4(const std::byte* p) { return *reinterpret_cast<const int*>(p); }
-
-/// Sub-block j's 6-bit scale and min of a q4_k super-block (dtypes' k_scale_min).
-__device__ __forceinline__ void scale_min_k4(const std::byte* packed, int j, int& sc, int& m) {
-  if (j < 4) {
-    sc = byte_at(packed + j) & 63;
-    m = byte_at(packed + j + 4) & 63;
-  } else {
-    sc = (byte_at(packed + j + 4) & 0xf) | ((byte_at(packed + j - 4) >> 6) << 4);
-    m = (byte_at(packed + j + 4) >> 4) | ((byte_at(packed + j) >> 6) << 4);
-  }
-}
+using namespace quant_blocks;
 
 // ---- activations ----------------------------------------------------------------
 
@@ -91,88 +67,6 @@ __global__ void quantize_q8_k_kernel(const T* x, std::int64_t ldx, int k, std::b
 }
 
 // ---- the GEMV -------------------------------------------------------------------
-
-/// Unit u of a weight row: its 32 levels, 4 per int in value order, and its scales.
-template <wt W>
-struct unit_of {
-  int q[8];
-  float d = 0.0f, dmin = 0.0f;
-  int sc0 = 0, sc1 = 0;  // q4_k: sc, m; q6_k: the two sub-blocks' scales
-
-  __device__ __forceinline__ unit_of(const std::byte* row, int u) {
-    if constexpr (W == wt::q8_0) {
-      const std::byte* b = row + 34 * std::int64_t(u);
-      d = half_at(b);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) q[i] = word_at2(b + 2 + 4 * i);
-    } else if constexpr (W == wt::q4_0) {
-      const std::byte* b = row + 18 * std::int64_t(u);
-      d = half_at(b);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int w = word_at2(b + 2 + 4 * i);
-        q[i] = w & 0x0f0f0f0f;
-        q[4 + i] = (w >> 4) & 0x0f0f0f0f;
-      }
-    } else if constexpr (W == wt::q4_k) {
-      const std::byte* b = row + 144 * std::int64_t(u / 8);
-      const int j = u % 8, shift = 4 * (j % 2);
-      d = half_at(b);
-      dmin = half_at(b + 2);
-      scale_min_k4(b + 4, j, sc0, sc1);
-      const std::byte* qs = b + 16 + 32 * (j / 2);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) q[i] = (word_at4(qs + 4 * i) >> shift) & 0x0f0f0f0f;
-    } else {  // q6_k
-      const std::byte* b = row + 210 * std::int64_t(u / 8);
-      const int j32 = u % 8, half = j32 / 4, g = j32 % 4;
-      d = half_at(b + 208);
-      sc0 = static_cast<signed char>(byte_at(b + 192 + 2 * j32));
-      sc1 = static_cast<signed char>(byte_at(b + 193 + 2 * j32));
-      const std::byte* ql = b + 64 * half + 32 * (g % 2);
-      const std::byte* qh = b + 128 + 32 * half;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        const int low = (word_at2(ql + 4 * i) >> (g < 2 ? 0 : 4)) & 0x0f0f0f0f;
-        const int high = ((word_at2(qh + 4 * i) >> (2 * g)) & 0x03030303) << 4;
-        q[i] = low | high;
-      }
-    }
-  }
-};
-
-/// acc += unit u of the weight row . unit u of one prepared token row (see the header).
-template <wt W>
-__device__ __forceinline__ float unit_product(const unit_of<W>& w, const std::byte* x, int u, std::int64_t scales,
-                                              std::int64_t sums, float acc) {
-  const int* xq = reinterpret_cast<const int*>(x) + 8 * u;
-  if constexpr (W == wt::q6_k) {
-    int dot0 = 0, dot1 = 0;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) dot0 = __dp4a(w.q[i], xq[i], dot0);
-#pragma unroll
-    for (int i = 4; i < 8; ++i) dot1 = __dp4a(w.q[i], xq[i], dot1);
-    const auto* bsum = reinterpret_cast<const short*>(x + sums);
-    const int isum = w.sc0 * dot0 - 32 * w.sc0 * int(bsum[2 * u]) + w.sc1 * dot1 - 32 * w.sc1 * int(bsum[2 * u + 1]);
-    const float dx = reinterpret_cast<const float*>(x + scales)[u / 8];
-    return __fmaf_rn(float(isum), __fmul_rn(w.d, dx), acc);
-  } else {
-    int dot = 0;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) dot = __dp4a(w.q[i], xq[i], dot);
-    if constexpr (W == wt::q4_k) {
-      const auto* bsum = reinterpret_cast<const short*>(x + sums);
-      const float dx = reinterpret_cast<const float*>(x + scales)[u / 8];
-      const int msum = w.sc1 * (int(bsum[2 * u]) + int(bsum[2 * u + 1]));
-      acc = __fmaf_rn(float(w.sc0 * dot), __fmul_rn(w.d, dx), acc);
-      return __fmaf_rn(float(msum), __fmul_rn(-w.dmin, dx), acc);
-    } else {
-      if constexpr (W == wt::q4_0) dot -= 8 * reinterpret_cast<const int*>(x + sums)[u];
-      const float dx = reinterpret_cast<const float*>(x + scales)[u];
-      return __fmaf_rn(float(dot), __fmul_rn(w.d, dx), acc);
-    }
-  }
-}
 
 template <class O>
 __device__ __forceinline__ void store_out(O* y, float v) {
@@ -249,38 +143,6 @@ status gemv_of_type(const quant_matrix& w, const std::byte* x, std::int64_t x_ro
 
 // ---- dequantization ---------------------------------------------------------------
 
-/// Value i of a row, with dtypes/dequantize.cpp's operations (no contraction).
-__device__ __forceinline__ float value_at(wt type, const std::byte* row, int i) {
-  switch (type) {
-    case wt::q8_0: {
-      const std::byte* b = row + 34 * std::int64_t(i / 32);
-      return __fmul_rn(half_at(b), float(static_cast<signed char>(byte_at(b + 2 + i % 32))));
-    }
-    case wt::q4_0: {
-      const std::byte* b = row + 18 * std::int64_t(i / 32);
-      const int j = i % 32, byte = byte_at(b + 2 + j % 16);
-      return __fmul_rn(half_at(b), float((j < 16 ? byte & 0xf : byte >> 4) - 8));
-    }
-    case wt::q4_k: {
-      const std::byte* b = row + 144 * std::int64_t(i / 256);
-      const int v = i % 256;
-      int sc, m;
-      scale_min_k4(b + 4, v / 32, sc, m);
-      const float step = __fmul_rn(half_at(b), float(sc)), offset = __fmul_rn(half_at(b + 2), float(m));
-      const int byte = byte_at(b + 16 + 32 * (v / 64) + v % 32);
-      return __fsub_rn(__fmul_rn(step, float((v % 64) < 32 ? byte & 0xf : byte >> 4)), offset);
-    }
-    default: {  // q6_k
-      const std::byte* b = row + 210 * std::int64_t(i / 256);
-      const int v = i % 256, half = v / 128, g = (v % 128) / 32, l = v % 32;
-      const int low = byte_at(b + 64 * half + 32 * (g % 2) + l) >> (g < 2 ? 0 : 4) & 0xf;
-      const int high = byte_at(b + 128 + 32 * half + l) >> (2 * g) & 3;
-      const float ds = __fmul_rn(half_at(b + 208), float(static_cast<signed char>(byte_at(b + 192 + v / 16))));
-      return __fmul_rn(ds, float((low | (high << 4)) - 32));
-    }
-  }
-}
-
 template <class O>
 __global__ void dequantize_rows_kernel(wt type, const std::byte* w, std::int64_t row_bytes, int row_begin, int cols,
                                        std::int64_t count, O* dst) {
@@ -309,6 +171,9 @@ status check_matrix(const quant_matrix& w, const char* what) {
     return status::failure(std::string(what) + ": rows of " + std::to_string(w.cols) + " values are not whole " +
                                to_string(w.type) + " blocks",
                            __FILE__, __LINE__);
+  }
+  if (w.type == wt::q4_k && (reinterpret_cast<std::uintptr_t>(w.data) % 16 != 0 || w.row_bytes % 16 != 0)) {
+    return status::failure(std::string(what) + ": q4_k rows must start 16-byte aligned", __FILE__, __LINE__);
   }
   return status::ok();
 }
@@ -351,6 +216,9 @@ status quant_gemv(const quant_matrix& w, const std::byte* x_prepared, std::int64
   if (n > quant_gemv_max_tokens) {
     return status::failure("quant_gemv: at most " + std::to_string(quant_gemv_max_tokens) + " tokens a call",
                            __FILE__, __LINE__);
+  }
+  if (reinterpret_cast<std::uintptr_t>(x_prepared) % 16 != 0 || x_row_bytes % 16 != 0) {
+    return status::failure("quant_gemv: prepared rows must start 16-byte aligned", __FILE__, __LINE__);
   }
   if (y_f32) return gemv_of_type(w, x_prepared, x_row_bytes, n, static_cast<float*>(y), ldy, stream);
   return detail::dispatch(dt, [&](auto tag) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One GPU session's checks of the CUDA backend, most needed first, inside a time budget:
 #   1. the [gpu] tests and the Hugging Face comparison (stories260K with the default
-#      kernels, and bench-110M with the tensor-core prefill and decode kernels), side by side,
+#      kernels, bench-110M with the tensor-core prefill and decode kernels, and bench-110M
+#      at q4_k_m with engine.cuda_weights = "file"), side by side,
 #   2. decode and prefill attention against their floors (inflight_gpu_attention_bench),
 #   3. the engine with each pair of attention kernels (KERNELS, PREFILL/DECODE pairs,
 #      default "tiled/grouped mma/mma"): procurement at STREAMS streams (a list, default
@@ -48,11 +49,14 @@ if want tests || want oracle; then
        --from "$D/shared/models/stories260K/stories260K.bin" >"$OUT/oracle.txt" 2>&1; echo "exit $?" >>"$OUT/oracle.txt") &
     (PYTHONUNBUFFERED=1 timeout 240 python3 tests/gpu/hf_reference.py --build "$D" --from '' --shape bench-110M \
        --prefill-attention mma --decode-attention mma >"$OUT/oracle_110M_mma.txt" 2>&1; echo "exit $?" >>"$OUT/oracle_110M_mma.txt") &
+    # Quantized weights in their blocks (engine.cuda_weights = "file") against the cpu backend and fp32.
+    (PYTHONUNBUFFERED=1 timeout 240 python3 tests/gpu/hf_reference.py --build "$D" --from '' --shape bench-110M \
+       --weight-dtype q4_k_m --cuda-weights file >"$OUT/oracle_110M_q4_k_m.txt" 2>&1; echo "exit $?" >>"$OUT/oracle_110M_q4_k_m.txt") &
   fi
   wait
   if want tests; then tail -4 "$OUT/gpu_tests.txt"; fi
   if want oracle; then
-    for f in oracle oracle_110M_mma; do echo "-- $f"; grep -vE '^\s*$' "$OUT/$f.txt" | tail -8; done
+    for f in oracle oracle_110M_mma oracle_110M_q4_k_m; do echo "-- $f"; grep -vE '^\s*$' "$OUT/$f.txt" | tail -8; done
   fi
 fi
 if want bench; then

@@ -2,7 +2,9 @@
 // step's logits, for tests/gpu/hf_reference.py to compare with Hugging Face transformers.
 //
 //   inflight_forward_dump --model DIR --backend cpu|cuda --steps N --prompt-ids 1,2,3 [--prompt-ids ...]
-// DIR is a Hugging Face model folder; no tokenizer is needed (token ids in).
+//                         [--weight-dtype q8_0|q4_k_m|...] [--cuda-weights expand|file]
+// DIR is a Hugging Face model folder; no tokenizer is needed (token ids in). With
+// --weight-dtype the matrices are converted after loading (model.weight_dtype's recipes).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/cpu_backend.hpp"
+#include "core/model/convert.hpp"
 #include "core/model/formats/hf_model.hpp"
 #ifdef INFLIGHT_HAS_CUDA
 #include "backends/cuda_backend.hpp"
@@ -27,6 +30,7 @@ namespace {
 
 struct options {
   std::string model, backend = "cpu", prefill_attention = "mma", decode_attention = "grouped";
+  std::string weight_dtype, cuda_weights = "expand";
   int steps = 8;
   std::vector<std::vector<token_id>> prompts;
 };
@@ -47,6 +51,8 @@ bool parse(int argc, char** argv, options& o) {
     else if (key == "--prefill-attention" && (value == "tiled" || value == "mma")) o.prefill_attention = value;
     else if (key == "--decode-attention" && (value == "grouped" || value == "mma" || value == "per_head")) o.decode_attention = value;
     else if (key == "--prompt-ids") o.prompts.push_back(parse_ids(value));
+    else if (key == "--weight-dtype") o.weight_dtype = value;
+    else if (key == "--cuda-weights" && (value == "expand" || value == "file")) o.cuda_weights = value;
     else return false;
   }
   return !o.model.empty() && !o.prompts.empty() && argc % 2 == 1;
@@ -70,6 +76,7 @@ result<forward_fn> make_forward(const options& o, std::shared_ptr<const model_we
     co.decode_attention = o.decode_attention == "mma"        ? kernels::cuda::decode_kernel::mma
                           : o.decode_attention == "per_head" ? kernels::cuda::decode_kernel::per_head
                                                              : kernels::cuda::decode_kernel::grouped;
+    co.weights = o.cuda_weights == "file" ? kernels::cuda::weight_format::file : kernels::cuda::weight_format::expand;
     auto be = cuda_backend::create(std::move(w), co);
     if (!be) return std::unexpected(be.error());
     std::shared_ptr<cuda_backend> shared(std::move(*be));
@@ -84,7 +91,9 @@ result<forward_fn> make_forward(const options& o, std::shared_ptr<const model_we
 int main(int argc, char** argv) {
   options o;
   if (!parse(argc, argv, o)) {
-    std::cerr << "usage: inflight_forward_dump --model PATH --backend cpu|cuda --steps N [--prefill-attention mma|tiled] [--decode-attention grouped|mma|per_head] --prompt-ids 1,2,3 ...\n";
+    std::cerr << "usage: inflight_forward_dump --model PATH --backend cpu|cuda --steps N [--prefill-attention mma|tiled] "
+                 "[--decode-attention grouped|mma|per_head] [--weight-dtype TYPE] [--cuda-weights expand|file] "
+                 "--prompt-ids 1,2,3 ...\n";
     return 2;
   }
   // Token ids in, logits out: the weights alone, no tokenizer (a folder written by
@@ -93,6 +102,15 @@ int main(int argc, char** argv) {
   if (!folder) {
     std::cerr << "error: " << folder.error().message << "\n";
     return 1;
+  }
+  if (!o.weight_dtype.empty()) {
+    auto recipe = try_parse_recipe(o.weight_dtype);
+    const result<void> converted =
+        recipe ? try_quantize_weights(folder->weights, *recipe) : result<void>(std::unexpected(recipe.error()));
+    if (!converted) {
+      std::cerr << "error: " << converted.error().message << "\n";
+      return 1;
+    }
   }
   const auto weights = std::make_shared<const model_weights>(std::move(folder->weights));
   std::size_t longest = 0;

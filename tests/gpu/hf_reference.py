@@ -9,7 +9,13 @@ random weights of a named shape), then for a few prompts given as token ids:
   * bf16, CUDA backend (when built and a GPU is present): every step's logits are
     compared with transformers' fp32 logits on the same tokens (teacher forcing): the
     top-1 must agree (or tie within bf16 tolerance) and the error stay within it. The
-    same numbers for transformers' own bf16 run are printed beside them.
+    same numbers for transformers' own bf16 run are printed beside them;
+  * with --weight-dtype (q8_0, q4_k_m, ...: the matrices converted after loading, as
+    model.weight_dtype does): the CPU backend on the quantized weights gives the
+    format's own error against transformers' fp32 (printed); the CUDA backend on the
+    same weights (--cuda-weights, default "file": the blocks as they are) must match the
+    CPU's logits step by step within --bf16-tol while their tokens agree, and its error
+    against fp32 stay within the CPU's plus --bf16-tol.
 
 inflight's side comes from build/bin/inflight_forward_dump (tests/gpu/forward_dump.cpp).
 Exit status 0 when every check passes. Needs torch and transformers.
@@ -26,10 +32,14 @@ import torch
 from transformers import LlamaForCausalLM
 
 
-def run_inflight(dump, model_dir, backend, prompts, steps, prefill_attention="mma", decode_attention="grouped"):
+def run_inflight(dump, model_dir, backend, prompts, steps, prefill_attention="mma", decode_attention="grouped",
+                 weight_dtype=None, cuda_weights="expand"):
     cmd = [dump, "--model", model_dir, "--backend", backend, "--steps", str(steps)]
     if backend == "cuda":
-        cmd += ["--prefill-attention", prefill_attention, "--decode-attention", decode_attention]
+        cmd += ["--prefill-attention", prefill_attention, "--decode-attention", decode_attention,
+                "--cuda-weights", cuda_weights]
+    if weight_dtype:
+        cmd += ["--weight-dtype", weight_dtype]
     for p in prompts:
         cmd += ["--prompt-ids", ",".join(str(t) for t in p)]
     done = subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -59,6 +69,23 @@ def compare_steps(results, model, device, tol):
     return worst, num_agree, num_steps
 
 
+def compare_runs(got_runs, want_runs, tol):
+    """Two inflight runs step by step while their tokens agree (a step's logits depend on
+    the tokens before it): max |error| relative to the row's scale, and top-1 agreement."""
+    worst, num_steps, num_agree = 0.0, 0, 0
+    for g, w in zip(got_runs, want_runs):
+        for step, (grow, wrow) in enumerate(zip(g["logits"], w["logits"])):
+            got, want = torch.tensor(grow), torch.tensor(wrow)
+            scale = 1.0 + want.abs().max().item()
+            worst = max(worst, (got - want).abs().max().item() / scale)
+            top, mine = int(want.argmax()), int(got.argmax())
+            num_steps += 1
+            num_agree += int(top == mine or (want[top] - want[mine]).item() <= tol * scale)
+            if g["tokens"][step] != w["tokens"][step]:
+                break
+    return worst, num_agree, num_steps
+
+
 def greedy_tokens(model, prompt, steps, device):
     with torch.no_grad():
         out = model.generate(torch.tensor([prompt], device=device), max_new_tokens=steps, do_sample=False,
@@ -81,6 +108,10 @@ def main():
     ap.add_argument("--decode-attention", choices=["grouped", "mma", "per_head"], default="grouped",
                     help="the CUDA backend's decode attention kernel (engine.cuda_decode_attention)")
     ap.add_argument("--bf16-tol", type=float, default=0.05, help="relative logit tolerance of the bf16 GPU path")
+    ap.add_argument("--weight-dtype", default=None,
+                    help="also compare the matrices converted to this type or recipe (q8_0, q4_0, q4_k_m, ...)")
+    ap.add_argument("--cuda-weights", choices=["expand", "file"], default="file",
+                    help="with --weight-dtype: engine.cuda_weights of the CUDA run")
     args = ap.parse_args()
 
     inflight = os.path.join(args.build, "bin", "inflight")
@@ -130,6 +161,24 @@ def main():
                   " (for scale)")
         else:
             print("cuda: skipped (no GPU or --cuda off)")
+
+        if args.weight_dtype:
+            wd = args.weight_dtype
+            qcpu = run_inflight(dump, folder, "cpu", prompts, args.steps, weight_dtype=wd)
+            cpu_worst, cpu_agree, cpu_steps = compare_steps(qcpu, model.to("cpu"), "cpu", args.bf16_tol)
+            print(f"{wd} cpu   logits vs hf fp32: worst relative error {cpu_worst:.2e}, top-1 {cpu_agree}/{cpu_steps}"
+                  " (the format's own error)")
+            if use_cuda:
+                qgpu = run_inflight(dump, folder, "cuda", prompts, args.steps, args.prefill_attention,
+                                    args.decode_attention, weight_dtype=wd, cuda_weights=args.cuda_weights)
+                worst, agree, steps = compare_runs(qgpu, qcpu, args.bf16_tol)
+                ok &= worst <= args.bf16_tol and agree == steps
+                print(f"{wd} cuda ({args.cuda_weights}) logits vs {wd} cpu: worst relative error {worst:.2e}, "
+                      f"top-1 {agree}/{steps}")
+                gpu_worst, gpu_agree, gpu_steps = compare_steps(qgpu, model.to("cuda"), "cuda", args.bf16_tol)
+                ok &= gpu_worst <= cpu_worst + args.bf16_tol
+                print(f"{wd} cuda ({args.cuda_weights}) logits vs hf fp32: worst relative error {gpu_worst:.2e}, "
+                      f"top-1 {gpu_agree}/{gpu_steps} (within the cpu's {cpu_worst:.2e} + {args.bf16_tol})")
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 
