@@ -45,7 +45,9 @@ result<std::unique_ptr<backend>> make_backend(const engine_settings& s, std::sha
                                                                : decode_kernel::grouped;
     o.prefill_attention = s.cuda_prefill_attention == "tiled" ? prefill_kernel::tiled : prefill_kernel::mma;
     o.device_grammar_mask = s.cuda_grammar_mask == "device";
-    o.weights = s.cuda_weights == "file" ? kernels::cuda::weight_format::file : kernels::cuda::weight_format::expand;
+    o.weights = s.cuda_weights == "file"  ? kernels::cuda::weight_format::file
+                : s.cuda_weights == "fp8" ? kernels::cuda::weight_format::fp8
+                                          : kernels::cuda::weight_format::expand;
     auto be = cuda_backend::create(std::move(weights), o);
     if (!be) return std::unexpected(be.error());
     return std::unique_ptr<backend>(std::move(*be));

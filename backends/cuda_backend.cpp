@@ -44,8 +44,8 @@ result<std::unique_ptr<cuda_backend>> cuda_backend::create(std::shared_ptr<const
   }
   // weight_format::expand: the device takes fp32 host arrays and converts them, other
   // types decoded first into a copy that lives only until the upload is done.
-  // weight_format::file: the runner takes every type, q8_0 / q4_0 / q4_k / q6_k blocks as
-  // they are, the others decoded a slice at a time.
+  // weight_format::file and fp8: the runner takes every type (q8_0 / q4_0 / q4_k / q6_k
+  // blocks as they are, or E4M3), the others decoded a slice at a time.
   std::optional<model_weights> decoded;
   if (o.weights == kernels::cuda::weight_format::expand &&
       weight_dtypes_of(*weights) != std::vector<weight_dtype>{weight_dtype::f32}) {

@@ -34,8 +34,9 @@ struct cuda_backend_options {
   kernels::cuda::decode_kernel decode_attention = kernels::cuda::decode_kernel::grouped;
   kernels::cuda::prefill_kernel prefill_attention = kernels::cuda::prefill_kernel::mma;
   bool use_fp16 = false;                ///< fp16 instead of bf16 storage
-  /// Matrices expanded to bf16/fp16 on upload, or q8_0 / q4_0 / q4_k / q6_k kept in their
-  /// GGUF blocks (engine.cuda_weights = "expand" | "file"; "file" not yet verified on a GPU).
+  /// Matrices expanded to bf16/fp16 on upload, q8_0 / q4_0 / q4_k / q6_k kept in their
+  /// GGUF blocks, or the layers' matrices in FP8 E4M3 (engine.cuda_weights = "expand" |
+  /// "file" | "fp8"; "file" and "fp8" not yet verified on a GPU).
   kernels::cuda::weight_format weights = kernels::cuda::weight_format::expand;
   /// Greedy rows under a grammar mask (is_masked_greedy) sampled on the device from an
   /// uploaded bitmask instead of copying their logits to the host

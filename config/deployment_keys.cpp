@@ -359,7 +359,7 @@ const std::map<std::string, key_spec>& specs() {
       return text(&D::engine, &engine_settings::cuda_grammar_mask, {"host", "device"}, k);
     });
     add("engine.cuda_weights",
-        [](auto k) { return text(&D::engine, &engine_settings::cuda_weights, {"expand", "file"}, k); });
+        [](auto k) { return text(&D::engine, &engine_settings::cuda_weights, {"expand", "file", "fp8"}, k); });
     add("engine.max_num_seqs",
         [](auto k) { return integer(&D::engine, &engine_settings::max_num_seqs, 1, 1 << 16, k); });
     add("engine.max_num_batched_tokens",

@@ -95,9 +95,10 @@ struct engine_settings {
   /// uploaded, an arg-max among the allowed tokens) or "host" (their logits copied to
   /// core's sampler).
   std::string cuda_grammar_mask = "device";
-  /// cuda: how weight matrices lie on the GPU: "expand" (every matrix in model.dtype) or
+  /// cuda: how weight matrices lie on the GPU: "expand" (every matrix in model.dtype),
   /// "file" (q8_0, q4_0, q4_k and q6_k matrices in their GGUF blocks, no expanded copy;
-  /// other types expanded). "file" has not run on a GPU yet (docs/gpu.md).
+  /// other types expanded) or "fp8" (the layers' matrices in E4M3, one scale each; sm_89+).
+  /// "file" and "fp8" have not run on a GPU yet (docs/gpu.md).
   std::string cuda_weights = "expand";
   int max_num_seqs = 64;
   int max_num_batched_tokens = 512;

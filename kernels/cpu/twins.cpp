@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "dtypes/dequantize.hpp"
+#include "dtypes/fp8.hpp"
 #include "kernels/cpu/llama.hpp"
 
 namespace inflight::kernels::cpu {
@@ -229,6 +230,27 @@ void quant_gemv_twin(const weight_view& w, int rows, int cols, const std::byte* 
         std::copy_n(next, 32, lanes);
       }
       y[t * ldy + o] = lanes[0];
+    }
+  }
+}
+
+float fp8_quantize(const float* x, std::int64_t n, std::uint8_t* out) {
+  float amax = 0.0f;
+  for (std::int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float scale = amax > 0.0f ? amax / e4m3_max : 1.0f;
+  for (std::int64_t i = 0; i < n; ++i) out[i] = float_to_e4m3(x[i] / scale);
+  return scale;
+}
+
+void fp8_linear_twin(const std::uint8_t* x8, float sx, const std::uint8_t* w8, float sw, int n, int in, int out,
+                     float* y) {
+  for (int t = 0; t < n; ++t) {
+    for (int o = 0; o < out; ++o) {
+      double acc = 0.0;
+      for (int i = 0; i < in; ++i) {
+        acc += double(e4m3_to_float(x8[std::int64_t(t) * in + i])) * double(e4m3_to_float(w8[std::int64_t(o) * in + i]));
+      }
+      y[std::int64_t(t) * out + o] = float(acc * double(sx) * double(sw));
     }
   }
 }

@@ -48,4 +48,13 @@ void greedy_rows(const float* logits, int n, int vocab, std::int32_t* tokens, fl
 void quant_gemv_twin(const weight_view& w, int rows, int cols, const std::byte* x_prepared, std::int64_t x_row_bytes,
                      int n, float* y, std::int64_t ldy);
 
+/// The CUDA fp8 conversion (kernels/cuda/fp8.hpp) of n values with one scale: returns
+/// scale = max |x| / 448 (1 when all are 0) and sets out[i] = e4m3(x[i] / scale).
+float fp8_quantize(const float* x, std::int64_t n, std::uint8_t* out);
+
+/// y[t][o] = (sx * x8[t]) . (sw * w8[o]) in double, rounded once: the exact value the
+/// CUDA fp8 product approximates (its accumulation order is cuBLASLt's).
+void fp8_linear_twin(const std::uint8_t* x8, float sx, const std::uint8_t* w8, float sw, int n, int in, int out,
+                     float* y);
+
 }  // namespace inflight::kernels::cpu

@@ -5,10 +5,15 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <array>
+#include <cstdint>
+#include <map>
+#include <tuple>
 
 #include "kernels/cuda/kernels.hpp"
 
 struct cublasContext;
+struct cublasLtContext;
 
 namespace inflight::kernels::cuda {
 
@@ -31,10 +36,22 @@ class blas {
   status linear(dtype dt, const void* x, const void* w, void* y, bool y_f32, int n, int in, int out,
                 float beta = 0.0f, int ldy = 0) const;
 
+  /// y[n x out] (dt, rows ldy apart) = (x_scale * x8[n x in]) (w_scale * w8[out x in])^T
+  /// with E4M3 x8 and w8 and fp32 scales on the device, through cuBLASLt (sm_89 and
+  /// later; in a multiple of 16, pointers 16-byte aligned). The algorithm of each shape
+  /// is chosen once and kept.
+  status fp8_linear(dtype dt, const std::uint8_t* x8, const float* x_scale, const std::uint8_t* w8,
+                    const float* w_scale, void* y, int n, int in, int out, int ldy);
+
  private:
   void reset();
   cublasContext* handle_ = nullptr;
+  cublasLtContext* lt_ = nullptr;
+  cudaStream_t stream_ = nullptr;
   void* workspace_ = nullptr;
+  std::size_t workspace_bytes_ = 0;
+  /// (dt, n, in, out, ldy) -> the cuBLASLt algorithm's 64 opaque bytes.
+  std::map<std::tuple<int, int, int, int, int>, std::array<std::uint64_t, 8>> fp8_algos_;
 };
 
 }  // namespace inflight::kernels::cuda

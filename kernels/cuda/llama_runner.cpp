@@ -2,10 +2,12 @@
 #include "kernels/cuda/llama_runner.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "dtypes/dequantize.hpp"
 #include "kernels/cuda/decode_split.hpp"
+#include "kernels/cuda/fp8.hpp"
 
 namespace inflight::kernels::cuda {
 namespace {
@@ -104,10 +106,19 @@ bool llama_runner::keeps_blocks(weight_dtype type) const {
 }
 
 status llama_runner::upload_linear(linear& dst, std::initializer_list<std::pair<cpu::weight_view, int>> matrices,
-                                   int in) {
+                                   int in, bool is_layer) {
   const std::int64_t el = std::int64_t(dtype_bytes(options_.dt));
   dst = linear{};
   dst.in = in;
+  if (is_layer && options_.weights == weight_format::fp8 && in % 16 == 0) {
+    linear_part part;
+    INFLIGHT_TRY_STATUS(upload_fp8_part(part, matrices, in));
+    weight_bytes_ += std::int64_t(part.data.bytes());
+    dst.out = part.rows;
+    dst.parts.push_back(std::move(part));
+    max_fp8_in_ = std::max(max_fp8_in_, in);
+    return status::ok();
+  }
   // Consecutive matrices of one storage (dt, or one type's blocks) share a part.
   auto storage = [&](const cpu::weight_view& v) { return keeps_blocks(v.type) ? int(v.type) : -1; };
   const auto* begin = matrices.begin();
@@ -119,8 +130,8 @@ status llama_runner::upload_linear(linear& dst, std::initializer_list<std::pair<
     linear_part part;
     part.rows = rows;
     part.out_offset = dst.out;
-    part.is_dense = key < 0;
-    if (part.is_dense) {
+    part.kind = key < 0 ? part_kind::dense : part_kind::blocks;
+    if (part.kind == part_kind::dense) {
       INFLIGHT_TRY_STATUS(part.data.try_allocate(std::size_t(std::int64_t(rows) * in * el)));
       std::int64_t row = 0;
       for (const auto* m = begin; m != end; ++m) {
@@ -153,6 +164,61 @@ status llama_runner::upload_linear(linear& dst, std::initializer_list<std::pair<
   return status::ok();
 }
 
+status llama_runner::upload_fp8_part(linear_part& part,
+                                     std::initializer_list<std::pair<cpu::weight_view, int>> matrices, int in) {
+  // Two passes over each matrix's rows, a slice at a time: the largest magnitude of them
+  // all (on the host), then the conversion with the one scale (on the device).
+  const std::int64_t slice_rows = std::max<std::int64_t>(1, staging_floats / in);
+  std::vector<float> floats;
+  auto for_slices = [&](const std::pair<cpu::weight_view, int>& m, auto&& f) -> status {
+    for (std::int64_t r = 0; r < m.second; r += slice_rows) {
+      const std::int64_t count = std::min<std::int64_t>(slice_rows, m.second - r);
+      const float* values = cpu::as_f32(m.first) != nullptr ? cpu::as_f32(m.first) + r * in : nullptr;
+      if (values == nullptr) {
+        floats.resize(std::size_t(count * in));
+        for (std::int64_t i = 0; i < count; ++i) {
+          dequantize(m.first.type, m.first.data + (r + i) * m.first.row_bytes, in, floats.data() + i * in);
+        }
+        values = floats.data();
+      }
+      INFLIGHT_TRY_STATUS(f(values, r, count));
+    }
+    return status::ok();
+  };
+  float amax = 0.0f;
+  int rows = 0;
+  for (const auto& m : matrices) {
+    rows += m.second;
+    INFLIGHT_TRY_STATUS(for_slices(m, [&](const float* v, std::int64_t, std::int64_t count) {
+      for (std::int64_t i = 0; i < count * in; ++i) amax = std::max(amax, std::fabs(v[i]));
+      return status::ok();
+    }));
+  }
+  const float scale = amax > 0.0f ? amax / 448.0f : 1.0f;  // fp8.hpp's rule
+  part.kind = part_kind::fp8;
+  part.rows = rows;
+  INFLIGHT_TRY_STATUS(part.data.try_allocate(std::size_t(rows) * std::size_t(in)));
+  INFLIGHT_TRY_STATUS(part.scale.try_allocate(sizeof(float)));
+  INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(part.scale.as(), &scale, sizeof(float), cudaMemcpyHostToDevice, stream_));
+  std::int64_t row = 0;
+  for (const auto& m : matrices) {
+    INFLIGHT_TRY_STATUS(for_slices(m, [&](const float* v, std::int64_t r, std::int64_t count) {
+      for (std::int64_t done = 0; done < count * in; done += staging_floats) {
+        const std::int64_t chunk = std::min(staging_floats, count * in - done);
+        INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(staging_.as(), v + done, std::size_t(chunk) * sizeof(float),
+                                            cudaMemcpyHostToDevice, stream_));
+        INFLIGHT_TRY_STATUS(to_fp8(fp8_source::f32, staging_.as(), chunk, part.scale.as<float>(),
+                                   part.data.as<std::uint8_t>() + (row + r) * in + done, stream_));
+      }
+      // The slice buffer and `scale` are refilled or leave scope next.
+      INFLIGHT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      return status::ok();
+    }));
+    row += m.second;
+  }
+  return status::ok();
+}
+
 namespace {
 
 status upload_floats(device_buffer& dst, const float* src, std::int64_t n, cudaStream_t stream) {
@@ -167,9 +233,9 @@ status llama_runner::upload(const cpu::llama_weights_view& w) {
   const int d = shape_.dim, h = shape_.hidden_dim, qd = shape_.num_heads * shape_.head_dim;
   const int kvd = shape_.num_kv_heads * shape_.head_dim;
   INFLIGHT_TRY_STATUS(staging_.try_allocate(std::size_t(staging_floats) * sizeof(float)));
-  INFLIGHT_TRY_STATUS(upload_linear(embedding_, {{w.token_embedding, shape_.vocab_size}}, d));
+  INFLIGHT_TRY_STATUS(upload_linear(embedding_, {{w.token_embedding, shape_.vocab_size}}, d, false));
   is_tied_ = w.classifier.data == w.token_embedding.data;
-  if (!is_tied_) INFLIGHT_TRY_STATUS(upload_linear(classifier_, {{w.classifier, shape_.vocab_size}}, d));
+  if (!is_tied_) INFLIGHT_TRY_STATUS(upload_linear(classifier_, {{w.classifier, shape_.vocab_size}}, d, false));
   INFLIGHT_TRY_STATUS(upload_floats(final_norm_, w.final_norm, d, stream_));
   std::vector<float> inv_freq(std::size_t(shape_.head_dim / 2));
   for (int j = 0; j < shape_.head_dim / 2; ++j) inv_freq[std::size_t(j)] = cpu::rope_inv_freq(j, shape_);
@@ -182,7 +248,7 @@ status llama_runner::upload(const cpu::llama_weights_view& w) {
     auto& dst = layers_[std::size_t(l)];
     INFLIGHT_TRY_STATUS(upload_floats(dst.attn_norm, src.attn_norm, d, stream_));
     INFLIGHT_TRY_STATUS(upload_floats(dst.ffn_norm, src.ffn_norm, d, stream_));
-    INFLIGHT_TRY_STATUS(upload_linear(dst.wqkv, {{src.wq, qd}, {src.wk, kvd}, {src.wv, kvd}}, d));
+    INFLIGHT_TRY_STATUS(upload_linear(dst.wqkv, {{src.wq, qd}, {src.wk, kvd}, {src.wv, kvd}}, d, true));
     if (src.bq != nullptr || src.bk != nullptr || src.bv != nullptr) {
       std::vector<float> bias(std::size_t(qd + 2 * kvd), 0.0f);
       if (src.bq != nullptr) std::copy_n(src.bq, qd, bias.begin());
@@ -195,9 +261,9 @@ status llama_runner::upload(const cpu::llama_weights_view& w) {
       INFLIGHT_TRY_STATUS(upload_floats(dst.q_norm, src.q_norm, shape_.head_dim, stream_));
       INFLIGHT_TRY_STATUS(upload_floats(dst.k_norm, src.k_norm, shape_.head_dim, stream_));
     }
-    INFLIGHT_TRY_STATUS(upload_linear(dst.wo, {{src.wo, d}}, qd));
-    INFLIGHT_TRY_STATUS(upload_linear(dst.w_gate_up, {{src.w_gate, h}, {src.w_up, h}}, d));
-    INFLIGHT_TRY_STATUS(upload_linear(dst.w_down, {{src.w_down, d}}, h));
+    INFLIGHT_TRY_STATUS(upload_linear(dst.wo, {{src.wo, d}}, qd, true));
+    INFLIGHT_TRY_STATUS(upload_linear(dst.w_gate_up, {{src.w_gate, h}, {src.w_up, h}}, d, true));
+    INFLIGHT_TRY_STATUS(upload_linear(dst.w_down, {{src.w_down, d}}, h, true));
   }
   INFLIGHT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   staging_.reset();
@@ -246,6 +312,10 @@ status llama_runner::allocate_workspace(capacity cap) {
     if (!uses_format_[f]) continue;
     const auto row = cpu::prepared_row_bytes(cpu::input_format(f), max_blocks_in_);
     INFLIGHT_TRY_STATUS(prepared_[f].try_allocate(t * std::size_t(row)));
+  }
+  if (max_fp8_in_ > 0) {
+    INFLIGHT_TRY_STATUS(act_fp8_.try_allocate(t * std::size_t(max_fp8_in_)));
+    INFLIGHT_TRY_STATUS(act_fp8_scale_.try_allocate(2 * sizeof(float)));
   }
   if (max_blocks_elems_ > 0 && cap.tokens >= quant_gemm_min_tokens) {
     INFLIGHT_TRY_STATUS(dequant_scratch_.try_allocate(std::size_t(std::min(max_blocks_elems_, dequant_scratch_elems)) * el));

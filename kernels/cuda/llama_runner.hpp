@@ -41,6 +41,11 @@ enum class weight_format {
   /// q8_0, q4_0, q4_k and q6_k matrices in their GGUF blocks (quant_matmul.hpp: no
   /// expanded copy anywhere); other types in dt.
   file,
+  /// The layers' matrices in FP8 E4M3 with one scale per product (fp8.hpp; the fused
+  /// q/k/v and gate/up share theirs), products through cuBLASLt with the step's
+  /// activations quantized per tensor; the embedding and the classifier in dt. A product
+  /// whose input width is not a multiple of 16 stays in dt.
+  fp8,
 };
 
 /// Steps of fewer tokens than this multiply a matrix in blocks with quant_gemv (8 tokens
@@ -107,11 +112,13 @@ class llama_runner {
  private:
   /// Consecutive row ranges of one product's output (a fused projection) that share a
   /// storage: dt rows for cuBLAS, or one type's blocks.
+  enum class part_kind { dense, blocks, fp8 };
   struct linear_part {
-    bool is_dense = true;
-    quant_matrix blocks;  ///< !is_dense: the rows, data in `data`
+    part_kind kind = part_kind::dense;
+    quant_matrix blocks;  ///< blocks: the rows, data in `data`
     int rows = 0, out_offset = 0;
     device_buffer data;
+    device_buffer scale;  ///< fp8: the matrix's scale (a device float)
   };
   struct linear {
     std::vector<linear_part> parts;
@@ -140,7 +147,12 @@ class llama_runner {
   status upload_matrix(device_buffer& dst, std::int64_t offset, const cpu::weight_view& src, std::int64_t rows,
                        std::int64_t cols);
   /// A product's matrices, stacked by output rows in this order (each [rows x in]).
-  status upload_linear(linear& dst, std::initializer_list<std::pair<cpu::weight_view, int>> matrices, int in);
+  /// `is_layer`: a layer's projection (weight_format::fp8 applies), not the embedding or
+  /// the classifier.
+  status upload_linear(linear& dst, std::initializer_list<std::pair<cpu::weight_view, int>> matrices, int in,
+                       bool is_layer);
+  /// The matrices as one FP8 part with one scale (the largest magnitude of them all).
+  status upload_fp8_part(linear_part& part, std::initializer_list<std::pair<cpu::weight_view, int>> matrices, int in);
   /// Whether a matrix of this type stays in its blocks.
   bool keeps_blocks(weight_dtype type) const;
   /// y[n x out] (ldy = out) = x[n x in] * W^T over every part.
@@ -174,6 +186,9 @@ class llama_runner {
   int max_blocks_in_ = 0;                 ///< the widest input of a product in blocks
   std::int64_t max_blocks_elems_ = 0;     ///< the largest part in blocks (rows x in)
   device_buffer prepared_[cpu::num_input_formats], dequant_scratch_, row_weights_dev_;
+  // FP8 products: the widest input, and a step's activations as E4M3 with their scale.
+  int max_fp8_in_ = 0;
+  device_buffer act_fp8_, act_fp8_scale_;
   std::vector<layer_buffers> layers_;
   bool is_tied_ = true;
   // KV cache.

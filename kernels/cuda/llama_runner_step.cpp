@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/cuda/decode_split.hpp"
+#include "kernels/cuda/fp8.hpp"
 #include "kernels/cuda/llama_runner.hpp"
 
 namespace inflight::kernels::cuda {
@@ -137,8 +138,19 @@ status llama_runner::run_linear(const linear& w, const void* x, int n, void* y, 
   bool prepared[cpu::num_input_formats] = {};
   for (const auto& part : w.parts) {
     void* out = static_cast<std::byte*>(y) + std::size_t(part.out_offset) * out_el;
-    if (part.is_dense) {
+    if (part.kind == part_kind::dense) {
       INFLIGHT_TRY_STATUS(blas_.linear(dt, x, part.data.as(), out, y_f32, n, w.in, part.rows, 0.0f, w.out));
+      continue;
+    }
+    if (part.kind == part_kind::fp8) {
+      // The step's activations to E4M3 with their own scale, then one cuBLASLt product.
+      if (y_f32) return status::failure("cuda runner: fp8 products write dt rows", __FILE__, __LINE__);
+      auto* scales = act_fp8_scale_.as<float>();
+      INFLIGHT_TRY_STATUS(fp8_scale(fp8_source_of(dt), x, std::int64_t(n) * w.in, scales, scales + 1, stream_));
+      INFLIGHT_TRY_STATUS(to_fp8(fp8_source_of(dt), x, std::int64_t(n) * w.in, scales + 1, act_fp8_.as<std::uint8_t>(),
+                                 stream_));
+      INFLIGHT_TRY_STATUS(blas_.fp8_linear(dt, act_fp8_.as<std::uint8_t>(), scales + 1, part.data.as<std::uint8_t>(),
+                                           part.scale.as<float>(), out, n, w.in, part.rows, w.out));
       continue;
     }
     const auto& q = part.blocks;
@@ -172,7 +184,7 @@ status llama_runner::run_linear(const linear& w, const void* x, int n, void* y, 
 
 status llama_runner::gather_embedding(const std::int32_t* ids, int n) {
   const auto& part = embedding_.parts.front();
-  if (part.is_dense) return embedding_gather(options_.dt, x_.as<float>(), part.data.as(), ids, n, shape_.dim, stream_);
+  if (part.kind == part_kind::dense) return embedding_gather(options_.dt, x_.as<float>(), part.data.as(), ids, n, shape_.dim, stream_);
   return dequantize_gather(part.blocks, ids, n, x_.as(), true, options_.dt, stream_);
 }
 
@@ -325,7 +337,8 @@ status llama_runner::run_row_logits(const cpu::ragged_batch_view& b, float* host
   rows_host_.insert(rows_host_.end(), b.row_logit_ids, b.row_logit_ids + n);
   const auto& classifier = (is_tied_ ? embedding_ : classifier_).parts.front();
   // A classifier in blocks: the named rows dequantized first, then read as rows 0..n-1.
-  for (int k = 0; !classifier.is_dense && k < n; ++k) rows_host_.push_back(k);
+  const bool in_blocks = classifier.kind == part_kind::blocks;
+  for (int k = 0; in_blocks && k < n; ++k) rows_host_.push_back(k);
   const std::size_t bytes = rows_host_.size() * sizeof(std::int32_t);
   if (rows_dev_.bytes() < bytes) INFLIGHT_TRY_STATUS(rows_dev_.try_allocate(bytes));
   if (row_logits_dev_.bytes() < std::size_t(n) * sizeof(float)) {
@@ -339,7 +352,7 @@ status llama_runner::run_row_logits(const cpu::ragged_batch_view& b, float* host
                                   final_norm_.as<float>(), scored, s, shape_.dim, shape_.norm_eps, false, stream_));
   const void* rows = classifier.data.as();
   const std::int32_t* row_ids = scored + s + n;
-  if (!classifier.is_dense) {
+  if (in_blocks) {
     const std::size_t row_bytes = std::size_t(n) * std::size_t(shape_.dim) * dtype_bytes(dt);
     if (row_weights_dev_.bytes() < row_bytes) INFLIGHT_TRY_STATUS(row_weights_dev_.try_allocate(row_bytes));
     INFLIGHT_TRY_STATUS(dequantize_gather(classifier.blocks, row_ids, n, row_weights_dev_.as(), false, dt, stream_));

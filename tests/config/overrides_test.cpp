@@ -101,13 +101,17 @@ TEST_CASE("default.toml lists every key with its default", "[config]") {
   CHECK(d->embeddings.max_input_tokens == defaults.embeddings.max_input_tokens);
 }
 
-TEST_CASE("engine.cuda_weights takes expand or file", "[config]") {
+TEST_CASE("engine.cuda_weights takes expand, file or fp8", "[config]") {
   const deployment defaults;
   CHECK(defaults.engine.cuda_weights == "expand");
   const std::vector<std::string> file = {"engine.cuda_weights=file"};
   auto f = load_deployment({}, file);
   REQUIRE(f.has_value());
   CHECK(f->engine.cuda_weights == "file");
+  const std::vector<std::string> fp8 = {"engine.cuda_weights=fp8"};
+  auto e = load_deployment({}, fp8);
+  REQUIRE(e.has_value());
+  CHECK(e->engine.cuda_weights == "fp8");
   const std::vector<std::string> bad = {"engine.cuda_weights=blocks"};
   auto b = load_deployment({}, bad);
   REQUIRE_FALSE(b.has_value());

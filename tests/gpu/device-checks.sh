@@ -10,8 +10,8 @@
 #      Llama-3.2-1B, fcfs vs splitfuse), and variance (Llama-3.2-1B shape, static vs
 #      splitfuse),
 #   4. quant: the Llama-3.1-8B shape at q4_k_m (model.weight_dtype), one stream of
-#      procurement with the matrices expanded to bf16 and kept in their blocks
-#      (engine.cuda_weights = expand | file), beside the plan's q4_k floor,
+#      procurement with the matrices expanded to bf16, kept in their blocks, and in FP8
+#      (engine.cuda_weights = expand | file | fp8), beside the plan's q4_k floor,
 #   5. simulate (not in the default steps): a step profile of the Llama-3.2-1B shape on
 #      this GPU (`bench profile`, SIM_KERNELS, default mma/mma), then `simulate` with it
 #      against the real engine, every policy, on SIM_WORKLOADS (default "variance latency
@@ -51,7 +51,7 @@ if want tests || want oracle; then
        --prefill-attention mma --decode-attention mma >"$OUT/oracle_110M_mma.txt" 2>&1; echo "exit $?" >>"$OUT/oracle_110M_mma.txt") &
     # Quantized weights in their blocks (engine.cuda_weights = "file") against the cpu backend and fp32.
     (PYTHONUNBUFFERED=1 timeout 240 python3 tests/gpu/hf_reference.py --build "$D" --from '' --shape bench-110M \
-       --weight-dtype q4_k_m --cuda-weights file >"$OUT/oracle_110M_q4_k_m.txt" 2>&1; echo "exit $?" >>"$OUT/oracle_110M_q4_k_m.txt") &
+       --weight-dtype q4_k_m --cuda-weights file --fp8 >"$OUT/oracle_110M_q4_k_m.txt" 2>&1; echo "exit $?" >>"$OUT/oracle_110M_q4_k_m.txt") &
   fi
   wait
   if want tests; then tail -4 "$OUT/gpu_tests.txt"; fi
@@ -105,7 +105,7 @@ if want variance; then
   done
 fi
 if want quant; then
-  for wf in expand file; do
+  for wf in expand file fp8; do
     f=quant_q4_k_m_$wf
     [ "$(left)" -gt 120 ] || { echo "skipped: quant $wf (budget)"; continue; }
     echo "== quant, llama-3.1-8b q4_k_m, engine.cuda_weights=$wf, 1 stream ($(date -u +%T))"

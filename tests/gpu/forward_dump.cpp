@@ -2,7 +2,7 @@
 // step's logits, for tests/gpu/hf_reference.py to compare with Hugging Face transformers.
 //
 //   inflight_forward_dump --model DIR --backend cpu|cuda --steps N --prompt-ids 1,2,3 [--prompt-ids ...]
-//                         [--weight-dtype q8_0|q4_k_m|...] [--cuda-weights expand|file]
+//                         [--weight-dtype q8_0|q4_k_m|...] [--cuda-weights expand|file|fp8]
 // DIR is a Hugging Face model folder; no tokenizer is needed (token ids in). With
 // --weight-dtype the matrices are converted after loading (model.weight_dtype's recipes).
 #include <algorithm>
@@ -52,7 +52,7 @@ bool parse(int argc, char** argv, options& o) {
     else if (key == "--decode-attention" && (value == "grouped" || value == "mma" || value == "per_head")) o.decode_attention = value;
     else if (key == "--prompt-ids") o.prompts.push_back(parse_ids(value));
     else if (key == "--weight-dtype") o.weight_dtype = value;
-    else if (key == "--cuda-weights" && (value == "expand" || value == "file")) o.cuda_weights = value;
+    else if (key == "--cuda-weights" && (value == "expand" || value == "file" || value == "fp8")) o.cuda_weights = value;
     else return false;
   }
   return !o.model.empty() && !o.prompts.empty() && argc % 2 == 1;
@@ -76,7 +76,9 @@ result<forward_fn> make_forward(const options& o, std::shared_ptr<const model_we
     co.decode_attention = o.decode_attention == "mma"        ? kernels::cuda::decode_kernel::mma
                           : o.decode_attention == "per_head" ? kernels::cuda::decode_kernel::per_head
                                                              : kernels::cuda::decode_kernel::grouped;
-    co.weights = o.cuda_weights == "file" ? kernels::cuda::weight_format::file : kernels::cuda::weight_format::expand;
+    co.weights = o.cuda_weights == "file"  ? kernels::cuda::weight_format::file
+                 : o.cuda_weights == "fp8" ? kernels::cuda::weight_format::fp8
+                                           : kernels::cuda::weight_format::expand;
     auto be = cuda_backend::create(std::move(w), co);
     if (!be) return std::unexpected(be.error());
     std::shared_ptr<cuda_backend> shared(std::move(*be));
@@ -92,7 +94,7 @@ int main(int argc, char** argv) {
   options o;
   if (!parse(argc, argv, o)) {
     std::cerr << "usage: inflight_forward_dump --model PATH --backend cpu|cuda --steps N [--prefill-attention mma|tiled] "
-                 "[--decode-attention grouped|mma|per_head] [--weight-dtype TYPE] [--cuda-weights expand|file] "
+                 "[--decode-attention grouped|mma|per_head] [--weight-dtype TYPE] [--cuda-weights expand|file|fp8] "
                  "--prompt-ids 1,2,3 ...\n";
     return 2;
   }

@@ -15,7 +15,10 @@ random weights of a named shape), then for a few prompts given as token ids:
     format's own error against transformers' fp32 (printed); the CUDA backend on the
     same weights (--cuda-weights, default "file": the blocks as they are) must match the
     CPU's logits step by step within --bf16-tol while their tokens agree, and its error
-    against fp32 stay within the CPU's plus --bf16-tol.
+    against fp32 stay within the CPU's plus --bf16-tol;
+  * with --fp8: the CUDA backend with the layers' matrices in FP8 E4M3
+    (engine.cuda_weights = "fp8") against transformers' fp32: top-1 agreement (or a tie
+    within --fp8-tol) and the error within --fp8-tol (a first bound, not yet measured).
 
 inflight's side comes from build/bin/inflight_forward_dump (tests/gpu/forward_dump.cpp).
 Exit status 0 when every check passes. Needs torch and transformers.
@@ -112,6 +115,8 @@ def main():
                     help="also compare the matrices converted to this type or recipe (q8_0, q4_0, q4_k_m, ...)")
     ap.add_argument("--cuda-weights", choices=["expand", "file"], default="file",
                     help="with --weight-dtype: engine.cuda_weights of the CUDA run")
+    ap.add_argument("--fp8", action="store_true", help="also run the CUDA backend with engine.cuda_weights = fp8")
+    ap.add_argument("--fp8-tol", type=float, default=0.1, help="relative logit tolerance of the fp8 GPU path")
     args = ap.parse_args()
 
     inflight = os.path.join(args.build, "bin", "inflight")
@@ -179,6 +184,13 @@ def main():
                 ok &= gpu_worst <= cpu_worst + args.bf16_tol
                 print(f"{wd} cuda ({args.cuda_weights}) logits vs hf fp32: worst relative error {gpu_worst:.2e}, "
                       f"top-1 {gpu_agree}/{gpu_steps} (within the cpu's {cpu_worst:.2e} + {args.bf16_tol})")
+        if args.fp8 and use_cuda:
+            f8 = run_inflight(dump, folder, "cuda", prompts, args.steps, args.prefill_attention, args.decode_attention,
+                              cuda_weights="fp8")
+            worst, agree, steps = compare_steps(f8, model.to("cuda"), "cuda", args.fp8_tol)
+            ok &= worst <= args.fp8_tol and agree == steps
+            print(f"fp8 cuda   logits vs hf fp32: worst relative error {worst:.2e}, top-1 {agree}/{steps} "
+                  f"(tolerance {args.fp8_tol})")
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 
