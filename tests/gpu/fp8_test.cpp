@@ -13,7 +13,7 @@
 #include "kernels/cpu/twins.hpp"
 #include "kernels/cuda/fp8.hpp"
 #include "kernels/cuda/gemm.hpp"
-#include "tests/gpu/gpu_test_util.hpp"
+#include "tests/gpu/backend_steps.hpp"
 #include "tests/test_shapes.hpp"
 
 using namespace inflight;
@@ -124,24 +124,15 @@ TEST_CASE("cuda_weights = fp8: a model's logits stay near the cpu backend's", "[
   const std::int64_t layer_weights = std::int64_t(c.num_layers) * (c.dim * (c.dim + 2 * c.dim / 2) + c.dim * c.dim +
                                                                    3 * std::int64_t(c.dim) * c.hidden_dim);
   REQUIRE((*expanded)->weight_bytes() - (*gpu)->weight_bytes() == layer_weights);
-  std::vector<token_id> prompt(90);
-  for (std::size_t i = 0; i < prompt.size(); ++i) prompt[i] = token_id(3 + (i * 37) % 990);
-  for (const int end : {80, 81, 82, 90}) {
+  const auto prompt = prompt_of(90, 4);
+  // A prefill chunk, then one- and eight-token steps (graphs and not).
+  const std::vector<std::pair<int, int>> ranges = {{0, 80}, {80, 81}, {81, 82}, {82, 90}};
+  std::uint64_t id = 0;
+  for (const auto& [begin, end] : ranges) {
     step_plan plan;
-    seq_step s;
-    const int begin = end == 80 ? 0 : end == 90 ? 82 : end - 1;
-    s.tokens.assign(prompt.begin() + begin, prompt.begin() + end);
-    s.start_position = begin;
-    s.block_table = {0, 1, 2, 3, 4, 5};
-    s.do_sample = true;
-    s.params.temperature = 0.0f;
-    plan.seqs.push_back(s);
-    auto want = (*cpu_be)->forward(plan);
-    REQUIRE(want.has_value());
-    const std::vector<float> want_full(want->begin(), want->end());
-    auto got = (*gpu)->forward(plan);
-    INFO("tokens " << begin << ".." << end << (got ? std::string() : ": " + got.error().message));
-    REQUIRE(got.has_value());
-    require_close(std::vector<float>(got->begin(), got->end()), want_full, 0.1f);
+    plan.step_id = ++id;
+    plan.seqs.push_back(step_of(1, prompt, begin, end, {0, 1, 2, 3, 4, 5}));
+    plan.seqs.back().do_sample = true;
+    require_same_logits(**cpu_be, **gpu, plan, 0.1f);
   }
 }

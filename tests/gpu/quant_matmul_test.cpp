@@ -15,7 +15,7 @@
 #include "kernels/cpu/cpu_isa.hpp"
 #include "kernels/cpu/twins.hpp"
 #include "kernels/cuda/quant_matmul.hpp"
-#include "tests/gpu/gpu_test_util.hpp"
+#include "tests/gpu/backend_steps.hpp"
 #include "tests/kernels/quant_test_util.hpp"
 #include "tests/test_shapes.hpp"
 
@@ -187,20 +187,9 @@ std::shared_ptr<const model_weights> quantized_model(const char* recipe_name, bo
   return std::make_shared<const model_weights>(std::move(*w));
 }
 
-std::vector<token_id> prompt(int length, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<token_id> p(static_cast<std::size_t>(length));
-  for (auto& t : p) t = token_id(3 + rng() % 990);
-  return p;
-}
-
+/// A greedy sampled step (step_of's, sampled).
 seq_step chunk(seq_id id, const std::vector<token_id>& p, int begin, int end, std::vector<block_id> blocks) {
-  seq_step s;
-  s.id = id;
-  s.tokens.assign(p.begin() + begin, p.begin() + end);
-  s.start_position = begin;
-  s.block_table = std::move(blocks);
-  s.params.temperature = 0.0f;
+  auto s = step_of(id, p, begin, end, std::move(blocks));
   s.do_sample = true;
   return s;
 }
@@ -229,7 +218,7 @@ TEST_CASE("cuda_weights = file: quantized models match the cpu backend, at the f
         REQUIRE(expanded.has_value());
         INFO("weights on the gpu: file " << (*gpu)->weight_bytes() << " bytes, expanded " << (*expanded)->weight_bytes());
         REQUIRE((*gpu)->weight_bytes() * 10 < (*expanded)->weight_bytes() * 6);  // q8_0: 34 of 64 bytes
-        const auto a = prompt(120, 1), b = prompt(40, 2), c = prompt(20, 3);
+        const auto a = prompt_of(120, 1), b = prompt_of(40, 2), c = prompt_of(20, 3);
         // A 100-token chunk (dequantized rows + cuBLAS), 9- and 12-token chunks (two GEMV
         // launches), named rows of a quantized classifier, then decode steps (one row, three).
         std::vector<step_plan> plans(2);
@@ -250,16 +239,9 @@ TEST_CASE("cuda_weights = file: quantized models match the cpu backend, at the f
         }
         for (std::size_t i = 0; i < plans.size(); ++i) {
           plans[i].step_id = i + 1;
-          auto want = (*cpu)->forward(plans[i]);
-          REQUIRE(want.has_value());
-          const std::vector<float> want_full(want->begin(), want->end());
-          const std::vector<float> want_rows((*cpu)->row_logits().begin(), (*cpu)->row_logits().end());
-          auto got = (*gpu)->forward(plans[i]);
-          INFO("step " << i << (got ? std::string() : ": " + got.error().message));
-          REQUIRE(got.has_value());
-          require_close(std::vector<float>(got->begin(), got->end()), want_full, 0.05f);
-          require_close(std::vector<float>((*gpu)->row_logits().begin(), (*gpu)->row_logits().end()), want_rows, 0.05f);
+          require_same_logits(**cpu, **gpu, plans[i], 0.05f);
         }
+
       }
     }
   }

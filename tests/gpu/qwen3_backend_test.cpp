@@ -10,7 +10,7 @@
 #include "backends/cuda_backend.hpp"
 #include "core/model/formats/dummy_model.hpp"
 #include "core/model/formats/shapes.hpp"
-#include "tests/gpu/gpu_test_util.hpp"
+#include "tests/gpu/backend_steps.hpp"
 #include "tests/test_shapes.hpp"
 
 using namespace inflight;
@@ -30,23 +30,6 @@ std::shared_ptr<const model_weights> qwen3_weights() {
   for (auto& l : w->layers)
     for (auto* v : {&l.q_norm, &l.k_norm}) for (auto& x : *v) x = scale(rng);
   return std::make_shared<const model_weights>(std::move(*w));
-}
-
-std::vector<token_id> prompt_of(int length, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<token_id> p(static_cast<std::size_t>(length));
-  for (auto& t : p) t = token_id(3 + rng() % 990);
-  return p;
-}
-
-seq_step step_of(seq_id id, const std::vector<token_id>& p, int begin, int end, std::vector<block_id> blocks) {
-  seq_step s;
-  s.id = id;
-  s.tokens.assign(p.begin() + begin, p.begin() + end);
-  s.start_position = begin;
-  s.block_table = std::move(blocks);
-  s.params.temperature = 0.0f;
-  return s;
 }
 
 }  // namespace
@@ -77,18 +60,5 @@ TEST_CASE("qwen3 on the cuda backend: full logits and named rows match the cpu b
     second.seqs.back().logit_rows = {10, 999, 500};
     return std::vector<step_plan>{first, second};
   }();
-  for (const auto& plan : plans) {
-    auto want_logits = (*cpu)->forward(plan);
-    REQUIRE(want_logits.has_value());
-    const std::vector<float> want_full(want_logits->begin(), want_logits->end());
-    const std::vector<float> want_rows((*cpu)->row_logits().begin(), (*cpu)->row_logits().end());
-    auto got = (*gpu)->forward(plan);
-    INFO((got ? std::string() : got.error().message));
-    REQUIRE(got.has_value());
-    const std::vector<float> got_full(got->begin(), got->end());
-    const std::vector<float> got_rows((*gpu)->row_logits().begin(), (*gpu)->row_logits().end());
-    REQUIRE(got_rows.size() == want_rows.size());
-    require_close(got_full, want_full, 0.05f);
-    require_close(got_rows, want_rows, 0.05f);
-  }
+  for (const auto& plan : plans) require_same_logits(**cpu, **gpu, plan, 0.05f);
 }
