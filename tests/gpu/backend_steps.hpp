@@ -3,10 +3,12 @@
 // prompts of random token ids, greedy steps of them, and one plan on both backends.
 #include <catch2/catch.hpp>
 
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "backends/cuda_backend.hpp"
 #include "core/engine/step/step_plan.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 
@@ -29,6 +31,19 @@ inline seq_step step_of(seq_id id, const std::vector<token_id>& p, int begin, in
   s.block_table = std::move(blocks);
   s.params.temperature = 0.0f;
   return s;
+}
+
+/// A cuda backend of 64 KV blocks and 8 sequences with the weights in `format`.
+inline std::unique_ptr<cuda_backend> cuda_with(const std::shared_ptr<const model_weights>& w,
+                                              kernels::cuda::weight_format format) {
+  cuda_backend_options o;
+  o.num_kv_blocks = 64;
+  o.max_num_seqs = 8;
+  o.weights = format;
+  auto gpu = cuda_backend::create(w, o);
+  INFO((gpu ? std::string() : gpu.error().message));
+  REQUIRE(gpu.has_value());
+  return std::move(*gpu);
 }
 
 /// `plan` on both backends: the gpu's full logits, and its named rows when the backend

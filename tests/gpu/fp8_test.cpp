@@ -110,20 +110,12 @@ TEST_CASE("cuda_weights = fp8: a model's logits stay near the cpu backend's", "[
   const auto w = std::make_shared<const model_weights>(std::move(*weights));
   auto cpu_be = cpu_backend::create(w, kv_cache_config{16, 64, 0});
   REQUIRE(cpu_be.has_value());
-  cuda_backend_options o;
-  o.num_kv_blocks = 64;
-  o.max_num_seqs = 8;
-  o.weights = kernels::cuda::weight_format::fp8;
-  auto gpu = cuda_backend::create(w, o);
-  INFO((gpu ? std::string() : gpu.error().message));
-  REQUIRE(gpu.has_value());
-  o.weights = kernels::cuda::weight_format::expand;
-  auto expanded = cuda_backend::create(w, o);
-  REQUIRE(expanded.has_value());
+  const auto gpu = cuda_with(w, kernels::cuda::weight_format::fp8);
+  const auto expanded = cuda_with(w, kernels::cuda::weight_format::expand);
   // The layers at one byte a weight, the embedding still in bf16.
   const std::int64_t layer_weights = std::int64_t(c.num_layers) * (c.dim * (c.dim + 2 * c.dim / 2) + c.dim * c.dim +
                                                                    3 * std::int64_t(c.dim) * c.hidden_dim);
-  REQUIRE((*expanded)->weight_bytes() - (*gpu)->weight_bytes() == layer_weights);
+  REQUIRE(expanded->weight_bytes() - gpu->weight_bytes() == layer_weights);
   const auto prompt = prompt_of(90, 4);
   // A prefill chunk, then one- and eight-token steps (graphs and not).
   const std::vector<std::pair<int, int>> ranges = {{0, 80}, {80, 81}, {81, 82}, {82, 90}};
@@ -133,6 +125,6 @@ TEST_CASE("cuda_weights = fp8: a model's logits stay near the cpu backend's", "[
     plan.step_id = ++id;
     plan.seqs.push_back(step_of(1, prompt, begin, end, {0, 1, 2, 3, 4, 5}));
     plan.seqs.back().do_sample = true;
-    require_same_logits(**cpu_be, **gpu, plan, 0.1f);
+    require_same_logits(**cpu_be, *gpu, plan, 0.1f);
   }
 }

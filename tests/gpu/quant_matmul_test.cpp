@@ -206,18 +206,10 @@ TEST_CASE("cuda_weights = file: quantized models match the cpu backend, at the f
         const auto w = quantized_model(recipe, tied);
         auto cpu = cpu_backend::create(w, kv_cache_config{16, 64, 0});
         REQUIRE(cpu.has_value());
-        cuda_backend_options o;
-        o.num_kv_blocks = 64;
-        o.max_num_seqs = 8;
-        o.weights = kernels::cuda::weight_format::file;
-        auto gpu = cuda_backend::create(w, o);
-        INFO((gpu ? std::string() : gpu.error().message));
-        REQUIRE(gpu.has_value());
-        o.weights = kernels::cuda::weight_format::expand;
-        auto expanded = cuda_backend::create(w, o);
-        REQUIRE(expanded.has_value());
-        INFO("weights on the gpu: file " << (*gpu)->weight_bytes() << " bytes, expanded " << (*expanded)->weight_bytes());
-        REQUIRE((*gpu)->weight_bytes() * 10 < (*expanded)->weight_bytes() * 6);  // q8_0: 34 of 64 bytes
+        const auto gpu = cuda_with(w, kernels::cuda::weight_format::file);
+        const auto expanded = cuda_with(w, kernels::cuda::weight_format::expand);
+        INFO("weights on the gpu: file " << gpu->weight_bytes() << " bytes, expanded " << expanded->weight_bytes());
+        REQUIRE(gpu->weight_bytes() * 10 < expanded->weight_bytes() * 6);  // q8_0: 34 of 64 bytes
         const auto a = prompt_of(120, 1), b = prompt_of(40, 2), c = prompt_of(20, 3);
         // A 100-token chunk (dequantized rows + cuBLAS), 9- and 12-token chunks (two GEMV
         // launches), named rows of a quantized classifier, then decode steps (one row, three).
@@ -239,7 +231,7 @@ TEST_CASE("cuda_weights = file: quantized models match the cpu backend, at the f
         }
         for (std::size_t i = 0; i < plans.size(); ++i) {
           plans[i].step_id = i + 1;
-          require_same_logits(**cpu, **gpu, plans[i], 0.05f);
+          require_same_logits(**cpu, *gpu, plans[i], 0.05f);
         }
 
       }
